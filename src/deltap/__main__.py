@@ -1,0 +1,3 @@
+from deltap.cli import main
+
+main()

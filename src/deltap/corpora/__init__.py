@@ -1,0 +1,1 @@
+"""Corpus builders: API-symbol YAML, installed Python packages (``inspect``), Markdown/Docusaurus folders."""

@@ -1,0 +1,313 @@
+"""Relevance judgements (qrels) and retriever runs, as plain interchange dicts, and their file formats.
+
+* ``Qrels`` = ``{query_id: {doc_id: grade}}`` with integer grades >= 0 (0 = judged not relevant; unlisted = 0).
+* ``Run``   = ``{query_id: {doc_id: score}}`` with finite float scores (higher = better).
+
+These are exactly the dicts pytrec_eval, ranx and ir_measures take, so they plug in anywhere.
+
+Formats (read and write):
+
+* **BEIR TSV** ``qrels/<split>.tsv``: header ``query-id<TAB>corpus-id<TAB>score``, integer grades.
+* **TREC qrels**: ``qid 0 docid grade`` (whitespace separated; the second column is ignored on read).
+* **TREC run**: ``qid Q0 docid rank score tag``.
+* **qrels JSONL**: ``{"query_id", "query", "relevant_docs": {doc_id: grade}, "reference_answer"?}`` per line;
+  empty lines skipped.
+
+Bad lines raise :class:`~deltap.errors.FormatError` with file and line; duplicate (query, doc) pairs are an error
+(they would silently overwrite each other otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from deltap.errors import FormatError
+
+__all__ = [
+    "Qrels",
+    "QrelsRecord",
+    "Run",
+    "detect_qrels_format",
+    "load_qrels",
+    "load_run",
+    "read_beir_qrels",
+    "read_qrels_jsonl",
+    "read_trec_qrels",
+    "read_trec_run",
+    "write_beir_qrels",
+    "write_qrels_jsonl",
+    "write_trec_qrels",
+    "write_trec_run",
+]
+
+Qrels = dict[str, dict[str, int]]
+Run = dict[str, dict[str, float]]
+
+QrelsFormat = Literal["beir", "trec", "jsonl", "dataset"]
+
+
+@dataclass
+class QrelsRecord:
+    """One line of a qrels JSONL file."""
+
+    query_id: str
+    query: str
+    relevant_docs: dict[str, int]
+    reference_answer: str | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+def _grade(value: str | int | float, path: Path, lineno: int) -> int:
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        if isinstance(value, str):
+            grade = int(value.strip())
+        elif isinstance(value, float):
+            if not value.is_integer():
+                raise ValueError
+            grade = int(value)
+        else:
+            grade = int(value)
+    except (ValueError, TypeError):
+        raise FormatError(path, f"relevance grade must be an integer >= 0, got {value!r}", lineno) from None
+    if grade < 0:
+        raise FormatError(path, f"relevance grade must be an integer >= 0, got {grade}", lineno)
+    return grade
+
+
+def _put(table: dict[str, dict[str, int]] | dict[str, dict[str, float]], qid: str, did: str, value: float, path: Path, lineno: int) -> None:
+    row = table.setdefault(qid, {})
+    if did in row:
+        raise FormatError(path, f"duplicate pair (query {qid!r}, doc {did!r})", lineno)
+    row[did] = value  # type: ignore[assignment]
+
+
+def read_beir_qrels(path: str | Path) -> Qrels:
+    """Read a BEIR qrels TSV (``query-id``, ``corpus-id``, ``score`` with a header row)."""
+    path = Path(path)
+    qrels: Qrels = {}
+    with path.open(encoding="utf-8") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            line = raw.rstrip("\n\r")
+            if not line.strip():
+                continue
+            parts = line.split("\t")
+            if lineno == 1 and parts[0].strip().lower() in {"query-id", "query_id", "qid"}:
+                continue
+            if len(parts) != 3:
+                raise FormatError(path, f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(parts)}", lineno)
+            qid, did, grade = (p.strip() for p in parts)
+            if not qid or not did:
+                raise FormatError(path, "empty query-id or corpus-id", lineno)
+            _put(qrels, qid, did, _grade(grade, path, lineno), path, lineno)
+    return qrels
+
+
+def write_beir_qrels(qrels: Mapping[str, Mapping[str, int]], path: str | Path) -> Path:
+    """Write BEIR qrels TSV with its header row."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write("query-id\tcorpus-id\tscore\n")
+        for qid, docs in qrels.items():
+            for did, grade in docs.items():
+                fh.write(f"{qid}\t{did}\t{int(grade)}\n")
+    return path
+
+
+def read_trec_qrels(path: str | Path) -> Qrels:
+    """Read TREC qrels: ``qid iter docid grade`` per line."""
+    path = Path(path)
+    qrels: Qrels = {}
+    with path.open(encoding="utf-8") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            parts = raw.split()
+            if not parts:
+                continue
+            if len(parts) != 4:
+                raise FormatError(path, f"expected 4 columns 'qid 0 docid grade', got {len(parts)}", lineno)
+            qid, _, did, grade = parts
+            _put(qrels, qid, did, _grade(grade, path, lineno), path, lineno)
+    return qrels
+
+
+def write_trec_qrels(qrels: Mapping[str, Mapping[str, int]], path: str | Path) -> Path:
+    """Write TREC qrels (``qid 0 docid grade``)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as fh:
+        for qid, docs in qrels.items():
+            for did, grade in docs.items():
+                fh.write(f"{qid} 0 {did} {int(grade)}\n")
+    return path
+
+
+def read_trec_run(path: str | Path) -> Run:
+    """Read a TREC run: ``qid Q0 docid rank score tag``. Scores must be finite numbers."""
+    path = Path(path)
+    run: Run = {}
+    with path.open(encoding="utf-8") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            parts = raw.split()
+            if not parts:
+                continue
+            if len(parts) != 6:
+                raise FormatError(path, f"expected 6 columns 'qid Q0 docid rank score tag', got {len(parts)}", lineno)
+            qid, _, did, _rank, score_s, _tag = parts
+            try:
+                score = float(score_s)
+            except ValueError:
+                raise FormatError(path, f"score must be a number, got {score_s!r}", lineno) from None
+            if not math.isfinite(score):
+                raise FormatError(path, f"score must be finite, got {score_s!r}", lineno)
+            _put(run, qid, did, score, path, lineno)
+    return run
+
+
+def write_trec_run(run: Mapping[str, Mapping[str, float]], path: str | Path, tag: str = "deltap") -> Path:
+    """Write a TREC run, ranks 1..n by descending score (ties by doc id, ascending)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as fh:
+        for qid, docs in run.items():
+            ranked = sorted(docs.items(), key=lambda kv: (-kv[1], kv[0]))
+            for rank, (did, score) in enumerate(ranked, start=1):
+                fh.write(f"{qid} Q0 {did} {rank} {float(score)!r} {tag}\n")
+    return path
+
+
+def read_qrels_jsonl(path: str | Path) -> list[QrelsRecord]:
+    """Read qrels JSONL records (see the module docstring); empty lines are skipped."""
+    path = Path(path)
+    records: list[QrelsRecord] = []
+    seen: set[str] = set()
+    with path.open(encoding="utf-8") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            line = raw.strip()
+            if not line:
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise FormatError(path, f"invalid JSON ({exc.msg}); expected one qrels record per line", lineno) from None
+            if not isinstance(obj, dict):
+                raise FormatError(path, f"expected a JSON object, got {type(obj).__name__}", lineno)
+            qid = obj.get("query_id")
+            if isinstance(qid, int) and not isinstance(qid, bool):
+                qid = str(qid)
+            if not isinstance(qid, str) or not qid:
+                raise FormatError(path, 'missing or empty "query_id" (a string)', lineno)
+            if qid in seen:
+                raise FormatError(path, f"duplicate query_id {qid!r}", lineno)
+            seen.add(qid)
+            docs = obj.get("relevant_docs")
+            if not isinstance(docs, dict):
+                raise FormatError(path, '"relevant_docs" must be an object {doc_id: grade}', lineno)
+            ref = obj.get("reference_answer")
+            if ref is not None and not isinstance(ref, str):
+                raise FormatError(path, '"reference_answer" must be a string when present', lineno)
+            query = obj.get("query", "")
+            if not isinstance(query, str):
+                raise FormatError(path, '"query" must be a string', lineno)
+            extra = {k: v for k, v in obj.items() if k not in {"query_id", "query", "relevant_docs", "reference_answer"}}
+            records.append(
+                QrelsRecord(
+                    query_id=qid,
+                    query=query,
+                    relevant_docs={str(d): _grade(g, path, lineno) for d, g in docs.items()},
+                    reference_answer=ref,
+                    extra=extra,
+                )
+            )
+    return records
+
+
+def write_qrels_jsonl(records: list[QrelsRecord], path: str | Path) -> Path:
+    """Write qrels JSONL, one record per line (``reference_answer`` omitted when ``None``)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as fh:
+        for rec in records:
+            obj: dict[str, object] = {"query_id": rec.query_id, "query": rec.query, "relevant_docs": dict(rec.relevant_docs)}
+            if rec.reference_answer is not None:
+                obj["reference_answer"] = rec.reference_answer
+            obj.update(rec.extra)
+            fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    return path
+
+
+def detect_qrels_format(path: str | Path) -> QrelsFormat:
+    """Guess a qrels file's format from its name and first non-empty line."""
+    path = Path(path)
+    if path.is_dir():
+        return "beir"
+    name = path.name.lower()
+    if name.endswith((".yaml", ".yml")):
+        return "dataset"
+    if name.endswith(".jsonl") or name.endswith(".json"):
+        return "jsonl"
+    with path.open(encoding="utf-8") as fh:
+        for raw in fh:
+            if raw.strip():
+                if "\t" in raw and len(raw.rstrip("\n").split("\t")) == 3:
+                    return "beir"
+                return "trec"
+    return "trec"
+
+
+def load_qrels(path: str | Path, fmt: QrelsFormat | None = None, split: str = "test") -> Qrels:
+    """Load qrels from any supported format.
+
+    Args:
+        path: A BEIR TSV, a BEIR folder (reads ``qrels/<split>.tsv``), a TREC qrels file, a qrels JSONL file, or a
+            deltap verified dataset YAML.
+        fmt: Force a format instead of guessing.
+        split: BEIR split when ``path`` is a folder.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"qrels file not found: {path}")
+    fmt = fmt or detect_qrels_format(path)
+    if fmt == "beir":
+        if path.is_dir():
+            path = path / "qrels" / f"{split}.tsv"
+        return read_beir_qrels(path)
+    if fmt == "trec":
+        return read_trec_qrels(path)
+    if fmt == "jsonl":
+        return {r.query_id: dict(r.relevant_docs) for r in read_qrels_jsonl(path)}
+    if fmt == "dataset":
+        from deltap.dataset import read_dataset_qrels
+
+        return read_dataset_qrels(path)
+    raise ValueError(f"unknown qrels format {fmt!r}")
+
+
+def load_run(path: str | Path) -> Run:
+    """Load a retriever run: a TREC run file, or JSON ``{query_id: {doc_id: score}}``."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"run file not found: {path}")
+    if path.suffix.lower() == ".json":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise FormatError(path, f"invalid JSON ({exc.msg})", exc.lineno) from None
+        if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+            raise FormatError(path, "expected a JSON object {query_id: {doc_id: score}}")
+        run: Run = {}
+        for qid, docs in data.items():
+            row: dict[str, float] = {}
+            for did, score in docs.items():
+                if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+                    raise FormatError(path, f"score of ({qid!r}, {did!r}) must be a finite number, got {score!r}")
+                row[str(did)] = float(score)
+            run[str(qid)] = row
+        return run
+    return read_trec_run(path)
