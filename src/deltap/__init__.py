@@ -67,4 +67,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deltap.loaders import load_beir, load_cases, load_corpus
     from deltap.qrels import Qrels, Run, load_qrels, load_run
     from deltap.retrieval.base import Hit, Retriever
-    from deltap.solvers.base import Answer, SolveRequest, Solver
+    from deltap.solvers.base import Answer, Solver, SolveRequest

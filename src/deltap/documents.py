@@ -67,7 +67,7 @@ class Corpus:
         DuplicateIdsError: when two documents share an id.
     """
 
-    def __init__(self, documents: Iterable[Document], name: str = "corpus") -> None:
+    def __init__(self, documents: Iterable[Document], name: str = "corpus", notes: Iterable[str] = ()) -> None:
         docs = list(documents)
         index: dict[str, int] = {}
         dupes: list[str] = []
@@ -81,6 +81,8 @@ class Corpus:
         self._docs: tuple[Document, ...] = tuple(docs)
         self._index = index
         self.name = name
+        #: Things the builder had to do to the input that the user should see (e.g. renamed duplicate ids).
+        self.notes: tuple[str, ...] = tuple(notes)
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -156,7 +158,8 @@ def read_corpus_jsonl(path: str | Path, name: str | None = None) -> Corpus:
                 raise FormatError(path, 'missing or empty "_id" (a string)', lineno)
             text = obj.get("text", "")
             title = obj.get("title", "") or ""
-            metadata = obj.get("metadata") or {}
+            metadata = obj.get("metadata")
+            metadata = {} if metadata is None else metadata
             if not isinstance(text, str) or not isinstance(title, str):
                 raise FormatError(path, '"text" and "title" must be strings', lineno)
             if not isinstance(metadata, dict):

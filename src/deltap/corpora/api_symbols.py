@@ -22,15 +22,17 @@ Metadata keeps ``type``, ``name``, ``aliases``, ``file_path``, ``rank``, ``usage
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-import warnings
 from typing import Any, Literal
 
 from deltap.documents import Corpus, Document
 from deltap.errors import FormatError
 
 __all__ = ["read_api_symbols", "render_symbol", "symbol_to_document"]
+
+logger = logging.getLogger(__name__)
 
 _KEEP_META = ("type", "name", "aliases", "file_path", "rank", "usage_score", "group")
 
@@ -116,7 +118,7 @@ def read_api_symbols(path: str | Path, on_duplicate: Literal["suffix", "error"] 
         path: The YAML file.
         on_duplicate: Symbols sharing an id (a property getter and setter both exported, for instance):
             ``suffix`` keeps every record, renaming the 2nd, 3rd... to ``<id>~2``, ``<id>~3`` (the original id is
-            recorded in ``metadata["duplicate_of"]`` and a warning names them); ``error`` raises.
+            recorded in ``metadata["duplicate_of"]``, and ``corpus.notes`` plus a logged warning name them); ``error`` raises.
 
     Raises:
         FormatError: invalid YAML, or a symbol without a string ``id`` (the message gives its position).
@@ -144,14 +146,9 @@ def read_api_symbols(path: str | Path, on_duplicate: Literal["suffix", "error"] 
             renamed.append(f"{doc.doc_id} -> {new_id}")
             doc = Document(new_id, doc.text, doc.title, {**doc.metadata, "duplicate_of": doc.doc_id})
         docs.append(doc)
+    notes: list[str] = []
     if renamed:
-        warnings.warn(
-            f"{path}: {len(renamed)} duplicate symbol id(s) kept under a suffixed id: {'; '.join(renamed[:10])}",
-            DuplicateSymbolWarning,
-            stacklevel=2,
-        )
-    return Corpus(docs, name=str(path))
-
-
-class DuplicateSymbolWarning(UserWarning):
-    """An API-symbol YAML lists the same id more than once; the copies were kept under suffixed ids."""
+        note = f"{path}: {len(renamed)} duplicate symbol id(s) kept under a suffixed id: {'; '.join(renamed[:10])}"
+        logger.warning(note)
+        notes.append(note)
+    return Corpus(docs, name=str(path), notes=notes)
