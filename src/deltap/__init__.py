@@ -35,12 +35,50 @@ _LAZY: dict[str, str] = {
     # retrieval contract
     "Hit": "deltap.retrieval.base",
     "Retriever": "deltap.retrieval.base",
+    "build_retriever": "deltap.retrieval.factory",
+    "open_index": "deltap.retrieval.factory",
     # solver and checker contracts
     "Solver": "deltap.solvers.base",
     "SolveRequest": "deltap.solvers.base",
     "Answer": "deltap.solvers.base",
+    "Score": "deltap.solvers.base",
+    "SolverError": "deltap.solvers.base",
+    "make_solver": "deltap.solvers",
+    "solve_many": "deltap.solvers",
+    "render_prompt": "deltap.prompts",
     "Checker": "deltap.checkers.base",
     "CheckResult": "deltap.checkers.base",
+    "make_checker": "deltap.checkers",
+    # evaluation
+    "evaluate": "deltap.evaluation",
+    "compare": "deltap.evaluation",
+    "Report": "deltap.evaluation",
+    "EvalResult": "deltap.evaluation",
+    "Measure": "deltap.evaluation",
+    "parse_metric": "deltap.evaluation",
+    "analyze_failures": "deltap.evaluation",
+    "FailureReport": "deltap.evaluation",
+    "EvaluationWarning": "deltap.evaluation",
+    # reports and the demo
+    "load_run_dir": "deltap.report",
+    "write_html_report": "deltap.report",
+    "write_markdown_report": "deltap.report",
+    "run_demo": "deltap.demo",
+    "DemoConfig": "deltap.demo",
+    # pipeline check
+    "check_pipeline": "deltap.pipeline_check",
+    "CheckReport": "deltap.pipeline_check",
+    # mining
+    "mine": "deltap.mining.engine",
+    "MiningConfig": "deltap.mining.engine",
+    "MiningResult": "deltap.mining.engine",
+    "PlaceboCalibrationWarning": "deltap.mining.engine",
+    "simulate": "deltap.mining.simulation",
+    "SimulatedSolver": "deltap.solvers.simulated",
+    "SimulatedTruth": "deltap.solvers.simulated",
+    "Dataset": "deltap.dataset",
+    "read_dataset": "deltap.dataset",
+    "write_dataset": "deltap.dataset",
 }
 
 __all__ = sorted([*_LAZY, "__version__"])
@@ -61,10 +99,32 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deltap.cases import Case, CheckerSpec
+    from deltap.checkers import make_checker
     from deltap.checkers.base import Checker, CheckResult
+    from deltap.dataset import Dataset, read_dataset, write_dataset
+    from deltap.demo import DemoConfig, run_demo
     from deltap.documents import Corpus, Document
     from deltap.errors import DeltapError, DuplicateIdsError, FormatError, MissingIdsError
+    from deltap.evaluation import (
+        EvalResult,
+        EvaluationWarning,
+        FailureReport,
+        Measure,
+        Report,
+        analyze_failures,
+        compare,
+        evaluate,
+        parse_metric,
+    )
     from deltap.loaders import load_beir, load_cases, load_corpus
+    from deltap.mining.engine import MiningConfig, MiningResult, PlaceboCalibrationWarning, mine
+    from deltap.mining.simulation import simulate
+    from deltap.pipeline_check import CheckReport, check_pipeline
+    from deltap.prompts import render_prompt
     from deltap.qrels import Qrels, Run, load_qrels, load_run
+    from deltap.report import load_run_dir, write_html_report, write_markdown_report
     from deltap.retrieval.base import Hit, Retriever
-    from deltap.solvers.base import Answer, Solver, SolveRequest
+    from deltap.retrieval.factory import build_retriever, open_index
+    from deltap.solvers import make_solver, solve_many
+    from deltap.solvers.base import Answer, Score, Solver, SolveRequest, SolverError
+    from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth

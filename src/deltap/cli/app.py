@@ -48,7 +48,10 @@ def main(argv: list[str] | None = None) -> None:
     from deltap.errors import DeltapError
 
     try:
-        app(args=argv, standalone_mode=False)
+        rv = app(args=argv, standalone_mode=False)
+        # In non-standalone mode click *returns* the code of `raise typer.Exit(code)` instead of exiting.
+        if isinstance(rv, int) and rv:
+            sys.exit(rv)
     except DeltapError as exc:
         typer.secho(f"error: {exc}", fg="red", err=True)
         sys.exit(2)

@@ -1,9 +1,40 @@
-"""CLI verbs of this area (registered on the main app by :func:`register`)."""
+"""``deltap demo``: the offline end-to-end run (corpus, mining, evaluation, report) on the embedded defaults."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app`` (none yet)."""
+    """Add ``demo`` to ``app``."""
+
+    @app.command("demo")
+    def demo(
+        out: Path = typer.Option(Path("deltap-demo"), "--out", "-o", help="Output folder (corpus, index, run, report)."),
+        cases: int = typer.Option(6, "--cases", help="How many bundled benchmark questions to mine (1-40)."),
+        budget: int = typer.Option(240, "--budget", help="Solver calls in total, split evenly over the cases (~2 s each locally)."),
+        solver: str = typer.Option("local", "--solver", help="local (SmolLM2-135M in-process), simulated, or another solver spec."),
+        outcome: str = typer.Option("logprob", "--outcome", help="logprob (log-probability of the answer) or pass."),
+        seed: int = typer.Option(0, "--seed", help="Run seed (placebos, trial designs, bootstrap)."),
+        embedder: str | None = typer.Option(None, "--embedder", help="Dense embedder spec (default all-MiniLM-L6-v2)."),
+        progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
+    ) -> None:
+        """Run deltap end to end offline: stdlib corpus, bundled questions, local LLM mining, BM25/dense/hybrid, report."""
+        from deltap.demo import DemoConfig, run_demo
+
+        config = DemoConfig(
+            out=out, cases=cases, budget=budget, solver=solver, outcome=outcome, seed=seed, embedder=embedder, progress=progress
+        )
+        result = run_demo(config, say=typer.echo)
+        typer.echo("")
+        typer.secho(f"done in {result.timings.get('total', 0.0):.0f} s", bold=True)
+        typer.echo(f"  corpus            {result.corpus_path} ({result.n_documents} documents)")
+        typer.echo(f"  verified dataset  {result.run_dir / 'retrieval_dataset.yaml'}")
+        typer.echo(f"  qrels             {result.run_dir / 'qrels' / 'test.tsv'} (also qrels.trec, qrels.jsonl)")
+        typer.echo(f"  trial log         {result.run_dir / 'trials.sqlite'}")
+        if result.comparison:
+            typer.echo(f"  comparison        {result.run_dir / 'evaluation' / 'compare.json'}")
+        typer.echo(f"  Markdown summary  {result.report_md}")
+        typer.secho(f"  HTML report       {result.report_html}", bold=True)

@@ -1,9 +1,197 @@
-"""CLI verbs of this area (registered on the main app by :func:`register`)."""
+"""CLI verbs of the mining area: ``deltap mine`` and ``deltap simulate``.
+
+Heavy modules (numpy, the solver backends, retrievers) are imported inside the command bodies so ``deltap --help``
+stays fast.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 import typer
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app`` (none yet)."""
+    """Add ``mine`` and ``simulate`` to ``app``."""
+    app.command("mine")(mine_command)
+    app.command("simulate")(simulate_command)
+
+
+def _parse_options(items: list[str]) -> dict[str, Any]:
+    import json
+
+    from deltap.errors import DeltapError
+
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise DeltapError(f"--solver-option {item!r} must look like key=value")
+        key, raw = item.split("=", 1)
+        try:
+            out[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key.strip()] = raw
+    return out
+
+
+def mine_command(
+    cases_path: Path = typer.Argument(..., metavar="CASES", help="Benchmark YAML (or BEIR folder with reference answers)."),
+    corpus_path: Path = typer.Option(..., "--corpus", help="Corpus: BEIR folder, corpus.jsonl or API-symbol YAML."),
+    out: Path = typer.Option(..., "--out", help="Run directory (created; an existing one is resumed)."),
+    index: str | None = typer.Option(None, "--index", help="Dense index folder or Qdrant URL (reused across runs)."),
+    retriever_kind: str = typer.Option("dense", "--retriever", help="dense, bm25, hybrid or none: source of the retrieved candidates."),
+    k: int = typer.Option(10, "--k", help="Retrieved candidates per case."),
+    placebo: int = typer.Option(5, "--placebo", help="Random placebo candidates per case (the control group)."),
+    max_candidates: int = typer.Option(30, "--max-candidates", help="Pool cap (gold and placebo kept first)."),
+    solver_kind: str = typer.Option("local", "--solver", help="local (SmolLM2 in-process), openai, gemini or simulated."),
+    model: str | None = typer.Option(None, "--model", help="Model name/path for the solver."),
+    solver_option: list[str] = typer.Option([], "--solver-option", help="Extra solver option key=value (repeatable)."),
+    outcome: str = typer.Option("pass", "--outcome", help="pass (checker verdict) or logprob (log-prob of the reference)."),
+    budget: int = typer.Option(128, "--budget", help="Maximum design trials per case."),
+    seed: int = typer.Option(0, "--seed", help="Run seed (trial subsets, placebos)."),
+    q: float = typer.Option(0.05, "--q", help="Dataset-wide Benjamini-Hochberg FDR level (per direction)."),
+    pi: float = typer.Option(0.5, "--pi", help="Inclusion probability of each candidate."),
+    min_effect: float | None = typer.Option(None, "--min-effect", help="Smallest effect labelled relevant (0.1 pass, 0.5 nats logprob)."),
+    limit: int | None = typer.Option(None, "--limit", help="Mine only the first N cases."),
+    case_ids: str | None = typer.Option(None, "--cases", help="Comma-separated case ids to mine."),
+    force: bool = typer.Option(False, "--force", help="Mine saturated/unsolvable cases anyway."),
+    workers: int = typer.Option(1, "--workers", help="Concurrent solver calls (remote solvers)."),
+    no_coalitions: bool = typer.Option(False, "--no-coalitions", help="Skip interaction pairs and coalition trials."),
+    skip_missing: bool = typer.Option(True, "--skip-missing/--strict-gold", help="Drop gold ids not in the corpus (counted) instead of failing."),
+    sim_effect: float = typer.Option(0.3, "--sim-effect", help="simulated solver: effect of each gold document."),
+    sim_base: float = typer.Option(0.1, "--sim-base", help="simulated solver: success rate without gold documents."),
+) -> None:
+    """Mine which documents raise each case's success probability (ΔP), with honest statistics.
+
+    Writes RUN_DIR/retrieval_dataset.yaml, trials.sqlite, qrels/test.tsv, qrels.trec, qrels.jsonl and run.json.
+    """
+    import warnings
+
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from deltap.errors import DeltapError
+    from deltap.loaders import load_cases, load_corpus
+    from deltap.mining.engine import MiningConfig, PlaceboCalibrationWarning, mine
+
+    console = Console(stderr=True)
+    if outcome not in ("pass", "logprob"):
+        raise DeltapError(f"--outcome must be pass or logprob, got {outcome!r}")
+    corpus = load_corpus(corpus_path)
+    cases = load_cases(cases_path, corpus=corpus, on_missing="skip" if skip_missing else "error")
+    missing: dict[str, list[str]] = {c.case_id: list(c.metadata.get("gold_missing") or []) for c in cases}
+    missing = {k: v for k, v in missing.items() if v}
+    if missing:
+        n = sum(len(v) for v in missing.values())
+        console.print(f"[yellow]{n} gold id(s) of {len(missing)} case(s) are not in the corpus and were dropped[/yellow]")
+    if case_ids:
+        wanted = [c.strip() for c in case_ids.split(",") if c.strip()]
+        unknown = sorted(set(wanted) - {c.case_id for c in cases})
+        if unknown:
+            raise DeltapError(f"--cases: unknown case id(s) {', '.join(unknown)} in {cases_path}")
+        cases = [c for c in cases if c.case_id in set(wanted)]
+    if limit is not None:
+        cases = cases[:limit]
+    retriever = None
+    if retriever_kind != "none" and k > 0:
+        from deltap.retrieval import build_retriever
+
+        with console.status(f"building the {retriever_kind} retriever over {len(corpus)} documents..."):
+            retriever = build_retriever(retriever_kind, corpus, store=index, seed=seed)
+    options = _parse_options(solver_option)
+    if model:
+        options.setdefault("model", model)
+    if solver_kind == "simulated":
+        from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
+
+        truth = {c.case_id: SimulatedTruth(sim_base, {g: sim_effect for g in c.gold_doc_ids}) for c in cases}
+        answers = {c.case_id: c.reference_answer or "" for c in cases}
+        solver: Any = SimulatedSolver(truth, answers, outcome=outcome, seed=seed, **options)  # type: ignore[arg-type]
+    else:
+        from deltap.solvers import make_solver
+
+        solver = make_solver(solver_kind, **options)
+    config = MiningConfig(
+        outcome=outcome,  # type: ignore[arg-type]
+        budget=budget, seed=seed, q=q, pi=pi, min_effect=min_effect, k=k if retriever else 0, n_placebo=placebo,
+        max_candidates=max_candidates, force=force, coalitions=not no_coalitions, workers=workers,
+    )
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=False) as bar:
+        overall = bar.add_task("cases", total=len(cases), info="")
+        current = bar.add_task("trials", total=config.budget, info="")
+        state = {"case": None}
+
+        def progress(ev: dict[str, Any]) -> None:
+            if ev["case_id"] != state["case"]:
+                state["case"] = ev["case_id"]
+                bar.reset(current, total=ev["budget"])
+            bar.update(current, completed=ev["trials"], description=f"{ev['case_id'][:28]:28s}", info=f"open {ev['open']:>2}  calls {ev['calls']}")
+            if ev["status"] != "running":
+                bar.update(overall, completed=ev["case_index"] + 1, info=f"last: {ev['status']}")
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", PlaceboCalibrationWarning)
+            result = mine(cases, corpus, solver, out=out, config=config, retriever=retriever, progress=progress)
+    run = result.run
+    console.print(f"[bold]mined {run['cases']} case(s)[/bold] in {run['wall_seconds']:.1f}s, {run['calls']} calls: {run['cases_by_status']}")
+    console.print(f"verdicts: {run['verdicts']}")
+    pl = run["placebo"]
+    console.print(f"placebo false-positive rate: {pl['fpr']:.3f} ({pl['labelled_relevant']} relevant + {pl['labelled_harmful']} harmful of {pl['n']}; nominal {pl['nominal']})")
+    for w in caught:
+        console.print(f"[red]warning:[/red] {w.message}")
+    typer.echo(str(out / "retrieval_dataset.yaml"))
+
+
+def simulate_command(
+    scenario: list[str] = typer.Option([], "--scenario", help="Scenario(s): S1, harmful, interaction, saturated, logprob, m60, null, mixed (default: all)."),
+    design: list[str] = typer.Option([], "--design", help="Designs: naive:N, fixed:N, adaptive, adaptive:BUDGET, each optionally @q (default: the benchmark set)."),
+    replications: int = typer.Option(1000, "--replications", "-r", help="Replications per (scenario, design)."),
+    seed: int = typer.Option(0, "--seed", help="Seed."),
+    budget: int = typer.Option(128, "--budget", help="Adaptive design: maximum trials per case."),
+    q: float = typer.Option(0.05, "--q", help="FDR level (fixed and adaptive designs)."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the results as JSON."),
+) -> None:
+    """Run the mining simulation benchmark with known truth (label precision, recall, null FPR, calls per case)."""
+    import json
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from deltap.mining.simulation import DEFAULT_DESIGNS, MIXTURES, SCENARIOS, AdaptiveConfig, run_design, run_mixture
+
+    names = scenario or [*SCENARIOS, *MIXTURES]
+    designs = design or list(DEFAULT_DESIGNS)
+    cfg = AdaptiveConfig(budget=budget, q=q)
+    table = Table(title=f"deltap simulate ({replications} replications, seed {seed})")
+    for col in ("scenario", "design", "precision", "FDR", "recall", "null FPR", "harmful recall", "calls/case", "skipped", "s"):
+        table.add_column(col, justify="right" if col not in ("scenario", "design") else "left")
+    rows = []
+    from deltap.errors import DeltapError
+
+    unknown = [s for s in names if s not in SCENARIOS and s not in MIXTURES]
+    if unknown:
+        raise DeltapError(f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join([*SCENARIOS, *MIXTURES])}")
+    console = Console(width=max(Console().width, 130))
+    with console.status("simulating..."):
+        for name in names:
+            for d in designs:
+                if name in MIXTURES:
+                    r = run_mixture(MIXTURES[name], d, replications, seed, cfg)
+                else:
+                    r = run_design(SCENARIOS[name], d, replications, seed, cfg)
+                rows.append(r.row())
+                f = lambda x: "—" if x != x else f"{x:.3f}"  # noqa: E731
+                table.add_row(name, d, f(r.precision), f(r.fdr), f(r.recall), f"{r.null_fpr:.4f}", f(r.harmful_recall), f"{r.calls_mean:.1f}", f"{r.skipped:.2f}", f"{r.seconds:.1f}")
+    console.print(table)
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")

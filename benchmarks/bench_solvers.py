@@ -1,0 +1,230 @@
+"""Solver and checker costs (issue #5, "How well").
+
+1. Local solver on a real 20-candidate ADK case, N trials (inclusion π=0.5, seeded): naive
+   ``Llama.create_chat_completion(temperature=0)`` per trial (in trial order, with llama-cpp-python's own
+   previous-prompt reuse) vs :meth:`LlamaCppSolver.answer_many` (prefix-trie order, KV reuse, logits only where
+   needed) and :meth:`LlamaCppSolver.score_many`; answers must be identical, scores must equal scoring each
+   trial from scratch.
+2. Prompt tokens to evaluate per trial for canonical document orders (id order vs longest first), counted exactly
+   from the token sequences (no model run): the trie walk evaluates each distinct prefix once.
+3. Pytest checker overhead per call (trivial test file, full sandbox).
+4. OpenAI-compatible client: sustained requests/s against ``python -m llama_cpp.server`` at concurrency 1, 4, 16.
+
+Run: ``python benchmarks/bench_solvers.py [--trials 64] [--skip-server]``. Needs ../shared/data/adk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import warnings
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ADK = REPO.parent / "shared" / "data" / "adk"
+
+
+def trie_tokens(seqs: list[list[int]]) -> int:
+    """Tokens evaluated by a depth-first walk of the prefix trie (= sum of LCP-complements in sorted order)."""
+    total, prev = 0, []  # type: ignore[var-annotated]
+    for s in sorted(seqs):
+        lcp = 0
+        for a, b in zip(prev, s, strict=False):
+            if a != b:
+                break
+            lcp += 1
+        total += len(s) - lcp
+        prev = s
+    return total
+
+
+def build_case(n_candidates: int, trials: int, seed: int):  # type: ignore[no-untyped-def]
+    import deltap
+    from deltap.prompts import request_from_case
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        corpus = deltap.load_corpus(ADK / "corpus_ranked_targets.yaml")
+    cases = deltap.load_cases(ADK / "api_understanding.yaml", corpus=corpus, on_missing="skip")
+    case = next(c for c in cases if c.gold_doc_ids)
+    rng = random.Random(seed)
+    gold = [corpus[d] for d in case.gold_doc_ids]
+    pool_ids = {d.doc_id for d in gold}
+    others = [d for d in corpus if d.doc_id not in pool_ids and len(d.text) <= 800]
+    pool = gold + rng.sample(others, n_candidates - len(gold))
+    pool.sort(key=lambda d: d.doc_id)  # canonical order: by id
+    subsets = [[d for d in pool if rng.random() < 0.5] for _ in range(trials)]
+    return case, pool, subsets, request_from_case
+
+
+def bench_local(trials: int, seed: int, score_check: int) -> None:
+    from dataclasses import replace
+
+    from llama_cpp import Llama
+
+    from deltap.prompts import render_prompt
+    from deltap.solvers.base import Answer, Score
+    from deltap.solvers.llama_cpp import LlamaCppSolver, default_model_path
+
+    case, pool, subsets, request_from_case = build_case(20, trials, seed)
+    base = request_from_case(case)
+    reqs = [replace(base, documents=tuple(s)) for s in subsets]
+    solver = LlamaCppSolver(n_ctx=4096)
+    toks = [solver.tokens(r) for r in reqs]
+    mean_prompt = statistics.mean(len(t) for t in toks)
+    print(f"case {case.case_id}: {len(pool)} candidates, {trials} trials, mean prompt {mean_prompt:.0f} tokens")
+
+    # token counts for canonical orders (exact, no model run)
+    by_len = sorted(pool, key=lambda d: (-len(d.text), d.doc_id))
+    order = {d.doc_id: i for i, d in enumerate(by_len)}
+    toks_len = [solver.tokens(replace(base, documents=tuple(sorted(s, key=lambda d: order[d.doc_id])))) for s in subsets]
+    print("\n| canonical order | prompt tokens/trial | evaluated/trial (trie walk) | reduction |")
+    print("|---|---|---|---|")
+    for name, seqs in (("doc id", toks), ("longest first", toks_len)):
+        full = sum(len(t) for t in seqs)
+        walk = trie_tokens(seqs)
+        print(f"| {name} | {full / trials:.0f} | {walk / trials:.0f} | {full / walk:.2f}x |")
+
+    # naive: create_chat_completion per trial, in trial order
+    naive_llm = Llama(model_path=str(default_model_path()), n_ctx=4096, n_threads=solver.llm.n_threads,
+                      n_batch=512, logits_all=False, verbose=False, seed=0)
+    start = time.perf_counter()
+    naive_texts = []
+    naive_eval = 0
+    prev: list[int] = []
+    for r, t in zip(reqs, toks, strict=False):
+        out = naive_llm.create_chat_completion(messages=render_prompt(r), temperature=0, max_tokens=24)  # type: ignore[arg-type]
+        naive_texts.append((out["choices"][0]["message"]["content"] or "").strip())
+        lcp = 0
+        for a, b in zip(prev, t, strict=False):
+            if a != b:
+                break
+            lcp += 1
+        naive_eval += len(t) - min(lcp, len(t) - 1)
+        prev = t
+    naive_wall = time.perf_counter() - start
+    del naive_llm
+
+    solver.reset()
+    before = solver.tokens_evaluated
+    start = time.perf_counter()
+    answers = solver.answer_many(reqs)
+    ours_wall = time.perf_counter() - start
+    ours_eval = sum(a.usage["prompt_tokens_evaluated"] for a in answers if isinstance(a, Answer))
+    gen_steps = solver.tokens_evaluated - before - ours_eval
+    same = sum(isinstance(a, Answer) and a.text == n for a, n in zip(answers, naive_texts, strict=False))
+
+    solver.reset()
+    before = solver.tokens_evaluated
+    start = time.perf_counter()
+    scores = solver.score_many(reqs, case.reference_answer or "")
+    score_wall = time.perf_counter() - start
+    score_eval = solver.tokens_evaluated - before
+
+    # scores equal scoring each trial from scratch (a sample of trials)
+    diffs = []
+    for i in range(min(score_check, trials)):
+        solver.reset()
+        fresh = solver.score(reqs[i], case.reference_answer or "")
+        s = scores[i]
+        assert isinstance(s, Score)
+        diffs.append(abs(fresh.logprob - s.logprob))
+
+    print("\n| method | wall s/trial | prompt tokens evaluated/trial | tokens/s | speed-up | identical to naive |")
+    print("|---|---|---|---|---|---|")
+    print(f"| naive create_chat_completion | {naive_wall / trials:.2f} | {naive_eval / trials:.0f} | "
+          f"{naive_eval / naive_wall:.0f} | 1.00x | - |")
+    print(f"| answer_many (trie order, KV reuse) | {ours_wall / trials:.2f} | {ours_eval / trials:.0f} | "
+          f"{ours_eval / ours_wall:.0f} | {naive_wall / ours_wall:.2f}x | {same}/{trials} answers |")
+    print(f"| score_many (logprob outcome) | {score_wall / trials:.2f} | {score_eval / trials:.0f} | "
+          f"{score_eval / score_wall:.0f} | {naive_wall / score_wall:.2f}x | max abs diff vs from-scratch "
+          f"{max(diffs):.1e} nats ({len(diffs)} trials) |")
+    print(f"(answer_many also ran {gen_steps / trials:.1f} single-token decode steps/trial)")
+
+
+def bench_pytest(runs: int) -> None:
+    from deltap.cases import Case, CheckerSpec
+    from deltap.checkers import make_checker
+
+    tmp = Path(tempfile.mkdtemp())
+    (tmp / "test_m.py").write_text("from m import f\n\n\ndef test_f():\n    assert f() == 1\n")
+    (tmp / "fixed.py").write_text("def f():\n    return 1\n")
+    spec = CheckerSpec("pytest", {"test_file": str(tmp / "test_m.py"), "module_name": "m", "fixed_file": str(tmp / "fixed.py")})
+    checker = make_checker(spec)
+    case = Case("c", "q", checker=spec)
+    checker.check(case, "```python\ndef f():\n    return 1\n```")  # includes the preflight
+    times, layers = [], []
+    for _ in range(runs):
+        start = time.perf_counter()
+        r = checker.check(case, "```python\ndef f():\n    return 1\n```")
+        times.append(time.perf_counter() - start)
+        assert r.passed, r
+        layers = r.info["isolation"]
+    print(f"\npytest checker, trivial test, {runs} runs: median {statistics.median(times):.2f} s, "
+          f"max {max(times):.2f} s per call; isolation: {', '.join(layers)}")
+
+
+def bench_server(requests_per_level: int) -> None:
+    from deltap.solvers import solve_many
+    from deltap.solvers.base import Answer, SolveRequest
+    from deltap.solvers.llama_cpp import default_model_path
+    from deltap.solvers.openai_compat import OpenAISolver
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(default_model_path()),
+                             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"{url}/models", timeout=1).read()
+                break
+            except OSError:
+                time.sleep(0.3)
+        solver = OpenAISolver(model="smollm2", base_url=url, max_tokens={"beir": 8}, extra_body={"repeat_penalty": 1.0})
+        print("\n| concurrency | requests | wall s | requests/s | errors |")
+        print("|---|---|---|---|---|")
+        for conc in (1, 4, 16):
+            reqs = [SolveRequest(f"r{i}", f"Name one planet. ({i})", benchmark_type="beir")
+                    for i in range(requests_per_level)]
+            start = time.perf_counter()
+            out = solve_many(solver, reqs, concurrency=conc)
+            wall = time.perf_counter() - start
+            errors = sum(not isinstance(a, Answer) for a in out)
+            print(f"| {conc} | {len(reqs)} | {wall:.1f} | {len(reqs) / wall:.2f} | {errors} |")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trials", type=int, default=64)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--score-check", type=int, default=8, help="trials re-scored from scratch to compare")
+    ap.add_argument("--pytest-runs", type=int, default=10)
+    ap.add_argument("--server-requests", type=int, default=32)
+    ap.add_argument("--skip-local", action="store_true")
+    ap.add_argument("--skip-server", action="store_true")
+    args = ap.parse_args()
+    if not ADK.exists():
+        sys.exit(f"ADK data not found at {ADK}")
+    if not args.skip_local:
+        bench_local(args.trials, args.seed, args.score_check)
+    bench_pytest(args.pytest_runs)
+    if not args.skip_server:
+        bench_server(args.server_requests)
+
+
+if __name__ == "__main__":
+    main()

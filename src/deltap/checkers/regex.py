@@ -1,0 +1,41 @@
+"""Regular-expression checker."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from deltap.checkers.base import CheckResult
+from deltap.errors import DeltapError
+
+if TYPE_CHECKING:
+    from deltap.cases import Case
+
+__all__ = ["RegexChecker"]
+
+
+class RegexChecker:
+    """Pass when ``pattern`` matches the reply.
+
+    Args:
+        pattern: A Python regular expression.
+        mode: ``search`` (anywhere, the default) or ``fullmatch`` (the whole stripped reply).
+        ignore_case: Compile with ``re.IGNORECASE``.
+    """
+
+    def __init__(self, pattern: str, mode: str = "search", ignore_case: bool = False) -> None:
+        if mode not in ("search", "fullmatch"):
+            raise DeltapError(f"regex checker: mode must be 'search' or 'fullmatch', got {mode!r}")
+        try:
+            self.regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+        except re.error as exc:
+            raise DeltapError(f"regex checker: invalid pattern {pattern!r}: {exc}") from None
+        self.mode = mode
+        self.id = f"regex({pattern!r},mode={mode},ignore_case={ignore_case})"
+
+    def check(self, case: Case, answer: str) -> CheckResult:
+        text = (answer or "").strip()
+        m = self.regex.fullmatch(text) if self.mode == "fullmatch" else self.regex.search(text)
+        if m:
+            return CheckResult("pass", m.group(0), "pattern matched")
+        return CheckResult("fail", None, "empty answer" if not text else "pattern did not match")

@@ -1,0 +1,74 @@
+"""String-match checker for identifier answers (``api_understanding``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from deltap.checkers.base import CheckResult
+from deltap.checkers.extract import clean_identifier, identifier_candidates, normalize_identifier
+from deltap.errors import DeltapError
+
+if TYPE_CHECKING:
+    from deltap.cases import Case
+
+__all__ = ["StringMatchChecker"]
+
+
+class StringMatchChecker:
+    """Pass when the reply names one of the accepted answers.
+
+    Normalization (see :func:`~deltap.checkers.extract.normalize_identifier`): whitespace, quotes, backticks,
+    Markdown emphasis, a trailing ``()`` and trailing punctuation are removed; comparison is case-insensitive unless
+    ``case_sensitive``. Candidates are pulled from the reply by
+    :func:`~deltap.checkers.extract.identifier_candidates` (JSON ``answer``, ``answer is X``, the first backticked
+    span, the first line and its first token) so ``The answer is `BaseAgent`.`` passes for ``BaseAgent``.
+
+    Qualified vs bare identifiers (``qualified="either"``, the default): ``google.adk.agents.BaseAgent`` passes for
+    the expected ``BaseAgent`` (same last segment), and ``BaseAgent`` passes for an expected qualified name ending in
+    ``.BaseAgent``. With ``qualified="exact"`` the dotted forms must be equal.
+
+    Args:
+        answers: Accepted answers (at least one).
+        case_sensitive: Compare with case.
+        qualified: ``either`` or ``exact`` (see above).
+    """
+
+    def __init__(self, answers: Sequence[str], case_sensitive: bool = False, qualified: str = "either") -> None:
+        accepted = [str(a) for a in answers if str(a).strip()]
+        if not accepted:
+            raise DeltapError("string_match checker needs at least one non-empty accepted answer (params['answers'])")
+        if qualified not in ("either", "exact"):
+            raise DeltapError(f"string_match: qualified must be 'either' or 'exact', got {qualified!r}")
+        self.answers = tuple(accepted)
+        self.case_sensitive = case_sensitive
+        self.qualified = qualified
+        self.id = f"string_match(case_sensitive={case_sensitive},qualified={qualified})"
+
+    def _norm(self, s: str) -> str:
+        return clean_identifier(s) if self.case_sensitive else normalize_identifier(s)
+
+    def _match(self, candidate: str, expected: str) -> bool:
+        if candidate == expected:
+            return True
+        if self.qualified == "either":
+            if "." in candidate and "." not in expected:
+                return candidate.rsplit(".", 1)[-1] == expected
+            if "." in expected and "." not in candidate:
+                return expected.rsplit(".", 1)[-1] == candidate
+        return False
+
+    def check(self, case: Case, answer: str) -> CheckResult:
+        candidates = identifier_candidates(answer or "")
+        if not candidates:
+            return CheckResult("fail", None, "empty answer")
+        expected = [self._norm(a) for a in self.answers]
+        for c in candidates:
+            nc = self._norm(c)
+            for e in expected:
+                if self._match(nc, e):
+                    return CheckResult("pass", c.strip(), f"matched {e!r}")
+        return CheckResult(
+            "fail", candidates[0].strip(), f"none of {[c.strip() for c in candidates][:4]} matches {list(self.answers)}"
+        )
+

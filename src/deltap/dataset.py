@@ -1,0 +1,191 @@
+"""The verified dataset: ``retrieval_dataset.yaml`` (the seed schema plus provenance) and its qrels.
+
+Layout::
+
+    metadata:            # provenance: tool, created, solver, outcome, seed, q, budget, pi, min_effect, margin,
+                         # grade_mapping, placebo calibration, ...
+    pairs:
+      - id: <case id>
+        query: <question>
+        reference_answer: <expected answer or null>
+        candidates:
+          - doc_id / fqn / text / source [gold|retrieved|placebo]
+            empirical_relevance (YES | NO | HARMFUL | UNDECIDED), verdict, delta_p, ci_low, ci_high,
+            p_in, p_out, n_in, n_out, p_value, q_value, grade, regression_effect {coef, se, ci_low, ci_high}
+        coalition: [doc ids] or null
+        metadata: {trials, base_success_rate, status, placebo_false_positive_rate, seed, calls, wall_seconds, ...}
+
+Qrels from a dataset: every candidate with an integer ``grade`` (1-3 relevant, 0 judged not relevant); undecided
+candidates (``grade: null``) are unjudged. Pairs without any graded candidate are omitted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deltap.errors import FormatError
+from deltap.qrels import Qrels, QrelsRecord, write_beir_qrels, write_qrels_jsonl, write_trec_qrels
+
+__all__ = [
+    "Dataset",
+    "dataset_qrels",
+    "dataset_qrels_records",
+    "read_dataset",
+    "read_dataset_qrels",
+    "write_dataset",
+    "write_dataset_qrels",
+]
+
+EMPIRICAL_VALUES = ("YES", "NO", "HARMFUL", "UNDECIDED")
+
+
+@dataclass
+class Dataset:
+    """A verified dataset as plain data (``metadata`` and the list of ``pairs``)."""
+
+    metadata: dict[str, Any] = field(default_factory=dict)
+    pairs: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metadata": self.metadata, "pairs": self.pairs}
+
+
+def _plain(value: Any) -> Any:
+    """Make numpy scalars and tuples YAML-safe."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):
+        return value.item()
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
+def write_dataset(dataset: Dataset, path: str | Path) -> Path:
+    """Write ``retrieval_dataset.yaml`` atomically (keys in schema order)."""
+    import yaml
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        yaml.safe_dump(_plain(dataset.to_dict()), fh, sort_keys=False, allow_unicode=True, width=120)
+    tmp.replace(path)
+    return path
+
+
+def read_dataset(path: str | Path) -> Dataset:
+    """Read and validate a ``retrieval_dataset.yaml``.
+
+    Raises:
+        FormatError: not YAML, no ``pairs`` list, a pair without ``id`` or ``candidates``, a candidate without
+            ``doc_id``/``fqn``, a bad ``empirical_relevance`` or ``grade``, a duplicate pair id.
+    """
+    import yaml
+
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise FormatError(path, f"invalid YAML: {getattr(exc, 'problem', exc)}", mark.line + 1 if mark else None) from None
+    if not isinstance(data, dict) or not isinstance(data.get("pairs"), list):
+        raise FormatError(path, "expected a mapping with a 'pairs:' list (a deltap retrieval_dataset.yaml)")
+    seen: set[str] = set()
+    for n, pair in enumerate(data["pairs"], start=1):
+        if not isinstance(pair, dict) or pair.get("id") is None:
+            raise FormatError(path, f"pair #{n} needs an 'id'")
+        pid = str(pair["id"])
+        if pid in seen:
+            raise FormatError(path, f"duplicate pair id {pid!r}")
+        seen.add(pid)
+        cands = pair.get("candidates")
+        if not isinstance(cands, list):
+            raise FormatError(path, f"pair {pid!r} needs a 'candidates' list")
+        for c in cands:
+            if not isinstance(c, dict) or not (c.get("doc_id") or c.get("fqn")):
+                raise FormatError(path, f"a candidate of pair {pid!r} has neither 'doc_id' nor 'fqn'")
+            er = c.get("empirical_relevance")
+            if isinstance(er, bool):  # YAML 1.1 reads a bare YES/NO as a boolean
+                er = c["empirical_relevance"] = "YES" if er else "NO"
+            if er is not None and str(er).upper() not in EMPIRICAL_VALUES:
+                raise FormatError(path, f"candidate {c.get('doc_id') or c.get('fqn')!r} of {pid!r}: empirical_relevance {er!r} is not one of {EMPIRICAL_VALUES}")
+            g = c.get("grade")
+            if g is not None and (isinstance(g, bool) or not isinstance(g, int) or g < 0):
+                raise FormatError(path, f"candidate {c.get('doc_id') or c.get('fqn')!r} of {pid!r}: grade must be an integer >= 0 or null, got {g!r}")
+    meta = data.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise FormatError(path, "'metadata' must be a mapping")
+    return Dataset(meta, data["pairs"])
+
+
+def _grade_of(c: Mapping[str, Any]) -> int | None:
+    g = c.get("grade")
+    if g is not None:
+        return int(g)
+    # Seed-schema files without grades: YES = 1, NO/HARMFUL = 0.
+    er = str(c.get("empirical_relevance") or "").upper()
+    if "grade" not in c and er in ("YES", "NO", "HARMFUL"):
+        return 1 if er == "YES" else 0
+    return None
+
+
+def dataset_qrels(dataset: Dataset) -> Qrels:
+    """``{query_id: {doc_id: grade}}`` from a dataset (see the module docstring)."""
+    qrels: Qrels = {}
+    for pair in dataset.pairs:
+        row = {str(c.get("doc_id") or c.get("fqn")): g for c in pair["candidates"] if (g := _grade_of(c)) is not None}
+        if row:
+            qrels[str(pair["id"])] = row
+    return qrels
+
+
+def dataset_qrels_records(dataset: Dataset) -> list[QrelsRecord]:
+    """Qrels JSONL records with the query text, reference answer and the coalition."""
+    out: list[QrelsRecord] = []
+    qrels = dataset_qrels(dataset)
+    for pair in dataset.pairs:
+        pid = str(pair["id"])
+        if pid not in qrels:
+            continue
+        extra: dict[str, object] = {}
+        if pair.get("coalition"):
+            extra["coalition"] = list(pair["coalition"])
+        out.append(QrelsRecord(pid, str(pair.get("query", "")), qrels[pid], pair.get("reference_answer"), extra))
+    return out
+
+
+def read_dataset_qrels(path: str | Path) -> Qrels:
+    """Qrels of a ``retrieval_dataset.yaml`` (what :func:`deltap.qrels.load_qrels` calls for ``.yaml`` files)."""
+    return dataset_qrels(read_dataset(path))
+
+
+def write_dataset_qrels(dataset: Dataset, out_dir: str | Path, provenance: Mapping[str, Any] | None = None) -> dict[str, Path]:
+    """Write ``qrels/test.tsv`` (BEIR), ``qrels.trec`` and ``qrels.jsonl`` under ``out_dir``.
+
+    The BEIR and TREC formats have no room for provenance, so it goes beside them in ``qrels/provenance.json``; the
+    JSONL records carry it as a ``provenance`` field on every line.
+    """
+    import json
+
+    out = Path(out_dir)
+    qrels = dataset_qrels(dataset)
+    records = dataset_qrels_records(dataset)
+    if provenance:
+        for r in records:
+            r.extra["provenance"] = dict(provenance)
+    paths = {
+        "beir": write_beir_qrels(qrels, out / "qrels" / "test.tsv"),
+        "trec": write_trec_qrels(qrels, out / "qrels.trec"),
+        "jsonl": write_qrels_jsonl(records, out / "qrels.jsonl"),
+    }
+    if provenance:
+        prov = out / "qrels" / "provenance.json"
+        prov.write_text(json.dumps(_plain(dict(provenance)), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        paths["provenance"] = prov
+    return paths

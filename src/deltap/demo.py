@@ -1,0 +1,391 @@
+"""``deltap demo``: the whole pipeline, offline, on the embedded defaults, in a few minutes.
+
+1. **Corpus** — one document per module, class, function and method of a few installed standard-library modules
+   (:data:`STDLIB_MODULES`, built with :func:`deltap.corpora.python_package.build_python_corpus`; ~250 documents).
+2. **Cases** — the bundled benchmark ``deltap/data/stdlib_benchmark.yaml`` (40 questions with checkable answers about
+   those modules; gold ids checked against the corpus). ``cases`` of them are mined, picked round-robin over the
+   modules so the demo covers several.
+3. **Mining** — the local SmolLM2-135M solver (llama.cpp, in-process) with the ``logprob`` outcome, candidate pools
+   from the dense retriever, placebo controls, ``budget`` solver calls in total, into ``OUT/run``.
+4. **Evaluation** — BM25, dense (all-MiniLM-L6-v2 in the embedded Qdrant store) and hybrid (RRF) retrieve for every
+   mined case and are compared against the mined qrels: ``OUT/run/evaluation/compare.json`` and ``runs/*.trec``.
+5. **Report** — ``OUT/run/report.html`` (self-contained) and ``OUT/run/report.md``.
+
+Nothing is downloaded: the embedding model and the LLM come from pip packages.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deltap.cases import Case
+from deltap.documents import Corpus
+from deltap.errors import DeltapError
+
+__all__ = [
+    "BENCHMARK_PATH",
+    "DEMO_METRICS",
+    "DEMO_RETRIEVERS",
+    "STDLIB_MODULES",
+    "DemoConfig",
+    "DemoResult",
+    "build_demo_corpus",
+    "load_demo_cases",
+    "run_demo",
+    "select_cases",
+]
+
+#: Standard-library modules the demo corpus documents (pure-Python or stable C modules present on every CPython).
+STDLIB_MODULES: tuple[str, ...] = (
+    "json",
+    "heapq",
+    "bisect",
+    "textwrap",
+    "itertools",
+    "functools",
+    "string",
+    "shlex",
+    "fnmatch",
+    "base64",
+    "difflib",
+    "math",
+)
+BENCHMARK_PATH = Path(__file__).resolve().parent / "data" / "stdlib_benchmark.yaml"
+DEMO_RETRIEVERS: tuple[str, ...] = ("bm25", "dense", "hybrid")
+DEMO_METRICS: tuple[str, ...] = ("hit_rate@5", "recall@10", "MRR@10", "ndcg@10")
+RUN_DEPTH = 20
+MAX_DOC_CHARS = 1000
+PREFLIGHT = 2
+VERIFY_TRIALS = 4
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class DemoConfig:
+    """Knobs of the demo.
+
+    Args:
+        out: Output folder (created; an existing demo output there is resumed by the mining trial log).
+        cases: How many benchmark questions to mine.
+        budget: Solver calls in total, split evenly over the cases (each case spends ``2 × PREFLIGHT`` calls on
+            preflight and up to ``VERIFY_TRIALS`` on verifying a coalition; the rest are design trials).
+        solver: Solver spec for :func:`deltap.solvers.make_solver` (``local`` = SmolLM2 in-process).
+        outcome: ``logprob`` (default: informative even for a 135M model) or ``pass``.
+        seed: Run seed (pool placebos, trial designs, bootstrap).
+        embedder: Embedder spec of the dense retriever (``None`` = all-MiniLM-L6-v2; ``hash`` for quick tests).
+        retrieved_k: Retrieved candidates per case.
+        n_placebo: Placebo candidates per case.
+        progress: Show progress bars.
+    """
+
+    out: Path
+    cases: int = 6
+    budget: int = 240
+    solver: str = "local"
+    outcome: str = "logprob"
+    seed: int = 0
+    embedder: str | None = None
+    retrieved_k: int = 5
+    n_placebo: int = 3
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.cases < 1:
+            raise DeltapError(f"--cases must be at least 1, got {self.cases}")
+        if self.budget < 2 * self.cases:
+            raise DeltapError(f"--budget {self.budget} is too small for {self.cases} cases; give at least {2 * self.cases}")
+        if self.outcome not in {"logprob", "pass"}:
+            raise DeltapError(f"--outcome must be logprob or pass, got {self.outcome!r}")
+
+
+@dataclass
+class DemoResult:
+    """Where everything went, and how long each step took (seconds)."""
+
+    out: Path
+    corpus_path: Path
+    run_dir: Path
+    report_html: Path
+    report_md: Path
+    n_documents: int
+    case_ids: list[str]
+    timings: dict[str, float] = field(default_factory=dict)
+    comparison: dict[str, Any] = field(default_factory=dict)
+
+
+def build_demo_corpus(modules: Sequence[str] = STDLIB_MODULES, max_chars: int | None = MAX_DOC_CHARS) -> Corpus:
+    """The demo corpus: the installed standard-library ``modules``, one document per symbol.
+
+    Args:
+        modules: Module names to document.
+        max_chars: Texts longer than this are cut at the last line break before it and end with ``[…]``; the
+            original length is kept in ``metadata["truncated_from"]``. Prompt tokens are the whole cost of a local
+            solver call, and a few long class docstrings (``difflib.SequenceMatcher``: 3,456 characters) would
+            otherwise dominate every prompt they appear in. ``None`` keeps every text whole.
+    """
+    from deltap.corpora.python_package import build_python_corpus
+    from deltap.documents import Document
+
+    built = build_python_corpus(list(modules))
+    docs = []
+    for doc in built:
+        if max_chars is not None and len(doc.text) > max_chars:
+            cut = doc.text.rfind("\n", 0, max_chars)
+            text = doc.text[: cut if cut > max_chars // 2 else max_chars].rstrip() + "\n[…]"
+            doc = Document(doc.doc_id, text, doc.title, {**doc.metadata, "truncated_from": len(doc.text)})
+        docs.append(doc)
+    return Corpus(docs, name="stdlib:" + ",".join(modules))
+
+
+def load_demo_cases(corpus: Corpus, path: Path = BENCHMARK_PATH) -> list[Case]:
+    """The bundled benchmark with gold ids resolved against ``corpus`` (an unknown id is an error, not a skip)."""
+    from deltap.cases import read_benchmark_yaml, resolve_gold
+
+    cases, _ = resolve_gold(read_benchmark_yaml(path), corpus, on_missing="error")
+    return cases
+
+
+def select_cases(cases: Sequence[Case], n: int) -> list[Case]:
+    """``n`` cases taken round-robin over their ``category`` (file order within a category): a spread of modules."""
+    groups: dict[str, list[Case]] = {}
+    for case in cases:
+        groups.setdefault(str(case.metadata.get("category", "")), []).append(case)
+    picked: list[Case] = []
+    depth = 0
+    while len(picked) < min(n, len(cases)):
+        for members in groups.values():
+            if depth < len(members) and len(picked) < n:
+                picked.append(members[depth])
+        depth += 1
+    return picked
+
+
+def _stage(say: Say, timings: dict[str, float], name: str, started: float, message: str) -> None:
+    timings[name] = time.perf_counter() - started
+    say(f"  {message} ({timings[name]:.1f} s)")
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+
+
+def _retrieve(retriever: Any, cases: Sequence[Case], depth: int) -> dict[str, dict[str, float]]:
+    hits = retriever.search_batch([c.query for c in cases], k=depth)
+    return {c.case_id: {h.doc_id: float(h.score) for h in row} for c, row in zip(cases, hits, strict=True)}
+
+
+def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
+    """Run the demo end to end (see the module docstring) and return where everything is."""
+    from deltap.documents import write_corpus_jsonl
+    from deltap.qrels import read_beir_qrels, write_trec_run
+    from deltap.report import write_html_report, write_markdown_report
+    from deltap.retrieval import build_retriever
+    from deltap.retrieval.hybrid import HybridRetriever
+
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    run_dir = out / "run"
+    timings: dict[str, float] = {}
+    t_all = time.perf_counter()
+
+    say(f"[1/5] corpus: documenting {len(STDLIB_MODULES)} standard-library modules")
+    t0 = time.perf_counter()
+    corpus = build_demo_corpus()
+    corpus_path = write_corpus_jsonl(corpus, out / "corpus.jsonl")
+    cut = sum(1 for d in corpus if "truncated_from" in d.metadata)
+    _stage(say, timings, "corpus", t0, f"{len(corpus)} documents ({cut} long texts cut to {MAX_DOC_CHARS} characters) -> {corpus_path}")
+
+    say("[2/5] retrievers: BM25, dense (embedded Qdrant), hybrid (RRF)")
+    t0 = time.perf_counter()
+    all_cases = load_demo_cases(corpus)
+    cases = select_cases(all_cases, config.cases)
+    bm25 = build_retriever("bm25", corpus)
+    dense = _build_dense(corpus, out, config)
+    hybrid = HybridRetriever(corpus, [bm25, dense])
+    retrievers = {"bm25": bm25, "dense": dense, "hybrid": hybrid}
+    _stage(say, timings, "index", t0, f"indexed {len(corpus)} documents; {len(cases)} of {len(all_cases)} benchmark cases selected")
+
+    # Solver calls per case = 2 × preflight + design trials + coalition verification trials.
+    per_case = config.budget // len(cases) - 2 * PREFLIGHT - VERIFY_TRIALS
+    if per_case < 8:
+        raise DeltapError(
+            f"--budget {config.budget} leaves {per_case} design trials per case for {len(cases)} cases; "
+            f"give at least {(8 + 2 * PREFLIGHT + VERIFY_TRIALS) * len(cases)} or fewer --cases"
+        )
+    say(f"[3/5] mining: {len(cases)} cases × ≤{per_case} solver calls, solver={config.solver}, outcome={config.outcome}")
+    t0 = time.perf_counter()
+    _mine(config, corpus, cases, dense, run_dir, per_case, say)
+    _stage(say, timings, "mining", t0, f"verified dataset -> {run_dir / 'retrieval_dataset.yaml'}")
+
+    say(f"[4/5] evaluation: {', '.join(DEMO_RETRIEVERS)} against the mined qrels")
+    t0 = time.perf_counter()
+    qrels = read_beir_qrels(run_dir / "qrels" / "test.tsv") if (run_dir / "qrels" / "test.tsv").is_file() else {}
+    judged = [c for c in cases if any(g > 0 for g in qrels.get(c.case_id, {}).values())]
+    comparison: dict[str, Any] = {}
+    if judged:
+        runs = {name: _retrieve(r, judged, RUN_DEPTH) for name, r in retrievers.items()}
+        for name, run in runs.items():
+            write_trec_run(run, run_dir / "evaluation" / "runs" / f"{name}.trec", tag=name)
+        comparison = _compare({c.case_id: qrels[c.case_id] for c in judged}, runs, config.seed)
+        _write_json(run_dir / "evaluation" / "compare.json", comparison)
+        _stage(say, timings, "evaluation", t0, f"{len(judged)} cases with a relevant document -> {run_dir / 'evaluation'}")
+    else:
+        _stage(say, timings, "evaluation", t0, "skipped: no mined case has a relevant document (raise --budget)")
+
+    say("[5/5] report")
+    t0 = time.perf_counter()
+    html = write_html_report(run_dir)
+    md = write_markdown_report(run_dir)
+    _stage(say, timings, "report", t0, f"{html}")
+    timings["total"] = time.perf_counter() - t_all
+    return DemoResult(
+        out=out,
+        corpus_path=corpus_path,
+        run_dir=run_dir,
+        report_html=html,
+        report_md=md,
+        n_documents=len(corpus),
+        case_ids=[c.case_id for c in cases],
+        timings=timings,
+        comparison=comparison,
+    )
+
+
+def _make_solver(config: DemoConfig, cases: Sequence[Case]) -> Any:
+    """The solver: ``simulated`` plants known effects on the gold documents (a fast rehearsal of the pipeline, used by
+    the tests); anything else goes to :func:`deltap.solvers.make_solver` (``local`` = SmolLM2 in-process)."""
+    from deltap.solvers import make_solver
+
+    if config.solver == "simulated":
+        from deltap.solvers.simulated import SimulatedTruth
+
+        logprob = config.outcome == "logprob"
+        truth = {
+            c.case_id: SimulatedTruth(
+                base=-4.0 if logprob else 0.1,
+                effects={d: (2.5 if logprob else 0.5) for d in c.gold_doc_ids},
+                answer=c.reference_answer,
+            )
+            for c in cases
+        }
+        return make_solver("simulated", truth=truth, outcome="logprob" if logprob else "pass", noise=0.5, seed=config.seed)
+    return make_solver(config.solver)
+
+
+class _MiningProgress:
+    """Rich progress bars fed by the mining engine's progress callback: one for the cases, one for the current case."""
+
+    def __init__(self, n_cases: int, enabled: bool) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(bar_width=24),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[info]}"),
+            disable=not enabled,
+            transient=False,
+        )
+        self.cases = self.progress.add_task("cases ", total=n_cases, info="")
+        self.trials = self.progress.add_task("trials", total=1, info="")
+        self.current: str | None = None
+
+    def __enter__(self) -> _MiningProgress:
+        self.progress.start()
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if exc_type is None:  # the engine reports batches, not the end of the last case
+            self.progress.update(self.cases, completed=self.progress.tasks[self.cases].total)
+        self.progress.stop()
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        case_id = str(event.get("case_id", ""))
+        if case_id != self.current:
+            self.current = case_id
+            self.progress.reset(self.trials, total=max(1, int(event.get("budget") or 1)))
+        # cases before this one are finished; this one too when the engine reports its final status (a skip)
+        done = int(event.get("case_index", 0)) + (1 if event.get("status") not in (None, "running") else 0)
+        short = case_id.split(":", 1)[-1]
+        self.progress.update(
+            self.trials,
+            completed=int(event.get("trials") or 0),
+            info=f"{short[:24]} · {event.get('open', '?')} open",
+        )
+        self.progress.update(self.cases, completed=min(done, int(event.get("cases") or done)),
+                             info=f"{event.get('calls', 0)} calls")
+
+
+def _build_dense(corpus: Corpus, out: Path, config: DemoConfig) -> Any:
+    """The dense retriever over ``OUT/index`` (embedded Qdrant Edge store), with a progress bar while embedding.
+
+    Embeddings are cached in ``OUT/embedding-cache`` by content hash, so a rerun embeds nothing.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from deltap.retrieval.cache import EmbeddingCache
+    from deltap.retrieval.dense import DenseRetriever, index_corpus
+    from deltap.retrieval.embedders import load_embedder
+    from deltap.retrieval.factory import DEFAULT_COLLECTION, open_store
+
+    model = load_embedder(config.embedder)
+    store = open_store(out / "index", DEFAULT_COLLECTION, create=True)
+    columns = (TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, disable=not config.progress) as bar, EmbeddingCache(out / "embedding-cache") as cache:
+        task = bar.add_task("embedding", total=None)
+        index_corpus(corpus, store, model, cache=cache, progress=lambda done, total: bar.update(task, completed=done, total=total))
+    return DenseRetriever(store, model)
+
+
+def _mine(
+    config: DemoConfig, corpus: Corpus, cases: Sequence[Case], retriever: Any, run_dir: Path, per_case: int, say: Say
+) -> None:
+    """Mine ``cases`` into ``run_dir`` with :func:`deltap.mining.engine.mine` (resumes an existing trial log)."""
+    from deltap.mining.engine import MiningConfig, PlaceboCalibrationWarning, mine
+
+    solver = _make_solver(config, cases)
+    first_look = max(4, min(16, per_case // 2))
+    mining = MiningConfig(
+        outcome="logprob" if config.outcome == "logprob" else "pass",
+        budget=per_case,
+        seed=config.seed,
+        k=config.retrieved_k,
+        n_placebo=config.n_placebo,
+        first_look=first_look,
+        batch=max(4, min(8, per_case - first_look)) if per_case > first_look else 4,
+        preflight=PREFLIGHT,
+        verify_trials=VERIFY_TRIALS,
+    )
+    with warnings.catch_warnings(record=True) as caught, _MiningProgress(len(cases), config.progress) as bar:
+        warnings.simplefilter("always", PlaceboCalibrationWarning)
+        mine(list(cases), corpus, solver, out=run_dir, config=mining, retriever=retriever, progress=bar)
+    for w in caught:  # shown after the progress bars, as one readable line each
+        if issubclass(w.category, PlaceboCalibrationWarning):
+            say(f"  warning: {w.message}")
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def _compare(qrels: dict[str, dict[str, int]], runs: dict[str, dict[str, dict[str, float]]], seed: int) -> dict[str, Any]:
+    """The evaluation engine's comparison of ``runs`` (baseline bm25) as a JSON-ready dict."""
+    from deltap.evaluation import compare
+
+    report = compare(qrels, runs, list(DEMO_METRICS), baseline="bm25", seed=seed)
+    return dict(report.to_dict())

@@ -1,0 +1,362 @@
+"""``compare(qrels, runs, metrics, baseline=...)``: several runs side by side, with paired significance tests.
+
+Every run is scored on the same queries (the qrels queries; with ``on_missing="skip"`` the queries every run
+answers), so per-query values pair up. Against the baseline, each (system, metric) gets a paired t-test and a Fisher
+randomization test (seeded); the p-values of each test are Holm-corrected across all systems × metrics (one family
+per test), and the chosen ``test`` decides the significance marks. Win/tie/loss counts compare per-query values
+(ties within 1e-12).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from deltap.errors import DeltapError
+from deltap.evaluation._render import latex_escape, to_latex, to_markdown, to_text
+from deltap.evaluation.evaluate import EvalResult, QrelsLike, RunLike, _open_run, _rank, compute_values, load_qrels_like
+from deltap.evaluation.measures import DEFAULT_METRICS, Measure, parse_metrics
+from deltap.evaluation.ranking import MissingPolicy, align_queries, validate_qrels
+from deltap.evaluation.stats import bootstrap_ci, holm, paired_t_test, randomization_test
+
+__all__ = ["Report", "compare"]
+
+TestName = Literal["fisher", "t"]
+_TIE_TOL = 1e-12
+
+
+@dataclass(frozen=True)
+class Report:
+    """Comparison of several runs against a baseline.
+
+    Attributes:
+        systems: Run names; the baseline is one of them.
+        baseline: Name of the baseline run.
+        measures: Measures in column order.
+        results: Per-system :class:`EvalResult` (per-query values, means, bootstrap intervals).
+        p_t: ``{system: (measures,)}`` raw paired t-test p-values (baseline absent).
+        p_fisher: Same for the Fisher randomization test.
+        p_t_holm: Holm-adjusted ``p_t`` (family = all systems × measures).
+        p_fisher_holm: Holm-adjusted ``p_fisher``.
+        wins, ties, losses: ``{system: (measures,)}`` per-query counts against the baseline.
+        test: Which test marks significance (``fisher`` or ``t``).
+        alpha: Significance level applied to the Holm-adjusted p-values.
+        n_permutations: Random sign assignments of the Fisher test.
+        seed: Seed of the bootstrap and the randomization test.
+        notes: Alignment warnings per system.
+    """
+
+    systems: tuple[str, ...]
+    baseline: str
+    measures: tuple[Measure, ...]
+    results: Mapping[str, EvalResult]
+    p_t: Mapping[str, np.ndarray]
+    p_fisher: Mapping[str, np.ndarray]
+    p_t_holm: Mapping[str, np.ndarray]
+    p_fisher_holm: Mapping[str, np.ndarray]
+    wins: Mapping[str, np.ndarray]
+    ties: Mapping[str, np.ndarray]
+    losses: Mapping[str, np.ndarray]
+    test: TestName = "fisher"
+    alpha: float = 0.05
+    n_permutations: int = 10_000
+    seed: int = 0
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def query_ids(self) -> tuple[str, ...]:
+        return self.results[self.baseline].query_ids
+
+    def p_value(self, system: str, measure: str | Measure, adjusted: bool = True) -> float:
+        """The p-value of the chosen test for ``system`` vs the baseline on ``measure``."""
+        j = self.measures.index(parse_metrics(measure)[0])
+        table = (self.p_fisher_holm if adjusted else self.p_fisher) if self.test == "fisher" else (self.p_t_holm if adjusted else self.p_t)
+        return float(table[system][j])
+
+    def significant(self, system: str, measure: str | Measure) -> bool:
+        """Whether ``system`` differs from the baseline on ``measure`` (Holm-adjusted p <= alpha)."""
+        return system != self.baseline and self.p_value(system, measure) <= self.alpha
+
+    def _mark(self, system: str, j: int) -> str:
+        if system == self.baseline:
+            return ""
+        p = (self.p_fisher_holm if self.test == "fisher" else self.p_t_holm)[system][j]
+        if p > self.alpha:
+            return ""
+        delta = self.results[system].values[:, j].mean() - self.results[self.baseline].values[:, j].mean()
+        return "▲" if delta > 0 else "▼"
+
+    def _test_description(self) -> str:
+        n_tests = (len(self.systems) - 1) * len(self.measures)
+        name = f"Fisher randomization test ({self.n_permutations} permutations)" if self.test == "fisher" else "paired t-test"
+        return (
+            f"▲/▼: significantly better/worse than {self.baseline} by the {name}, Holm-corrected over "
+            f"{n_tests} tests (systems × metrics), α = {self.alpha}; seed {self.seed}"
+        )
+
+    def _means_rows(self, ascii_marks: bool = False) -> tuple[list[str], list[list[str]]]:
+        header = ["system", *[str(m) for m in self.measures]]
+        rows = []
+        for s in self.systems:
+            r = self.results[s]
+            cells = [s + (" (baseline)" if s == self.baseline else "")]
+            for j, mean in enumerate(r.values.mean(axis=0) if len(r.query_ids) else [math.nan] * len(self.measures)):
+                lo, hi = r.ci[j]
+                mark = self._mark(s, j)
+                if ascii_marks:
+                    mark = {"▲": "+", "▼": "-"}.get(mark, "")
+                ci = "" if np.isnan(lo) else f" [{lo:.3f}, {hi:.3f}]"
+                cells.append(f"{mean:.4f}{ci}{(' ' + mark) if mark else ''}")
+            rows.append(cells)
+        return header, rows
+
+    def _test_rows(self) -> tuple[list[str], list[list[str]]]:
+        header = ["system", "metric", "Δ mean", "p (t)", "p (t, Holm)", "p (Fisher)", "p (Fisher, Holm)", "win/tie/loss"]
+        rows = []
+        base = self.results[self.baseline]
+        for s in self.systems:
+            if s == self.baseline:
+                continue
+            for j, m in enumerate(self.measures):
+                delta = self.results[s].values[:, j].mean() - base.values[:, j].mean() if len(base.query_ids) else math.nan
+                rows.append(
+                    [
+                        s,
+                        str(m),
+                        f"{delta:+.4f}",
+                        f"{self.p_t[s][j]:.4g}",
+                        f"{self.p_t_holm[s][j]:.4g}",
+                        f"{self.p_fisher[s][j]:.4g}",
+                        f"{self.p_fisher_holm[s][j]:.4g}",
+                        f"{self.wins[s][j]}/{self.ties[s][j]}/{self.losses[s][j]}",
+                    ]
+                )
+        return header, rows
+
+    def to_table(self) -> str:
+        """Aligned text: means with 95% intervals and marks, then the paired tests, then notes."""
+        n = len(self.query_ids)
+        header, rows = self._means_rows()
+        parts = [f"{n} queries; mean [{self._confidence():.0%} bootstrap CI]", to_text(header, rows), self._test_description()]
+        if len(self.systems) > 1:
+            th, tr = self._test_rows()
+            parts += ["", f"Paired tests against {self.baseline}:", to_text(th, tr, right=[False, False] + [True] * 6)]
+        parts += [f"note: {n}" for n in self.notes]
+        return "\n".join(parts)
+
+    def _confidence(self) -> float:
+        return self.results[self.baseline].confidence
+
+    def to_markdown(self) -> str:
+        header, rows = self._means_rows()
+        parts = [to_markdown(header, rows), "", self._test_description()]
+        if len(self.systems) > 1:
+            th, tr = self._test_rows()
+            parts += ["", to_markdown(th, tr, right=[False, False] + [True] * 6)]
+        return "\n".join(parts)
+
+    def to_latex(self) -> str:
+        """A booktabs table of the means; the best mean per column in bold; † marks significance vs the baseline."""
+        header = ["System", *[latex_escape(str(m)) for m in self.measures]]
+        means = np.array([self.results[s].values.mean(axis=0) for s in self.systems]) if len(self.query_ids) else None
+        rows = []
+        for i, s in enumerate(self.systems):
+            cells = [latex_escape(s)]
+            for j in range(len(self.measures)):
+                if means is None:
+                    cells.append("--")
+                    continue
+                text = f"{means[i, j]:.4f}"
+                if means[i, j] == means[:, j].max():
+                    text = r"\textbf{" + text + "}"
+                mark = self._mark(s, j)
+                if mark:
+                    text += r"$^{\dagger}$" if mark == "▲" else r"$^{\ddagger}$"
+                cells.append(text)
+            rows.append(cells)
+        caption = latex_escape(
+            f"{len(self.query_ids)} queries. Baseline: {self.baseline}. "
+            f"† / ‡: significantly better / worse than the baseline "
+            f"({'Fisher randomization' if self.test == 'fisher' else 'paired t'} test, Holm-corrected, alpha = {self.alpha})."
+        ).replace("†", r"$^{\dagger}$").replace("‡", r"$^{\ddagger}$")
+        return to_latex(header, rows, caption=caption, label="tab:deltap-compare")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable: settings, per-system means/intervals, tests, win/tie/loss (no per-query values)."""
+        def floats(a: np.ndarray) -> list[float | None]:
+            return [None if math.isnan(x) else float(x) for x in a]
+
+        systems: dict[str, Any] = {}
+        for s in self.systems:
+            r = self.results[s]
+            entry: dict[str, Any] = {"means": r.means, "ci": r.to_dict()["ci"]}
+            if s != self.baseline:
+                entry["tests"] = {
+                    str(m): {
+                        "delta": float(r.values[:, j].mean() - self.results[self.baseline].values[:, j].mean()) if len(r.query_ids) else None,
+                        "p_t": floats(self.p_t[s])[j],
+                        "p_t_holm": floats(self.p_t_holm[s])[j],
+                        "p_fisher": floats(self.p_fisher[s])[j],
+                        "p_fisher_holm": floats(self.p_fisher_holm[s])[j],
+                        "significant": self.significant(s, m),
+                        "wins": int(self.wins[s][j]),
+                        "ties": int(self.ties[s][j]),
+                        "losses": int(self.losses[s][j]),
+                    }
+                    for j, m in enumerate(self.measures)
+                }
+            systems[s] = entry
+        return {
+            "baseline": self.baseline,
+            "n_queries": len(self.query_ids),
+            "measures": [str(m) for m in self.measures],
+            "test": self.test,
+            "alpha": self.alpha,
+            "correction": "holm",
+            "n_permutations": self.n_permutations,
+            "seed": self.seed,
+            "confidence": self._confidence(),
+            "systems": systems,
+            "notes": list(self.notes),
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+    def __str__(self) -> str:
+        return self.to_table()
+
+
+def compare(
+    qrels: QrelsLike,
+    runs: Mapping[str, RunLike] | Sequence[RunLike],
+    metrics: str | Measure | Iterable[str | Measure] = DEFAULT_METRICS,
+    *,
+    baseline: str | None = None,
+    test: TestName = "fisher",
+    alpha: float = 0.05,
+    coalitions: Mapping[str, Sequence[Collection[str]]] | None = None,
+    on_missing: MissingPolicy = "zero",
+    on_empty: MissingPolicy = "zero",
+    confidence: float = 0.95,
+    n_resamples: int = 1000,
+    n_permutations: int = 10_000,
+    seed: int = 0,
+) -> Report:
+    """Compare runs against a baseline on the same queries.
+
+    Args:
+        qrels: Qrels dict or file (see :func:`deltap.evaluate`).
+        runs: ``{name: run}`` (dicts or files); a list of files is named by file name.
+        metrics: Measures, as for :func:`deltap.evaluate`.
+        baseline: Name of the baseline run (default: the first).
+        test: Which test marks significance: ``fisher`` (randomization, the default; Smucker et al. 2007
+            recommend it) or ``t`` (paired t-test). Both are always computed and reported.
+        alpha: Significance level for the Holm-adjusted p-values.
+        coalitions: Winning coalitions for ``set_recall@K``.
+        on_missing: See :func:`deltap.evaluate`. With ``skip``, only queries every run answers are compared.
+        on_empty: See :func:`deltap.evaluate`.
+        confidence: Coverage of the bootstrap intervals.
+        n_resamples: Bootstrap resamples (0 = no intervals).
+        n_permutations: Random sign assignments of the randomization test.
+        seed: Seed for the bootstrap and the randomization test; the same seed gives the same report.
+
+    Raises:
+        DeltapError: fewer than one run, unknown baseline, duplicate names, or any error of :func:`deltap.evaluate`.
+    """
+    if test not in ("fisher", "t"):
+        raise DeltapError(f"test must be 'fisher' or 't', got {test!r}")
+    if isinstance(runs, Mapping):
+        named = dict(runs)
+    else:
+        from pathlib import Path
+
+        names = [Path(r).name if isinstance(r, str | Path) else f"run{i + 1}" for i, r in enumerate(runs)]
+        if len(set(names)) != len(names):
+            raise DeltapError(f"runs need distinct names, got {names}; pass a dict {{name: run}}")
+        named = dict(zip(names, runs, strict=True))
+    if not named:
+        raise DeltapError("compare needs at least one run")
+    systems = tuple(named)
+    base = baseline if baseline is not None else systems[0]
+    if base not in named:
+        raise DeltapError(f"baseline {base!r} is not one of the runs: {', '.join(systems)}")
+
+    measures = parse_metrics(metrics)
+    qrels_d = load_qrels_like(qrels)
+    validate_qrels(qrels_d)
+    run_d = {s: _open_run(r) for s, r in named.items()}
+    min_grade = min(m.rel for m in measures)
+
+    per_system: dict[str, list[str]] = {}
+    system_notes: dict[str, list[str]] = {}
+    for s, r in run_d.items():
+        qids, run_notes = align_queries(qrels_d, r.keys(), on_missing=on_missing, on_empty=on_empty, run_name=s, min_grade=min_grade)
+        per_system[s] = qids
+        system_notes[s] = run_notes
+    notes = [n for s in systems for n in system_notes[s]]
+    common = set.intersection(*(set(q) for q in per_system.values()))
+    query_ids = [q for q in qrels_d if q in common]
+    if on_missing == "skip" and any(len(q) != len(query_ids) for q in per_system.values()):
+        notes.append(f"compared on the {len(query_ids)} queries every run answers (on_missing='skip')")
+
+    results: dict[str, EvalResult] = {}
+    for s, r in run_d.items():
+        ranking = _rank(qrels_d, r, query_ids, coalitions, s)
+        values = compute_values(ranking, measures)
+        ci = (
+            np.atleast_2d(bootstrap_ci(values, n_resamples=n_resamples, confidence=confidence, seed=seed))
+            if n_resamples > 0
+            else np.full((len(measures), 2), np.nan)
+        )
+        results[s] = EvalResult(s, tuple(measures), tuple(query_ids), values, ci, confidence, n_resamples, seed, tuple(system_notes[s]))
+
+    others = [s for s in systems if s != base]
+    b = results[base].values
+    p_t: dict[str, np.ndarray] = {}
+    p_f: dict[str, np.ndarray] = {}
+    wins: dict[str, np.ndarray] = {}
+    ties: dict[str, np.ndarray] = {}
+    losses: dict[str, np.ndarray] = {}
+    for i, s in enumerate(others):
+        v = results[s].values
+        p_t[s] = np.array([paired_t_test(v[:, j], b[:, j]) for j in range(len(measures))])
+        # One seed per (system, metric) derived from the run seed: any single test can be replayed alone.
+        seeds = np.random.SeedSequence([seed, i]).generate_state(len(measures))
+        p_f[s] = np.array(
+            [randomization_test(v[:, j], b[:, j], n_resamples=n_permutations, seed=int(seeds[j])) for j in range(len(measures))]
+        )
+        diff = v - b
+        wins[s] = (diff > _TIE_TOL).sum(axis=0)
+        losses[s] = (diff < -_TIE_TOL).sum(axis=0)
+        ties[s] = len(query_ids) - wins[s] - losses[s]
+
+    def adjust(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if not others:
+            return {}
+        flat = holm(np.concatenate([raw[s] for s in others]))
+        return {s: flat[i * len(measures) : (i + 1) * len(measures)] for i, s in enumerate(others)}
+
+    return Report(
+        systems=systems,
+        baseline=base,
+        measures=tuple(measures),
+        results=results,
+        p_t=p_t,
+        p_fisher=p_f,
+        p_t_holm=adjust(p_t),
+        p_fisher_holm=adjust(p_f),
+        wins=wins,
+        ties=ties,
+        losses=losses,
+        test=test,
+        alpha=alpha,
+        n_permutations=n_permutations,
+        seed=seed,
+        notes=tuple(notes),
+    )

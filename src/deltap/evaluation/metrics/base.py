@@ -1,0 +1,62 @@
+"""The metric contract and the vectorized group operations the metric implementations share.
+
+A metric is a function of a :class:`~deltap.evaluation.ranking.Ranking` (the ranks and grades of the judged-relevant
+documents of every query) returning one value per query. Measures (a metric with its cutoff and parameters) are
+value objects, see :mod:`deltap.evaluation.measures`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar, Literal
+
+import numpy as np
+
+from deltap.evaluation.ranking import Ranking
+
+__all__ = ["Metric", "group_position", "hits_within"]
+
+
+class Metric(ABC):
+    """One IR metric family (e.g. NDCG), computed for all queries at once.
+
+    Class attributes:
+        name: Canonical lower-case name used in measure strings (``ndcg``).
+        label: Display name (``ndcg``, ``P``, ``MRR``).
+        aliases: Other accepted names (trec_eval's, ranx's, ir_measures').
+        cutoff: Whether ``@K`` is ``required``, ``optional`` or not allowed (``none``).
+        params: Parameters accepted in parentheses, with their allowed values (``None`` = any integer >= 1).
+    """
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    aliases: ClassVar[tuple[str, ...]] = ()
+    cutoff: ClassVar[Literal["required", "optional", "none"]] = "required"
+    params: ClassVar[dict[str, tuple[str, ...] | None]] = {"rel": None}
+
+    @abstractmethod
+    def compute(self, ranking: Ranking, k: int | None, params: dict[str, int | str]) -> np.ndarray:
+        """Per-query values, shape ``(ranking.n_queries,)``, in ``ranking.query_ids`` order."""
+
+    def trec_eval(self, k: int | None, params: dict[str, int | str]) -> tuple[str, str] | None:
+        """``(pytrec_eval measure spec, output key)`` computing the same number, or ``None`` if trec_eval has none.
+
+        The relevance level (``rel``) maps to pytrec_eval's ``relevance_level`` argument, not to the name.
+        """
+        return None
+
+
+def hits_within(ranking: Ranking, k: int | None, rel: int) -> np.ndarray:
+    """Boolean mask over the ranking's entries: grade >= ``rel`` and retrieved at rank <= ``k`` (any rank if None)."""
+    mask = ranking.grade >= rel
+    if k is None:
+        return mask & (ranking.rank != np.iinfo(np.int64).max)
+    return mask & (ranking.rank <= k)
+
+
+def group_position(sorted_query: np.ndarray) -> np.ndarray:
+    """1-based position of each entry within its query group (``sorted_query`` must be sorted ascending)."""
+    if len(sorted_query) == 0:
+        return np.zeros(0, dtype=np.int64)
+    start = np.searchsorted(sorted_query, sorted_query, side="left")
+    return np.arange(1, len(sorted_query) + 1, dtype=np.int64) - start

@@ -1,0 +1,475 @@
+"""Align qrels with a run and compute the rank of every judged document: the one input all metrics read.
+
+Every metric deltap computes depends on a run only through the ranks of the documents the qrels judge relevant
+(grade > 0), the number of documents retrieved, and the grades. So instead of sorting every query's result list,
+deltap finds, for each judged-relevant (query, doc) pair, its score in the run and counts how many documents of that
+query rank above it. That is one vectorized comparison against the query's scores (a padded ``(queries, depth)``
+matrix), and it never builds per-query Python lists.
+
+Ranking rule (identical to trec_eval, and so to pytrec_eval): documents are ordered by descending score, ties by
+descending document id (byte-wise string comparison, ``strcmp``). The rank of document ``d`` with score ``s`` is::
+
+    rank(d) = 1 + |{d' : s' > s}| + |{d' : s' = s and d' > d}|
+
+Query alignment (documented rules; see :func:`deltap.evaluation.evaluate` for the options):
+
+* the evaluated queries are the queries of the qrels (a run query without judgements cannot be scored and is
+  reported, never silently used);
+* a qrels query the run does not contain scores 0 on every metric by default (``trec_eval -c``), with a warning
+  naming it; ``on_missing="skip"`` drops it (plain trec_eval), ``"error"`` refuses;
+* a qrels query without any relevant document (every grade 0, or no judgements) scores 0 on every metric, as
+  trec_eval does, with a warning naming it; ``on_empty="skip"`` drops it, ``"error"`` refuses;
+* if no run query matches a qrels query at all, that is an error naming examples from both sides (the ranx #27
+  trap: ``1`` vs ``"1"``, ``q1`` vs ``1``), never a table of zeros.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import Literal
+
+import numpy as np
+
+from deltap.errors import DeltapError
+
+__all__ = [
+    "NOT_RETRIEVED",
+    "EvaluationWarning",
+    "MissingPolicy",
+    "Ranking",
+    "align_queries",
+    "build_ranking",
+    "rank_from_dicts",
+    "validate_qrels",
+]
+
+#: Rank given to judged documents the run does not contain (larger than any cutoff).
+NOT_RETRIEVED = np.iinfo(np.int64).max
+
+MissingPolicy = Literal["zero", "skip", "error"]
+
+# Targets are compared against padded score rows in chunks of about this many cells (bounded memory).
+_CHUNK_CELLS = 4_000_000
+
+
+class EvaluationWarning(UserWarning):
+    """Something about the qrels/run pair the user should know (missing queries, queries without relevant docs)."""
+
+
+@dataclass(frozen=True)
+class CoalitionRanks:
+    """Ranks of the members of each query's winning coalitions (for ``set_recall``).
+
+    Attributes:
+        query: ``(C,)`` query index of each coalition.
+        size: ``(C,)`` number of members of each coalition.
+        member_coalition: ``(M,)`` coalition index of each member.
+        member_rank: ``(M,)`` rank of each member (``NOT_RETRIEVED`` when absent).
+    """
+
+    query: np.ndarray
+    size: np.ndarray
+    member_coalition: np.ndarray
+    member_rank: np.ndarray
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Ranks of the judged-relevant documents of every evaluated query.
+
+    Attributes:
+        query_ids: The evaluated queries, in output order.
+        n_retrieved: ``(n,)`` number of documents the run returned per query.
+        query: ``(T,)`` query index of each judged pair with grade > 0, sorted by (query, rank, doc id desc).
+        rank: ``(T,)`` 1-based rank in the run, ``NOT_RETRIEVED`` when the run does not contain the document.
+        grade: ``(T,)`` relevance grade (> 0).
+        doc_ids: ``(T,)`` document ids (for failure analysis and debugging).
+        coalitions: Member ranks of recorded winning coalitions, when any were given.
+    """
+
+    query_ids: tuple[str, ...]
+    n_retrieved: np.ndarray
+    query: np.ndarray
+    rank: np.ndarray
+    grade: np.ndarray
+    doc_ids: tuple[str, ...]
+    coalitions: CoalitionRanks | None = None
+    _num_rel_cache: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+    def num_rel(self, rel: int = 1) -> np.ndarray:
+        """``(n,)`` number of judged documents with grade >= ``rel`` per query (trec_eval's ``num_rel``)."""
+        cached = self._num_rel_cache.get(rel)
+        if cached is None:
+            cached = np.bincount(self.query, weights=self.grade >= rel, minlength=self.n_queries)
+            self._num_rel_cache[rel] = cached
+        return cached
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# validation and alignment
+
+
+def _is_int_grade(value: object) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | np.integer):
+        return True
+    return isinstance(value, float | np.floating) and math.isfinite(value) and float(value).is_integer()
+
+
+def _shown(ids: Sequence[str], limit: int = 10) -> str:
+    head = ", ".join(repr(i) for i in ids[:limit])
+    return head + (f", ... ({len(ids)} in all)" if len(ids) > limit else "")
+
+
+def validate_qrels(qrels: Mapping[str, Mapping[str, int]], where: str = "qrels") -> None:
+    """Reject qrels whose ids are not strings or whose grades are not integers >= 0, naming the offenders.
+
+    Raises:
+        DeltapError: one message listing every bad entry (up to 10 shown).
+    """
+    bad_keys = [repr(q) for q in qrels if not isinstance(q, str)]
+    if bad_keys:
+        raise DeltapError(
+            f"{where}: query ids must be strings, got {_shown(bad_keys)}; convert them with str() "
+            "(int and str ids never match each other)"
+        )
+    rows = list(qrels.values())
+    if all(type(r) is dict for r in rows):  # fast path: one pass over the types, one over the values
+        grade_types = set(map(type, chain.from_iterable(r.values() for r in rows)))
+        key_types = set(map(type, chain.from_iterable(rows)))
+        if grade_types <= {int} and key_types <= {str}:
+            if min((min(r.values()) for r in rows if r), default=0) >= 0:
+                return
+    bad: list[str] = []
+    for qid, docs in qrels.items():
+        if not isinstance(docs, Mapping):
+            raise DeltapError(f"{where}: query {qid!r} maps to {type(docs).__name__}, expected {{doc_id: grade}}")
+        for did, grade in docs.items():
+            if not isinstance(did, str):
+                bad.append(f"({qid!r}, {did!r}): doc id is not a string")
+            elif not _is_int_grade(grade) or grade < 0:
+                bad.append(f"({qid!r}, {did!r}) = {grade!r}")
+    if bad:
+        raise DeltapError(
+            f"{where}: relevance grades must be integers >= 0 (0 = judged not relevant); bad entries: "
+            + "; ".join(bad[:10])
+            + (f"; ... ({len(bad)} in all)" if len(bad) > 10 else "")
+        )
+
+
+def align_queries(
+    qrels: Mapping[str, Mapping[str, int]],
+    run_query_ids: Collection[str],
+    *,
+    on_missing: MissingPolicy = "zero",
+    on_empty: MissingPolicy = "zero",
+    run_name: str = "run",
+    min_grade: int = 1,
+) -> tuple[list[str], list[str]]:
+    """The query ids to evaluate, in qrels order, applying the documented rules and warning about every exception.
+
+    Args:
+        qrels: ``{query_id: {doc_id: grade}}``.
+        run_query_ids: The query ids the run answers.
+        on_missing: Qrels queries absent from the run: ``zero`` (score 0, warn; ``trec_eval -c``), ``skip``
+            (drop, warn; plain trec_eval) or ``error``.
+        on_empty: Qrels queries without any document of grade >= ``min_grade``: ``zero`` (score 0, warn; what
+            trec_eval does), ``skip`` (drop, warn) or ``error``.
+        run_name: Name of the run in messages.
+        min_grade: Grade from which a document counts as relevant for the "empty" rule.
+
+    Returns:
+        ``(query_ids, notes)``: the queries to evaluate and the warning messages that were emitted.
+
+    Raises:
+        DeltapError: no query id in common, or a policy is ``error`` and the case occurs.
+    """
+    run_ids = run_query_ids if isinstance(run_query_ids, set | frozenset | dict) else set(run_query_ids)
+    bad_run_ids = [repr(q) for q in run_ids if not isinstance(q, str)]
+    if bad_run_ids:
+        raise DeltapError(
+            f"{run_name}: query ids must be strings, got {_shown(sorted(bad_run_ids))}; convert them with str()"
+        )
+    if qrels and run_ids and not any(q in run_ids for q in qrels):
+        raise DeltapError(
+            f"no query id of {run_name} matches the qrels: qrels has {_shown(sorted(qrels)[:5], 5)}, "
+            f"{run_name} has {_shown(sorted(run_ids)[:5], 5)} ({len(qrels)} vs {len(run_ids)} queries). "
+            "Ids must be identical strings (check prefixes such as 'q1' vs '1', and int vs str keys)."
+        )
+    for policy, name in ((on_missing, "on_missing"), (on_empty, "on_empty")):
+        if policy not in ("zero", "skip", "error"):
+            raise DeltapError(f"{name} must be 'zero', 'skip' or 'error', got {policy!r}")
+
+    missing = [q for q in qrels if q not in run_ids]
+    empty = [q for q, docs in qrels.items() if not any(g >= min_grade for g in docs.values())]
+    extra = sorted(q for q in run_ids if q not in qrels)
+
+    if missing and on_missing == "error":
+        raise DeltapError(
+            f"{len(missing)} qrels queries are missing from {run_name}: {_shown(missing)}; "
+            "pass on_missing='zero' (score them 0) or 'skip' (drop them)"
+        )
+    if empty and on_empty == "error":
+        raise DeltapError(
+            f"{len(empty)} qrels queries have no relevant document: {_shown(empty)}; "
+            "pass on_empty='zero' (score them 0, as trec_eval) or 'skip' (drop them)"
+        )
+    notes: list[str] = []
+    if missing:
+        action = "scored 0 on every metric (trec_eval -c)" if on_missing == "zero" else "skipped (not in the means)"
+        notes.append(
+            f"{len(missing)} of {len(qrels)} qrels queries are missing from {run_name} and were {action}: "
+            f"{_shown(missing)}"
+        )
+    if empty:
+        action = "scored 0 on every metric (as trec_eval)" if on_empty == "zero" else "skipped (not in the means)"
+        notes.append(
+            f"{len(empty)} qrels queries have no relevant document (grade >= {min_grade}) and were {action}: "
+            f"{_shown(empty)}"
+        )
+    if extra:
+        notes.append(
+            f"{len(extra)} queries of {run_name} have no judgements in the qrels and are not evaluated: {_shown(extra)}"
+        )
+    for note in notes:
+        warnings.warn(note, EvaluationWarning, stacklevel=3)
+    drop: set[str] = set()
+    if on_missing == "skip":
+        drop.update(missing)
+    if on_empty == "skip":
+        drop.update(empty)
+    return [q for q in qrels if q not in drop], notes
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# rank computation
+
+
+def _count_above(
+    scores: np.ndarray, offsets: np.ndarray, seg: np.ndarray, val: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each target ``i`` (in query segment ``seg[i]`` with score ``val[i]``): how many scores of its segment
+    are ``> val[i]`` and ``== val[i]``."""
+    t = len(seg)
+    greater = np.zeros(t, dtype=np.int64)
+    equal = np.zeros(t, dtype=np.int64)
+    if t == 0:
+        return greater, equal
+    lens = np.diff(offsets)
+    n = len(lens)
+    depth = int(lens.max()) if n else 0
+    if depth == 0:
+        return greater, equal
+    total = len(scores)
+    if n * depth <= 4 * total + 4096:
+        if total == n * depth:  # every query has the same depth: a free reshape
+            mat = scores.reshape(n, depth)
+        else:
+            mat = np.full((n, depth), -np.inf)
+            row = np.repeat(np.arange(n), lens)
+            col = np.arange(total) - np.repeat(offsets[:-1], lens)
+            mat[row, col] = scores
+        step = max(1, _CHUNK_CELLS // depth)
+        for start in range(0, t, step):
+            rows = mat[seg[start : start + step]]
+            v = val[start : start + step, None]
+            greater[start : start + step] = np.count_nonzero(rows > v, axis=1)
+            equal[start : start + step] = np.count_nonzero(rows == v, axis=1)
+        return greater, equal
+    # Very uneven depths: gather each target's own segment, in bounded chunks.
+    tlen = lens[seg]
+    cum = np.cumsum(tlen)
+    start = 0
+    while start < t:
+        base = cum[start - 1] if start else 0
+        end = int(np.searchsorted(cum, base + _CHUNK_CELLS, side="right"))
+        end = max(end, start + 1)
+        ln = tlen[start:end]
+        owner = np.repeat(np.arange(end - start), ln)
+        pos = np.arange(int(ln.sum())) - np.repeat(np.cumsum(ln) - ln, ln)
+        vals = scores[offsets[seg[start:end]][owner] + pos]
+        v = val[start:end][owner]
+        greater[start:end] = np.bincount(owner, weights=vals > v, minlength=end - start).astype(np.int64)
+        equal[start:end] = np.bincount(owner, weights=vals == v, minlength=end - start).astype(np.int64)
+        start = end
+    return greater, equal
+
+
+def _ranks(
+    scores: np.ndarray,
+    offsets: np.ndarray,
+    t_query: np.ndarray,
+    t_score: np.ndarray,
+    t_doc: Sequence[str],
+    segment_items: Callable[[int], Iterable[tuple[str, float]]],
+) -> np.ndarray:
+    """Ranks of the targets (``NOT_RETRIEVED`` where ``t_score`` is NaN) under the trec_eval ordering."""
+    rank = np.full(len(t_query), NOT_RETRIEVED, dtype=np.int64)
+    hit = np.flatnonzero(~np.isnan(t_score))
+    if len(hit) == 0:
+        return rank
+    greater, equal = _count_above(scores, offsets, t_query[hit], t_score[hit])
+    rank[hit] = greater + 1
+    for j in np.flatnonzero(equal > 1):  # ties: trec_eval puts larger doc ids first
+        i = int(hit[j])
+        s, d = float(t_score[i]), t_doc[i]
+        rank[i] += sum(1 for other, sc in segment_items(int(t_query[i])) if sc == s and other > d)
+    return rank
+
+
+def _run_segments(rows: Sequence[Mapping[str, float]], query_ids: Sequence[str], run_name: str) -> tuple[np.ndarray, np.ndarray]:
+    lens = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    total = int(offsets[-1])
+    try:
+        scores = np.fromiter(chain.from_iterable(r.values() for r in rows), dtype=np.float64, count=total)
+    except (TypeError, ValueError):
+        bad = [
+            f"({q!r}, {d!r}) = {s!r}"
+            for q, r in zip(query_ids, rows, strict=True)
+            for d, s in r.items()
+            if isinstance(s, bool | str) or not isinstance(s, int | float | np.integer | np.floating)
+        ]
+        raise DeltapError(f"{run_name}: scores must be numbers; bad entries: {'; '.join(bad[:10])}") from None
+    if not np.isfinite(scores).all():
+        where = np.flatnonzero(~np.isfinite(scores))[:10]
+        qpos = np.searchsorted(offsets, where, side="right") - 1
+        bad = []
+        for w, qi in zip(where.tolist(), qpos.tolist(), strict=True):
+            d, s = list(rows[qi].items())[w - int(offsets[qi])]
+            bad.append(f"({query_ids[qi]!r}, {d!r}) = {s!r}")
+        n_bad = int((~np.isfinite(scores)).sum())
+        raise DeltapError(
+            f"{run_name}: {n_bad} scores are NaN or infinite, so their ranks are undefined: {'; '.join(bad)}"
+            + (f"; ... ({n_bad} in all)" if n_bad > 10 else "")
+        )
+    return offsets, scores
+
+
+def rank_from_dicts(
+    qrels: Mapping[str, Mapping[str, int]],
+    run: Mapping[str, Mapping[str, float]],
+    query_ids: Sequence[str],
+    *,
+    coalitions: Mapping[str, Sequence[Collection[str]]] | None = None,
+    run_name: str = "run",
+) -> Ranking:
+    """Compute the :class:`Ranking` of ``query_ids`` from plain dicts (nothing is copied or mutated).
+
+    Args:
+        qrels: ``{query_id: {doc_id: grade}}``, already validated.
+        run: ``{query_id: {doc_id: score}}``; a query absent from the run has retrieved nothing.
+        query_ids: The queries to evaluate (from :func:`align_queries`).
+        coalitions: Optional ``{query_id: [set of doc ids, ...]}``: the winning coalitions per query.
+        run_name: Name of the run in error messages.
+    """
+    empty: Mapping[str, float] = {}
+    rows = [run.get(q, empty) for q in query_ids]
+    offsets, scores = _run_segments(rows, query_ids, run_name)
+
+    t_q: list[int] = []
+    t_doc: list[str] = []
+    t_grade: list[int] = []
+    t_score: list[float] = []
+    nan = math.nan
+    for qi, qid in enumerate(query_ids):
+        row = rows[qi]
+        for did, grade in qrels.get(qid, empty).items():
+            if grade > 0:
+                t_q.append(qi)
+                t_doc.append(did)
+                t_grade.append(int(grade))
+                t_score.append(row.get(did, nan))
+    def items(qi: int) -> Iterable[tuple[str, float]]:
+        return rows[qi].items()
+
+    def lookup(q_idx: Sequence[int], docs: Sequence[str]) -> np.ndarray:
+        return np.fromiter((rows[q].get(d, nan) for q, d in zip(q_idx, docs, strict=True)), dtype=np.float64, count=len(docs))
+
+    return build_ranking(
+        query_ids,
+        offsets,
+        scores,
+        np.asarray(t_q, dtype=np.int64),
+        t_doc,
+        np.asarray(t_grade, dtype=np.int64),
+        np.asarray(t_score, dtype=np.float64),
+        items,
+        lookup,
+        coalitions,
+    )
+
+
+def build_ranking(
+    query_ids: Sequence[str],
+    offsets: np.ndarray,
+    scores: np.ndarray,
+    tq: np.ndarray,
+    t_doc: Sequence[str],
+    tg: np.ndarray,
+    t_score: np.ndarray,
+    items: Callable[[int], Iterable[tuple[str, float]]],
+    lookup: Callable[[Sequence[int], Sequence[str]], np.ndarray],
+    coalitions: Mapping[str, Sequence[Collection[str]]] | None,
+) -> Ranking:
+    """Assemble a :class:`Ranking` from a run laid out as one score segment per evaluated query.
+
+    Args:
+        query_ids: Evaluated queries; segment ``i`` of ``scores`` (``offsets[i]:offsets[i+1]``) is query ``i``'s.
+        offsets: ``(n + 1,)`` segment boundaries.
+        scores: Concatenated scores.
+        tq, t_doc, tg, t_score: Judged pairs with grade > 0: query index, doc id, grade, score (NaN = absent).
+        items: ``(doc_id, score)`` pairs of one segment (only called to break ties).
+        lookup: Scores of arbitrary ``(query index, doc id)`` pairs (NaN = absent), for coalition members.
+        coalitions: ``{query_id: [doc id sets]}`` or ``None``.
+    """
+    rank = _ranks(scores, offsets, tq, t_score, t_doc, items)
+    order = np.lexsort((rank, tq))
+
+    coal: CoalitionRanks | None = None
+    if coalitions:
+        c_query: list[int] = []
+        c_size: list[int] = []
+        m_coal: list[int] = []
+        m_doc: list[str] = []
+        m_query: list[int] = []
+        for qi, qid in enumerate(query_ids):
+            for members in coalitions.get(qid, ()):
+                uniq = sorted(set(members))
+                if not uniq:
+                    continue
+                ci = len(c_query)
+                c_query.append(qi)
+                c_size.append(len(uniq))
+                for did in uniq:
+                    m_coal.append(ci)
+                    m_doc.append(did)
+                    m_query.append(qi)
+        mq = np.asarray(m_query, dtype=np.int64)
+        m_rank = _ranks(scores, offsets, mq, lookup(m_query, m_doc), m_doc, items)
+        coal = CoalitionRanks(
+            query=np.asarray(c_query, dtype=np.int64),
+            size=np.asarray(c_size, dtype=np.int64),
+            member_coalition=np.asarray(m_coal, dtype=np.int64),
+            member_rank=m_rank,
+        )
+
+    return Ranking(
+        query_ids=tuple(query_ids),
+        n_retrieved=np.diff(offsets),
+        query=tq[order],
+        rank=rank[order],
+        grade=tg[order],
+        doc_ids=tuple(t_doc[i] for i in order.tolist()),
+        coalitions=coal,
+    )

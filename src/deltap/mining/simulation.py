@@ -1,0 +1,387 @@
+"""Simulation benchmark with known truth: how often each mining design labels the right documents.
+
+A *scenario* plants the truth: ``m`` candidates, a base success rate, main effects on the success probability
+(positive = relevant, negative = harmful distractor), pairwise interactions, and the outcome (``pass``: Bernoulli;
+``logprob``: the same linear predictor plus Gaussian noise). Every replication is one case mined from scratch.
+Everything is vectorised over replications with numpy (inclusion matrices ``(R, N, m)``), so a thousand
+replications of a 20-candidate case take seconds.
+
+Designs compared (the S1 table of the issue):
+
+* ``naive(N)`` — the seed's design: fixed N trials, relevant when the difference in means ΔP > 0.1.
+* ``fixed(N)`` — fixed N trials, joint regression (HC2), Benjamini–Hochberg at q over the case's candidates,
+  relevant when significant with ΔP ≥ min effect.
+* ``adaptive`` — deltap's default: preflight, looks every ``batch`` trials, repeated p-values (group-sequential,
+  see :mod:`deltap.mining.adaptive`), stopping when every candidate is decided, the same BH and verdict rule.
+
+Metrics: label precision (true relevant labels / relevant labels), recall (relevant documents labelled relevant),
+null false-positive rate (null documents labelled relevant or harmful), harmful recall, calls per case.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from deltap.mining.adaptive import StoppingRule, look_schedule
+from deltap.mining.estimate import benjamini_hochberg, diff_in_means, z_statistics
+
+__all__ = ["MIXTURES", "SCENARIOS", "AdaptiveConfig", "DesignResult", "Mixture", "Scenario", "run_design", "run_mixture", "run_scenario", "simulate"]
+
+Outcome = Literal["pass", "logprob"]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Planted truth of a simulated case.
+
+    Args:
+        name: Short id.
+        m: Number of candidates.
+        effects: ``{candidate index: effect}`` on the success probability (or on the mean log-prob).
+        interactions: ``{(i, j): effect}`` added when both ``i`` and ``j`` are in.
+        base: Success probability with no document (or the mean log-prob for ``logprob``).
+        outcome: ``pass`` or ``logprob``.
+        noise: Gaussian noise SD of the ``logprob`` outcome.
+        description: One line for the table.
+    """
+
+    name: str
+    m: int = 20
+    effects: dict[int, float] = field(default_factory=dict)
+    interactions: dict[tuple[int, int], float] = field(default_factory=dict)
+    base: float = 0.1
+    outcome: Outcome = "pass"
+    noise: float = 1.0
+    description: str = ""
+
+    def truth(self) -> NDArray[np.int8]:
+        """+1 relevant, −1 harmful, 0 null, per candidate (interaction members count as relevant)."""
+        t = np.zeros(self.m, dtype=np.int8)
+        for i, e in self.effects.items():
+            t[i] = 1 if e > 0 else -1 if e < 0 else 0
+        for (i, j), e in self.interactions.items():
+            if e > 0:
+                t[i] = t[j] = 1
+        return t
+
+    def mean(self, X: NDArray[Any]) -> NDArray[np.float64]:
+        """Success probability (pass) or mean outcome (logprob) for inclusion matrices ``(..., m)``."""
+        X = np.asarray(X, dtype=float)
+        eff = np.zeros(self.m)
+        for i, e in self.effects.items():
+            eff[i] = e
+        mu = self.base + X @ eff
+        for (i, j), e in self.interactions.items():
+            mu = mu + e * X[..., i] * X[..., j]
+        if self.outcome == "pass":
+            mu = np.clip(mu, 0.0, 1.0)
+        return np.asarray(mu, dtype=float)
+
+    def draw(self, X: NDArray[Any], rng: np.random.Generator) -> NDArray[np.float64]:
+        """Outcomes for inclusion matrices ``(..., m)``."""
+        mu = self.mean(X)
+        if self.outcome == "pass":
+            return (rng.random(mu.shape) < mu).astype(float)
+        return mu + self.noise * rng.standard_normal(mu.shape)
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "S1": Scenario("S1", 20, {0: 0.4, 1: 0.3}, base=0.1, description="20 candidates, +0.4/+0.3, base 0.1 (the issue's S1)"),
+    "harmful": Scenario(
+        "harmful", 20, {0: 0.4, 1: 0.3, 2: -0.3}, base=0.4, description="S1 effects plus a −0.3 distractor, base 0.4"
+    ),
+    "interaction": Scenario(
+        "interaction", 20, {0: 0.3}, {(1, 2): 0.5}, base=0.1, description="+0.3 main effect, a pair that helps only together (+0.5)"
+    ),
+    "saturated": Scenario("saturated", 20, {}, base=0.97, description="solved without help (p=0.97): preflight skips it"),
+    "logprob": Scenario(
+        "logprob", 20, {0: 2.0, 1: 1.0}, base=-6.0, outcome="logprob", noise=1.5,
+        description="logprob outcome, +2.0/+1.0 nats, Gaussian noise SD 1.5",
+    ),
+    "m60": Scenario("m60", 60, {0: 0.4, 1: 0.3}, base=0.1, description="S1 with 60 candidates"),
+    "null": Scenario("null", 20, {}, base=0.3, description="no relevant document (global null), base 0.3"),
+}
+
+
+@dataclass
+class DesignResult:
+    """Operating characteristics of one design on one scenario."""
+
+    scenario: str
+    design: str
+    replications: int
+    precision: float
+    fdr: float
+    recall: float
+    null_fpr: float
+    harmful_recall: float
+    calls_mean: float
+    calls_max: int
+    skipped: float
+    seconds: float
+    counts: dict[str, float] = field(default_factory=dict, repr=False)
+
+    def row(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "counts"}
+
+
+@dataclass(frozen=True)
+class AdaptiveConfig:
+    """deltap's default adaptive design (the same defaults as :func:`deltap.mining.engine.mine`)."""
+
+    budget: int = 128
+    first_look: int = 32
+    batch: int = 16
+    q: float = 0.05
+    min_effect: float = 0.1
+    preflight: int = 2
+    preflight_confirm: int = 6
+    rule: StoppingRule = field(default_factory=StoppingRule)
+
+
+def _labels(coef: NDArray[Any], relevant: NDArray[Any], harmful: NDArray[Any], min_effect: float) -> NDArray[np.int8]:
+    lab = np.zeros(coef.shape, dtype=np.int8)
+    lab[relevant & (coef >= min_effect)] = 1
+    lab[harmful & (coef <= -min_effect)] = -1
+    return lab
+
+
+def _two_families(z_path: NDArray[Any], schedule: Any, q: float) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """BH within each replication in the relevant family (one-sided, β > 0) and the harmful one (β < 0).
+
+    ``z_path`` is ``(R, m, looks)``; with ``schedule=None`` it is a single fixed-sample look (normal p-values).
+    """
+    from scipy import special
+
+    out = []
+    for side in (1, -1):
+        if schedule is None:
+            p = 0.5 * special.erfc(side * z_path[..., -1] / np.sqrt(2.0))
+        else:
+            p = schedule.repeated_p_value(z_path, side)
+        rej, _ = benjamini_hochberg(p, q)
+        out.append(rej)
+    return out[0], out[1]
+
+
+def _counts(sc: Scenario, labels: NDArray[np.int8], calls: NDArray[Any], skipped: NDArray[Any]) -> dict[str, float]:
+    truth = sc.truth()
+    R = labels.shape[0]
+    lab_rel = labels == 1
+    null = truth == 0
+    return {
+        "replications": R,
+        "tp": int((lab_rel & (truth == 1)).sum()),
+        "labels": int(lab_rel.sum()),
+        "relevant": int((truth == 1).sum()) * R,
+        "null_labels": int(((labels != 0) & null).sum()),
+        "nulls": int(null.sum()) * R,
+        "harm_tp": int(((labels == -1) & (truth == -1)).sum()),
+        "harmful": int((truth == -1).sum()) * R,
+        "fdp_sum": float(((lab_rel & (truth != 1)).sum(1) / np.maximum(lab_rel.sum(1), 1)).sum()),
+        "calls_sum": float(np.sum(calls)),
+        "calls_max": float(np.max(calls)) if R else 0.0,
+        "skipped_sum": float(np.sum(skipped)),
+    }
+
+
+def _from_counts(name: str, design: str, c: dict[str, float], seconds: float) -> DesignResult:
+    nan = float("nan")
+    R = c["replications"]
+    return DesignResult(
+        scenario=name,
+        design=design,
+        replications=int(R),
+        precision=c["tp"] / c["labels"] if c["labels"] else nan,
+        fdr=c["fdp_sum"] / R,
+        recall=c["tp"] / c["relevant"] if c["relevant"] else nan,
+        null_fpr=c["null_labels"] / c["nulls"] if c["nulls"] else nan,
+        harmful_recall=c["harm_tp"] / c["harmful"] if c["harmful"] else nan,
+        calls_mean=c["calls_sum"] / R,
+        calls_max=int(c["calls_max"]),
+        skipped=c["skipped_sum"] / R,
+        seconds=seconds,
+    )
+
+
+def _score(
+    sc: Scenario, design: str, labels: NDArray[np.int8], calls: NDArray[Any], skipped: NDArray[Any], seconds: float
+) -> DesignResult:
+    res = _from_counts(sc.name, design, _counts(sc, labels, calls, skipped), seconds)
+    res.counts = _counts(sc, labels, calls, skipped)
+    return res
+
+
+def _draw_design(sc: Scenario, R: int, N: int, rng: np.random.Generator, pi: float = 0.5) -> tuple[NDArray[Any], NDArray[Any]]:
+    X = rng.random((R, N, sc.m)) < pi
+    return X, sc.draw(X, rng)
+
+
+def run_design(sc: Scenario, design: str, replications: int, seed: int, config: AdaptiveConfig | None = None) -> DesignResult:
+    """Simulate one design on a scenario.
+
+    Designs: ``naive:N``, ``fixed:N``, ``adaptive`` (the default config) or ``adaptive:BUDGET``; any of them may end in
+    ``@q`` for another FDR level (``fixed:128@0.03``).
+    """
+    import zlib
+
+    rng = np.random.default_rng([seed, zlib.crc32(sc.name.encode()), zlib.crc32(design.encode())])
+    t0 = time.perf_counter()
+    R = replications
+    binary = sc.outcome == "pass"
+    cfg = config or AdaptiveConfig()
+    label = design
+    if "@" in design:  # "fixed:128@0.03": another FDR level
+        design, q_text = design.split("@", 1)
+        cfg = replace(cfg, q=float(q_text))
+    if design.startswith("adaptive:"):  # "adaptive:192": another per-case budget
+        cfg = replace(cfg, budget=int(design.split(":", 1)[1]))
+        design = "adaptive"
+    if design.startswith("naive:"):
+        N = int(design.split(":")[1])
+        X, y = _draw_design(sc, R, N, rng)
+        dm = diff_in_means(X, y, binary=binary)
+        thr = 0.1 if binary else 0.5
+        labels = np.where(dm.delta > thr, 1, 0).astype(np.int8)  # the seed labels "relevant" only
+        return _score(sc, label, labels, np.full(R, N), np.zeros(R), time.perf_counter() - t0)
+    if design.startswith("fixed:"):
+        N = int(design.split(":")[1])
+        X, y = _draw_design(sc, R, N, rng)
+        z, reg = z_statistics(X, y)
+        rel, harm = _two_families(z[..., None], None, cfg.q)
+        labels = _labels(reg.coef, rel, harm, cfg.min_effect if binary else 0.0)
+        return _score(sc, label, labels, np.full(R, N), np.zeros(R), time.perf_counter() - t0)
+    if design != "adaptive":
+        raise ValueError(f"unknown design {design!r}; expected naive:N, fixed:N, adaptive or adaptive:BUDGET (optionally @q)")
+    labels, calls, skipped = _adaptive(sc, R, rng, cfg)
+    return _score(sc, label, labels, calls, skipped, time.perf_counter() - t0)
+
+
+def _adaptive(sc: Scenario, R: int, rng: np.random.Generator, cfg: AdaptiveConfig) -> tuple[NDArray[np.int8], NDArray[Any], NDArray[Any]]:
+    binary = sc.outcome == "pass"
+    m = sc.m
+    schedule = look_schedule(cfg.budget, cfg.first_look, cfg.batch)
+    rule = replace(cfg.rule, q=cfg.q)
+    if not binary and cfg.rule.prior_scale == StoppingRule().prior_scale:
+        rule = replace(rule, prior_scale=1.5, margin=0.5)  # effects in nats (the engine's logprob defaults)
+    # Preflight: ``preflight`` trials with no document and with every candidate.
+    calls = np.zeros(R)
+    skipped = np.zeros(R, dtype=bool)
+    if cfg.preflight and binary:
+        n0, n1 = cfg.preflight, max(cfg.preflight_confirm, cfg.preflight)
+        none = sc.draw(np.zeros((R, n1, m)), rng)
+        full = sc.draw(np.ones((R, n1, m)), rng)
+
+        def extreme(n: int) -> NDArray[np.bool_]:
+            a, b = none[:, :n].sum(1), full[:, :n].sum(1)
+            return ((a == n) & (b == n)) | ((a == 0) & (b == 0))
+
+        first = extreme(n0)
+        skipped = first & extreme(n1)
+        calls += np.where(first, 2 * n1, 2 * n0)
+    X, y = _draw_design(sc, R, schedule.budget, rng)
+    K = len(schedule.looks)
+    z_path = np.zeros((R, m, K))
+    stop_look = np.full(R, K - 1)
+    running = ~skipped
+    final_coef = np.zeros((R, m))
+    for k, n in enumerate(schedule.looks):
+        idx = np.flatnonzero(running)
+        if idx.size == 0:
+            break
+        z, reg = z_statistics(X[idx, :n], y[idx, :n])
+        z_path[idx, :, k] = z
+        final_coef[idx] = reg.coef
+        if k == K - 1:
+            stop_look[idx] = k
+            break
+        done = rule.decided(schedule, z_path[idx, :, : k + 1], reg.coef, reg.se, df=n - m - 1).all(axis=-1)
+        stop_look[idx[done]] = k
+        running[idx[done]] = False
+    looks_arr = np.asarray(schedule.looks)
+    calls = calls + np.where(skipped, 0, looks_arr[stop_look])
+    # Repeated p-values through each replication's stopping look (looks after the stop are masked with -inf);
+    # BH within the case (= the whole dataset here), one family per direction.
+    mask = np.arange(K)[None, None, :] <= stop_look[:, None, None]
+    rels: list[NDArray[np.bool_]] = []
+    harms: list[NDArray[np.bool_]] = []
+    for side in (1, -1):
+        zs = np.where(mask, side * z_path, -np.inf)
+        p = schedule.repeated_p_value(zs, 1)
+        p = np.where(skipped[:, None], 1.0, p)
+        rej, _ = benjamini_hochberg(p, cfg.q)
+        (rels if side == 1 else harms).append(rej)
+    labels = _labels(final_coef, rels[0], harms[0], cfg.min_effect if binary else 0.0)
+    return labels, calls, skipped.astype(float)
+
+
+@dataclass(frozen=True)
+class Mixture:
+    """A dataset whose cases differ: each replication is a case drawn from ``components`` with the given weights."""
+
+    name: str
+    components: tuple[tuple[float, Scenario], ...]
+    description: str = ""
+
+
+MIXTURES: dict[str, Mixture] = {
+    "mixed": Mixture(
+        "mixed",
+        (
+            (0.4, SCENARIOS["S1"]),
+            (0.3, Scenario("easy", 20, {0: 0.6}, base=0.2)),
+            (0.15, Scenario("saturated", 20, {}, base=0.97)),
+            (0.15, Scenario("unsolvable", 20, {}, base=0.0)),
+        ),
+        "a realistic mix: 40% S1, 30% one +0.6 document (base 0.2), 15% saturated, 15% unsolvable",
+    ),
+}
+
+
+def run_mixture(mix: Mixture, design: str, replications: int, seed: int, config: AdaptiveConfig | None = None) -> DesignResult:
+    """Run a design on every component (replications split by weight) and pool the counts."""
+    t0 = time.perf_counter()
+    total: dict[str, float] = {}
+    for w, sc in mix.components:
+        r = run_design(sc, design, max(1, round(w * replications)), seed, config)
+        for k, v in r.counts.items():
+            total[k] = max(total.get(k, 0.0), v) if k == "calls_max" else total.get(k, 0.0) + v
+    return _from_counts(mix.name, design, total, time.perf_counter() - t0)
+
+
+def run_scenario(
+    sc: Scenario, designs: Sequence[str], replications: int, seed: int, config: AdaptiveConfig | None = None
+) -> list[DesignResult]:
+    """Every design on one scenario."""
+    return [run_design(sc, d, replications, seed, config) for d in designs]
+
+
+DEFAULT_DESIGNS = ("naive:10", "naive:128", "fixed:96", "fixed:128", "fixed:160", "adaptive", "adaptive:160")
+
+
+def simulate(
+    scenarios: Sequence[str] = (*SCENARIOS, "mixed"),
+    designs: Sequence[str] = DEFAULT_DESIGNS,
+    replications: int = 1000,
+    seed: int = 0,
+    config: AdaptiveConfig | None = None,
+) -> list[DesignResult]:
+    """Run the simulation benchmark; returns one :class:`DesignResult` per (scenario, design)."""
+    unknown = [s for s in scenarios if s not in SCENARIOS and s not in MIXTURES]
+    if unknown:
+        from deltap.errors import DeltapError
+
+        raise DeltapError(f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join([*SCENARIOS, *MIXTURES])}")
+    out: list[DesignResult] = []
+    for name in scenarios:
+        if name in MIXTURES:
+            out += [run_mixture(MIXTURES[name], d, replications, seed, config) for d in designs]
+        else:
+            out += run_scenario(SCENARIOS[name], designs, replications, seed, config)
+    return out

@@ -1,0 +1,247 @@
+"""Prompt rendering in the structured-injection format.
+
+A trial's prompt is two chat messages. The **system** message holds a short preamble and the documentation context,
+one block per document in the order the request gives (the caller's canonical order, so trials of one case share
+long prompt prefixes and a local solver can reuse their KV cache)::
+
+    You are an expert on the documented API. ...
+
+    DOCUMENTATION CONTEXT:
+    The following documents are available for reference. Use them to answer the query.
+
+    [START_DOCUMENT: google.adk.agents.llm_agent.LlmAgent]
+    Class LlmAgent: ...
+    [END_DOCUMENT]
+
+    [START_DOCUMENT: ...]
+    ...
+    [END_DOCUMENT]
+
+The **user** message holds the question, the options (multiple choice) or the source to fix (``fix_error``), and the
+answer instruction of the benchmark type: a bare identifier (``api_understanding``), an option letter
+(``multiple_choice``) or the full fixed source file in one fenced block (``fix_error``).
+
+Everything is overridable through a :class:`PromptTemplate` (in code, or a YAML/JSON file with the same field names
+via :meth:`PromptTemplate.from_file`). Templates are ``str.format`` strings; braces inside documents, questions and
+code are never interpreted (only the template's own fields are).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from deltap.errors import DeltapError, FormatError
+
+if TYPE_CHECKING:
+    from deltap.cases import Case
+    from deltap.documents import Document
+    from deltap.solvers.base import SolveRequest
+
+__all__ = [
+    "DEFAULT_INSTRUCTIONS",
+    "DEFAULT_TEMPLATE",
+    "Message",
+    "PromptTemplate",
+    "messages_to_text",
+    "prompt_hash",
+    "render_context",
+    "render_document",
+    "render_prompt",
+    "request_from_case",
+]
+
+Message = dict[str, str]
+
+DEFAULT_INSTRUCTIONS: dict[str, str] = {
+    "api_understanding": (
+        "Answer with the exact identifier only (a class, method, parameter or attribute name), "
+        "with no explanation and no other text."
+    ),
+    "multiple_choice": "Answer with the letter of the correct option only (for example: B), with no explanation.",
+    "fix_error": (
+        "Return the complete fixed source file in a single ```python code block, with no explanation. "
+        "Keep the module's public names unchanged."
+    ),
+    "beir": "Answer the question concisely.",
+}
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """The pieces a prompt is made of; every field is overridable.
+
+    Args:
+        system: First part of the system message (before the context).
+        context_header: Opens the documentation block (``DOCUMENTATION CONTEXT:`` and one line of guidance).
+        document: One document; fields ``{doc_id}``, ``{title}``, ``{text}``, ``{body}`` (title line + text, the
+            title only when the text does not already start with it).
+        separator: Between two documents.
+        empty_context: Rendered instead of the context block when a trial has no document (``""``: no block).
+        user: The user message; fields ``{question}``, ``{options}``, ``{source}``, ``{instruction}``.
+        options_item: One multiple-choice option; fields ``{letter}``, ``{text}``.
+        source_block: The source file to fix; field ``{code}``.
+        instructions: Answer instruction per benchmark type (missing types use ``DEFAULT_INSTRUCTIONS``).
+    """
+
+    system: str = "You are an expert on the documented API. Answer using the documentation context when it helps."
+    context_header: str = (
+        "DOCUMENTATION CONTEXT:\nThe following documents are available for reference. Use them to answer the query."
+    )
+    document: str = "[START_DOCUMENT: {doc_id}]\n{body}\n[END_DOCUMENT]"
+    separator: str = "\n\n"
+    empty_context: str = ""
+    user: str = "{question}{options}{source}\n\n{instruction}"
+    options_item: str = "{letter}. {text}"
+    source_block: str = "\n\nThe file to fix:\n```python\n{code}\n```"
+    instructions: Mapping[str, str] = field(default_factory=dict)
+
+    def instruction(self, benchmark_type: str) -> str:
+        """The answer instruction for a benchmark type (user override, then default, then the generic one)."""
+        if benchmark_type in self.instructions:
+            return self.instructions[benchmark_type]
+        return DEFAULT_INSTRUCTIONS.get(benchmark_type, DEFAULT_INSTRUCTIONS["beir"])
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = "<template>") -> PromptTemplate:
+        """Build a template from a mapping with (a subset of) the field names; unknown keys are an error."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise FormatError(source, f"unknown prompt template field(s) {unknown}; expected some of {sorted(names)}")
+        for key, value in data.items():
+            if key == "instructions":
+                if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
+                    raise FormatError(source, "'instructions' must map benchmark types to strings")
+            elif not isinstance(value, str):
+                raise FormatError(source, f"prompt template field {key!r} must be a string, got {type(value).__name__}")
+        template = replace(cls(), **dict(data))
+        template.validate(source)
+        return template
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> PromptTemplate:
+        """Load a template from a YAML or JSON file (a mapping of field names to strings)."""
+        import yaml
+
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            raise FormatError(path, f"invalid YAML/JSON: {exc}") from None
+        if not isinstance(data, Mapping):
+            raise FormatError(path, "a prompt template file must be a mapping of field names to strings")
+        return cls.from_dict(data, str(path))
+
+    def validate(self, source: str = "<template>") -> None:
+        """Check every field formats with its documented placeholders (catches typos like ``{questoin}``)."""
+        probes: dict[str, dict[str, str]] = {
+            "document": {"doc_id": "", "title": "", "text": "", "body": ""},
+            "user": {"question": "", "options": "", "source": "", "instruction": ""},
+            "options_item": {"letter": "", "text": ""},
+            "source_block": {"code": ""},
+        }
+        for name, probe in probes.items():
+            try:
+                getattr(self, name).format(**probe)
+            except (KeyError, IndexError, ValueError) as exc:
+                raise FormatError(
+                    source, f"prompt template field {name!r} uses an unknown placeholder or bad braces ({exc!r}); "
+                    f"allowed: {', '.join('{' + k + '}' for k in probe)}; write literal braces as {{{{ and }}}}"
+                ) from None
+
+
+DEFAULT_TEMPLATE = PromptTemplate()
+
+
+def render_document(doc: Document, template: PromptTemplate = DEFAULT_TEMPLATE) -> str:
+    """One ``[START_DOCUMENT: id] ... [END_DOCUMENT]`` block."""
+    text = doc.text.strip("\n")
+    first_line = text.split("\n", 1)[0]
+    body = f"{doc.title}\n{text}" if doc.title and doc.title not in first_line else text
+    return template.document.format(doc_id=doc.doc_id, title=doc.title, text=text, body=body)
+
+
+def render_context(documents: Sequence[Document], template: PromptTemplate = DEFAULT_TEMPLATE) -> str:
+    """The documentation block: header and every document, in the given order."""
+    if not documents:
+        return template.empty_context
+    blocks = template.separator.join(render_document(d, template) for d in documents)
+    return f"{template.context_header}\n\n{blocks}"
+
+
+def render_prompt(request: SolveRequest, template: PromptTemplate | None = None) -> list[Message]:
+    """The chat messages of a request: ``[{"role": "system", ...}, {"role": "user", ...}]``.
+
+    Args:
+        request: Question, documents (already in canonical order), benchmark type, options, and for ``fix_error``
+            ``request.extra["unfixed_code"]`` (the source to fix).
+        template: Overrides; default :data:`DEFAULT_TEMPLATE`.
+
+    Returns:
+        Two messages. Backends apply their own chat template (local model) or send them as is (chat APIs).
+    """
+    template = template or DEFAULT_TEMPLATE
+    context = render_context(request.documents, template)
+    system = f"{template.system}\n\n{context}" if context else template.system
+    options = ""
+    if request.options:
+        items = "\n".join(template.options_item.format(letter=k, text=v) for k, v in request.options.items())
+        options = f"\n\n{items}"
+    source = ""
+    code = request.extra.get("unfixed_code") if request.extra else None
+    if code:
+        source = template.source_block.format(code=str(code).rstrip("\n"))
+    user = template.user.format(
+        question=request.question.strip(),
+        options=options,
+        source=source,
+        instruction=template.instruction(request.benchmark_type),
+    )
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def messages_to_text(messages: Sequence[Mapping[str, str]]) -> str:
+    """A plain-text rendering of chat messages (for completion-only backends and for hashing)."""
+    return "\n\n".join(f"{m['role'].upper()}:\n{m['content']}" for m in messages)
+
+
+def prompt_hash(messages: Sequence[Mapping[str, str]] | str) -> str:
+    """SHA-256 (hex) of a prompt: the canonical JSON of the messages, or the string itself."""
+    payload = messages if isinstance(messages, str) else json.dumps(list(messages), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def request_from_case(case: Case, documents: Sequence[Document] = ()) -> SolveRequest:
+    """The :class:`~deltap.solvers.base.SolveRequest` for a case and a context subset.
+
+    Fills ``options`` for multiple choice and, for ``fix_error`` cases, ``extra["unfixed_code"]`` from the checker's
+    ``unfixed_file`` (read here, once per call: callers running many trials should build one request and
+    ``dataclasses.replace`` its ``documents``).
+
+    Raises:
+        DeltapError: the ``unfixed_file`` of a ``fix_error`` case cannot be read.
+    """
+    from deltap.solvers.base import SolveRequest
+
+    options = case.metadata.get("options") or case.checker.params.get("options")
+    extra: dict[str, Any] = {}
+    if case.benchmark_type == "fix_error":
+        path = case.checker.params.get("unfixed_file")
+        if path:
+            try:
+                extra["unfixed_code"] = Path(path).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise DeltapError(f"case {case.case_id!r}: cannot read unfixed_file {path}: {exc.strerror}") from None
+    return SolveRequest(
+        case_id=case.case_id,
+        question=case.query,
+        documents=tuple(documents),
+        benchmark_type=case.benchmark_type,
+        options=dict(options) if options else None,
+        extra=extra,
+    )

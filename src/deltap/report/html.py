@@ -1,0 +1,504 @@
+"""The self-contained HTML report of a mining run (inline CSS, inline JS, inline SVG; nothing fetched).
+
+Sections: run summary, placebo calibration, retriever comparison with recall@K curves, convergence of the
+dataset-level mean hit@5, one forest plot per case, notes on anything that was missing, and a plain-words guide.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from deltap.report.comparison import ComparisonView, read_comparison
+from deltap.report.figures import convergence, hit_at_k, recall_curve
+from deltap.report.plots import (
+    PALETTE,
+    VERDICT_COLORS,
+    Series,
+    forest_plot,
+    interval_rows,
+    line_chart,
+    marker,
+    placebo_rows,
+    stacked_bar,
+)
+from deltap.report.rundir import VERDICTS, CaseResult, RunData, load_run_dir
+
+__all__ = ["render_html", "write_html_report"]
+
+CONVERGENCE_K = 5
+CURVE_KS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 20)
+
+CSS = """
+:root { --fg:#111827; --muted:#6b7280; --line:#e5e7eb; --bg:#ffffff; --panel:#f9fafb; --accent:#2563eb; }
+* { box-sizing: border-box; }
+body { margin:0; font:14px/1.5 system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif; color:var(--fg);
+  background:var(--bg); }
+header { padding:18px 28px 10px; border-bottom:1px solid var(--line); }
+header h1 { margin:0; font-size:22px; } header .sub { color:var(--muted); font-size:13px; word-break:break-all; }
+nav { position:sticky; top:0; z-index:2; background:#fff; border-bottom:1px solid var(--line); padding:6px 28px; }
+nav a { margin-right:16px; color:var(--accent); text-decoration:none; font-size:13px; }
+main { padding:8px 28px 40px; max-width:1180px; }
+section { margin-top:22px; } h2 { font-size:18px; margin:0 0 8px; border-bottom:2px solid var(--line); padding-bottom:4px; }
+h3 { font-size:15px; margin:14px 0 6px; }
+.cards { display:grid; grid-template-columns:repeat(auto-fill,minmax(150px,1fr)); gap:10px; margin:10px 0 14px; }
+.card { background:var(--panel); border:1px solid var(--line); border-radius:8px; padding:8px 12px; }
+.card.wide { grid-column:span 2; } .card.wide .v { font-size:14px; }
+.card .k { color:var(--muted); font-size:12px; } .card .v { font-size:18px; font-weight:600; word-break:break-word; }
+table { border-collapse:collapse; margin:6px 0 12px; font-size:13px; }
+th, td { border:1px solid var(--line); padding:4px 9px; text-align:left; vertical-align:top; }
+th { background:var(--panel); } td.num { text-align:right; font-variant-numeric:tabular-nums; }
+.na { color:var(--muted); font-style:italic; }
+.ok { color:#166534; font-weight:600; } .warn { color:#b91c1c; font-weight:600; }
+.legend { display:flex; flex-wrap:wrap; gap:14px; font-size:12px; color:#374151; margin:4px 0 8px; align-items:center; }
+.legend svg { vertical-align:middle; }
+details.case { border:1px solid var(--line); border-radius:8px; margin:10px 0; background:#fff; }
+details.case > summary { cursor:pointer; padding:8px 12px; background:var(--panel); border-radius:8px; list-style:none; }
+details.case > summary::-webkit-details-marker { display:none; }
+details.case > summary::before { content:'▸ '; color:var(--muted); } details.case[open] > summary::before { content:'▾ '; }
+details.case .body { padding:6px 14px 10px; overflow-x:auto; }
+.badge { display:inline-block; border-radius:10px; padding:0 8px; font-size:12px; margin-left:6px; color:#fff; }
+.status { background:#374151; } .status-saturated, .status-unsolvable { background:#b45309; } .status-error { background:#b91c1c; }
+.q { font-weight:600; } .ref code { background:#f3f4f6; padding:1px 4px; border-radius:4px; }
+.toolbar { display:flex; gap:10px; align-items:center; margin:6px 0; flex-wrap:wrap; }
+.toolbar input, .toolbar select, .toolbar button { font:inherit; padding:3px 8px; border:1px solid #d1d5db; border-radius:6px; background:#fff; }
+.guide dt { font-weight:600; margin-top:6px; } .guide dd { margin:0 0 4px 16px; }
+svg.plot { max-width:100%; height:auto; display:block; }
+.pair { display:flex; flex-wrap:wrap; gap:18px; } .pair > div { flex:1 1 480px; min-width:0; }
+footer { color:var(--muted); font-size:12px; padding:16px 28px; border-top:1px solid var(--line); }
+"""
+
+JS = """
+(function () {
+  'use strict';
+  var filter = document.getElementById('case-filter');
+  var status = document.getElementById('case-status');
+  var count = document.getElementById('case-count');
+  var cases = Array.prototype.slice.call(document.querySelectorAll('details.case'));
+  function apply() {
+    var text = filter ? filter.value.toLowerCase() : '';
+    var want = status ? status.value : '';
+    var shown = 0;
+    cases.forEach(function (el) {
+      var ok = (!text || el.getAttribute('data-search').indexOf(text) >= 0) &&
+               (!want || el.getAttribute('data-status') === want ||
+                (want === 'has-relevant' && el.getAttribute('data-relevant') !== '0'));
+      el.style.display = ok ? '' : 'none';
+      if (ok) { shown += 1; }
+    });
+    if (count) { count.textContent = shown + ' of ' + cases.length + ' cases shown'; }
+  }
+  if (filter) { filter.addEventListener('input', apply); }
+  if (status) { status.addEventListener('change', apply); }
+  var expand = document.getElementById('expand-all');
+  var collapse = document.getElementById('collapse-all');
+  if (expand) { expand.addEventListener('click', function () { cases.forEach(function (el) { el.open = true; }); }); }
+  if (collapse) { collapse.addEventListener('click', function () { cases.forEach(function (el) { el.open = false; }); }); }
+  apply();
+})();
+"""
+
+
+def _e(value: Any) -> str:
+    return escape(str(value))
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return '<span class="na">–</span>'
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return _e(value)
+
+
+def _seconds(value: Any) -> str:
+    try:
+        s = float(value)
+    except (TypeError, ValueError):
+        return '<span class="na">not recorded</span>'
+    if s < 120:
+        return f"{s:.1f} s"
+    return f"{int(s // 60)} min {s % 60:02.0f} s"
+
+
+def _na(what: str, why: str) -> str:
+    return f'<p class="na">{_e(what)} not available: {_e(why)}</p>'
+
+
+def _card(key: str, value: str) -> str:
+    wide = " wide" if len(value) > 16 else ""
+    return f'<div class="card{wide}"><div class="k">{_e(key)}</div><div class="v">{value}</div></div>'
+
+
+def _legend(outcome_is_logprob: bool) -> str:
+    items = []
+    for verdict in VERDICTS:
+        items.append(
+            f'<span><svg width="14" height="14">{marker("circle", 7, 7, 5, VERDICT_COLORS[verdict])}</svg> {verdict}</span>'
+        )
+    for source, shape in (("gold", "diamond"), ("retrieved", "circle"), ("placebo", "square")):
+        items.append(f'<span><svg width="16" height="16">{marker(shape, 8, 8, 5, "#fff")}</svg> {source}</span>')
+    items.append("<span>★ in the winning coalition</span>")
+    items.append('<span><svg width="22" height="12"><rect width="22" height="12" fill="#eef2f7"/></svg> ±margin (equivalence)</span>')
+    unit = "nats" if outcome_is_logprob else "success probability"
+    items.append(
+        '<span><svg width="12" height="12"><path d="M2,2L10,10M2,10L10,2" stroke="#6b7280" stroke-width="1.4"/></svg>'
+        " raw ΔP (difference in means)</span>"
+    )
+    items.append(f"<span>marker + whisker: effect adjusted for the other candidates, 95% CI ({unit})</span>")
+    return '<div class="legend">' + "".join(items) + "</div>"
+
+
+# --- sections -----------------------------------------------------------------------------------------------------
+
+
+def _summary(data: RunData) -> str:
+    cands = sum(len(c.candidates) for c in data.cases)
+    tool = data.get("tool_version") or data.get("tool")
+    cards = [
+        _card("cases", _fmt(len(data.cases))),
+        _card("candidates judged", _fmt(cands)),
+        _card("trials", _fmt(data.total_trials())),
+        _card("solver calls", _fmt(data.total_calls())),
+        _card("wall time", _seconds(data.get("wall_seconds"))),
+        _card("solver", _fmt(data.get("solver_id") or data.get("solver"))),
+        _card("outcome", _fmt(data.outcome)),
+        _card("seed", _fmt(data.get("seed"))),
+        _card("trial budget per case", _fmt(data.get("budget"))),
+        _card("FDR level q", _fmt(data.get("q"))),
+        _card("inclusion prob. π", _fmt(data.get("pi"))),
+        _card("tool", _fmt(tool)),
+    ]
+    out = ['<section id="summary"><h2>Run summary</h2>', '<div class="cards">', *cards, "</div>"]
+    started, ended = data.get("started"), data.get("ended")
+    if started or ended:
+        out.append(f'<p class="sub">started {_fmt(started)} · ended {_fmt(ended)}</p>')
+    status = data.status_counts()
+    out.append("<h3>Cases by status</h3>")
+    if status:
+        out.append("<table><tr><th>status</th><th>cases</th></tr>")
+        out += [f'<tr><td>{_e(k)}</td><td class="num">{v}</td></tr>' for k, v in status.items()]
+        out.append("</table>")
+    else:
+        out.append(_na("Case status counts", "no cases in the dataset"))
+    verdicts = data.verdict_counts()
+    out.append("<h3>Verdicts over all (case, candidate) pairs</h3>")
+    segs = [(v, int(verdicts.get(v, 0)), VERDICT_COLORS[v]) for v in VERDICTS]
+    segs += [(k, n, "#555") for k, n in verdicts.items() if k not in VERDICTS]
+    out.append(stacked_bar(segs, title="verdict counts"))
+    gold = [c for case in data.cases for c in case.candidates if "gold" in c.sources]
+    if gold:
+        confirmed = sum(c.verdict == "relevant" for c in gold)
+        out.append(
+            f"<p>The benchmark's seeded gold documents: <b>{confirmed} of {len(gold)}</b> came out <i>relevant</i>; "
+            f"{sum(c.verdict == 'irrelevant' for c in gold)} proven irrelevant, "
+            f"{sum(c.verdict == 'harmful' for c in gold)} harmful, {sum(c.verdict == 'undecided' for c in gold)} undecided.</p>"
+        )
+    retrieved_rel = sum(
+        c.verdict == "relevant" and "gold" not in c.sources and "retrieved" in c.sources for case in data.cases for c in case.candidates
+    )
+    if retrieved_rel:
+        out.append(f"<p>Relevant documents the benchmark did not list (found by the retriever): <b>{retrieved_rel}</b>.</p>")
+    if data.trial_outcomes:
+        parts = ", ".join(f"{_e(k)}: {v:,}" for k, v in sorted(data.trial_outcomes.items()))
+        out.append(f"<p>Trial log outcomes: {parts}.</p>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def _placebo(data: RunData) -> str:
+    pl = data.placebo()
+    out = ['<section id="placebo"><h2>Placebo calibration</h2>']
+    out.append(
+        "<p>Placebo documents are random documents mixed into every candidate pool as a control group. "
+        "They cannot truly matter, so every placebo labelled relevant or harmful is a false positive. "
+        "The achieved rate should stay at or below the nominal level.</p>"
+    )
+    rows = placebo_rows(pl)
+    if not rows:
+        out.append(_na("Placebo calibration", "this run has no placebo candidates"))
+        out.append("</section>")
+        return "".join(out)
+    nominal = pl.get("nominal")
+    ref = (float(nominal), f"nominal {float(nominal):g}") if isinstance(nominal, float | int) else None
+    hi = max(0.25, *(r[3] or 0 for r in rows), (ref[0] * 2 if ref else 0))
+    out.append(interval_rows(rows, x_label="rate among placebo candidates (95% Wilson interval)", x_range=(0.0, min(1.0, hi)),
+                             reference=ref, title="placebo false-positive rate"))
+    fpr = pl.get("fpr")
+    if isinstance(fpr, float | int) and ref:
+        verdict = '<span class="ok">within the nominal level</span>' if fpr <= ref[0] else '<span class="warn">above the nominal level</span>'
+        out.append(f"<p>Achieved false-positive rate <b>{float(fpr):.3f}</b> on {pl['n']} placebo candidates vs nominal {ref[0]:g}: {verdict}.</p>")
+    elif isinstance(fpr, float | int):
+        out.append(f"<p>Achieved false-positive rate <b>{float(fpr):.3f}</b> on {pl['n']} placebo candidates (nominal level not recorded).</p>")
+    per_case = [(c.case_id, c.placebo_false_positive_rate) for c in data.cases if c.placebo_false_positive_rate is not None]
+    if per_case:
+        worst = sorted(per_case, key=lambda t: -(t[1] or 0.0))[:5]
+        if worst and (worst[0][1] or 0) > 0:
+            out.append("<p>Cases with the highest placebo false-positive rate: " + ", ".join(f"{_e(c)} ({v:.2f})" for c, v in worst if v) + ".</p>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def _comparison_table(view: ComparisonView) -> str:
+    out = ["<table><tr><th>retriever</th>"]
+    out += [f"<th>{_e(m)}</th>" for m in view.metrics]
+    out.append("</tr>")
+    for system in view.systems:
+        label = _e(system) + (" <i>(baseline)</i>" if system == view.baseline else "")
+        out.append(f"<tr><td>{label}</td>")
+        for metric in view.metrics:
+            cell = view.cell(system, metric)
+            if cell is None or cell.mean is None:
+                out.append('<td class="na">–</td>')
+                continue
+            txt = f"{cell.mean:.3f}"
+            if cell.ci_low is not None and cell.ci_high is not None:
+                txt += f' <span class="na">[{cell.ci_low:.3f}, {cell.ci_high:.3f}]</span>'
+            if cell.significant:
+                txt += ' <b title="significantly different from the baseline">*</b>'
+            if cell.wins is not None:
+                txt += f'<br><span class="na">W/T/L {cell.wins}/{cell.ties}/{cell.losses}</span>'
+            if cell.p_value is not None and system != view.baseline:
+                txt += f'<br><span class="na">p={cell.p_value:.3g}</span>'
+            out.append(f'<td class="num">{txt}</td>')
+        out.append("</tr>")
+    out.append("</table>")
+    notes = []
+    if view.baseline:
+        notes.append(f"baseline: {_e(view.baseline)}")
+    if view.test:
+        notes.append(f"test: {_e(view.test)}")
+    if view.correction:
+        notes.append(f"correction: {_e(view.correction)}")
+    if view.alpha is not None:
+        notes.append(f"α = {view.alpha:g}")
+    if view.n_queries is not None:
+        notes.append(f"{view.n_queries} queries")
+    notes.append("* = significant paired difference vs the baseline; W/T/L = queries won / tied / lost vs the baseline")
+    out.append(f'<p class="na">{"; ".join(notes)}</p>')
+    return "".join(out)
+
+
+def _retrievers(data: RunData) -> str:
+    out = ['<section id="retrievers"><h2>Retriever comparison</h2>']
+    view = read_comparison(data.evaluation)
+    if view is None:
+        why = "evaluation/compare.json not found" if data.evaluation is None else "evaluation/compare.json has no metric rows"
+        out.append(_na("The comparison table", why + " (run `deltap compare` or `deltap demo` to produce it)"))
+    else:
+        out.append(_comparison_table(view))
+        rows: list[tuple[str, float | None, float | None, float | None, str]] = []
+        for metric in view.metrics:
+            for i, system in enumerate(view.systems):
+                cell = view.cell(system, metric)
+                if cell is not None:
+                    rows.append((f"{metric} · {system}", cell.mean, cell.ci_low, cell.ci_high, PALETTE[i % len(PALETTE)]))
+        if rows and all(r[1] is None or -1e-9 <= r[1] <= 1 + 1e-9 for r in rows):
+            out.append(interval_rows(rows, x_label="metric value (95% CI)", x_range=(0.0, 1.0), title="retriever metrics",
+                                     label_width=170.0, row_height=18.0))
+    out.append("<h3>Recall curves: hit rate@K (a relevant document in the top K) and recall@K</h3>")
+    if not data.runs:
+        out.append(_na("Recall@K curves", "no retriever runs in evaluation/runs/"))
+    elif not any(any(g > 0 for g in docs.values()) for docs in data.qrels.values()):
+        out.append(_na("Recall@K curves", "the verified dataset has no relevant documents yet"))
+    else:
+        depth = max((len(r) for run in data.runs.values() for r in run.values()), default=10)
+        ks = [k for k in CURVE_KS if k <= max(1, depth)]
+        curves = {name: recall_curve(data.qrels, run, ks) for name, run in data.runs.items()}
+        series = [Series(name, list(zip(ks, c["hit_rate"], strict=True))) for name, c in curves.items()]
+        series_r = [Series(name, list(zip(ks, c["recall"], strict=True))) for name, c in curves.items()]
+        out.append('<div class="pair"><div>')
+        out.append(line_chart(series, x_label="K (top-K documents retrieved)", y_label="hit rate@K", title="hit rate at K"))
+        out.append("</div><div>")
+        out.append(line_chart(series_r, x_label="K", y_label="recall@K (share of relevant found)", title="recall at K"))
+        out.append("</div></div>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def _convergence(data: RunData) -> str:
+    out = [f'<section id="convergence"><h2>Convergence of the mean hit rate@{CONVERGENCE_K}</h2>']
+    out.append(
+        f"<p>Dataset-level mean hit rate@{CONVERGENCE_K} (the seed design's Recall@{CONVERGENCE_K}: share of cases "
+        "with a relevant document in the top 5) as cases are added in dataset order, with a 95% Wilson band. "
+        "When the line still moves by more than the band's width at the right end, the dataset is too small to rank "
+        "retrievers by this metric.</p>"
+    )
+    order = [c.case_id for c in data.cases]
+    series: list[Series] = []
+    finals: list[str] = []
+    runs = data.runs
+    if not runs and data.pool_run:
+        # No evaluation runs: use the mining retriever's ranking stored with the candidate pools (its top-k only).
+        runs = {"mining retriever (pool top-k)": data.pool_run}
+        out.append("<p>No evaluation runs in this folder: the curve uses the ranking of the retriever that built the "
+                   "candidate pools, as stored in the trial log.</p>")
+    for name, run in runs.items():
+        pts = convergence(hit_at_k(data.qrels, run, CONVERGENCE_K), order)
+        if pts:
+            series.append(Series(name, [(p.n_cases, p.mean) for p in pts], band=[(p.low, p.high) for p in pts]))
+            last = pts[-1]
+            finals.append(f"{_e(name)}: {last.mean:.3f} [{last.low:.3f}, {last.high:.3f}] over {last.n_cases} cases")
+    if not series:
+        why = "no retriever runs in evaluation/runs/ or pools in trials.sqlite" if not runs else "no case has a relevant document"
+        out.append(_na("The convergence plot", why))
+    else:
+        out.append('<div class="pair"><div>')
+        out.append(line_chart(series, x_label="cases added", y_label=f"mean hit rate@{CONVERGENCE_K}", title="convergence"))
+        out.append("</div><div><p>Final mean with its 95% interval:</p><ul>" + "".join(f"<li>{f}</li>" for f in finals) + "</ul></div></div>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def _case(data: RunData, case: CaseResult, margin: float | None, min_effect: float | None) -> str:
+    counts = case.verdict_counts()
+    n_rel = counts.get("relevant", 0)
+    search = " ".join([case.case_id, case.query, *(c.doc_id for c in case.candidates)]).lower()
+    head = (
+        f'<summary><b>{_e(case.case_id)}</b><span class="badge status status-{_e(case.status)}">{_e(case.status)}</span> · '
+        + " · ".join(
+            [f"{len(case.candidates)} candidates"]
+            + [f'<span style="color:{VERDICT_COLORS[v]}">{counts.get(v, 0)} {v}</span>' for v in VERDICTS if counts.get(v, 0)]
+            + [f"trials {_fmt(case.trials)}", f"{data.base_label} {_fmt(case.base_success_rate, 2)}"]
+        )
+        + "</summary>"
+    )
+    body = [f'<p class="q">{_e(case.query)}</p>']
+    if case.reference_answer:
+        body.append(f'<p class="ref">Reference answer: <code>{_e(case.reference_answer[:300])}</code></p>')
+    facts = [
+        f"status <b>{_e(case.status)}</b>",
+        f"trials {_fmt(case.trials)}",
+        f"solver calls {_fmt(case.calls)}",
+        f"{data.base_label} {_fmt(case.base_success_rate)}",
+        f"placebo false-positive rate {_fmt(case.placebo_false_positive_rate)}",
+        f"wall time {_seconds(case.wall_seconds)}",
+    ]
+    body.append("<p>" + " · ".join(facts) + "</p>")
+    if case.coalition:
+        body.append("<p>Winning coalition: " + ", ".join(f"<code>{_e(d)}</code>" for d in case.coalition) + "</p>")
+    elif case.coalition is not None:
+        body.append('<p class="na">No winning coalition recorded for this case.</p>')
+    if case.candidates:
+        body.append(
+            forest_plot(case.candidates, effect_label=data.effect_label, margin=margin, min_effect=min_effect,
+                        coalition=case.coalition or (), title=f"ΔP per candidate, case {case.case_id}")
+        )
+    else:
+        body.append(_na("Candidates", f"case status is {case.status!r}; it was not mined"))
+    return (
+        f'<details class="case" open data-status="{_e(case.status)}" data-relevant="{n_rel}" data-search="{_e(search)}">'
+        + head + '<div class="body">' + "".join(body) + "</div></details>"
+    )
+
+
+def _cases(data: RunData) -> str:
+    margin = data.metadata.get("margin")
+    min_effect = data.metadata.get("min_effect")
+    m = float(margin) if isinstance(margin, int | float) and not isinstance(margin, bool) else None
+    me = float(min_effect) if isinstance(min_effect, int | float) and not isinstance(min_effect, bool) else None
+    statuses = sorted({c.status for c in data.cases})
+    out = ['<section id="cases"><h2>Cases</h2>']
+    out.append(_legend(data.outcome == "logprob"))
+    options = '<option value="">all cases</option><option value="has-relevant">with a relevant document</option>'
+    options += "".join(f'<option value="{_e(s)}">status: {_e(s)}</option>' for s in statuses)
+    out.append(
+        '<div class="toolbar"><input id="case-filter" type="search" placeholder="filter by id, question or document">'
+        f'<select id="case-status">{options}</select><button id="expand-all" type="button">expand all</button>'
+        '<button id="collapse-all" type="button">collapse all</button><span id="case-count" class="na"></span></div>'
+    )
+    if not data.cases:
+        out.append(_na("Cases", "the dataset has no pairs"))
+    out += [_case(data, c, m, me) for c in data.cases]
+    out.append("</section>")
+    return "".join(out)
+
+
+GUIDE = """
+<section id="guide" class="guide"><h2>How to read this report</h2><dl>
+<dt>ΔP (the impact score)</dt><dd>How much putting one document in the model's context raises its chance of
+solving the task: P(success with the document) − P(success without it), measured over random trials in which every
+candidate is in or out by a coin flip. With the <i>logprob</i> outcome it is the change in the log-probability of the
+reference answer, in nats (more sensitive than pass/fail for a small model).</dd>
+<dt>Marker, whisker and grey cross</dt><dd>The marker is the document's effect adjusted for the other candidates
+(a regression over all inclusion indicators at once, so a strong document in the same trials does not leak into
+everyone's estimate); the whisker is its 95% confidence interval: the range of effects compatible with the trials.
+A short whisker means many trials; a whisker crossing zero means the data cannot tell the sign yet. The grey cross
+is the raw ΔP (mean with the document minus mean without it). Verdicts also correct for peeking at the data after
+every batch and for testing many documents at once, so a whisker that just clears zero can still be
+<i>undecided</i>.</dd>
+<dt>relevant</dt><dd>The whole interval is above zero and the effect passes the minimum size, after correcting for
+testing many documents at once (false discovery rate q): the document measurably helps.</dd>
+<dt>harmful</dt><dd>Significantly below zero: a distractor that makes the model worse.</dd>
+<dt>irrelevant</dt><dd>The interval lies inside the shaded ±margin band: proven not to matter (an equivalence test),
+which is stronger than "no effect found".</dd>
+<dt>undecided</dt><dd>Not enough evidence either way within the trial budget. Not a negative label.</dd>
+<dt>Placebo documents</dt><dd>Random documents added as a control group; the share of them labelled relevant or
+harmful is the false-positive rate the run actually achieved.</dd>
+<dt>Status of a case</dt><dd><i>saturated</i>: solved even with no documents; <i>unsolvable</i>: not solved even with
+every candidate. Neither can show what helps, so they are reported and not mined.</dd>
+</dl></section>
+"""
+
+
+def _notes(data: RunData) -> str:
+    if not data.notes:
+        return ""
+    items = "".join(f"<li>{_e(n)}</li>" for n in data.notes)
+    return f'<section id="notes"><h2>Notes on the inputs</h2><ul>{items}</ul></section>'
+
+
+def render_html(data: RunData, title: str | None = None) -> str:
+    """The whole report as one HTML string (self-contained: no external resource is referenced)."""
+    from deltap import __version__
+
+    title = title or f"deltap report — {data.path.name}"
+    generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    nav = "".join(
+        f'<a href="#{anchor}">{label}</a>'
+        for anchor, label in (
+            ("summary", "Summary"),
+            ("placebo", "Placebo calibration"),
+            ("retrievers", "Retrievers"),
+            ("convergence", "Convergence"),
+            ("cases", "Cases"),
+            ("guide", "How to read"),
+        )
+    )
+    parts: Sequence[str] = (
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title><style>{CSS}</style></head><body>",
+        f'<header><h1>{_e(title)}</h1><div class="sub">{_e(data.path)} · generated {generated} by deltap {__version__}</div></header>',
+        f"<nav>{nav}</nav><main>",
+        _summary(data),
+        _placebo(data),
+        _retrievers(data),
+        _convergence(data),
+        _cases(data),
+        _notes(data),
+        GUIDE,
+        "</main>",
+        f"<footer>deltap {__version__} · self-contained report: no network requests, plots are inline SVG.</footer>",
+        f"<script>{JS}</script></body></html>",
+    )
+    return "\n".join(parts)
+
+
+def write_html_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
+    """Read ``run_dir`` and write its HTML report (default ``RUN_DIR/report.html``); returns the path written."""
+    data = load_run_dir(run_dir)
+    path = Path(out) if out is not None else data.path / "report.html"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(render_html(data), encoding="utf-8")
+    tmp.replace(path)
+    return path

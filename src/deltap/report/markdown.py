@@ -1,0 +1,127 @@
+"""A short Markdown summary of a mining run, for pull requests and terminals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from deltap.report.comparison import read_comparison
+from deltap.report.figures import convergence, hit_at_k, wilson_interval
+from deltap.report.rundir import VERDICTS, RunData, load_run_dir
+
+__all__ = ["render_markdown", "write_markdown_report"]
+
+
+def _v(value: object, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(data: RunData, top_docs: int = 3) -> str:
+    """The run as Markdown: summary table, verdicts, placebo calibration, retrievers, one line per case."""
+    lines = [f"# deltap report — {data.path.name}", ""]
+    wall = data.get("wall_seconds")
+    rows = [
+        ("cases", len(data.cases)),
+        ("candidates judged", sum(len(c.candidates) for c in data.cases)),
+        ("trials", data.total_trials()),
+        ("solver calls", data.total_calls()),
+        ("wall time (s)", None if wall is None else f"{float(wall):.1f}"),
+        ("solver", data.get("solver_id") or data.get("solver")),
+        ("outcome", data.outcome),
+        ("seed", data.get("seed")),
+        ("trial budget per case", data.get("budget")),
+        ("FDR level q", data.get("q")),
+    ]
+    lines += ["| | |", "|---|---|"] + [f"| {k} | {_cell(_v(v))} |" for k, v in rows] + [""]
+    status = data.status_counts()
+    lines.append("**Cases by status:** " + (", ".join(f"{k} {v}" for k, v in status.items()) or "none"))
+    verdicts = data.verdict_counts()
+    lines.append("**Verdicts:** " + ", ".join(f"{v} {verdicts.get(v, 0)}" for v in VERDICTS))
+    gold = [c for case in data.cases for c in case.candidates if "gold" in c.sources]
+    if gold:
+        lines.append(f"**Gold documents confirmed relevant:** {sum(c.verdict == 'relevant' for c in gold)} of {len(gold)}")
+    pl = data.placebo()
+    if pl.get("n"):
+        flagged = int(pl.get("labelled_relevant") or 0) + int(pl.get("labelled_harmful") or 0)
+        low, high = wilson_interval(min(flagged, int(pl["n"])), int(pl["n"]))
+        nominal = pl.get("nominal")
+        state = ""
+        if isinstance(nominal, float | int) and isinstance(pl.get("fpr"), float | int):
+            state = " — within nominal" if float(pl["fpr"]) <= float(nominal) else " — **above nominal**"
+        lines.append(
+            f"**Placebo false-positive rate:** {_v(pl.get('fpr'))} ({flagged}/{pl['n']}, 95% CI [{low:.3f}, {high:.3f}]) "
+            f"vs nominal {nominal if nominal is None else format(float(nominal), 'g')}{state}"
+        )
+    else:
+        lines.append("**Placebo calibration:** not available (no placebo candidates)")
+    lines.append("")
+
+    view = read_comparison(data.evaluation)
+    lines.append("## Retrievers")
+    if view is None:
+        lines.append("Retriever comparison not available (no evaluation/compare.json).")
+    else:
+        lines.append("| retriever | " + " | ".join(view.metrics) + " |")
+        lines.append("|---|" + "---|" * len(view.metrics))
+        for system in view.systems:
+            cells = []
+            for metric in view.metrics:
+                cell = view.cell(system, metric)
+                if cell is None or cell.mean is None:
+                    cells.append("–")
+                    continue
+                txt = f"{cell.mean:.3f}"
+                if cell.ci_low is not None and cell.ci_high is not None:
+                    txt += f" [{cell.ci_low:.3f}, {cell.ci_high:.3f}]"
+                if cell.significant:
+                    txt += " *"
+                cells.append(txt)
+            name = system + (" (baseline)" if system == view.baseline else "")
+            lines.append(f"| {_cell(name)} | " + " | ".join(cells) + " |")
+        lines.append("")
+        lines.append("`*` significant paired difference vs the baseline.")
+    if data.runs:
+        order = [c.case_id for c in data.cases]
+        finals = []
+        for name, run in data.runs.items():
+            pts = convergence(hit_at_k(data.qrels, run, 5), order)
+            if pts:
+                finals.append(f"{name} {pts[-1].mean:.3f} [{pts[-1].low:.3f}, {pts[-1].high:.3f}] (n={pts[-1].n_cases})")
+        if finals:
+            lines.append("")
+            lines.append("**Mean hit rate@5 with 95% Wilson interval:** " + "; ".join(finals))
+    lines.append("")
+
+    lines.append("## Cases")
+    base = "base log p" if data.outcome == "logprob" else "base success"
+    lines.append(f"| case | status | trials | {base} | relevant (top ΔP) | harmful | undecided |")
+    lines.append("|---|---|---|---|---|---|---|")
+    for case in data.cases:
+        counts = case.verdict_counts()
+        rel = sorted((c for c in case.candidates if c.verdict == "relevant"), key=lambda c: -(c.delta_p or 0.0))
+        shown = ", ".join(f"`{c.doc_id}` ({_v(c.delta_p, 2)})" for c in rel[:top_docs])
+        if len(rel) > top_docs:
+            shown += f", +{len(rel) - top_docs} more"
+        lines.append(
+            f"| {_cell(case.case_id)} | {case.status} | {_v(case.trials)} | {_v(case.base_success_rate, 2)} | "
+            f"{_cell(shown) or '–'} | {counts.get('harmful', 0)} | {counts.get('undecided', 0)} |"
+        )
+    if data.notes:
+        lines += ["", "## Notes", *(f"- {n}" for n in data.notes)]
+    return "\n".join(lines) + "\n"
+
+
+def write_markdown_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
+    """Read ``run_dir`` and write its Markdown summary (default ``RUN_DIR/report.md``)."""
+    data = load_run_dir(run_dir)
+    path = Path(out) if out is not None else data.path / "report.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_markdown(data), encoding="utf-8")
+    return path

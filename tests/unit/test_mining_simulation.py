@@ -1,0 +1,62 @@
+"""Simulation with known truth: the error-rate guarantees of deltap's design, seeded, with enough replications to
+make each assertion meaningful (binomial SEs noted beside the thresholds)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from deltap.mining.simulation import SCENARIOS, AdaptiveConfig, Scenario, run_design, simulate
+
+
+def test_naive_design_reproduces_the_statistics_bar() -> None:
+    r = run_design(SCENARIOS["S1"], "naive:10", 400, seed=1)
+    # DESIGN.md: at N=10 only ~19% of "relevant" labels are right and ~36% of nulls get labelled (per direction).
+    assert r.precision < 0.3
+    assert r.null_fpr > 0.25
+
+
+def test_adaptive_s1_error_rates() -> None:
+    r = run_design(SCENARIOS["S1"], "adaptive", 300, seed=2)
+    assert r.fdr <= 0.075  # BH at q = 0.05 in the relevant family: FDR <= q·m0/m = 0.045 (+ MC error ~0.01)
+    assert r.null_fpr <= 0.02  # 5,400 null labels; measured ~0.011
+    assert r.recall >= 0.85  # 600 relevant documents; measured ~0.90
+    assert r.calls_mean <= 132
+
+
+def test_global_null_false_positives_are_rare() -> None:
+    r = run_design(SCENARIOS["null"], "adaptive", 400, seed=3)
+    # Under the global null BH controls the FWER at q per family: <= 2q = 0.1 of replications carry any label.
+    assert r.fdr <= 0.1 + 3 * np.sqrt(0.1 * 0.9 / 400)
+    assert r.null_fpr <= 0.01  # 8,000 nulls; measured ~0.0065
+
+
+def test_repeated_looks_do_not_inflate_the_false_positive_rate() -> None:
+    # Same data model, the adaptive design looks 7 times; its global-null FWER stays under the two families' 2q.
+    sc = Scenario("null5", 5, {}, base=0.5)
+    R = 1500
+    res = run_design(sc, "adaptive", R, seed=4, config=AdaptiveConfig(budget=128, q=0.05))
+    any_label_rate = res.null_fpr * 5  # upper bound on the per-replication rate of >= 1 false label
+    assert any_label_rate <= 0.1 + 3 * np.sqrt(0.1 * 0.9 / R)
+
+
+def test_saturated_cases_are_skipped_cheaply() -> None:
+    r = run_design(SCENARIOS["saturated"], "adaptive", 400, seed=5)
+    assert r.skipped >= 0.6  # P(skip) = 0.97^12 ≈ 0.69 for p = 0.97
+    assert r.calls_mean < 50
+
+
+def test_logprob_and_harmful_scenarios() -> None:
+    lp = run_design(SCENARIOS["logprob"], "adaptive", 200, seed=6)
+    assert lp.recall >= 0.8 and lp.null_fpr <= 0.02  # measured ~0.88 / ~0.012
+    h = run_design(SCENARIOS["harmful"], "adaptive", 200, seed=7)
+    assert h.harmful_recall >= 0.7 and h.null_fpr <= 0.02
+
+
+def test_unknown_scenario_and_design() -> None:
+    from deltap.errors import DeltapError
+
+    with pytest.raises(DeltapError, match="unknown scenario"):
+        simulate(["S9"], replications=1)
+    with pytest.raises(ValueError, match="unknown design"):
+        run_design(SCENARIOS["S1"], "magic", 1, seed=0)
