@@ -45,7 +45,7 @@ def trie_tokens(seqs: list[list[int]]) -> int:
     return total
 
 
-def build_case(n_candidates: int, trials: int, seed: int):  # type: ignore[no-untyped-def]
+def build_case(n_candidates: int, trials: int, seed: int, max_chars: int = 800):  # type: ignore[no-untyped-def]
     import deltap
     from deltap.prompts import request_from_case
 
@@ -57,7 +57,7 @@ def build_case(n_candidates: int, trials: int, seed: int):  # type: ignore[no-un
     rng = random.Random(seed)
     gold = [corpus[d] for d in case.gold_doc_ids]
     pool_ids = {d.doc_id for d in gold}
-    others = [d for d in corpus if d.doc_id not in pool_ids and len(d.text) <= 800]
+    others = [d for d in corpus if d.doc_id not in pool_ids and len(d.text) <= max_chars]
     pool = gold + rng.sample(others, n_candidates - len(gold))
     pool.sort(key=lambda d: d.doc_id)  # canonical order: by id
     subsets = [[d for d in pool if rng.random() < 0.5] for _ in range(trials)]
@@ -73,24 +73,29 @@ def bench_local(trials: int, seed: int, score_check: int) -> None:
     from deltap.solvers.base import Answer, Score
     from deltap.solvers.llama_cpp import LlamaCppSolver, default_model_path
 
-    case, pool, subsets, request_from_case = build_case(20, trials, seed)
+    case, pool, all_subsets, request_from_case = build_case(20, max(trials, 128), seed)
+    subsets = all_subsets[:trials]
     base = request_from_case(case)
     reqs = [replace(base, documents=tuple(s)) for s in subsets]
     solver = LlamaCppSolver(n_ctx=4096)
     toks = [solver.tokens(r) for r in reqs]
     mean_prompt = statistics.mean(len(t) for t in toks)
-    print(f"case {case.case_id}: {len(pool)} candidates, {trials} trials, mean prompt {mean_prompt:.0f} tokens")
+    print(f"case {case.case_id}: {len(pool)} candidates, {trials} timed trials, mean prompt {mean_prompt:.0f} tokens",
+          flush=True)
 
-    # token counts for canonical orders (exact, no model run)
+    # prompt tokens the trie walk evaluates, for two canonical orders and several trial counts (exact, no model run)
     by_len = sorted(pool, key=lambda d: (-len(d.text), d.doc_id))
-    order = {d.doc_id: i for i, d in enumerate(by_len)}
-    toks_len = [solver.tokens(replace(base, documents=tuple(sorted(s, key=lambda d: order[d.doc_id])))) for s in subsets]
-    print("\n| canonical order | prompt tokens/trial | evaluated/trial (trie walk) | reduction |")
-    print("|---|---|---|---|")
-    for name, seqs in (("doc id", toks), ("longest first", toks_len)):
-        full = sum(len(t) for t in seqs)
-        walk = trie_tokens(seqs)
-        print(f"| {name} | {full / trials:.0f} | {walk / trials:.0f} | {full / walk:.2f}x |")
+    rank = {d.doc_id: i for i, d in enumerate(by_len)}
+    seq_id = [solver.tokens(replace(base, documents=tuple(s))) for s in all_subsets]
+    seq_len = [solver.tokens(replace(base, documents=tuple(sorted(s, key=lambda d: rank[d.doc_id])))) for s in all_subsets]
+    print("\n| canonical order | trials | prompt tokens/trial | evaluated/trial (trie walk) | reduction |")
+    print("|---|---|---|---|---|")
+    for name, seqs in (("doc id", seq_id), ("longest first", seq_len)):
+        for n in (16, 32, 64, 128):
+            full = sum(len(t) for t in seqs[:n])
+            walk = trie_tokens(seqs[:n])
+            print(f"| {name} | {n} | {full / n:.0f} | {walk / n:.0f} | {full / walk:.2f}x |")
+    print(flush=True)
 
     # naive: create_chat_completion per trial, in trial order
     naive_llm = Llama(model_path=str(default_model_path()), n_ctx=4096, n_threads=solver.llm.n_threads,
@@ -111,6 +116,8 @@ def bench_local(trials: int, seed: int, score_check: int) -> None:
         prev = t
     naive_wall = time.perf_counter() - start
     del naive_llm
+    print(f"naive create_chat_completion: {naive_wall / trials:.2f} s/trial, {naive_eval / trials:.0f} prompt tokens "
+          f"evaluated/trial, {naive_eval / naive_wall:.0f} tokens/s", flush=True)
 
     solver.reset()
     before = solver.tokens_evaluated
@@ -120,6 +127,8 @@ def bench_local(trials: int, seed: int, score_check: int) -> None:
     ours_eval = sum(a.usage["prompt_tokens_evaluated"] for a in answers if isinstance(a, Answer))
     gen_steps = solver.tokens_evaluated - before - ours_eval
     same = sum(isinstance(a, Answer) and a.text == n for a, n in zip(answers, naive_texts, strict=False))
+    print(f"answer_many: {ours_wall / trials:.2f} s/trial, {ours_eval / trials:.0f} evaluated/trial, "
+          f"{same}/{trials} identical", flush=True)
 
     solver.reset()
     before = solver.tokens_evaluated

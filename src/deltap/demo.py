@@ -87,7 +87,7 @@ class DemoConfig:
 
     out: Path
     cases: int = 6
-    budget: int = 240
+    budget: int = 200
     solver: str = "local"
     outcome: str = "logprob"
     seed: int = 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,9 @@ def cranfield_runs(cranfield_dir: Path, request: pytest.FixtureRequest) -> tuple
     for doc in data.corpus:
         digest.update(doc.doc_id.encode() + b"\0" + doc.full_text.encode() + b"\0")
     digest.update(json.dumps(texts).encode())
-    cache = Path(request.config.cache.mkdir("deltap-eval-cranfield")) / f"runs-{digest.hexdigest()[:16]}.json"
+    pytest_cache = getattr(request.config, "cache", None)  # absent under `-p no:cacheprovider`
+    folder = Path(pytest_cache.mkdir("deltap-eval-cranfield")) if pytest_cache is not None else Path(tempfile.mkdtemp())
+    cache = folder / f"runs-{digest.hexdigest()[:16]}.json"
     if cache.is_file():
         return data.qrels, json.loads(cache.read_text())
     from deltap.retrieval import build_retriever

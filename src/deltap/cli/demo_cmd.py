@@ -14,7 +14,7 @@ def register(app: typer.Typer) -> None:
     def demo(
         out: Path = typer.Option(Path("deltap-demo"), "--out", "-o", help="Output folder (corpus, index, run, report)."),
         cases: int = typer.Option(6, "--cases", help="How many bundled benchmark questions to mine (1-40)."),
-        budget: int = typer.Option(240, "--budget", help="Solver calls in total, split evenly over the cases (~2 s each locally)."),
+        budget: int = typer.Option(200, "--budget", help="Solver calls in total, split evenly over the cases (~1.25 s each locally when idle)."),
         solver: str = typer.Option("local", "--solver", help="local (SmolLM2-135M in-process), simulated, or another solver spec."),
         outcome: str = typer.Option("logprob", "--outcome", help="logprob (log-probability of the answer) or pass."),
         seed: int = typer.Option(0, "--seed", help="Run seed (placebos, trial designs, bootstrap)."),

@@ -713,8 +713,15 @@ def _build_dataset(results: list[CaseResult], corpus: Corpus, cfg: MiningConfig,
         "min_effect": policy.min_effect,
         "margin": policy.margin,
         "grade_mapping": policy.grade_mapping(),
-        "multiple_testing": "Benjamini-Hochberg over every (case, candidate) of the dataset, on group-sequential repeated p-values",
-        "estimator": "OLS on all inclusion indicators (linear probability model for pass), HC2 robust SEs; delta_p/CI = difference in means (Newcombe hybrid score CI for pass, Welch for logprob)",
+        "multiple_testing": (
+            "Benjamini-Hochberg over every (case, candidate) of the dataset, one family per direction (relevant: effect > 0,"
+            " harmful: effect < 0), on one-sided group-sequential repeated p-values (O'Brien-Fleming shape, planned looks)"
+        ),
+        "estimator": (
+            "OLS on all inclusion indicators (linear probability model for pass); tests use the classical OLS SE with t tails,"
+            " regression_effect reports the robust HC2 SE; delta_p/CI = difference in means (Newcombe hybrid score CI for"
+            " pass, Welch for logprob)"
+        ),
         "looks": list(cfg.schedule().looks),
         "placebo_calibration": placebo,
         "config": cfg.to_dict(),

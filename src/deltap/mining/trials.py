@@ -98,6 +98,11 @@ class TrialLog:
         self.close()
 
     def close(self) -> None:
+        """Fold the WAL into the database file (so ``trials.sqlite`` alone is complete) and close."""
+        try:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error:  # another reader holds the WAL: it stays beside the file, still consistent
+            pass
         self._db.close()
 
     # -- configuration -------------------------------------------------------------------------------------------
