@@ -6,22 +6,13 @@ shape that cannot be understood gives ``None`` (the report then says the compari
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from deltap.report.rundir import _int, _num
+
 __all__ = ["ComparisonRow", "ComparisonView", "read_comparison"]
-
-
-def _num(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return out if math.isfinite(out) else None
 
 
 @dataclass(frozen=True)
@@ -93,9 +84,9 @@ def _row(system: str, metric: str, entry: Any) -> ComparisonRow:
         ci_high=high,
         p_value=p_value,
         significant=bool(sig) if isinstance(sig, bool) else None,
-        wins=None if _num(wins) is None else int(_num(wins) or 0),
-        ties=None if _num(ties) is None else int(_num(ties) or 0),
-        losses=None if _num(losses) is None else int(_num(losses) or 0),
+        wins=_int(wins),
+        ties=_int(ties),
+        losses=_int(losses),
     )
 
 
