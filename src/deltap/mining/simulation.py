@@ -29,6 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from deltap.mining.adaptive import StoppingRule, look_schedule
+from deltap.mining.engine import MiningConfig
 from deltap.mining.estimate import benjamini_hochberg, diff_in_means, z_statistics
 
 __all__ = ["MIXTURES", "SCENARIOS", "AdaptiveConfig", "DesignResult", "Mixture", "Scenario", "run_design", "run_mixture", "run_scenario", "simulate"]
@@ -133,15 +134,15 @@ class DesignResult:
 
 @dataclass(frozen=True)
 class AdaptiveConfig:
-    """deltap's default adaptive design (the same defaults as :func:`deltap.mining.engine.mine`)."""
+    """deltap's default adaptive design: the defaults of :class:`deltap.mining.engine.MiningConfig`, read from it."""
 
-    budget: int = 128
-    first_look: int = 32
-    batch: int = 16
-    q: float = 0.05
-    min_effect: float = 0.1
-    preflight: int = 2
-    preflight_confirm: int = 6
+    budget: int = MiningConfig.budget
+    first_look: int = MiningConfig.first_look
+    batch: int = MiningConfig.batch
+    q: float = MiningConfig.q
+    min_effect: float = 0.1  # MiningConfig resolves its None default to 0.1 for the pass outcome simulated here
+    preflight: int = MiningConfig.preflight
+    preflight_confirm: int = MiningConfig.preflight_confirm
     rule: StoppingRule = field(default_factory=StoppingRule)
 
 
