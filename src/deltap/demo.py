@@ -27,6 +27,7 @@ from typing import Any
 from deltap.cases import Case
 from deltap.documents import Corpus
 from deltap.errors import DeltapError
+from deltap.mining.progress import MiningProgress
 
 __all__ = [
     "BENCHMARK_PATH",
@@ -280,59 +281,6 @@ def _make_solver(config: DemoConfig, cases: Sequence[Case]) -> Any:
     return make_solver(config.solver)
 
 
-class _MiningProgress:
-    """Rich progress bars fed by the mining engine's progress callback: one for the cases, one for the current case."""
-
-    def __init__(self, n_cases: int, enabled: bool) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        self.progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(bar_width=24),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            TextColumn("{task.fields[info]}"),
-            disable=not enabled,
-            transient=False,
-        )
-        self.cases = self.progress.add_task("cases ", total=n_cases, info="")
-        self.trials = self.progress.add_task("trials", total=1, info="")
-        self.current: str | None = None
-
-    def __enter__(self) -> _MiningProgress:
-        self.progress.start()
-        return self
-
-    def __exit__(self, exc_type: object, *rest: object) -> None:
-        if exc_type is None:  # the engine reports batches, not the end of the last case
-            self.progress.update(self.cases, completed=self.progress.tasks[self.cases].total)
-        self.progress.stop()
-
-    def __call__(self, event: dict[str, Any]) -> None:
-        case_id = str(event.get("case_id", ""))
-        if case_id != self.current:
-            self.current = case_id
-            self.progress.reset(self.trials, total=max(1, int(event.get("budget") or 1)))
-        # cases before this one are finished; this one too when the engine reports its final status (a skip)
-        done = int(event.get("case_index", 0)) + (1 if event.get("status") not in (None, "running") else 0)
-        short = case_id.split(":", 1)[-1]
-        self.progress.update(
-            self.trials,
-            completed=int(event.get("trials") or 0),
-            info=f"{short[:24]} · {event.get('open', '?')} open",
-        )
-        self.progress.update(self.cases, completed=min(done, int(event.get("cases") or done)),
-                             info=f"{event.get('calls', 0)} calls")
-
-
 def _build_dense(corpus: Corpus, out: Path, config: DemoConfig) -> Any:
     """The dense retriever over ``OUT/index`` (embedded Qdrant Edge store), with a progress bar while embedding.
 
@@ -373,7 +321,7 @@ def _mine(
         preflight=PREFLIGHT,
         verify_trials=VERIFY_TRIALS,
     )
-    with warnings.catch_warnings(record=True) as caught, _MiningProgress(len(cases), config.progress) as bar:
+    with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), config.progress) as bar:
         warnings.simplefilter("always", PlaceboCalibrationWarning)
         mine(list(cases), corpus, solver, out=run_dir, config=mining, retriever=retriever, progress=bar)
     for w in caught:  # shown after the progress bars, as one readable line each

@@ -112,9 +112,9 @@ def test_long_texts_are_cut_visibly(corpus: Corpus) -> None:
 
 
 def test_mining_progress_follows_engine_events() -> None:
-    from deltap.demo import _MiningProgress
+    from deltap.mining.progress import MiningProgress
 
-    with _MiningProgress(3, enabled=False) as bar:
+    with MiningProgress(3, enabled=False) as bar:
         bar({"case_id": "s:a", "case_index": 0, "cases": 3, "trials": 8, "budget": 22, "open": 5, "calls": 12, "status": "running"})
         assert bar.progress.tasks[bar.trials].completed == 8 and bar.progress.tasks[bar.trials].total == 22
         assert bar.progress.tasks[bar.cases].completed == 0

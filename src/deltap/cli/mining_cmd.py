@@ -69,18 +69,11 @@ def mine_command(
     import warnings
 
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
 
     from deltap.errors import DeltapError
     from deltap.loaders import load_cases, load_corpus
     from deltap.mining.engine import MiningConfig, PlaceboCalibrationWarning, mine
+    from deltap.mining.progress import MiningProgress
 
     console = Console(stderr=True)
     if outcome not in ("pass", "logprob"):
@@ -124,23 +117,9 @@ def mine_command(
         budget=budget, seed=seed, q=q, pi=pi, min_effect=min_effect, k=k if retriever else 0, n_placebo=placebo,
         max_candidates=max_candidates, force=force, coalitions=not no_coalitions, workers=workers,
     )
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=False) as bar:
-        overall = bar.add_task("cases", total=len(cases), info="")
-        current = bar.add_task("trials", total=config.budget, info="")
-        state = {"case": None}
-
-        def progress(ev: dict[str, Any]) -> None:
-            if ev["case_id"] != state["case"]:
-                state["case"] = ev["case_id"]
-                bar.reset(current, total=ev["budget"])
-            bar.update(current, completed=ev["trials"], description=f"{ev['case_id'][:28]:28s}", info=f"open {ev['open']:>2}  calls {ev['calls']}")
-            if ev["status"] != "running":
-                bar.update(overall, completed=ev["case_index"] + 1, info=f"last: {ev['status']}")
-
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", PlaceboCalibrationWarning)
-            result = mine(cases, corpus, solver, out=out, config=config, retriever=retriever, progress=progress)
+    with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), console=console) as progress:
+        warnings.simplefilter("always", PlaceboCalibrationWarning)
+        result = mine(cases, corpus, solver, out=out, config=config, retriever=retriever, progress=progress)
     run = result.run
     console.print(f"[bold]mined {run['cases']} case(s)[/bold] in {run['wall_seconds']:.1f}s, {run['calls']} calls: {run['cases_by_status']}")
     console.print(f"verdicts: {run['verdicts']}")
