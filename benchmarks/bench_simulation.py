@@ -35,21 +35,23 @@ def main() -> None:
     ap.add_argument("-r", "--replications", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="S1 only")
+    ap.add_argument("--dataset-size", type=int, default=40, help="cases per dataset (the BH family, as in deltap mine)")
     ap.add_argument("--json", help="write the rows as JSON here")
     args = ap.parse_args()
     plan = PLAN[:1] if args.quick else PLAN
     rows = []
     t0 = time.perf_counter()
-    print(f"# bench_simulation: {args.replications} replications, seed {args.seed}, {platform.machine()} {platform.python_version()}")
+    print(f"# bench_simulation: {args.replications} replications, seed {args.seed}, BH over datasets of "
+          f"{args.dataset_size} cases, {platform.machine()} {platform.python_version()}")
     print()
     print("| scenario | design | precision | FDR | recall | null FPR | harmful recall | calls/case | skipped | s |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, designs in plan:
         for d in designs:
             if name in MIXTURES:
-                r = run_mixture(MIXTURES[name], d, args.replications, args.seed)
+                r = run_mixture(MIXTURES[name], d, args.replications, args.seed, dataset_size=args.dataset_size)
             else:
-                r = run_design(SCENARIOS[name], d, args.replications, args.seed)
+                r = run_design(SCENARIOS[name], d, args.replications, args.seed, dataset_size=args.dataset_size)
             rows.append(r.row())
             f = lambda x: "—" if x != x else f"{x:.3f}"  # noqa: E731
             print(f"| {name} | {d} | {f(r.precision)} | {f(r.fdr)} | {f(r.recall)} | {r.null_fpr:.4f} | {f(r.harmful_recall)} "

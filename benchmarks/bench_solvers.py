@@ -5,7 +5,8 @@
    previous-prompt reuse) vs :meth:`LlamaCppSolver.answer_many` (prefix-trie order, KV reuse, logits only where
    needed) and :meth:`LlamaCppSolver.score_many`; answers must be identical, scores must equal scoring each
    trial from scratch.
-2. Prompt tokens to evaluate per trial for canonical document orders (id order vs longest first), counted exactly
+2. Prompt tokens to evaluate per trial for canonical document orders (id order vs longest first, the engine's
+   default; ``--order`` picks the one of the timed run), counted exactly
    from the token sequences (no model run): the trie walk evaluates each distinct prefix once.
 3. Pytest checker overhead per call (trivial test file, full sandbox).
 4. OpenAI-compatible client: sustained requests/s against ``python -m llama_cpp.server`` at concurrency 1, 4, 16.
@@ -45,8 +46,14 @@ def trie_tokens(seqs: list[list[int]]) -> int:
     return total
 
 
-def build_case(n_candidates: int, trials: int, seed: int, max_chars: int = 800):  # type: ignore[no-untyped-def]
+def build_case(n_candidates: int, trials: int, seed: int, order: str = "length", max_chars: int = 800):  # type: ignore[no-untyped-def]
+    """A real ADK case, a 20-candidate pool and ``trials`` random subsets, each in the mining engine's canonical order.
+
+    The subsets are drawn over the id-sorted pool (so both orders test the same subsets) and then arranged with
+    :func:`deltap.mining.design.canonical_order` — ``length`` (the engine's default) or ``id``.
+    """
     import deltap
+    from deltap.mining.design import canonical_order
     from deltap.prompts import request_from_case
 
     with warnings.catch_warnings():
@@ -59,12 +66,15 @@ def build_case(n_candidates: int, trials: int, seed: int, max_chars: int = 800):
     pool_ids = {d.doc_id for d in gold}
     others = [d for d in corpus if d.doc_id not in pool_ids and len(d.text) <= max_chars]
     pool = gold + rng.sample(others, n_candidates - len(gold))
-    pool.sort(key=lambda d: d.doc_id)  # canonical order: by id
+    pool.sort(key=lambda d: d.doc_id)
     subsets = [[d for d in pool if rng.random() < 0.5] for _ in range(trials)]
+    ids = [d.doc_id for d in pool]
+    rank = {ids[i]: r for r, i in enumerate(canonical_order(ids, [len(d.text) for d in pool] if order == "length" else None))}
+    subsets = [sorted(s, key=lambda d: rank[d.doc_id]) for s in subsets]
     return case, pool, subsets, request_from_case
 
 
-def bench_local(trials: int, seed: int, score_check: int) -> None:
+def bench_local(trials: int, seed: int, score_check: int, order: str = "length", flash_attn: bool = False) -> None:
     from dataclasses import replace
 
     from llama_cpp import Llama
@@ -73,21 +83,21 @@ def bench_local(trials: int, seed: int, score_check: int) -> None:
     from deltap.solvers.base import Answer, Score
     from deltap.solvers.llama_cpp import LlamaCppSolver, default_model_path
 
-    case, pool, all_subsets, request_from_case = build_case(20, max(trials, 128), seed)
+    case, pool, all_subsets, request_from_case = build_case(20, max(trials, 128), seed, order)
     subsets = all_subsets[:trials]
     base = request_from_case(case)
     reqs = [replace(base, documents=tuple(s)) for s in subsets]
-    solver = LlamaCppSolver(n_ctx=4096)
+    solver = LlamaCppSolver(n_ctx=4096, flash_attn=flash_attn)
     toks = [solver.tokens(r) for r in reqs]
     mean_prompt = statistics.mean(len(t) for t in toks)
-    print(f"case {case.case_id}: {len(pool)} candidates, {trials} timed trials, mean prompt {mean_prompt:.0f} tokens",
-          flush=True)
+    print(f"case {case.case_id}: {len(pool)} candidates, {trials} timed trials, mean prompt {mean_prompt:.0f} tokens, "
+          f"context order {order}, flash attention {'on' if flash_attn else 'off'} (both methods)", flush=True)
 
     # prompt tokens the trie walk evaluates, for two canonical orders and several trial counts (exact, no model run)
-    by_len = sorted(pool, key=lambda d: (-len(d.text), d.doc_id))
-    rank = {d.doc_id: i for i, d in enumerate(by_len)}
-    seq_id = [solver.tokens(replace(base, documents=tuple(s))) for s in all_subsets]
-    seq_len = [solver.tokens(replace(base, documents=tuple(sorted(s, key=lambda d: rank[d.doc_id])))) for s in all_subsets]
+    def arranged(o: str) -> list[list[int]]:
+        return [solver.tokens(replace(base, documents=tuple(s))) for s in build_case(20, max(trials, 128), seed, o)[2]]
+
+    seq_id, seq_len = arranged("id"), arranged("length")
     print("\n| canonical order | trials | prompt tokens/trial | evaluated/trial (trie walk) | reduction |")
     print("|---|---|---|---|---|")
     for name, seqs in (("doc id", seq_id), ("longest first", seq_len)):
@@ -99,7 +109,7 @@ def bench_local(trials: int, seed: int, score_check: int) -> None:
 
     # naive: create_chat_completion per trial, in trial order
     naive_llm = Llama(model_path=str(default_model_path()), n_ctx=4096, n_threads=solver.llm.n_threads,
-                      n_batch=512, logits_all=False, verbose=False, seed=0)
+                      n_batch=512, logits_all=False, verbose=False, seed=0, flash_attn=flash_attn)
     start = time.perf_counter()
     naive_texts = []
     naive_eval = 0
@@ -223,13 +233,16 @@ def main() -> None:
     ap.add_argument("--score-check", type=int, default=8, help="trials re-scored from scratch to compare")
     ap.add_argument("--pytest-runs", type=int, default=10)
     ap.add_argument("--server-requests", type=int, default=32)
+    ap.add_argument("--order", choices=("length", "id"), default="length",
+                    help="canonical document order of the timed run (the engine's default is length)")
+    ap.add_argument("--flash-attn", action="store_true", help="flash attention for both methods")
     ap.add_argument("--skip-local", action="store_true")
     ap.add_argument("--skip-server", action="store_true")
     args = ap.parse_args()
     if not ADK.exists():
         sys.exit(f"ADK data not found at {ADK}")
     if not args.skip_local:
-        bench_local(args.trials, args.seed, args.score_check)
+        bench_local(args.trials, args.seed, args.score_check, args.order, args.flash_attn)
     bench_pytest(args.pytest_runs)
     if not args.skip_server:
         bench_server(args.server_requests)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -115,6 +116,10 @@ def test_trec_file_fast_path_equals_dict_path(tmp_path_factory: pytest.TempPathF
     if shuffle:  # not grouped by query: exercises the sorting branch
         random.Random(coalition_seed).shuffle(lines)
     path.write_text("".join(lines))
+    if lines:  # the fast path really ran (a silent fallback to the dict reader would make this test vacuous)
+        from deltap.evaluation.trec_fast import read_run_arrays
+
+        assert read_run_arrays(path) is not None
     coalitions = {q: [set(list(docs)[coalition_seed:coalition_seed + 2]) | {"nowhere"}] for q, docs in qrels.items()}
     measures = BINARY + GRADED + ["set_recall@3"]
     with warnings.catch_warnings():
@@ -145,3 +150,79 @@ def test_very_uneven_depths_take_the_unpadded_paths(tmp_path_factory: pytest.Tem
         for qid, row in ref.items():
             for m in measures:
                 assert ours[qid][m] == pytest.approx(row[parse_metric(m).trec_eval()[1]], abs=1e-9), (source is run, qid, m)  # type: ignore[index]
+
+
+def _random_run(rng: random.Random, doc_ids: list[str]) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for q in range(40):
+        docs = rng.sample(doc_ids, rng.randint(1, len(doc_ids)))
+        run[f"q{q}"] = {d: rng.choice([0.0, 0.5, 1.0, rng.random()]) for d in docs}
+        qrels[f"q{q}"] = {d: rng.randint(0, 3) for d in rng.sample(doc_ids, 4)}
+    return qrels, run
+
+
+@pytest.mark.parametrize("weak_keys", [False, True], ids=["long-ids", "colliding-fingerprints"])
+def test_trec_file_fast_path_with_long_ids_and_fingerprint_collisions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, weak_keys: bool
+) -> None:
+    """Ids longer than 8 bytes use fingerprints confirmed on the strings; even colliding ones give exact numbers."""
+    import numpy as np
+
+    from deltap.evaluation import trec_fast
+
+    if weak_keys:  # every id lands in one of 3 buckets: collisions everywhere, inside queries too
+        real = trec_fast._doc_keys
+        def weak(values: object) -> tuple[object, bool]:
+            return real(values)[0] % 3, False
+
+        monkeypatch.setattr(trec_fast, "_doc_keys", weak)
+    rng = random.Random(11)
+    doc_ids = [f"collection-document-{i:05d}" for i in rng.sample(range(100_000), 60)] + ["x", "é-long-identifier-ñ"]
+    qrels, run = _random_run(rng, doc_ids)
+    path = tmp_path / "run.trec"
+    path.write_text("".join(f"{q} Q0 {d} 1 {s!r} t\n" for q, docs in run.items() for d, s in docs.items()), encoding="utf-8")
+    arrays = trec_fast.read_run_arrays(path)
+    assert arrays is not None and not arrays.exact_keys
+    measures = BINARY + GRADED
+    ours = evaluate(qrels, path, measures, n_resamples=0)
+    ref = evaluate(qrels, run, measures, n_resamples=0)
+    assert np.array_equal(ours.values, ref.values)
+    _check(qrels, run, measures)  # and the dict path agrees with pytrec_eval
+
+
+def test_duplicate_long_ids_are_found_despite_fingerprints(tmp_path: Path) -> None:
+    from deltap.evaluation.trec_fast import read_run_arrays
+
+    path = tmp_path / "run.trec"
+    path.write_text("q1 Q0 a-very-long-document-id 1 0.5 t\nq1 Q0 a-very-long-document-id 2 0.4 t\n")
+    assert read_run_arrays(path) is None
+
+
+def test_doc_keys_do_not_depend_on_the_other_ids() -> None:
+    """A judged id's key must equal its key inside the run, whatever the longest id of either column is."""
+    import numpy as np
+    import pyarrow as pa
+
+    from deltap.evaluation.trec_fast import _doc_keys
+
+    ids = [f"collection-document-{i}" if i % 3 else f"d{i}" for i in range(3000)] + ["é", "x", "abcdefgh", "abcdefghi"]
+    together, exact = _doc_keys(pa.chunked_array([ids[:1000], ids[1000:]], type=pa.string()))
+    alone = np.array([_doc_keys(pa.array([d], type=pa.large_string()))[0][0] for d in ids])
+    assert np.array_equal(together, alone) and not exact
+    short = _doc_keys(pa.array(["d1", "abcdefgh", "é"], type=pa.large_string()))
+    assert short[1] and short[0].tolist() == [int.from_bytes(d.encode(), "little") for d in ("d1", "abcdefgh", "é")]
+    assert not _doc_keys(pa.array(["a", "a\x00"]))[1]  # a NUL byte would make two ids share a key
+
+
+@pytest.mark.parametrize(
+    ("values", "clean"),
+    [(["a", "b"], True), (["a b"], False), (["a", ""], False), (["a\tb"], False), (["é", "ñ"], True), (["a\u00a0b"], False), (["a\u2003"], False)],
+)
+def test_single_token_check_matches_str_split(values: list[str], clean: bool) -> None:
+    import pyarrow as pa
+
+    from deltap.evaluation.trec_fast import _single_tokens
+
+    assert _single_tokens(pa.chunked_array([values])) is clean
+    assert clean == all(v.split() == [v] for v in values)

@@ -82,6 +82,35 @@ def test_canonical_order_ignores_provenance() -> None:
     assert canonical_order(["b", "c", "a"]) == [2, 0, 1]
 
 
+def test_canonical_order_longest_first_ties_by_id() -> None:
+    assert canonical_order(["b", "c", "a", "d"], [10, 30, 10, 5]) == [1, 2, 0, 3]
+    with pytest.raises(ValueError):
+        canonical_order(["a", "b"], [1])
+
+
+def _trie_cost(trials: list[list[int]], lengths: list[int]) -> int:
+    """Characters a prefix-trie walk evaluates: each distinct (prefix of documents) costs its last document once."""
+    seen: set[tuple[int, ...]] = set()
+    cost = 0
+    for docs in trials:
+        for j in range(len(docs)):
+            if tuple(docs[: j + 1]) not in seen:
+                seen.add(tuple(docs[: j + 1]))
+                cost += lengths[docs[j]]
+    return cost
+
+
+def test_longest_first_order_shares_more_prompt_prefix_than_id_order() -> None:
+    rng = np.random.default_rng(0)
+    ids = [f"doc{i:02d}" for i in range(20)]
+    lengths = [int(x) for x in rng.integers(50, 2000, size=20)]
+    vectors = [inclusion_vector(trial_seed(0, "case", t), 20) for t in range(64)]
+    costs = {}
+    for name, order in (("id", canonical_order(ids)), ("length", canonical_order(ids, lengths))):
+        costs[name] = _trie_cost([[i for i in order if v[i]] for v in vectors], lengths)
+    assert costs["length"] < 0.9 * costs["id"]
+
+
 def _rec(i: int, kind: str = "design") -> TrialRecord:
     return TrialRecord("c1", kind, i, 42 + i, "0101", "h", "ans", "pass", 1.0, 0.01, "sim", "chk")
 

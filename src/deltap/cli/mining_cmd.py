@@ -52,6 +52,7 @@ def mine_command(
     seed: int = typer.Option(0, "--seed", help="Run seed (trial subsets, placebos)."),
     q: float = typer.Option(0.05, "--q", help="Dataset-wide Benjamini-Hochberg FDR level (per direction)."),
     pi: float = typer.Option(0.5, "--pi", help="Inclusion probability of each candidate."),
+    context_order: str = typer.Option("length", "--context-order", help="Document order in every prompt: length (longest first; fewest tokens with the local solver's prefix reuse) or id."),
     min_effect: float | None = typer.Option(None, "--min-effect", help="Smallest effect labelled relevant (0.1 pass, 0.5 nats logprob)."),
     limit: int | None = typer.Option(None, "--limit", help="Mine only the first N cases."),
     case_ids: str | None = typer.Option(None, "--cases", help="Comma-separated case ids to mine."),
@@ -114,7 +115,7 @@ def mine_command(
         solver = make_solver(solver_kind, **options)
     config = MiningConfig(
         outcome=outcome,  # type: ignore[arg-type]
-        budget=budget, seed=seed, q=q, pi=pi, min_effect=min_effect, k=k if retriever else 0, n_placebo=placebo,
+        budget=budget, seed=seed, q=q, pi=pi, min_effect=min_effect, context_order=context_order, k=k if retriever else 0, n_placebo=placebo,
         max_candidates=max_candidates, force=force, coalitions=not no_coalitions, workers=workers,
     )
     with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), console=console) as progress:
@@ -137,6 +138,7 @@ def simulate_command(
     seed: int = typer.Option(0, "--seed", help="Seed."),
     budget: int = typer.Option(128, "--budget", help="Adaptive design: maximum trials per case."),
     q: float = typer.Option(0.05, "--q", help="FDR level (fixed and adaptive designs)."),
+    dataset_size: int = typer.Option(40, "--dataset-size", help="Cases per simulated dataset: the family of the dataset-wide BH step, as in deltap mine (1 = per case)."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the results as JSON."),
 ) -> None:
     """Run the mining simulation benchmark with known truth (label precision, recall, null FPR, calls per case)."""
@@ -150,7 +152,7 @@ def simulate_command(
     names = scenario or [*SCENARIOS, *MIXTURES]
     designs = design or list(DEFAULT_DESIGNS)
     cfg = AdaptiveConfig(budget=budget, q=q)
-    table = Table(title=f"deltap simulate ({replications} replications, seed {seed})")
+    table = Table(title=f"deltap simulate ({replications} replications, seed {seed}, BH over datasets of {dataset_size} cases)")
     for col in ("scenario", "design", "precision", "FDR", "recall", "null FPR", "harmful recall", "calls/case", "skipped", "s"):
         table.add_column(col, justify="right" if col not in ("scenario", "design") else "left")
     rows = []
@@ -164,9 +166,9 @@ def simulate_command(
         for name in names:
             for d in designs:
                 if name in MIXTURES:
-                    r = run_mixture(MIXTURES[name], d, replications, seed, cfg)
+                    r = run_mixture(MIXTURES[name], d, replications, seed, cfg, dataset_size)
                 else:
-                    r = run_design(SCENARIOS[name], d, replications, seed, cfg)
+                    r = run_design(SCENARIOS[name], d, replications, seed, cfg, dataset_size)
                 rows.append(r.row())
                 f = lambda x: "—" if x != x else f"{x:.3f}"  # noqa: E731
                 table.add_row(name, d, f(r.precision), f(r.fdr), f(r.recall), f"{r.null_fpr:.4f}", f(r.harmful_recall), f"{r.calls_mean:.1f}", f"{r.skipped:.2f}", f"{r.seconds:.1f}")

@@ -53,7 +53,7 @@ def load_run_like(run: RunLike) -> Mapping[str, Mapping[str, float]]:
 
 def _open_run(run: RunLike) -> Any:
     """A run dict, or for TREC run files the columnar :class:`~deltap.evaluation.trec_fast.RunArrays` (fast path,
-    when pandas is installed)."""
+    when pyarrow is installed and the file is clean; otherwise the exact reader, which names any bad line)."""
     if isinstance(run, str | Path) and Path(run).suffix.lower() != ".json" and Path(run).is_file():
         from deltap.evaluation.trec_fast import read_run_arrays
 

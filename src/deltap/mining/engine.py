@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 
 from deltap.errors import DeltapError
 from deltap.mining.adaptive import LookSchedule, StoppingRule, look_schedule
-from deltap.mining.design import canonical_order, inclusion_vector, trial_seed
+from deltap.mining.design import CONTEXT_ORDERS, canonical_order, inclusion_vector, trial_seed
 from deltap.mining.estimate import benjamini_hochberg, diff_in_means, ols_hc, z_statistics
 from deltap.mining.pool import Pool, build_pool
 from deltap.mining.trials import TrialLog, TrialRecord
@@ -87,6 +87,8 @@ class MiningConfig:
         preflight: Trials with no document and with all candidates. *result*
         preflight_confirm: When the preflight looks saturated/unsolvable, both are extended to this many trials
             before the case is skipped (a false skip loses every relevant document of the case). *result*
+        context_order: Order of the documents in every prompt of a case: ``length`` (longest first, ties by id — the
+            fewest prompt tokens for the local solver's prefix reuse) or ``id``. Never depends on provenance. *result*
         force: Mine saturated/unsolvable cases anyway.
         coalitions: Look for interaction pairs and a minimal winning coalition.
         verify_trials: Trials that verify a coalition.
@@ -111,6 +113,7 @@ class MiningConfig:
     batch: int = 16
     preflight: int = 2
     preflight_confirm: int = 6
+    context_order: str = "length"
     force: bool = False
     coalitions: bool = True
     verify_trials: int = 8
@@ -120,7 +123,7 @@ class MiningConfig:
     prior_scale: float | None = None
     futility_power: float = 0.02
 
-    RESULT_KEYS = ("outcome", "budget", "seed", "q", "pi", "k", "n_placebo", "max_candidates", "first_look", "batch", "preflight", "preflight_confirm")
+    RESULT_KEYS = ("outcome", "budget", "seed", "q", "pi", "k", "n_placebo", "max_candidates", "first_look", "batch", "preflight", "preflight_confirm", "context_order")
 
     def __post_init__(self) -> None:
         if self.outcome not in ("pass", "logprob"):
@@ -131,6 +134,8 @@ class MiningConfig:
             raise DeltapError(f"q must be in (0, 1), got {self.q}")
         if not 0 < self.pi < 1:
             raise DeltapError(f"pi must be in (0, 1), got {self.pi}")
+        if self.context_order not in CONTEXT_ORDERS:
+            raise DeltapError(f"context_order must be one of {', '.join(CONTEXT_ORDERS)}, got {self.context_order!r}")
 
     def policy(self) -> VerdictPolicy:
         return default_policy(self.outcome, self.q, self.min_effect, self.margin)
@@ -197,7 +202,8 @@ class _Runner:
 
         self.case, self.pool, self.solver, self.checker, self.log, self.cfg = case, pool, solver, checker, log, cfg
         self.docs = [corpus[d] for d in pool.doc_ids]
-        self.order = canonical_order(pool.doc_ids)
+        lengths = [len(d.text) for d in self.docs] if cfg.context_order == "length" else None
+        self.order = canonical_order(pool.doc_ids, lengths)
         self.base: SolveRequest = request_from_case(case)
         self.existing: dict[tuple[str, int], TrialRecord] = {(r.kind, r.trial_index): r for r in log.trials(case.case_id)}
         self.calls = 0

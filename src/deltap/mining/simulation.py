@@ -9,13 +9,20 @@ replications of a 20-candidate case take seconds.
 Designs compared (the S1 table of the issue):
 
 * ``naive(N)`` — the seed's design: fixed N trials, relevant when the difference in means ΔP > 0.1.
-* ``fixed(N)`` — fixed N trials, joint regression (HC2), Benjamini–Hochberg at q over the case's candidates,
-  relevant when significant with ΔP ≥ min effect.
+* ``fixed(N)`` — fixed N trials, joint regression (HC2), Benjamini–Hochberg at q, relevant when significant with
+  ΔP ≥ min effect.
 * ``adaptive`` — deltap's default: preflight, looks every ``batch`` trials, repeated p-values (group-sequential,
   see :mod:`deltap.mining.adaptive`), stopping when every candidate is decided, the same BH and verdict rule.
 
-Metrics: label precision (true relevant labels / relevant labels), recall (relevant documents labelled relevant),
-null false-positive rate (null documents labelled relevant or harmful), harmful recall, calls per case.
+Multiple testing is simulated the way :func:`deltap.mining.engine.mine` does it: one Benjamini–Hochberg family per
+direction over **every candidate of the dataset**. The replications are cut into datasets of ``dataset_size`` cases
+(default 40, the size of the ADK benchmark; for a mixture the cases of all components are shuffled together first)
+and BH runs over each dataset's ``dataset_size × m`` p-values. ``dataset_size=1`` gives per-case BH (the most
+demanding family for a single case, used by the repeated-looks test).
+
+Metrics: label precision (true relevant labels / relevant labels, pooled), FDR (the mean over datasets of the
+false-discovery proportion: what BH controls), recall (relevant documents labelled relevant), null false-positive
+rate (null documents labelled relevant or harmful), harmful recall, calls per case.
 """
 
 from __future__ import annotations
@@ -153,22 +160,45 @@ def _labels(coef: NDArray[Any], relevant: NDArray[Any], harmful: NDArray[Any], m
     return lab
 
 
-def _two_families(z_path: NDArray[Any], schedule: Any, q: float) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
-    """BH within each replication in the relevant family (one-sided, β > 0) and the harmful one (β < 0).
+@dataclass
+class _Tested:
+    """One design's test results on the replications of one scenario, before the dataset-wide BH step."""
 
-    ``z_path`` is ``(R, m, looks)``; with ``schedule=None`` it is a single fixed-sample look (normal p-values).
+    scenario: Scenario
+    p: NDArray[np.float64]  # (2, R, m): one-sided p-values, relevant side (β > 0) and harmful side (β < 0)
+    coef: NDArray[np.float64]  # (R, m): effect estimates
+    calls: NDArray[Any]  # (R,)
+    skipped: NDArray[Any]  # (R,)
+
+
+def _datasets(n_rows: int, dataset_size: int) -> list[NDArray[np.int64]]:
+    """Row indices of each dataset: consecutive blocks of ``dataset_size`` rows (the last one may be smaller)."""
+    size = max(1, int(dataset_size))
+    return [np.arange(a, min(a + size, n_rows)) for a in range(0, n_rows, size)]
+
+
+def _bh_labels(tested: Sequence[_Tested], q: float, min_effect: float, dataset_size: int, seed: int) -> list[NDArray[np.int8]]:
+    """Labels per scenario after Benjamini–Hochberg over every candidate of each dataset, one family per direction.
+
+    With several scenarios (a mixture) the rows are shuffled together (seeded) before being cut into datasets, so
+    each dataset mixes the components in proportion.
     """
-    from scipy import special
-
-    out = []
-    for side in (1, -1):
-        if schedule is None:
-            p = 0.5 * special.erfc(side * z_path[..., -1] / np.sqrt(2.0))
-        else:
-            p = schedule.repeated_p_value(z_path, side)
-        rej, _ = benjamini_hochberg(p, q)
-        out.append(rej)
-    return out[0], out[1]
+    rows = [(t, i) for t in tested for i in range(t.p.shape[1])]
+    order = np.arange(len(rows))
+    if len(tested) > 1:
+        order = np.random.default_rng([seed, 7]).permutation(len(rows))
+    rejected = {id(t): np.zeros((2, *t.coef.shape), dtype=bool) for t in tested}
+    for block in _datasets(len(rows), dataset_size):
+        members = [rows[j] for j in order[block].tolist()]
+        for side in (0, 1):
+            flat = np.concatenate([t.p[side, i] for t, i in members])
+            rej, _ = benjamini_hochberg(flat, q)
+            pos = 0
+            for t, i in members:
+                m = t.coef.shape[1]
+                rejected[id(t)][side, i] = rej[pos : pos + m]
+                pos += m
+    return [_labels(t.coef, rejected[id(t)][0], rejected[id(t)][1], min_effect) for t in tested]
 
 
 def _counts(sc: Scenario, labels: NDArray[np.int8], calls: NDArray[Any], skipped: NDArray[Any]) -> dict[str, float]:
@@ -185,14 +215,21 @@ def _counts(sc: Scenario, labels: NDArray[np.int8], calls: NDArray[Any], skipped
         "nulls": int(null.sum()) * R,
         "harm_tp": int(((labels == -1) & (truth == -1)).sum()),
         "harmful": int((truth == -1).sum()) * R,
-        "fdp_sum": float(((lab_rel & (truth != 1)).sum(1) / np.maximum(lab_rel.sum(1), 1)).sum()),
         "calls_sum": float(np.sum(calls)),
         "calls_max": float(np.max(calls)) if R else 0.0,
         "skipped_sum": float(np.sum(skipped)),
     }
 
 
-def _from_counts(name: str, design: str, c: dict[str, float], seconds: float) -> DesignResult:
+def _fdr(per_row_false: NDArray[Any], per_row_labels: NDArray[Any], dataset_size: int) -> float:
+    """Mean over datasets of (false relevant labels / relevant labels), 0 for a dataset without labels."""
+    fdps = []
+    for block in _datasets(len(per_row_false), dataset_size):
+        fdps.append(per_row_false[block].sum() / max(per_row_labels[block].sum(), 1))
+    return float(np.mean(fdps)) if fdps else float("nan")
+
+
+def _from_counts(name: str, design: str, c: dict[str, float], fdr: float, seconds: float) -> DesignResult:
     nan = float("nan")
     R = c["replications"]
     return DesignResult(
@@ -200,7 +237,7 @@ def _from_counts(name: str, design: str, c: dict[str, float], seconds: float) ->
         design=design,
         replications=int(R),
         precision=c["tp"] / c["labels"] if c["labels"] else nan,
-        fdr=c["fdp_sum"] / R,
+        fdr=fdr,
         recall=c["tp"] / c["relevant"] if c["relevant"] else nan,
         null_fpr=c["null_labels"] / c["nulls"] if c["nulls"] else nan,
         harmful_recall=c["harm_tp"] / c["harmful"] if c["harmful"] else nan,
@@ -211,12 +248,21 @@ def _from_counts(name: str, design: str, c: dict[str, float], seconds: float) ->
     )
 
 
-def _score(
-    sc: Scenario, design: str, labels: NDArray[np.int8], calls: NDArray[Any], skipped: NDArray[Any], seconds: float
-) -> DesignResult:
-    res = _from_counts(sc.name, design, _counts(sc, labels, calls, skipped), seconds)
-    res.counts = _counts(sc, labels, calls, skipped)
-    return res
+def _result(name: str, design: str, parts: Sequence[tuple[Scenario, NDArray[np.int8], NDArray[Any], NDArray[Any]]],
+            dataset_size: int, seconds: float, order: NDArray[np.int64] | None = None) -> DesignResult:
+    """Pool the counts of ``(scenario, labels, calls, skipped)`` parts into one :class:`DesignResult`."""
+    total: dict[str, float] = {}
+    false_rows, label_rows = [], []
+    for sc, labels, calls, skipped in parts:
+        for k, v in _counts(sc, labels, calls, skipped).items():
+            total[k] = max(total.get(k, 0.0), v) if k == "calls_max" else total.get(k, 0.0) + v
+        lab_rel = labels == 1
+        false_rows.append((lab_rel & (sc.truth() != 1)).sum(1))
+        label_rows.append(lab_rel.sum(1))
+    f, n = np.concatenate(false_rows), np.concatenate(label_rows)
+    if order is not None:
+        f, n = f[order], n[order]
+    return _from_counts(name, design, total, _fdr(f, n, dataset_size), seconds)
 
 
 def _draw_design(sc: Scenario, R: int, N: int, rng: np.random.Generator, pi: float = 0.5) -> tuple[NDArray[Any], NDArray[Any]]:
@@ -224,47 +270,64 @@ def _draw_design(sc: Scenario, R: int, N: int, rng: np.random.Generator, pi: flo
     return X, sc.draw(X, rng)
 
 
-def run_design(sc: Scenario, design: str, replications: int, seed: int, config: AdaptiveConfig | None = None) -> DesignResult:
-    """Simulate one design on a scenario.
-
-    Designs: ``naive:N``, ``fixed:N``, ``adaptive`` (the default config) or ``adaptive:BUDGET``; any of them may end in
-    ``@q`` for another FDR level (``fixed:128@0.03``).
-    """
-    import zlib
-
-    rng = np.random.default_rng([seed, zlib.crc32(sc.name.encode()), zlib.crc32(design.encode())])
-    t0 = time.perf_counter()
-    R = replications
-    binary = sc.outcome == "pass"
+def _parse_design(design: str, config: AdaptiveConfig | None) -> tuple[str, AdaptiveConfig]:
     cfg = config or AdaptiveConfig()
-    label = design
     if "@" in design:  # "fixed:128@0.03": another FDR level
         design, q_text = design.split("@", 1)
         cfg = replace(cfg, q=float(q_text))
     if design.startswith("adaptive:"):  # "adaptive:192": another per-case budget
         cfg = replace(cfg, budget=int(design.split(":", 1)[1]))
         design = "adaptive"
+    if not (design.startswith(("naive:", "fixed:")) or design == "adaptive"):
+        raise ValueError(f"unknown design {design!r}; expected naive:N, fixed:N, adaptive or adaptive:BUDGET (optionally @q)")
+    return design, cfg
+
+
+def _test(sc: Scenario, design: str, replications: int, seed: int, cfg: AdaptiveConfig) -> _Tested | NDArray[np.int8]:
+    """Run one (parsed) design: the naive design's labels directly, or the p-values of the others."""
+    import zlib
+
+    from scipy import special
+
+    rng = np.random.default_rng([seed, zlib.crc32(sc.name.encode()), zlib.crc32(design.encode())])
+    R = replications
+    binary = sc.outcome == "pass"
     if design.startswith("naive:"):
         N = int(design.split(":")[1])
         X, y = _draw_design(sc, R, N, rng)
         dm = diff_in_means(X, y, binary=binary)
         thr = 0.1 if binary else 0.5
-        labels = np.where(dm.delta > thr, 1, 0).astype(np.int8)  # the seed labels "relevant" only
-        return _score(sc, label, labels, np.full(R, N), np.zeros(R), time.perf_counter() - t0)
+        return np.where(dm.delta > thr, 1, 0).astype(np.int8)  # the seed labels "relevant" only
     if design.startswith("fixed:"):
         N = int(design.split(":")[1])
         X, y = _draw_design(sc, R, N, rng)
         z, reg = z_statistics(X, y)
-        rel, harm = _two_families(z[..., None], None, cfg.q)
-        labels = _labels(reg.coef, rel, harm, cfg.min_effect if binary else 0.0)
-        return _score(sc, label, labels, np.full(R, N), np.zeros(R), time.perf_counter() - t0)
-    if design != "adaptive":
-        raise ValueError(f"unknown design {design!r}; expected naive:N, fixed:N, adaptive or adaptive:BUDGET (optionally @q)")
-    labels, calls, skipped = _adaptive(sc, R, rng, cfg)
-    return _score(sc, label, labels, calls, skipped, time.perf_counter() - t0)
+        p = np.stack([0.5 * special.erfc(side * z / np.sqrt(2.0)) for side in (1, -1)])
+        return _Tested(sc, p, reg.coef, np.full(R, N), np.zeros(R))
+    return _adaptive(sc, R, rng, cfg)
 
 
-def _adaptive(sc: Scenario, R: int, rng: np.random.Generator, cfg: AdaptiveConfig) -> tuple[NDArray[np.int8], NDArray[Any], NDArray[Any]]:
+def run_design(
+    sc: Scenario, design: str, replications: int, seed: int, config: AdaptiveConfig | None = None, dataset_size: int = 40
+) -> DesignResult:
+    """Simulate one design on a scenario.
+
+    Designs: ``naive:N``, ``fixed:N``, ``adaptive`` (the default config) or ``adaptive:BUDGET``; any of them may end in
+    ``@q`` for another FDR level (``fixed:128@0.03``). BH runs over datasets of ``dataset_size`` replications.
+    """
+    t0 = time.perf_counter()
+    label = design
+    design, cfg = _parse_design(design, config)
+    out = _test(sc, design, replications, seed, cfg)
+    if isinstance(out, _Tested):
+        labels = _bh_labels([out], cfg.q, cfg.min_effect if sc.outcome == "pass" else 0.0, dataset_size, seed)[0]
+        parts = [(sc, labels, out.calls, out.skipped)]
+    else:
+        parts = [(sc, out, np.full(replications, int(design.split(":")[1])), np.zeros(replications))]
+    return _result(sc.name, label, parts, dataset_size, time.perf_counter() - t0)
+
+
+def _adaptive(sc: Scenario, R: int, rng: np.random.Generator, cfg: AdaptiveConfig) -> _Tested:
     binary = sc.outcome == "pass"
     m = sc.m
     schedule = look_schedule(cfg.budget, cfg.first_look, cfg.batch)
@@ -307,19 +370,12 @@ def _adaptive(sc: Scenario, R: int, rng: np.random.Generator, cfg: AdaptiveConfi
         running[idx[done]] = False
     looks_arr = np.asarray(schedule.looks)
     calls = calls + np.where(skipped, 0, looks_arr[stop_look])
-    # Repeated p-values through each replication's stopping look (looks after the stop are masked with -inf);
-    # BH within the case (= the whole dataset here), one family per direction.
+    # Repeated p-values through each replication's stopping look (looks after the stop are masked with -inf),
+    # one per direction; skipped cases carry p = 1. BH over the dataset happens in :func:`_bh_labels`.
     mask = np.arange(K)[None, None, :] <= stop_look[:, None, None]
-    rels: list[NDArray[np.bool_]] = []
-    harms: list[NDArray[np.bool_]] = []
-    for side in (1, -1):
-        zs = np.where(mask, side * z_path, -np.inf)
-        p = schedule.repeated_p_value(zs, 1)
-        p = np.where(skipped[:, None], 1.0, p)
-        rej, _ = benjamini_hochberg(p, cfg.q)
-        (rels if side == 1 else harms).append(rej)
-    labels = _labels(final_coef, rels[0], harms[0], cfg.min_effect if binary else 0.0)
-    return labels, calls, skipped.astype(float)
+    p = np.stack([schedule.repeated_p_value(np.where(mask, side * z_path, -np.inf), 1) for side in (1, -1)])
+    p = np.where(skipped[None, :, None], 1.0, p)
+    return _Tested(sc, p, final_coef, calls, skipped.astype(float))
 
 
 @dataclass(frozen=True)
@@ -345,22 +401,32 @@ MIXTURES: dict[str, Mixture] = {
 }
 
 
-def run_mixture(mix: Mixture, design: str, replications: int, seed: int, config: AdaptiveConfig | None = None) -> DesignResult:
-    """Run a design on every component (replications split by weight) and pool the counts."""
+def run_mixture(
+    mix: Mixture, design: str, replications: int, seed: int, config: AdaptiveConfig | None = None, dataset_size: int = 40
+) -> DesignResult:
+    """Run a design on every component (replications split by weight); BH runs over datasets that mix the components."""
     t0 = time.perf_counter()
-    total: dict[str, float] = {}
-    for w, sc in mix.components:
-        r = run_design(sc, design, max(1, round(w * replications)), seed, config)
-        for k, v in r.counts.items():
-            total[k] = max(total.get(k, 0.0), v) if k == "calls_max" else total.get(k, 0.0) + v
-    return _from_counts(mix.name, design, total, time.perf_counter() - t0)
+    label = design
+    design, cfg = _parse_design(design, config)
+    runs = [(sc, _test(sc, design, max(1, round(w * replications)), seed, cfg)) for w, sc in mix.components]
+    tested = [out for _, out in runs if isinstance(out, _Tested)]
+    n_rows = sum(len(out) if not isinstance(out, _Tested) else out.p.shape[1] for _, out in runs)
+    order = np.random.default_rng([seed, 7]).permutation(n_rows)
+    parts: list[tuple[Scenario, NDArray[np.int8], NDArray[Any], NDArray[Any]]] = []
+    if tested:
+        labels = _bh_labels(tested, cfg.q, cfg.min_effect, dataset_size, seed)
+        parts = [(t.scenario, lab, t.calls, t.skipped) for t, lab in zip(tested, labels, strict=True)]
+    else:  # the naive design labels without a BH step
+        N = int(design.split(":")[1])
+        parts = [(sc, out, np.full(len(out), N), np.zeros(len(out))) for sc, out in runs if not isinstance(out, _Tested)]
+    return _result(mix.name, label, parts, dataset_size, time.perf_counter() - t0, order=order)
 
 
 def run_scenario(
-    sc: Scenario, designs: Sequence[str], replications: int, seed: int, config: AdaptiveConfig | None = None
+    sc: Scenario, designs: Sequence[str], replications: int, seed: int, config: AdaptiveConfig | None = None, dataset_size: int = 40
 ) -> list[DesignResult]:
     """Every design on one scenario."""
-    return [run_design(sc, d, replications, seed, config) for d in designs]
+    return [run_design(sc, d, replications, seed, config, dataset_size) for d in designs]
 
 
 DEFAULT_DESIGNS = ("naive:10", "naive:128", "fixed:96", "fixed:128", "fixed:160", "adaptive", "adaptive:160")
@@ -372,8 +438,12 @@ def simulate(
     replications: int = 1000,
     seed: int = 0,
     config: AdaptiveConfig | None = None,
+    dataset_size: int = 40,
 ) -> list[DesignResult]:
-    """Run the simulation benchmark; returns one :class:`DesignResult` per (scenario, design)."""
+    """Run the simulation benchmark; returns one :class:`DesignResult` per (scenario, design).
+
+    ``dataset_size``: cases per simulated dataset, the family of the dataset-wide BH step (1 = per case).
+    """
     unknown = [s for s in scenarios if s not in SCENARIOS and s not in MIXTURES]
     if unknown:
         from deltap.errors import DeltapError
@@ -382,7 +452,7 @@ def simulate(
     out: list[DesignResult] = []
     for name in scenarios:
         if name in MIXTURES:
-            out += [run_mixture(MIXTURES[name], d, replications, seed, config) for d in designs]
+            out += [run_mixture(MIXTURES[name], d, replications, seed, config, dataset_size) for d in designs]
         else:
-            out += run_scenario(SCENARIOS[name], designs, replications, seed, config)
+            out += run_scenario(SCENARIOS[name], designs, replications, seed, config, dataset_size)
     return out
