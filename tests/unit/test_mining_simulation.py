@@ -50,7 +50,19 @@ def test_logprob_and_harmful_scenarios() -> None:
     lp = run_design(SCENARIOS["logprob"], "adaptive", 200, seed=6)
     assert lp.recall >= 0.8 and lp.null_fpr <= 0.02  # measured ~0.88 / ~0.012
     h = run_design(SCENARIOS["harmful"], "adaptive", 200, seed=7)
-    assert h.harmful_recall >= 0.7 and h.null_fpr <= 0.02
+    # dataset-wide BH (40 cases × 20 candidates, as deltap mine does): harmful recall measured 0.67 over 2,000
+    # replications (0.71 with per-case BH, whose family is smaller when only one document is discovered)
+    assert h.harmful_recall >= 0.55 and h.null_fpr <= 0.02
+
+
+def test_bh_family_is_the_dataset() -> None:
+    """``dataset_size`` sets the BH family: per case (1) and per dataset of 40 cases give different, valid labels."""
+    per_case = run_design(SCENARIOS["S1"], "fixed:128", 400, seed=8, dataset_size=1)
+    dataset = run_design(SCENARIOS["S1"], "fixed:128", 400, seed=8, dataset_size=40)
+    assert per_case.recall == pytest.approx(dataset.recall, abs=0.05)
+    assert per_case.null_fpr != dataset.null_fpr
+    # one dataset-wide family concentrates the false-discovery proportion near q·m0/m = 0.045 (4,000 null tests)
+    assert dataset.null_fpr <= 0.01 and dataset.fdr <= 0.045 + 0.03
 
 
 def test_unknown_scenario_and_design() -> None:
