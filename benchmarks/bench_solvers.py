@@ -8,8 +8,10 @@
 2. Prompt tokens to evaluate per trial for canonical document orders (id order vs longest first, the engine's
    default; ``--order`` picks the one of the timed run), counted exactly
    from the token sequences (no model run): the trie walk evaluates each distinct prefix once.
-3. Pytest checker overhead per call (trivial test file, full sandbox).
-4. OpenAI-compatible client: sustained requests/s against ``python -m llama_cpp.server`` at concurrency 1, 4, 16.
+3. With ``--looks N``: the trials scored in batches of N (how mining sends them, one look at a time), with and
+   without the solver's KV snapshots that carry prefixes across batches.
+4. Pytest checker overhead per call (trivial test file, full sandbox).
+5. OpenAI-compatible client: sustained requests/s against ``python -m llama_cpp.server`` at concurrency 1, 4, 16.
 
 Run: ``python benchmarks/bench_solvers.py [--trials 64] [--skip-server]``. Needs ../shared/data/adk.
 """
@@ -168,6 +170,39 @@ def bench_local(trials: int, seed: int, score_check: int, order: str = "length",
     print(f"(answer_many also ran {gen_steps / trials:.1f} single-token decode steps/trial)")
 
 
+def bench_looks(trials: int, seed: int, look: int, order: str = "length") -> None:
+    """Mining sends a case's trials one look at a time: ``score_many`` over batches of ``look`` trials, with the
+    solver's KV snapshots (prefix reuse across batches) and without; scores must be identical."""
+    from dataclasses import replace
+
+    from deltap.solvers.base import Score
+    from deltap.solvers.llama_cpp import LlamaCppSolver
+
+    case, pool, subsets, request_from_case = build_case(20, trials, seed, order)
+    base = request_from_case(case)
+    reqs = [replace(base, documents=tuple(s)) for s in subsets[:trials]]
+    solver = LlamaCppSolver(n_ctx=4096)
+    rows, scores = [], {}
+    for states in (0, 8):
+        solver.reset()
+        solver.prefix_states = states
+        ev0, rs0 = solver.tokens_evaluated, solver.tokens_restored
+        start = time.perf_counter()
+        out = []
+        for a in range(0, trials, look):
+            out += solver.score_many(reqs[a : a + look], case.reference_answer or "")
+        wall = time.perf_counter() - start
+        scores[states] = [s.logprob for s in out if isinstance(s, Score)]
+        rows.append((states, wall / trials, (solver.tokens_evaluated - ev0) / trials, (solver.tokens_restored - rs0) / trials))
+    same = scores[0] == scores[8] and len(scores[0]) == trials
+    print(f"\nscore_many in looks of {look} trials, {trials} trials, context order {order}:")
+    print("| KV snapshots | wall s/trial | prompt tokens evaluated/trial | restored from snapshots/trial | speed-up |")
+    print("|---|---|---|---|---|")
+    for states, wall, ev, rs in rows:
+        print(f"| {'8 (default)' if states else 'off'} | {wall:.2f} | {ev:.0f} | {rs:.0f} | {rows[0][1] / wall:.2f}x |")
+    print(f"scores identical with and without snapshots: {same}")
+
+
 def bench_pytest(runs: int) -> None:
     from deltap.cases import Case, CheckerSpec
     from deltap.checkers import make_checker
@@ -236,11 +271,18 @@ def main() -> None:
     ap.add_argument("--order", choices=("length", "id"), default="length",
                     help="canonical document order of the timed run (the engine's default is length)")
     ap.add_argument("--flash-attn", action="store_true", help="flash attention for both methods")
+    ap.add_argument("--looks", type=int, default=0,
+                    help="also score the trials in batches of this size (mining's looks), with and without KV snapshots")
+    ap.add_argument("--only-looks", action="store_true", help="run only the --looks comparison")
     ap.add_argument("--skip-local", action="store_true")
     ap.add_argument("--skip-server", action="store_true")
     args = ap.parse_args()
     if not ADK.exists():
         sys.exit(f"ADK data not found at {ADK}")
+    if args.looks:
+        bench_looks(args.trials, args.seed, args.looks, args.order)
+        if args.only_looks:
+            return
     if not args.skip_local:
         bench_local(args.trials, args.seed, args.score_check, args.order, args.flash_attn)
     bench_pytest(args.pytest_runs)

@@ -105,3 +105,35 @@ def test_too_long_prompt_is_a_solver_error(solver: LlamaCppSolver) -> None:
 def test_score_text_matches_measured_value(solver: LlamaCppSolver) -> None:
     # measured here: log p(" Paris" | "The capital of France is") = -0.25 in-process (the server says -8.45)
     assert solver.score_text("The capital of France is", " Paris") == pytest.approx(-0.25, abs=0.05)
+
+
+def test_snapshots_carry_prefixes_across_batches_without_changing_results(solver: LlamaCppSolver) -> None:
+    """Looks of the mining engine are separate batches: a later batch restores the KV of an earlier prompt that
+    shares a longer prefix than the cache does, and every score and answer stays exactly what it was without it."""
+    long_docs = [
+        Document(d.doc_id, d.text + "\n" + " ".join(f"{d.doc_id.rsplit('.', 1)[-1]} detail {k}." for k in range(20)))
+        for d in DOCS
+    ]
+    first = [long_docs[:3], long_docs[1:], long_docs[2:]]
+    second = [long_docs[:2], long_docs[:1], long_docs[1:2]]  # share the first documents with the first batch
+    batches = [[SolveRequest("c", QUESTION, tuple(s)) for s in b] for b in (first, second)]
+    results = {}
+    max_tokens = dict(solver.max_tokens)
+    solver.max_tokens = {k: min(v, 6) for k, v in max_tokens.items()}  # short answers: decoding is not under test
+    try:
+        for states in (8, 0):
+            solver.reset()
+            solver.prefix_states = states
+            restored, evaluated = solver.tokens_restored, solver.tokens_evaluated
+            scores = [s.logprob for b in batches for s in solver.score_many(b, "BaseAgent") if isinstance(s, Score)]
+            answers = [a.text for b in batches for a in solver.answer_many(b) if isinstance(a, Answer)]
+            results[states] = (scores, answers, solver.tokens_restored - restored, solver.tokens_evaluated - evaluated)
+    finally:
+        solver.prefix_states = 8
+        solver.max_tokens = max_tokens
+        solver.reset()
+    with_states, without = results[8], results[0]
+    assert with_states[0] == without[0] and len(with_states[0]) == 6  # identical floats, not approximately
+    assert with_states[1] == without[1] and len(with_states[1]) == 6
+    assert with_states[2] > 0 and without[2] == 0
+    assert with_states[3] < without[3]  # fewer prompt tokens evaluated
