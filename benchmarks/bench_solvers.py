@@ -183,7 +183,7 @@ def bench_looks(trials: int, seed: int, look: int, order: str = "length") -> Non
     reqs = [replace(base, documents=tuple(s)) for s in subsets[:trials]]
     solver = LlamaCppSolver(n_ctx=4096)
     rows, scores = [], {}
-    for states in (0, 8):
+    for states in (0, 16):
         solver.reset()
         solver.prefix_states = states
         ev0, rs0 = solver.tokens_evaluated, solver.tokens_restored
@@ -194,12 +194,12 @@ def bench_looks(trials: int, seed: int, look: int, order: str = "length") -> Non
         wall = time.perf_counter() - start
         scores[states] = [s.logprob for s in out if isinstance(s, Score)]
         rows.append((states, wall / trials, (solver.tokens_evaluated - ev0) / trials, (solver.tokens_restored - rs0) / trials))
-    same = scores[0] == scores[8] and len(scores[0]) == trials
+    same = scores[0] == scores[16] and len(scores[0]) == trials
     print(f"\nscore_many in looks of {look} trials, {trials} trials, context order {order}:")
     print("| KV snapshots | wall s/trial | prompt tokens evaluated/trial | restored from snapshots/trial | speed-up |")
     print("|---|---|---|---|---|")
     for states, wall, ev, rs in rows:
-        print(f"| {'8 (default)' if states else 'off'} | {wall:.2f} | {ev:.0f} | {rs:.0f} | {rows[0][1] / wall:.2f}x |")
+        print(f"| {'16 (default)' if states else 'off'} | {wall:.2f} | {ev:.0f} | {rs:.0f} | {rows[0][1] / wall:.2f}x |")
     print(f"scores identical with and without snapshots: {same}")
 
 

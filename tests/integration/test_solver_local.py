@@ -114,14 +114,15 @@ def test_snapshots_carry_prefixes_across_batches_without_changing_results(solver
         Document(d.doc_id, d.text + "\n" + " ".join(f"{d.doc_id.rsplit('.', 1)[-1]} detail {k}." for k in range(20)))
         for d in DOCS
     ]
-    first = [long_docs[:3], long_docs[1:], long_docs[2:]]
-    second = [long_docs[:2], long_docs[:1], long_docs[1:2]]  # share the first documents with the first batch
+    d0, d1, d2 = long_docs
+    first = [[d0, d1, d2], [d0, d1], [d0, d2], [d1, d2]]  # the walk turns after d0: a branch node worth keeping
+    second = [[d0, d1], [d0], [d1]]  # starts again with d0 after the cache ended on [d1, d2]
     batches = [[SolveRequest("c", QUESTION, tuple(s)) for s in b] for b in (first, second)]
     results = {}
     max_tokens = dict(solver.max_tokens)
     solver.max_tokens = {k: min(v, 6) for k, v in max_tokens.items()}  # short answers: decoding is not under test
     try:
-        for states in (8, 0):
+        for states in (16, 0):
             solver.reset()
             solver.prefix_states = states
             restored, evaluated = solver.tokens_restored, solver.tokens_evaluated
@@ -129,11 +130,11 @@ def test_snapshots_carry_prefixes_across_batches_without_changing_results(solver
             answers = [a.text for b in batches for a in solver.answer_many(b) if isinstance(a, Answer)]
             results[states] = (scores, answers, solver.tokens_restored - restored, solver.tokens_evaluated - evaluated)
     finally:
-        solver.prefix_states = 8
+        solver.prefix_states = 16
         solver.max_tokens = max_tokens
         solver.reset()
-    with_states, without = results[8], results[0]
-    assert with_states[0] == without[0] and len(with_states[0]) == 6  # identical floats, not approximately
-    assert with_states[1] == without[1] and len(with_states[1]) == 6
+    with_states, without = results[16], results[0]
+    assert with_states[0] == without[0] and len(with_states[0]) == 7  # identical floats, not approximately
+    assert with_states[1] == without[1] and len(with_states[1]) == 7
     assert with_states[2] > 0 and without[2] == 0
     assert with_states[3] < without[3]  # fewer prompt tokens evaluated

@@ -19,10 +19,12 @@ directly:
   token for generation; the last prompt token and the reference tokens for :meth:`LlamaCppSolver.score`.
 * **KV snapshots across batches.** The mining engine sends a case's trials one look at a time (16-32 trials), so
   one batch's trie walk cannot reuse the prefixes of the previous batch: the cache holds only the last prompt.
-  After each prompt that closes an early branch of the walk (the next prompt diverges in its first half), the
-  sequence's keys/values are copied out (``llama_state_seq_get_data``: ~30 MB and ~30 ms for 1,200 tokens) into a
-  small LRU; a later prompt that shares a longer prefix with a snapshot than with the cache restores it (~2 ms)
-  instead of re-evaluating those tokens. The restored values are the same bytes, so results are unchanged (tested).
+  Whenever the walk turns at a branch node of its trie (the cache has just been cut back to a prefix shared with
+  the next prompt, within the first 3/4 of that prompt and beyond the prefix every prompt of the batch shares), the
+  node's keys/values are copied out (``llama_state_seq_get_data``: ~28 MB and ~30 ms for 1,200 tokens)
+  into a small LRU; a later prompt that shares a longer prefix with a snapshot than with the cache restores it
+  (~2 ms) instead of re-evaluating those tokens. The restored values are the same bytes, so results are unchanged
+  (tested).
 * **Greedy decoding** by ``argmax`` of that row (what ``temperature=0`` does in llama.cpp), stopped at an
   end-of-generation token or ``max_tokens``, so answers equal ``create_chat_completion(temperature=0)``'s.
 """
@@ -123,7 +125,7 @@ class LlamaCppSolver:
         max_tokens: Mapping[str, int] | None = None,
         template: PromptTemplate | None = None,
         include_eos_in_score: bool = False,
-        prefix_states: int = 8,
+        prefix_states: int = 16,
         prefix_state_mb: float = 512.0,
     ) -> None:
         try:
@@ -171,6 +173,7 @@ class LlamaCppSolver:
         self.prefix_states = max(0, int(prefix_states))
         self.prefix_state_bytes = int(prefix_state_mb * 1e6)
         self._states: OrderedDict[tuple[int, ...], Any] = OrderedDict()  # tokens -> ctypes buffer of seq 0's state
+        self._branch_floor: int | None = None  # during a batch walk: the prefix all its prompts share
         self.tokens_restored = 0  # prompt tokens taken from snapshots instead of evaluated (for benchmarks)
         self._lock = threading.Lock()
         self.tokens_evaluated = 0  # prompt tokens evaluated over the solver's life (for benchmarks)
@@ -214,8 +217,12 @@ class LlamaCppSolver:
         start = min([lcp, *want]) if want else lcp
         start = min(start, len(tokens) - 1)
         ctx = self.llm._ctx
+        cut = start < len(self._cached)
         ctx.kv_cache_seq_rm(-1, start, -1)
         self._cached = list(tokens[:start])
+        floor = self._branch_floor
+        if cut and floor is not None and floor + _MIN_RESTORE_GAIN <= start <= 3 * len(tokens) // 4:
+            self._snapshot()  # the cache holds exactly a shallow branch node of the batch's trie
         wanted = set(want)
         rows: dict[int, np.ndarray] = {}
         batch = self.llm._batch
@@ -291,15 +298,11 @@ class LlamaCppSolver:
         while len(self._states) > self.prefix_states or sum(len(b) for b in self._states.values()) > self.prefix_state_bytes:
             self._states.popitem(last=False)
 
-    @staticmethod
-    def _walk(seqs: Sequence[Sequence[int]]) -> tuple[list[int], set[int]]:
-        """Trie order of ``seqs``, and the positions after which to snapshot: where the next prompt diverges in the
-        first half (the end of an early branch of the walk) and the last one."""
+    def _walk(self, seqs: Sequence[Sequence[int]]) -> list[int]:
+        """Trie order of ``seqs``; arms branch-node snapshots above the prefix every sequence shares."""
         order = sorted(range(len(seqs)), key=lambda k: list(seqs[k]))
-        snap_after = {pos for pos, (i, j) in enumerate(zip(order, order[1:], strict=False)) if _lcp(seqs[i], seqs[j]) < len(seqs[i]) // 2}
-        if order:
-            snap_after.add(len(order) - 1)
-        return order, snap_after
+        self._branch_floor = _lcp(seqs[order[0]], seqs[order[-1]]) if order and self.prefix_states else None
+        return order
 
     # -- the Solver protocol ----------------------------------------------------------------------------------
     def answer(self, request: SolveRequest) -> Answer:
@@ -388,15 +391,14 @@ class LlamaCppSolver:
         """
         toks = [self.tokens(r) for r in requests]
         out: list[Answer | SolverError] = [SolverError("not run")] * len(requests)
-        order, snap_after = self._walk(toks)
-        for pos, i in enumerate(order):
-            try:
-                out[i] = self._answer_tokens(requests[i], toks[i])
-            except SolverError as exc:
-                out[i] = exc
-            if pos in snap_after:
-                with self._lock:
-                    self._snapshot()
+        try:
+            for i in self._walk(toks):
+                try:
+                    out[i] = self._answer_tokens(requests[i], toks[i])
+                except SolverError as exc:
+                    out[i] = exc
+        finally:
+            self._branch_floor = None
         return out
 
     def score_many(self, requests: Sequence[SolveRequest], reference: str | Sequence[str]) -> list[Score | SolverError]:
@@ -406,15 +408,14 @@ class LlamaCppSolver:
             raise ValueError(f"score_many: {len(requests)} requests but {len(refs)} references")
         seqs = [(self.tokens(r), self.reference_tokens(ref)) for r, ref in zip(requests, refs, strict=False)]
         out: list[Score | SolverError] = [SolverError("not run")] * len(requests)
-        order, snap_after = self._walk([p + r for p, r in seqs])
-        for pos, i in enumerate(order):
-            try:
-                out[i] = self._score_tokens(*seqs[i])
-            except SolverError as exc:
-                out[i] = exc
-            if pos in snap_after:
-                with self._lock:
-                    self._snapshot()
+        try:
+            for i in self._walk([p + r for p, r in seqs]):
+                try:
+                    out[i] = self._score_tokens(*seqs[i])
+                except SolverError as exc:
+                    out[i] = exc
+        finally:
+            self._branch_floor = None
         return out
 
     def reset(self) -> None:
