@@ -225,7 +225,7 @@ def _read_csv(path: Path, names: list[str], types: Mapping[str, Any], skip_rows:
                     quoted_strings_can_be_null=False,
                     null_values=[],
                 ),
-                # the C library's allocator: measured 1.1 s vs 1.45 s (median) for a 10M-line run with pyarrow's
+                # the C library's allocator: measured ~1.1 s vs ~1.5 s (4 fresh runs each) for a 10M-line run with pyarrow's
                 # default mimalloc pool, whose fresh pages fault in more slowly here
                 memory_pool=pa.system_memory_pool(),
             )
