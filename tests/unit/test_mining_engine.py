@@ -142,7 +142,11 @@ def test_placebo_calibration_warning(corpus: Corpus) -> None:
         res = mine([_case(f"p{i}", ("d00",)) for i in range(4)], corpus, _solver(truths), budget=256, n_placebo=8, min_effect=0.05, coalitions=False)
     placebo = res.run["placebo"]
     assert placebo["n"] == 32 and placebo["fpr"] > 0.2
-    assert any(issubclass(w.category, PlaceboCalibrationWarning) for w in caught)
+    # the planted +0.1 of every document shows in the placebos' effect sizes, and the warning names them
+    assert placebo["effect_abs"]["unit"] == "probability" and 0.03 < placebo["effect_abs"]["median"] < 0.2
+    assert placebo["effect_abs"]["median"] <= placebo["effect_abs"]["p90"] <= placebo["effect_abs"]["max"]
+    messages = [str(w.message) for w in caught if issubclass(w.category, PlaceboCalibrationWarning)]
+    assert messages and "placebo effects reach" in messages[0] and "--min-effect" in messages[0]
 
 
 def test_bad_options() -> None:

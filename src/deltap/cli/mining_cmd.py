@@ -126,6 +126,9 @@ def mine_command(
     console.print(f"verdicts: {run['verdicts']}")
     pl = run["placebo"]
     console.print(f"placebo false-positive rate: {pl['fpr']:.3f} ({pl['labelled_relevant']} relevant + {pl['labelled_harmful']} harmful of {pl['n']}; nominal {pl['nominal']})")
+    if "effect_abs" in pl:
+        ea = pl["effect_abs"]
+        console.print(f"placebo |estimated effect| (random text, estimation noise included): median {ea['median']:.2f}, 90th percentile {ea['p90']:.2f}, max {ea['max']:.2f} {ea['unit']}")
     for w in caught:
         console.print(f"[red]warning:[/red] {w.message}")
     typer.echo(str(out / "retrieval_dataset.yaml"))

@@ -390,7 +390,14 @@ def mine(
         warnings.warn(
             f"placebo documents were labelled relevant/harmful at rate {placebo['fpr']:.3f} "
             f"({placebo['labelled_relevant'] + placebo['labelled_harmful']}/{placebo['n']}), above the nominal {placebo['nominal']}: "
-            "the solver may react to any extra text, or the candidate generation is unsound",
+            "the solver may react to any extra text, or the candidate generation is unsound"
+            + (
+                f"; placebo effects reach {placebo['effect_abs']['max']:.2f} {placebo['effect_abs']['unit']} "
+                f"(90th percentile {placebo['effect_abs']['p90']:.2f}): a --min-effect above that would label only "
+                "documents that move the outcome more than random text does"
+                if "effect_abs" in placebo
+                else ""
+            ),
             PlaceboCalibrationWarning,
             stacklevel=2,
         )
@@ -639,6 +646,7 @@ def _placebo_calibration(results: list[CaseResult], cfg: MiningConfig) -> dict[s
     from scipy import stats
 
     n = rel = harm = 0
+    effects: list[float] = []  # |regression effect| of every placebo: how much random text moves this solver
     for r in results:
         if r.X is None:
             continue
@@ -647,11 +655,22 @@ def _placebo_calibration(results: list[CaseResult], cfg: MiningConfig) -> dict[s
                 n += 1
                 rel += row["verdict"] == "relevant"
                 harm += row["verdict"] == "harmful"
+                coef = (row.get("regression_effect") or {}).get("coef")
+                if coef is not None:
+                    effects.append(abs(float(coef)))
     fpr = (rel + harm) / n if n else 0.0
     p_exceed = float(stats.binom.sf(rel + harm - 1, n, cfg.q)) if n else 1.0
     # Warn when the excess is more than placebo-count noise: one-sided binomial test of "rate <= nominal" at 5%.
     warn = bool(n and fpr > cfg.q and p_exceed < 0.05)
-    return {"n": n, "labelled_relevant": rel, "labelled_harmful": harm, "fpr": fpr, "nominal": cfg.q, "p_value_above_nominal": p_exceed, "warning": warn}
+    out: dict[str, Any] = {"n": n, "labelled_relevant": rel, "labelled_harmful": harm, "fpr": fpr, "nominal": cfg.q, "p_value_above_nominal": p_exceed, "warning": warn}
+    if effects:
+        out["effect_abs"] = {
+            "median": float(np.median(effects)),
+            "p90": float(np.quantile(effects, 0.9)),
+            "max": float(max(effects)),
+            "unit": "nats" if cfg.outcome == "logprob" else "probability",
+        }
+    return out
 
 
 def _base_rate(r: CaseResult) -> float | None:
@@ -763,5 +782,5 @@ def _run_summary(results: list[CaseResult], cfg: MiningConfig, policy: VerdictPo
         "cases": len(results),
         "cases_by_status": by_status,
         "verdicts": verdicts,
-        "placebo": {k: placebo[k] for k in ("n", "labelled_relevant", "labelled_harmful", "fpr", "nominal")},
+        "placebo": {k: placebo[k] for k in ("n", "labelled_relevant", "labelled_harmful", "fpr", "nominal", "effect_abs") if k in placebo},
     }
