@@ -126,6 +126,11 @@ def test_one_shot_builds_runs_with_retrievers(tmp_path: Path, capsys: pytest.Cap
         pytest.param("q1 0 d1 1\nq1 0 d1 2\n", id="duplicate"),
         pytest.param("q1 0 d1\n", id="three-columns"),
         pytest.param("q1 0 d1 1 x\n", id="five-columns"),
+        pytest.param("q1 0 d1 1\nq2 0 d2 1\nq1 0 d3 2\n", id="query-seen-again"),
+        pytest.param("query-id\tcorpus-id\tscore\nq1\t d1\t2\n", id="beir-padded-field"),
+        pytest.param("query-id\tcorpus-id\tscore\nq1\tdoc one\t2\n", id="beir-space-inside-id"),
+        pytest.param("q1 0 d1\u00a0x 1\n", id="nbsp-inside-trec-id"),
+        pytest.param("long-query-identifier-1 0 long-document-identifier-1 1\nlong-query-identifier-1 0 long-document-identifier-2 0\n", id="long-ids"),
     ],
 )
 def test_fast_qrels_reader_equals_exact_reader(tmp_path: Path, text: str, request: pytest.FixtureRequest) -> None:
@@ -137,7 +142,7 @@ def test_fast_qrels_reader_equals_exact_reader(tmp_path: Path, text: str, reques
 
     path = _write(tmp_path / "qrels.txt", text)
     fast = read_qrels_fast(path)
-    if request.node.callspec.id in ("trec", "beir-header"):
+    if request.node.callspec.id in ("trec", "beir-header", "beir-space-inside-id", "long-ids"):
         assert fast is not None
     try:
         expected = load_qrels(path)
