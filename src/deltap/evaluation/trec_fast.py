@@ -305,14 +305,13 @@ def read_run_arrays(path: str | Path) -> RunArrays | None:
     segments = _query_segments(q)
     if segments is not None:  # grouped by query (the usual case): no reordering
         query_ids, start, count = segments
-        q_code = None
     else:
         encoded = pc.dictionary_encode(q.combine_chunks())
         query_ids = encoded.dictionary.to_pylist()
         q_code = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
         count = np.bincount(q_code, minlength=len(query_ids)).astype(np.int64)
         order = np.argsort(q_code, kind="stable")
-        q_code, scores = q_code[order], scores[order]
+        scores = scores[order]
         docs = docs.take(pa.array(order))
         start = np.concatenate(([0], np.cumsum(count)[:-1])).astype(np.int64)
     doc_key, exact = _doc_keys(docs)
@@ -328,8 +327,7 @@ def read_run_arrays(path: str | Path) -> RunArrays | None:
         same &= np.arange(srt.shape[1] - 1)[None, :] < (count - 1)[:, None]
         suspects = np.flatnonzero(same.any(axis=1))
     else:  # very uneven depths: one sort of (query, key) pairs
-        row_q = q_code if q_code is not None else np.repeat(np.arange(n_q, dtype=np.int64), count)
-        pairs = np.stack([row_q, doc_key], axis=1)
+        pairs = np.stack([np.repeat(np.arange(n_q, dtype=np.int64), count), doc_key], axis=1)  # rows are grouped
         suspects = np.arange(n_q) if len(np.unique(pairs, axis=0)) != len(pairs) else np.zeros(0, dtype=np.int64)
     run = RunArrays(query_ids, docs, doc_key, exact, scores, start, count, str(path))
     for qi in suspects.tolist():
@@ -383,22 +381,17 @@ def read_qrels_fast(path: str | Path) -> dict[str, dict[str, int]] | None:
         pattern = r"^$|^\s|\s$"
         if any(pc.any(pc.match_substring_regex(table.column(c), pattern)).as_py() for c in ("q", "d")):
             return None
-    q_list = table.column("q").to_pylist()
-    d_list = table.column("d").to_pylist()
-    g_list = grades.tolist()
     # one dict per run of equal query ids (C-level dict(zip)); a query seen again, or a duplicate pair, goes to the
     # exact reader, which merges or names the line
-    q_key, q_exact = _doc_keys(table.column("q"))
-    if q_exact:
-        change = (np.flatnonzero(q_key[1:] != q_key[:-1]) + 1).tolist()
-    else:
-        change = [i for i in range(1, len(q_list)) if q_list[i] != q_list[i - 1]]
+    segments = _query_segments(table.column("q"))
+    if segments is None:
+        return None
+    d_list = table.column("d").to_pylist()
+    g_list = grades.tolist()
     qrels: dict[str, dict[str, int]] = {}
-    for a, b in zip([0, *change], [*change, len(q_list)], strict=True):
-        if q_list[a] in qrels:
-            return None
-        row = qrels[q_list[a]] = dict(zip(d_list[a:b], g_list[a:b], strict=True))
-        if len(row) != b - a:
+    for qid, a, n in zip(segments[0], segments[1].tolist(), segments[2].tolist(), strict=True):
+        row = qrels[qid] = dict(zip(d_list[a : a + n], g_list[a : a + n], strict=True))
+        if len(row) != n:
             return None
     return qrels
 

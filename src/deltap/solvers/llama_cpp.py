@@ -222,7 +222,7 @@ class LlamaCppSolver:
         self._cached = list(tokens[:start])
         floor = self._branch_floor
         if cut and floor is not None and floor + _MIN_RESTORE_GAIN <= start <= 3 * len(tokens) // 4:
-            self._snapshot()  # the cache holds exactly a shallow branch node of the batch's trie
+            self._snapshot()  # the cache holds exactly a branch node of the batch's trie
         wanted = set(want)
         rows: dict[int, np.ndarray] = {}
         batch = self.llm._batch
