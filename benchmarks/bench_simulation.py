@@ -1,7 +1,8 @@
 """Mining statistics benchmark: label precision, recall, null FPR and calls per case with known truth.
 
 Scenario S1 of issue #6 (20 candidates, effects +0.4/+0.3, base 0.1, 1,000 replications) for the seed's naive
-design, fixed-N regression + BH, and deltap's adaptive design, plus extra scenarios. Vectorised with numpy; the full
+design, fixed-N regression + BH (with the seed's independent coin-flip inclusion and with deltap's orthogonal
+blocks), and deltap's adaptive design, plus extra scenarios. Vectorised with numpy; the full
 run takes a few minutes on 2 cores.
 
     python benchmarks/bench_simulation.py                 # the full table (1,000 replications)
@@ -17,15 +18,21 @@ import time
 
 from deltap.mining.simulation import MIXTURES, SCENARIOS, run_design, run_mixture
 
+# "/bernoulli": the seed's design (independent coin flips per candidate and trial); no suffix: deltap's default
+# orthogonal blocks (randomised Paley-Hadamard, see deltap.mining.design). "@q": another FDR level.
 PLAN: list[tuple[str, list[str]]] = [
-    ("S1", ["naive:10", "naive:128", "fixed:96", "fixed:128", "fixed:144", "fixed:160", "adaptive", "adaptive:160",
-            "fixed:128@0.03", "fixed:144@0.03", "adaptive@0.03", "adaptive:160@0.03"]),
-    ("mixed", ["naive:128", "fixed:96", "fixed:128", "adaptive", "adaptive:192"]),
-    ("harmful", ["naive:128", "fixed:128", "adaptive"]),
-    ("interaction", ["fixed:128", "adaptive"]),
+    ("S1", ["naive:10", "naive:128",
+            "fixed:96/bernoulli", "fixed:128/bernoulli", "fixed:144/bernoulli", "fixed:160/bernoulli",
+            "fixed:96", "fixed:112", "fixed:128",
+            "adaptive/bernoulli", "adaptive", "adaptive:112", "adaptive:160",
+            "fixed:128/bernoulli@0.04", "fixed:128@0.04", "adaptive@0.04", "fixed:128@0.03", "adaptive@0.03"]),
+    ("mixed", ["naive:128", "fixed:96/bernoulli", "fixed:128/bernoulli", "fixed:96", "fixed:128", "adaptive/bernoulli",
+               "adaptive", "adaptive:192"]),
+    ("harmful", ["naive:128", "fixed:128/bernoulli", "fixed:128", "adaptive"]),
+    ("interaction", ["fixed:128/bernoulli", "fixed:128", "adaptive"]),
     ("saturated", ["fixed:128", "adaptive"]),
-    ("logprob", ["fixed:128", "adaptive"]),
-    ("m60", ["fixed:128", "fixed:160", "adaptive", "adaptive:160"]),
+    ("logprob", ["fixed:128/bernoulli", "fixed:128", "adaptive"]),
+    ("m60", ["fixed:128/bernoulli", "fixed:128", "fixed:160", "adaptive", "adaptive:160"]),
     ("null", ["fixed:128", "adaptive"]),
 ]
 

@@ -28,6 +28,9 @@ def test_schedule_rules() -> None:
     s = look_schedule(100, 32, 16)
     assert s.looks == (32, 48, 64, 80, 96, 100)
     assert look_schedule(20, 32, 16).looks == (20,)
+    # interim looks need 2m + 1 trials (residual df >= m); the budget is always the last look
+    assert look_schedule(128, 32, 16, candidates=20).looks == (48, 64, 80, 96, 112, 128)
+    assert look_schedule(128, 32, 16, candidates=60).looks == (128,)
     with pytest.raises(ValueError):
         look_schedule(0)
 

@@ -126,6 +126,24 @@ def test_same_seed_same_result_different_seed_different_subsets(corpus: Corpus) 
     assert np.array_equal(a.cases[0].X, b.cases[0].X)
 
 
+def test_design_trials_come_in_orthogonal_blocks_and_bernoulli_on_request(corpus: Corpus) -> None:
+    truths = {"s": SimulatedTruth(0.3, {"d00": 0.4})}
+    res = mine([_case("s")], corpus, _solver(truths), budget=48, n_placebo=4, coalitions=False)
+    X = res.cases[0].X
+    assert X is not None
+    m = X.shape[1]  # 3 gold + 4 placebo = 7 candidates: Paley blocks of 8 trials
+    assert m == 7 and len(X) == 48
+    for start in range(0, 48, 8):
+        S = X[start : start + 8].astype(int) * 2 - 1
+        assert np.array_equal(S.T @ S, 8 * np.eye(m, dtype=int))
+    coin = mine([_case("s")], corpus, _solver(truths), budget=48, n_placebo=4, coalitions=False, design="bernoulli")
+    assert coin.cases[0].X is not None and not np.array_equal(coin.cases[0].X, X)
+    assert coin.dataset.metadata["config"]["design"] == "bernoulli"
+    with pytest.raises(DeltapError, match="design='bernoulli'"):
+        MiningConfig(pi=0.3)
+    MiningConfig(pi=0.3, design="bernoulli")
+
+
 def test_resume_refuses_changed_options(tmp_path: Path, corpus: Corpus) -> None:
     truths = {"s": SimulatedTruth(0.2)}
     mine([_case("s")], corpus, _solver(truths), out=tmp_path, budget=32, n_placebo=2)

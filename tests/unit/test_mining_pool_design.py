@@ -10,7 +10,15 @@ import pytest
 from deltap.cases import Case
 from deltap.documents import Corpus, Document
 from deltap.errors import DeltapError
-from deltap.mining.design import canonical_order, inclusion_vector, trial_seed
+from deltap.mining.design import (
+    InclusionDesign,
+    canonical_order,
+    hadamard_blocks,
+    inclusion_vector,
+    paley_hadamard,
+    paley_order,
+    trial_seed,
+)
 from deltap.mining.pool import build_pool
 from deltap.mining.trials import TrialLog, TrialRecord
 
@@ -76,6 +84,60 @@ def test_inclusion_vectors_have_rate_pi_and_replay() -> None:
     assert inclusion_vector(5, 1000, 0.2).mean() == pytest.approx(0.2, abs=0.04)
     with pytest.raises(ValueError):
         inclusion_vector(1, 3, 1.0)
+
+
+@pytest.mark.parametrize("q", [3, 7, 11, 19, 23, 31, 43, 67, 103])
+def test_paley_matrices_are_hadamard(q: int) -> None:
+    H = paley_hadamard(q).astype(int)
+    assert H.shape == (q + 1, q + 1)
+    assert np.array_equal(H @ H.T, (q + 1) * np.eye(q + 1, dtype=int))
+    assert np.all(H[:, 0] == 1)  # the constant column; the others are balanced
+    with pytest.raises(ValueError, match="prime"):
+        paley_hadamard(15)
+    with pytest.raises(ValueError, match="prime"):
+        paley_hadamard(13)  # prime but ≡ 1 (mod 4)
+
+
+def test_paley_order_is_the_smallest_block_with_enough_columns() -> None:
+    assert [paley_order(m) for m in (1, 3, 4, 8, 12, 19, 20, 24, 31, 32, 60)] == [4, 4, 8, 12, 20, 20, 24, 32, 32, 44, 68]
+
+
+@pytest.mark.parametrize("m", [1, 5, 20, 33])
+def test_orthogonal_design_blocks_are_balanced_and_orthogonal(m: int) -> None:
+    design = InclusionDesign(7, "case", m)
+    b = design.block_size
+    for block in range(3):
+        X = np.array([design.vector(block * b + r) for r in range(b)])
+        S = X.astype(int) * 2 - 1
+        assert np.all(X.sum(axis=0) == b // 2)  # each candidate in exactly half of the block's trials
+        assert np.array_equal(S.T @ S, b * np.eye(m, dtype=int))  # mutually orthogonal columns
+    # replayable from (run seed, case, index) alone, in any order, and different for another case or seed
+    assert np.array_equal(InclusionDesign(7, "case", m).vector(b + 3), design.vector(b + 3))
+    other = [InclusionDesign(8, "case", m), InclusionDesign(7, "case2", m)]
+    assert all(any(not np.array_equal(o.vector(i), design.vector(i)) for i in range(b)) for o in other)
+
+
+def test_orthogonal_design_rows_are_uniform_random_subsets() -> None:
+    """Every single trial's context has the Bernoulli(½) design's distribution (the estimand does not move)."""
+    rng = np.random.default_rng(0)
+    m = 6
+    rows = hadamard_blocks(rng, m, (4000,))[:, 5]  # one fixed row position of 4,000 independent blocks
+    assert rows.mean() == pytest.approx(0.5, abs=0.02)
+    codes = rows.astype(int) @ (1 << np.arange(m))
+    counts = np.bincount(codes, minlength=2**m)
+    expected = 4000 / 2**m
+    chi2 = float(((counts - expected) ** 2 / expected).sum())
+    assert chi2 < 120  # 63 df: the 99.99th percentile is ~113; a non-uniform row distribution lands far above
+
+
+def test_bernoulli_design_is_the_per_trial_coin_flips() -> None:
+    d = InclusionDesign(3, "c", 10, 0.3, "bernoulli")
+    assert d.block_size == 1
+    assert np.array_equal(d.vector(4), inclusion_vector(trial_seed(3, "c", 4), 10, 0.3))
+    with pytest.raises(ValueError, match="pi = 0.5"):
+        InclusionDesign(3, "c", 10, 0.3)
+    with pytest.raises(ValueError, match="design must be"):
+        InclusionDesign(3, "c", 10, 0.5, "latin")
 
 
 def test_canonical_order_ignores_provenance() -> None:

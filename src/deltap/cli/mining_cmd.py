@@ -51,7 +51,12 @@ def mine_command(
     budget: int = typer.Option(128, "--budget", help="Maximum design trials per case."),
     seed: int = typer.Option(0, "--seed", help="Run seed (trial subsets, placebos)."),
     q: float = typer.Option(0.05, "--q", help="Dataset-wide Benjamini-Hochberg FDR level (per direction)."),
-    pi: float = typer.Option(0.5, "--pi", help="Inclusion probability of each candidate."),
+    pi: float = typer.Option(0.5, "--pi", help="Inclusion probability of each candidate (other than 0.5 needs --design bernoulli)."),
+    design: str = typer.Option(
+        "orthogonal", "--design",
+        help="Which candidates each trial includes: orthogonal (randomised Hadamard blocks: every trial a uniformly random subset, "
+        "each block balanced and orthogonal, a tighter regression) or bernoulli (independent coin flips with probability --pi).",
+    ),
     context_order: str = typer.Option("length", "--context-order", help="Document order in every prompt: length (longest first; fewest tokens with the local solver's prefix reuse) or id."),
     min_effect: float | None = typer.Option(None, "--min-effect", help="Smallest effect labelled relevant (0.1 pass, 0.5 nats logprob)."),
     limit: int | None = typer.Option(None, "--limit", help="Mine only the first N cases."),
@@ -115,7 +120,7 @@ def mine_command(
         solver = make_solver(solver_kind, **options)
     config = MiningConfig(
         outcome=outcome,  # type: ignore[arg-type]
-        budget=budget, seed=seed, q=q, pi=pi, min_effect=min_effect, context_order=context_order, k=k if retriever else 0, n_placebo=placebo,
+        budget=budget, seed=seed, q=q, pi=pi, design=design, min_effect=min_effect, context_order=context_order, k=k if retriever else 0, n_placebo=placebo,
         max_candidates=max_candidates, force=force, coalitions=not no_coalitions, workers=workers,
     )
     with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), console=console) as progress:

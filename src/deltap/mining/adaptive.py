@@ -162,12 +162,20 @@ def _bh(p: FloatArray, q: float) -> tuple[NDArray[np.bool_], FloatArray]:
     return benjamini_hochberg(p, q)
 
 
-def look_schedule(budget: int, first: int = 32, batch: int = 16) -> LookSchedule:
-    """Looks at ``first, first + batch, …`` up to ``budget`` (the budget is always the final look)."""
+def look_schedule(budget: int, first: int = 32, batch: int = 16, candidates: int = 0) -> LookSchedule:
+    """Looks at ``first, first + batch, …`` up to ``budget`` (the budget is always the final look).
+
+    With ``candidates = m`` > 0, interim looks with fewer than ``2m + 1`` trials are left out of the schedule: below
+    that the regression has fewer residual degrees of freedom than coefficients, its standard errors swing from look
+    to look, and the z-path no longer behaves like the Brownian motion the repeated p-values assume (measured: with
+    60 candidates and looks from 64 trials on, the dataset FDR rose to 0.06 at q = 0.05). The schedule still depends
+    only on the configuration and the pool size, so it is fixed before any trial runs.
+    """
     if budget < 1:
         raise ValueError(f"budget must be positive, got {budget}")
     first = min(first, budget)
-    looks = list(range(first, budget, max(batch, 1)))
+    floor = 2 * candidates + 1 if candidates > 0 else 0
+    looks = [n for n in range(first, budget, max(batch, 1)) if n >= floor]
     if not looks or looks[-1] != budget:
         looks.append(budget)
     return LookSchedule(tuple(looks))

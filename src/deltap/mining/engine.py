@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 
 from deltap.errors import DeltapError
 from deltap.mining.adaptive import LookSchedule, StoppingRule, look_schedule
-from deltap.mining.design import CONTEXT_ORDERS, canonical_order, inclusion_vector, trial_seed
+from deltap.mining.design import CONTEXT_ORDERS, DESIGNS, InclusionDesign, canonical_order, trial_seed
 from deltap.mining.estimate import benjamini_hochberg, diff_in_means, ols_hc, z_statistics
 from deltap.mining.pool import Pool, build_pool
 from deltap.mining.trials import TrialLog, TrialRecord
@@ -87,6 +87,10 @@ class MiningConfig:
         preflight: Trials with no document and with all candidates. *result*
         preflight_confirm: When the preflight looks saturated/unsolvable, both are extended to this many trials
             before the case is skipped (a false skip loses every relevant document of the case). *result*
+        design: Which candidates each design trial includes: ``orthogonal`` (randomised Hadamard blocks: each trial a
+            uniformly random subset, every block balanced and orthogonal — the same estimand as ``bernoulli`` with a
+            tighter regression; needs ``pi`` = 0.5) or ``bernoulli`` (independent coin flips with probability
+            ``pi``). See :mod:`deltap.mining.design`. *result*
         context_order: Order of the documents in every prompt of a case: ``length`` (longest first, ties by id — the
             fewest prompt tokens for the local solver's prefix reuse) or ``id``. Never depends on provenance. *result*
         force: Mine saturated/unsolvable cases anyway.
@@ -113,6 +117,7 @@ class MiningConfig:
     batch: int = 16
     preflight: int = 2
     preflight_confirm: int = 6
+    design: str = "orthogonal"
     context_order: str = "length"
     force: bool = False
     coalitions: bool = True
@@ -123,7 +128,7 @@ class MiningConfig:
     prior_scale: float | None = None
     futility_power: float = 0.02
 
-    RESULT_KEYS = ("outcome", "budget", "seed", "q", "pi", "k", "n_placebo", "max_candidates", "first_look", "batch", "preflight", "preflight_confirm", "context_order")
+    RESULT_KEYS = ("outcome", "budget", "seed", "q", "pi", "k", "n_placebo", "max_candidates", "first_look", "batch", "preflight", "preflight_confirm", "design", "context_order")
 
     def __post_init__(self) -> None:
         if self.outcome not in ("pass", "logprob"):
@@ -134,14 +139,22 @@ class MiningConfig:
             raise DeltapError(f"q must be in (0, 1), got {self.q}")
         if not 0 < self.pi < 1:
             raise DeltapError(f"pi must be in (0, 1), got {self.pi}")
+        if self.design not in DESIGNS:
+            raise DeltapError(f"design must be one of {', '.join(DESIGNS)}, got {self.design!r}")
+        if self.design == "orthogonal" and self.pi != 0.5:
+            raise DeltapError(
+                f"the orthogonal design includes each candidate in half of the trials (pi 0.5), got pi {self.pi}; "
+                "use design='bernoulli' (--design bernoulli) for another inclusion probability"
+            )
         if self.context_order not in CONTEXT_ORDERS:
             raise DeltapError(f"context_order must be one of {', '.join(CONTEXT_ORDERS)}, got {self.context_order!r}")
 
     def policy(self) -> VerdictPolicy:
         return default_policy(self.outcome, self.q, self.min_effect, self.margin)
 
-    def schedule(self) -> LookSchedule:
-        return look_schedule(self.budget, self.first_look, self.batch)
+    def schedule(self, candidates: int = 0) -> LookSchedule:
+        """The planned looks of a case with ``candidates`` candidates (interim looks need ``2m + 1`` trials)."""
+        return look_schedule(self.budget, self.first_look, self.batch, candidates)
 
     def rule(self) -> StoppingRule:
         pol = self.policy()
@@ -354,14 +367,13 @@ def mine(
     log.check_config({**cfg.to_dict(), "solver": solver_id}, (*MiningConfig.RESULT_KEYS, "solver"))
     factory = checker_factory or _default_checker
     policy = cfg.policy()
-    schedule = cfg.schedule()
     rule = cfg.rule()
     results: list[CaseResult] = []
     total_calls = 0
     calls_before_run = log.count()
     try:
         for ci, case in enumerate(cases):
-            res = _mine_case(case, ci, len(cases), corpus, solver, factory, retriever, log, cfg, schedule, rule, progress, total_calls)
+            res = _mine_case(case, ci, len(cases), corpus, solver, factory, retriever, log, cfg, rule, progress, total_calls)
             total_calls += res.calls
             results.append(res)
         _dataset_verdicts(results, cfg, policy)
@@ -414,7 +426,6 @@ def _mine_case(
     retriever: Retriever | None,
     log: TrialLog,
     cfg: MiningConfig,
-    schedule: LookSchedule,
     rule: StoppingRule,
     progress: ProgressFn | None,
     calls_before: int,
@@ -428,6 +439,7 @@ def _mine_case(
         log.put_pool(case.case_id, pool.to_dict())
     res = CaseResult(case, pool, "skipped")
     m = len(pool.candidates)
+    schedule = cfg.schedule(m)
 
     def report(status: str, trials: int, open_: int) -> None:
         if progress is not None:
@@ -451,6 +463,7 @@ def _mine_case(
         report("skipped", 0, 0)
         return res
     runner = _Runner(case, pool, corpus, solver, checker, log, cfg)
+    design = InclusionDesign(cfg.seed, case.case_id, m, cfg.pi, cfg.design)
     zeros = np.zeros(m, dtype=bool)
     ones = np.ones(m, dtype=bool)
     # Preflight: ``preflight`` trials with no document and with every candidate; when both look extreme (all pass or
@@ -488,7 +501,7 @@ def _mine_case(
         while len(valid) < L:
             need = min(L - len(valid), max(cfg.batch, 1))
             idx = list(range(next_index, next_index + need))
-            recs = runner.get("design", idx, lambda i, s: inclusion_vector(s, m, cfg.pi))
+            recs = runner.get("design", idx, lambda i, s: design.vector(i))
             next_index += need
             valid += [r for r in recs if not r.is_error]
             res.calls, res.errors = runner.calls, runner.errors
@@ -747,7 +760,10 @@ def _build_dataset(results: list[CaseResult], corpus: Corpus, cfg: MiningConfig,
             " regression_effect reports the robust HC2 SE; delta_p/CI = difference in means (Newcombe hybrid score CI for"
             " pass, Welch for logprob)"
         ),
-        "looks": list(cfg.schedule().looks),
+        "looks": (
+            f"every {cfg.batch} trials from {cfg.first_look} to the budget {cfg.budget}, interim looks only from 2m + 1"
+            " trials (m = the case's candidates); each case's own looks are in its metadata"
+        ),
         "placebo_calibration": placebo,
         "config": cfg.to_dict(),
     }

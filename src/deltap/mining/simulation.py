@@ -36,6 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from deltap.mining.adaptive import StoppingRule, look_schedule
+from deltap.mining.design import DESIGNS, hadamard_blocks, paley_order
 from deltap.mining.engine import MiningConfig
 from deltap.mining.estimate import benjamini_hochberg, diff_in_means, z_statistics
 
@@ -150,6 +151,7 @@ class AdaptiveConfig:
     min_effect: float = 0.1  # MiningConfig resolves its None default to 0.1 for the pass outcome simulated here
     preflight: int = MiningConfig.preflight
     preflight_confirm: int = MiningConfig.preflight_confirm
+    design: str = MiningConfig.design
     rule: StoppingRule = field(default_factory=StoppingRule)
 
 
@@ -265,8 +267,13 @@ def _result(name: str, design: str, parts: Sequence[tuple[Scenario, NDArray[np.i
     return _from_counts(name, design, total, _fdr(f, n, dataset_size), seconds)
 
 
-def _draw_design(sc: Scenario, R: int, N: int, rng: np.random.Generator, pi: float = 0.5) -> tuple[NDArray[Any], NDArray[Any]]:
-    X = rng.random((R, N, sc.m)) < pi
+def _draw_design(sc: Scenario, R: int, N: int, rng: np.random.Generator, kind: str = "orthogonal") -> tuple[NDArray[Any], NDArray[Any]]:
+    """``R`` inclusion matrices of ``N`` trials (the engine's design ``kind``, π = 0.5) and their outcomes."""
+    if kind == "orthogonal":
+        b = paley_order(sc.m)
+        X = hadamard_blocks(rng, sc.m, (R, -(-N // b))).reshape(R, -1, sc.m)[:, :N]
+    else:
+        X = rng.random((R, N, sc.m)) < 0.5
     return X, sc.draw(X, rng)
 
 
@@ -275,11 +282,19 @@ def _parse_design(design: str, config: AdaptiveConfig | None) -> tuple[str, Adap
     if "@" in design:  # "fixed:128@0.03": another FDR level
         design, q_text = design.split("@", 1)
         cfg = replace(cfg, q=float(q_text))
+    if "/" in design:  # "fixed:128/bernoulli": another inclusion design
+        design, kind = design.split("/", 1)
+        if kind not in DESIGNS:
+            raise ValueError(f"unknown inclusion design {kind!r}; expected one of {', '.join(DESIGNS)}")
+        cfg = replace(cfg, design=kind)
     if design.startswith("adaptive:"):  # "adaptive:192": another per-case budget
         cfg = replace(cfg, budget=int(design.split(":", 1)[1]))
         design = "adaptive"
     if not (design.startswith(("naive:", "fixed:")) or design == "adaptive"):
-        raise ValueError(f"unknown design {design!r}; expected naive:N, fixed:N, adaptive or adaptive:BUDGET (optionally @q)")
+        raise ValueError(
+            f"unknown design {design!r}; expected naive:N, fixed:N, adaptive or adaptive:BUDGET, optionally followed by "
+            "/bernoulli or /orthogonal (the inclusion design) and @q (the FDR level)"
+        )
     return design, cfg
 
 
@@ -294,13 +309,13 @@ def _test(sc: Scenario, design: str, replications: int, seed: int, cfg: Adaptive
     binary = sc.outcome == "pass"
     if design.startswith("naive:"):
         N = int(design.split(":")[1])
-        X, y = _draw_design(sc, R, N, rng)
+        X, y = _draw_design(sc, R, N, rng, "bernoulli")  # the seed's design: independent coin flips
         dm = diff_in_means(X, y, binary=binary)
         thr = 0.1 if binary else 0.5
         return np.where(dm.delta > thr, 1, 0).astype(np.int8)  # the seed labels "relevant" only
     if design.startswith("fixed:"):
         N = int(design.split(":")[1])
-        X, y = _draw_design(sc, R, N, rng)
+        X, y = _draw_design(sc, R, N, rng, cfg.design)
         z, reg = z_statistics(X, y)
         p = np.stack([0.5 * special.erfc(side * z / np.sqrt(2.0)) for side in (1, -1)])
         return _Tested(sc, p, reg.coef, np.full(R, N), np.zeros(R))
@@ -330,7 +345,7 @@ def run_design(
 def _adaptive(sc: Scenario, R: int, rng: np.random.Generator, cfg: AdaptiveConfig) -> _Tested:
     binary = sc.outcome == "pass"
     m = sc.m
-    schedule = look_schedule(cfg.budget, cfg.first_look, cfg.batch)
+    schedule = look_schedule(cfg.budget, cfg.first_look, cfg.batch, m)
     rule = replace(cfg.rule, q=cfg.q)
     if not binary and cfg.rule.prior_scale == StoppingRule().prior_scale:
         rule = replace(rule, prior_scale=1.5, margin=0.5)  # effects in nats (the engine's logprob defaults)
@@ -349,7 +364,7 @@ def _adaptive(sc: Scenario, R: int, rng: np.random.Generator, cfg: AdaptiveConfi
         first = extreme(n0)
         skipped = first & extreme(n1)
         calls += np.where(first, 2 * n1, 2 * n0)
-    X, y = _draw_design(sc, R, schedule.budget, rng)
+    X, y = _draw_design(sc, R, schedule.budget, rng, cfg.design)
     K = len(schedule.looks)
     z_path = np.zeros((R, m, K))
     stop_look = np.full(R, K - 1)
