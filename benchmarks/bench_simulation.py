@@ -19,7 +19,8 @@ import time
 from deltap.mining.simulation import MIXTURES, SCENARIOS, run_design, run_mixture
 
 # "/bernoulli": the seed's design (independent coin flips per candidate and trial); no suffix: deltap's default
-# orthogonal blocks (randomised Paley-Hadamard, see deltap.mining.design). "@q": another FDR level.
+# orthogonal blocks (randomised Paley-Hadamard, see deltap.mining.design). "/zero", "/placebo": the null effects are
+# tested against (default: zero for pass, placebo for logprob; deltap.mining.empirical_null). "@q": another FDR level.
 PLAN: list[tuple[str, list[str]]] = [
     ("S1", ["naive:10", "naive:128",
             "fixed:96/bernoulli", "fixed:128/bernoulli", "fixed:144/bernoulli", "fixed:160/bernoulli",
@@ -32,6 +33,7 @@ PLAN: list[tuple[str, list[str]]] = [
     ("interaction", ["fixed:128/bernoulli", "fixed:128", "adaptive"]),
     ("saturated", ["fixed:128", "adaptive"]),
     ("logprob", ["fixed:128/bernoulli", "fixed:128", "adaptive"]),
+    ("logprob_text", ["naive:128", "fixed:128/zero", "fixed:128/placebo", "adaptive/zero", "adaptive"]),
     ("m60", ["fixed:128/bernoulli", "fixed:128", "fixed:160", "adaptive", "adaptive:160"]),
     ("null", ["fixed:128", "adaptive"]),
 ]

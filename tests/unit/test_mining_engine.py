@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -94,6 +95,35 @@ def test_logprob_outcome(corpus: Corpus) -> None:
     assert verdicts["d00"] == "relevant" and verdicts["d02"] == "relevant"
     assert res.dataset.metadata["grade_mapping"]["unit"] == "nats"
     assert sum(v == "relevant" for v in verdicts.values()) == 2
+
+
+def test_placebo_null_when_every_document_moves_the_log_prob(corpus: Corpus) -> None:
+    """A solver that reacts to any text (each document shifts the log-prob by its own amount): tested against zero,
+    placebos come out relevant/harmful; against the placebo null they do not, and the real effect still does."""
+    rng = np.random.default_rng(3)
+    text = {d.doc_id: float(0.5 * rng.standard_normal()) for d in corpus}
+    truths = {f"t{i}": SimulatedTruth(-6.0, {**text, "d00": text["d00"] + 3.0}) for i in range(4)}
+    cases = [_case(f"t{i}", ("d00",)) for i in range(4)]
+
+    def run(**kw: object) -> Any:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = mine(cases, corpus, SimulatedSolver(truths, outcome="logprob", noise=0.2, seed=1), outcome="logprob",
+                       **{"budget": 64, "n_placebo": 5, "coalitions": False, **kw})
+        return res, [w for w in caught if issubclass(w.category, PlaceboCalibrationWarning)]
+
+    zero, zero_warnings = run(null="zero")
+    assert zero.run["placebo"]["fpr"] > 0.3 and zero_warnings
+    assert zero.run["placebo"]["null"]["used"] == "zero"
+    res, warned = run()
+    null = res.run["placebo"]["null"]
+    assert null["used"] == "placebo" and null["placebos"] == 20 and 0.2 < null["spread"] < 1.0
+    assert res.run["placebo"]["fpr"] <= 0.1 and not warned
+    assert all({c["doc_id"]: c["verdict"] for c in p["candidates"]}["d00"] == "relevant" for p in res.dataset.pairs)
+    assert res.dataset.metadata["null"].startswith("placebo")
+    # too few placebos for a fit: tested against zero, and the dataset says why
+    few, _ = run(n_placebo=1)
+    assert few.run["placebo"]["null"]["used"] == "zero" and "needed" in few.run["placebo"]["null"]["reason"]
 
 
 def test_errors_are_logged_not_counted_as_failures(tmp_path: Path, corpus: Corpus) -> None:

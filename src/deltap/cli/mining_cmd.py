@@ -52,6 +52,11 @@ def mine_command(
     seed: int = typer.Option(0, "--seed", help="Run seed (trial subsets, placebos)."),
     q: float = typer.Option(0.05, "--q", help="Dataset-wide Benjamini-Hochberg FDR level (per direction)."),
     pi: float = typer.Option(0.5, "--pi", help="Inclusion probability of each candidate (other than 0.5 needs --design bernoulli)."),
+    null: str | None = typer.Option(
+        None, "--null",
+        help="What effects are tested against: zero (no effect) or placebo (the placebo documents' effects: 'moves the outcome "
+        "more than random text does'). Default: placebo for --outcome logprob, zero for pass.",
+    ),
     design: str = typer.Option(
         "orthogonal", "--design",
         help="Which candidates each trial includes: orthogonal (randomised Hadamard blocks: every trial a uniformly random subset, "
@@ -120,7 +125,7 @@ def mine_command(
         solver = make_solver(solver_kind, **options)
     config = MiningConfig(
         outcome=outcome,  # type: ignore[arg-type]
-        budget=budget, seed=seed, q=q, pi=pi, design=design, min_effect=min_effect, context_order=context_order, k=k if retriever else 0, n_placebo=placebo,
+        budget=budget, seed=seed, q=q, pi=pi, design=design, null=null, min_effect=min_effect, context_order=context_order, k=k if retriever else 0, n_placebo=placebo,
         max_candidates=max_candidates, force=force, coalitions=not no_coalitions, workers=workers,
     )
     with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), console=console) as progress:
@@ -134,14 +139,19 @@ def mine_command(
     if "effect_abs" in pl:
         ea = pl["effect_abs"]
         console.print(f"placebo |estimated effect| (random text, estimation noise included): median {ea['median']:.2f}, 90th percentile {ea['p90']:.2f}, max {ea['max']:.2f} {ea['unit']}")
+    nl = pl.get("null") or {}
+    if nl.get("used") == "placebo":
+        console.print(f"null: placebo effects, center {nl['center']:+.2f}, spread {nl['spread']:.2f} {nl['unit']} (from {nl['placebos']} placebos)")
+    elif nl.get("reason"):
+        console.print(f"null: zero ({nl['reason']})")
     for w in caught:
         console.print(f"[red]warning:[/red] {w.message}")
     typer.echo(str(out / "retrieval_dataset.yaml"))
 
 
 def simulate_command(
-    scenario: list[str] = typer.Option([], "--scenario", help="Scenario(s): S1, harmful, interaction, saturated, logprob, m60, null, mixed (default: all)."),
-    design: list[str] = typer.Option([], "--design", help="Designs: naive:N, fixed:N, adaptive, adaptive:BUDGET, each optionally @q (default: the benchmark set)."),
+    scenario: list[str] = typer.Option([], "--scenario", help="Scenario(s): S1, harmful, interaction, saturated, logprob, logprob_text, m60, null, mixed (default: all)."),
+    design: list[str] = typer.Option([], "--design", help="Designs: naive:N, fixed:N, adaptive, adaptive:BUDGET, each optionally /bernoulli (coin-flip inclusion), /placebo or /zero (the null) and @q (default: the benchmark set)."),
     replications: int = typer.Option(1000, "--replications", "-r", help="Replications per (scenario, design)."),
     seed: int = typer.Option(0, "--seed", help="Seed."),
     budget: int = typer.Option(128, "--budget", help="Adaptive design: maximum trials per case."),

@@ -8,11 +8,13 @@ Per case (the unit of work is one ``(case, trial)``; every trial is independent 
    that fails all of both is ``unsolvable``; a ``logprob`` case whose
    reference is already near-certain without help (mean log-prob ≥ log 0.95 in both) is ``saturated``. Such cases
    are reported and skipped unless ``force``.
-3. **Design trials** in batches up to the planned looks of :func:`~deltap.mining.adaptive.look_schedule`; at each
-   look the joint regression (HC2) is refitted and the case stops when every candidate is decided
+3. **Design trials** (randomised orthogonal blocks by default, :class:`~deltap.mining.design.InclusionDesign`) in
+   batches up to the planned looks of :func:`~deltap.mining.adaptive.look_schedule`; at each look the joint
+   regression is refitted and the case stops when every candidate is decided
    (:class:`~deltap.mining.adaptive.StoppingRule`) or the budget is spent.
-4. After every case: repeated p-values → **dataset-wide Benjamini–Hochberg** → verdicts and grades → placebo
-   calibration → coalitions (interaction pairs; a minimal winning coalition verified by trials).
+4. After every case: the null (zero, or the placebo null fitted from every placebo of the run,
+   :mod:`deltap.mining.empirical_null`) → repeated p-values → **dataset-wide Benjamini–Hochberg** → verdicts and
+   grades → placebo calibration → coalitions (interaction pairs; a minimal winning coalition verified by trials).
 
 Run directory (``out``)::
 
@@ -58,9 +60,18 @@ if TYPE_CHECKING:
     from deltap.retrieval.base import Retriever
     from deltap.solvers.base import Solver, SolveRequest
 
-__all__ = ["CaseResult", "MiningConfig", "MiningResult", "PlaceboCalibrationWarning", "mine"]
+__all__ = ["NULLS", "CaseResult", "MiningConfig", "MiningResult", "PlaceboCalibrationWarning", "default_null", "mine"]
 
 Outcome = Literal["pass", "logprob"]
+
+#: choices of :attr:`MiningConfig.null`
+NULLS = ("zero", "placebo")
+
+
+def default_null(outcome: str, placebos: int = 1) -> str:
+    """``placebo`` for ``logprob`` (a deterministic score moves with any text), ``zero`` for ``pass`` or without
+    placebo documents."""
+    return "placebo" if outcome == "logprob" and placebos > 0 else "zero"
 
 
 class PlaceboCalibrationWarning(UserWarning):
@@ -91,6 +102,10 @@ class MiningConfig:
             uniformly random subset, every block balanced and orthogonal — the same estimand as ``bernoulli`` with a
             tighter regression; needs ``pi`` = 0.5) or ``bernoulli`` (independent coin flips with probability
             ``pi``). See :mod:`deltap.mining.design`. *result*
+        null: What a candidate's effect is tested against: ``zero`` (no effect at all) or ``placebo`` (the
+            distribution of the placebo documents' effects over the run — "moves the outcome more than random text
+            does"; see :mod:`deltap.mining.empirical_null`; needs at least 10 placebo estimates, else ``zero`` is used
+            and the dataset says so). Default: ``placebo`` for ``logprob``, ``zero`` for ``pass``. *result*
         context_order: Order of the documents in every prompt of a case: ``length`` (longest first, ties by id — the
             fewest prompt tokens for the local solver's prefix reuse) or ``id``. Never depends on provenance. *result*
         force: Mine saturated/unsolvable cases anyway.
@@ -118,6 +133,7 @@ class MiningConfig:
     preflight: int = 2
     preflight_confirm: int = 6
     design: str = "orthogonal"
+    null: str | None = None
     context_order: str = "length"
     force: bool = False
     coalitions: bool = True
@@ -128,7 +144,7 @@ class MiningConfig:
     prior_scale: float | None = None
     futility_power: float = 0.02
 
-    RESULT_KEYS = ("outcome", "budget", "seed", "q", "pi", "k", "n_placebo", "max_candidates", "first_look", "batch", "preflight", "preflight_confirm", "design", "context_order")
+    RESULT_KEYS = ("outcome", "budget", "seed", "q", "pi", "k", "n_placebo", "max_candidates", "first_look", "batch", "preflight", "preflight_confirm", "design", "null", "context_order")
 
     def __post_init__(self) -> None:
         if self.outcome not in ("pass", "logprob"):
@@ -139,6 +155,8 @@ class MiningConfig:
             raise DeltapError(f"q must be in (0, 1), got {self.q}")
         if not 0 < self.pi < 1:
             raise DeltapError(f"pi must be in (0, 1), got {self.pi}")
+        if self.null is not None and self.null not in NULLS:
+            raise DeltapError(f"null must be one of {', '.join(NULLS)}, got {self.null!r}")
         if self.design not in DESIGNS:
             raise DeltapError(f"design must be one of {', '.join(DESIGNS)}, got {self.design!r}")
         if self.design == "orthogonal" and self.pi != 0.5:
@@ -152,6 +170,9 @@ class MiningConfig:
     def policy(self) -> VerdictPolicy:
         return default_policy(self.outcome, self.q, self.min_effect, self.margin)
 
+    def resolved_null(self) -> str:
+        return self.null or default_null(self.outcome, self.n_placebo)
+
     def schedule(self, candidates: int = 0) -> LookSchedule:
         """The planned looks of a case with ``candidates`` candidates (interim looks need ``2m + 1`` trials)."""
         return look_schedule(self.budget, self.first_look, self.batch, candidates)
@@ -159,7 +180,7 @@ class MiningConfig:
     def rule(self) -> StoppingRule:
         pol = self.policy()
         scale = self.prior_scale if self.prior_scale is not None else (1.5 if self.outcome == "logprob" else 0.3)
-        return StoppingRule(self.q, self.prior_nonnull, scale, self.futility_power, pol.margin)
+        return StoppingRule(self.q, self.prior_nonnull, scale, self.futility_power, pol.margin, significance_stops=self.resolved_null() == "zero")
 
     def to_dict(self) -> dict[str, Any]:
         return {f: getattr(self, f) for f in self.__dataclass_fields__}
@@ -178,6 +199,7 @@ class CaseResult:
     X: NDArray[np.bool_] | None = None
     y: NDArray[np.float64] | None = None
     z_path: NDArray[np.float64] | None = None
+    fits: list[tuple[NDArray[np.float64], NDArray[np.float64], int]] = field(default_factory=list)
     p_rep: NDArray[np.float64] | None = None
     preflight: dict[str, list[float]] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
@@ -376,14 +398,14 @@ def mine(
             res = _mine_case(case, ci, len(cases), corpus, solver, factory, retriever, log, cfg, rule, progress, total_calls)
             total_calls += res.calls
             results.append(res)
-        _dataset_verdicts(results, cfg, policy)
+        null_info = _dataset_verdicts(results, cfg, policy)
         if cfg.coalitions:
             for res in results:
                 if res.X is not None:
                     total_calls += _coalition(res, corpus, solver, factory, log, cfg, policy)
         for res in results:  # calls = logged trials (the same for a resumed and an uninterrupted run)
             res.calls = len(log.trials(res.case.case_id))
-        placebo = _placebo_calibration(results, cfg)
+        placebo = {**_placebo_calibration(results, cfg), "null": null_info}
         ended = time.time()
         dataset = _build_dataset(results, corpus, cfg, policy, solver_id, placebo, __version__, started)
         run = _run_summary(results, cfg, policy, solver_id, placebo, __version__, started, ended)
@@ -492,6 +514,7 @@ def _mine_case(
     # Design trials, look by look.
     K = len(schedule.looks)
     z_path = np.zeros((m, K))
+    fits: list[tuple[NDArray[np.float64], NDArray[np.float64], int]] = []
     valid: list[TrialRecord] = []
     next_index = 0
     stop = K - 1
@@ -516,6 +539,7 @@ def _mine_case(
         X, y = _xy(valid[:L])
         z, reg = z_statistics(X, y)
         z_path[:, k] = z
+        fits.append((np.asarray(reg.coef, dtype=float), np.asarray(reg.se, dtype=float), L - m - 1))
         if k == K - 1:
             break
         decided = rule.decided(schedule, z_path[None, :, : k + 1], reg.coef[None], reg.se[None], df=L - m - 1)[0]
@@ -529,6 +553,7 @@ def _mine_case(
     X, y = _xy(valid[:n_used]) if n_used else (np.zeros((0, m), dtype=np.bool_), np.zeros(0))
     res.X, res.y = X, y
     res.z_path = z_path[:, : max(stop, 0) + 1]
+    res.fits = fits[: stop + 1]
     res.p_rep = (
         np.stack([schedule.repeated_p_value(res.z_path, 1), schedule.repeated_p_value(res.z_path, -1)])
         if len(y)
@@ -557,9 +582,48 @@ def _preflight_status(pre: dict[str, list[float]], outcome: str) -> str | None:
     return None
 
 
-def _dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: VerdictPolicy) -> None:
-    """Dataset-wide BH (one family per direction) over every mined candidate, then verdicts, grades, estimates."""
+def _placebo_null(mined: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
+    """Fit the placebo null and re-test every candidate against it (``cfg.null`` resolved to ``placebo``).
+
+    Each pure placebo is tested against the null fitted without it, so the placebo calibration stays out of
+    sample. With fewer than ``MIN_PLACEBOS`` placebo estimates the zero-null p-values are kept and the returned
+    summary says why.
+    """
+    from deltap.mining.empirical_null import MIN_PLACEBOS, fit_placebo_null, leave_one_out, null_z
+
+    requested = cfg.resolved_null()
+    info: dict[str, Any] = {"requested": requested, "used": "zero", "unit": "nats" if cfg.outcome == "logprob" else "probability"}
+    if requested != "placebo":
+        return info
+    owners = [(r, j) for r in mined for j, c in enumerate(r.pool.candidates) if c.is_placebo and r.fits]
+    coef = np.array([r.fits[-1][0][j] for r, j in owners], dtype=float)
+    se = np.array([r.fits[-1][1][j] for r, j in owners], dtype=float)
+    if coef.size < MIN_PLACEBOS:
+        info["reason"] = f"{coef.size} placebo estimates in the run, {MIN_PLACEBOS} needed to fit the placebo null: tested against zero"
+        return info
+    fit = fit_placebo_null(coef, se)
+    own = dict(zip([(id(r), j) for r, j in owners], leave_one_out(coef, se), strict=True))
+    for r in mined:
+        m = len(r.pool.candidates)
+        center = np.full(m, fit.center)
+        spread = np.full(m, fit.spread)
+        for j in range(m):
+            if (id(r), j) in own:
+                center[j], spread[j] = own[(id(r), j)].center, own[(id(r), j)].spread
+        z_path = np.stack([null_z(c, e, df, center, spread) for c, e, df in r.fits], axis=-1)
+        schedule = cfg.schedule(m)  # the path ends at the case's stopping look, as for the zero null
+        r.p_rep = np.stack([schedule.repeated_p_value(z_path, 1), schedule.repeated_p_value(z_path, -1)])
+    info.update({"used": "placebo", **fit.to_dict()})
+    return info
+
+
+def _dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: VerdictPolicy) -> dict[str, Any]:
+    """Dataset-wide BH (one family per direction) over every mined candidate, then verdicts, grades, estimates.
+
+    Returns the summary of the null the candidates were tested against.
+    """
     mined = [r for r in results if r.X is not None and r.y is not None and len(r.y) and r.p_rep is not None]
+    null_info = _placebo_null(mined, cfg)
     qv_sides = []
     for side in (0, 1):
         flat = np.concatenate([r.p_rep[side] for r in mined]) if mined else np.zeros(0)  # type: ignore[index]
@@ -585,6 +649,7 @@ def _dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: Verd
             rows.append(_candidate_row(r, j, reg, dm, float(r.p_rep[side][j]), qv, v, grade(coef, v, policy)))
         r.candidates = rows
         r.info["intercept"] = float(reg.intercept)
+    return null_info
 
 
 def _f(x: Any) -> float | None:
@@ -755,6 +820,12 @@ def _build_dataset(results: list[CaseResult], corpus: Corpus, cfg: MiningConfig,
             "Benjamini-Hochberg over every (case, candidate) of the dataset, one family per direction (relevant: effect > 0,"
             " harmful: effect < 0), on one-sided group-sequential repeated p-values (O'Brien-Fleming shape, planned looks)"
         ),
+        "null": (
+            "placebo: each effect tested against the distribution of the placebo documents' effects (center, spread in"
+            " placebo_calibration.null; each placebo against the fit without it)"
+            if placebo.get("null", {}).get("used") == "placebo"
+            else "zero: each effect tested against no effect" + (f" ({placebo['null']['reason']})" if placebo.get("null", {}).get("reason") else "")
+        ),
         "estimator": (
             "OLS on all inclusion indicators (linear probability model for pass); tests use the classical OLS SE with t tails,"
             " regression_effect reports the robust HC2 SE; delta_p/CI = difference in means (Newcombe hybrid score CI for"
@@ -798,5 +869,5 @@ def _run_summary(results: list[CaseResult], cfg: MiningConfig, policy: VerdictPo
         "cases": len(results),
         "cases_by_status": by_status,
         "verdicts": verdicts,
-        "placebo": {k: placebo[k] for k in ("n", "labelled_relevant", "labelled_harmful", "fpr", "nominal", "effect_abs") if k in placebo},
+        "placebo": {k: placebo[k] for k in ("n", "labelled_relevant", "labelled_harmful", "fpr", "nominal", "effect_abs", "null") if k in placebo},
     }

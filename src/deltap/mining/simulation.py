@@ -35,9 +35,10 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from deltap.mining.adaptive import StoppingRule, look_schedule
+from deltap.mining.adaptive import LookSchedule, StoppingRule, look_schedule
 from deltap.mining.design import DESIGNS, hadamard_blocks, paley_order
-from deltap.mining.engine import MiningConfig
+from deltap.mining.empirical_null import MIN_PLACEBOS, fit_placebo_null, leave_one_out, null_z
+from deltap.mining.engine import NULLS, MiningConfig, default_null
 from deltap.mining.estimate import benjamini_hochberg, diff_in_means, z_statistics
 
 __all__ = ["MIXTURES", "SCENARIOS", "AdaptiveConfig", "DesignResult", "Mixture", "Scenario", "run_design", "run_mixture", "run_scenario", "simulate"]
@@ -57,6 +58,9 @@ class Scenario:
         base: Success probability with no document (or the mean log-prob for ``logprob``).
         outcome: ``pass`` or ``logprob``.
         noise: Gaussian noise SD of the ``logprob`` outcome.
+        text_effect_sd: SD of every document's own effect, drawn per replication (a solver that reacts to any text:
+            these effects are not relevance, and the truth of a null candidate stays "null").
+        placebos: The last ``placebos`` candidates are placebo documents (nulls whose source the engine knows).
         description: One line for the table.
     """
 
@@ -67,7 +71,25 @@ class Scenario:
     base: float = 0.1
     outcome: Outcome = "pass"
     noise: float = 1.0
+    text_effect_sd: float = 0.0
+    placebos: int = 0
     description: str = ""
+
+    def __post_init__(self) -> None:
+        planted = {*self.effects, *(i for pair in self.interactions for i in pair)}
+        if any(i >= self.m - self.placebos for i in planted):
+            raise ValueError(f"scenario {self.name}: placebos (the last {self.placebos} candidates) must be null")
+
+    @property
+    def placebo_mask(self) -> NDArray[np.bool_]:
+        """Which candidates are placebos."""
+        return np.arange(self.m) >= self.m - self.placebos
+
+    def document_effects(self, R: int, rng: np.random.Generator) -> NDArray[np.float64] | None:
+        """Per-replication effects of the documents' text, shape ``(R, m)`` (``None`` when the scenario has none)."""
+        if self.text_effect_sd <= 0:
+            return None
+        return np.asarray(self.text_effect_sd * rng.standard_normal((R, self.m)), dtype=float)
 
     def truth(self) -> NDArray[np.int8]:
         """+1 relevant, −1 harmful, 0 null, per candidate (interaction members count as relevant)."""
@@ -79,22 +101,25 @@ class Scenario:
                 t[i] = t[j] = 1
         return t
 
-    def mean(self, X: NDArray[Any]) -> NDArray[np.float64]:
-        """Success probability (pass) or mean outcome (logprob) for inclusion matrices ``(..., m)``."""
+    def mean(self, X: NDArray[Any], doc_effects: NDArray[Any] | None = None) -> NDArray[np.float64]:
+        """Success probability (pass) or mean outcome (logprob) for inclusion matrices ``(R, N, m)`` (or ``(..., m)``
+        without ``doc_effects``, the per-replication text effects ``(R, m)``)."""
         X = np.asarray(X, dtype=float)
         eff = np.zeros(self.m)
         for i, e in self.effects.items():
             eff[i] = e
         mu = self.base + X @ eff
+        if doc_effects is not None:
+            mu = mu + np.einsum("rnm,rm->rn", X, doc_effects)
         for (i, j), e in self.interactions.items():
             mu = mu + e * X[..., i] * X[..., j]
         if self.outcome == "pass":
             mu = np.clip(mu, 0.0, 1.0)
         return np.asarray(mu, dtype=float)
 
-    def draw(self, X: NDArray[Any], rng: np.random.Generator) -> NDArray[np.float64]:
-        """Outcomes for inclusion matrices ``(..., m)``."""
-        mu = self.mean(X)
+    def draw(self, X: NDArray[Any], rng: np.random.Generator, doc_effects: NDArray[Any] | None = None) -> NDArray[np.float64]:
+        """Outcomes for inclusion matrices ``(..., m)`` (``(R, N, m)`` with ``doc_effects``)."""
+        mu = self.mean(X, doc_effects)
         if self.outcome == "pass":
             return (rng.random(mu.shape) < mu).astype(float)
         return mu + self.noise * rng.standard_normal(mu.shape)
@@ -112,6 +137,11 @@ SCENARIOS: dict[str, Scenario] = {
     "logprob": Scenario(
         "logprob", 20, {0: 2.0, 1: 1.0}, base=-6.0, outcome="logprob", noise=1.5,
         description="logprob outcome, +2.0/+1.0 nats, Gaussian noise SD 1.5",
+    ),
+    "logprob_text": Scenario(
+        "logprob_text", 20, {0: 2.0, 1: 1.5}, base=-6.0, outcome="logprob", noise=0.3, text_effect_sd=0.4, placebos=5,
+        description="a near-deterministic solver that reacts to any text: every document moves the log-prob "
+        "(SD 0.4 nats), +2.0/+1.5 real effects, noise SD 0.3, 5 placebos",
     ),
     "m60": Scenario("m60", 60, {0: 0.4, 1: 0.3}, base=0.1, description="S1 with 60 candidates"),
     "null": Scenario("null", 20, {}, base=0.3, description="no relevant document (global null), base 0.3"),
@@ -152,7 +182,15 @@ class AdaptiveConfig:
     preflight: int = MiningConfig.preflight
     preflight_confirm: int = MiningConfig.preflight_confirm
     design: str = MiningConfig.design
+    null: str | None = MiningConfig.null  # None: the engine's default for the outcome (zero for pass, placebo for logprob)
+    min_effect_logprob: float = 0.5  # MiningConfig's default for the logprob outcome, in nats
     rule: StoppingRule = field(default_factory=StoppingRule)
+
+    def resolved_null(self, outcome: str, placebos: int = 1) -> str:
+        return self.null or default_null(outcome, placebos)
+
+    def effect_floor(self, outcome: str) -> float:
+        return self.min_effect if outcome == "pass" else self.min_effect_logprob
 
 
 def _labels(coef: NDArray[Any], relevant: NDArray[Any], harmful: NDArray[Any], min_effect: float) -> NDArray[np.int8]:
@@ -164,13 +202,46 @@ def _labels(coef: NDArray[Any], relevant: NDArray[Any], harmful: NDArray[Any], m
 
 @dataclass
 class _Tested:
-    """One design's test results on the replications of one scenario, before the dataset-wide BH step."""
+    """One design's fits on the replications of one scenario, before the dataset-wide BH step.
+
+    The per-look estimates are kept (not just p-values) so the BH step can test them against either null: zero
+    effect, or the placebo null fitted from the placebos of each simulated dataset (:mod:`deltap.mining.empirical_null`).
+    """
 
     scenario: Scenario
-    p: NDArray[np.float64]  # (2, R, m): one-sided p-values, relevant side (β > 0) and harmful side (β < 0)
-    coef: NDArray[np.float64]  # (R, m): effect estimates
+    coef_path: NDArray[np.float64]  # (R, m, K): effect estimates at each look
+    se_path: NDArray[np.float64]  # (R, m, K): their classical standard errors
+    df: NDArray[np.float64]  # (K,): residual degrees of freedom at each look
+    stop_look: NDArray[np.int64]  # (R,): index of the look each replication stopped at
+    looks: tuple[int, ...]
     calls: NDArray[Any]  # (R,)
     skipped: NDArray[Any]  # (R,)
+
+    @property
+    def coef(self) -> NDArray[np.float64]:
+        """Effect estimates at each replication's stopping look, ``(R, m)``."""
+        return np.take_along_axis(self.coef_path, self.stop_look[:, None, None], axis=2)[..., 0]
+
+    @property
+    def se(self) -> NDArray[np.float64]:
+        return np.take_along_axis(self.se_path, self.stop_look[:, None, None], axis=2)[..., 0]
+
+    def p_values(self, rows: NDArray[np.int64], center: Any = 0.0, spread: Any = 0.0) -> NDArray[np.float64]:
+        """One-sided p-values ``(2, len(rows), m)`` (relevant side, harmful side) against ``N(center, spread²)``.
+
+        One look: the fixed-sample normal tail; several: the repeated p-value through the stopping look.
+        Skipped replications carry p = 1.
+        """
+        from scipy import special
+
+        z = null_z(self.coef_path[rows], self.se_path[rows], self.df, np.asarray(center)[..., None], np.asarray(spread)[..., None])
+        if len(self.looks) == 1:
+            p = np.stack([0.5 * special.erfc(side * z[..., 0] / np.sqrt(2.0)) for side in (1, -1)])
+        else:
+            schedule = LookSchedule(self.looks)
+            mask = np.arange(len(self.looks))[None, None, :] <= self.stop_look[rows][:, None, None]
+            p = np.stack([schedule.repeated_p_value(np.where(mask, side * z, -np.inf), 1) for side in (1, -1)])
+        return np.asarray(np.where(self.skipped[rows].astype(bool)[None, :, None], 1.0, p), dtype=float)
 
 
 def _datasets(n_rows: int, dataset_size: int) -> list[NDArray[np.int64]]:
@@ -179,25 +250,57 @@ def _datasets(n_rows: int, dataset_size: int) -> list[NDArray[np.int64]]:
     return [np.arange(a, min(a + size, n_rows)) for a in range(0, n_rows, size)]
 
 
-def _bh_labels(tested: Sequence[_Tested], q: float, min_effect: float, dataset_size: int, seed: int) -> list[NDArray[np.int8]]:
+def _bh_labels(tested: Sequence[_Tested], q: float, min_effect: float, dataset_size: int, seed: int, null: str = "zero") -> list[NDArray[np.int8]]:
     """Labels per scenario after Benjamini–Hochberg over every candidate of each dataset, one family per direction.
 
     With several scenarios (a mixture) the rows are shuffled together (seeded) before being cut into datasets, so
-    each dataset mixes the components in proportion.
+    each dataset mixes the components in proportion. ``null="placebo"``: each dataset's placebos (at least
+    :data:`~deltap.mining.empirical_null.MIN_PLACEBOS`, else the zero null) give the null the candidates are tested
+    against, each placebo against the null fitted without it — as :func:`deltap.mining.engine.mine` does.
     """
-    rows = [(t, i) for t in tested for i in range(t.p.shape[1])]
+    rows = [(t, i) for t in tested for i in range(t.coef_path.shape[0])]
     order = np.arange(len(rows))
     if len(tested) > 1:
         order = np.random.default_rng([seed, 7]).permutation(len(rows))
-    rejected = {id(t): np.zeros((2, *t.coef.shape), dtype=bool) for t in tested}
+    rejected = {id(t): np.zeros((2, t.coef_path.shape[0], t.scenario.m), dtype=bool) for t in tested}
     for block in _datasets(len(rows), dataset_size):
         members = [rows[j] for j in order[block].tolist()]
+        by_test: dict[int, list[int]] = {}
+        for t, i in members:
+            by_test.setdefault(id(t), []).append(i)
+        tests = {id(t): t for t in tested}
+        centers: dict[int, Any] = {k: 0.0 for k in by_test}
+        spreads: dict[int, Any] = {k: 0.0 for k in by_test}
+        if null == "placebo":
+            pc, ps, owner = [], [], []
+            for k, idx in by_test.items():
+                t = tests[k]
+                mask = t.scenario.placebo_mask
+                live = ~t.skipped[idx].astype(bool)
+                sel = np.asarray(idx)[live]
+                pc.append(t.coef[sel][:, mask].ravel())
+                ps.append(t.se[sel][:, mask].ravel())
+                owner += [(k, r, j) for r in sel.tolist() for j in np.flatnonzero(mask).tolist()]
+            pcoef, pse = np.concatenate(pc) if pc else np.zeros(0), np.concatenate(ps) if ps else np.zeros(0)
+            if pcoef.size >= MIN_PLACEBOS:
+                fit = fit_placebo_null(pcoef, pse)
+                loo = leave_one_out(pcoef, pse)
+                for k, idx in by_test.items():
+                    m = tests[k].scenario.m
+                    centers[k] = np.full((len(idx), m), fit.center)
+                    spreads[k] = np.full((len(idx), m), fit.spread)
+                pos_of = {k: {r: a for a, r in enumerate(idx)} for k, idx in by_test.items()}
+                for (k, r, j), f in zip(owner, loo, strict=True):
+                    centers[k][pos_of[k][r], j] = f.center
+                    spreads[k][pos_of[k][r], j] = f.spread
+        pvals = {k: tests[k].p_values(np.asarray(idx), centers[k], spreads[k]) for k, idx in by_test.items()}
+        pos_in = {k: {r: a for a, r in enumerate(idx)} for k, idx in by_test.items()}
         for side in (0, 1):
-            flat = np.concatenate([t.p[side, i] for t, i in members])
+            flat = np.concatenate([pvals[id(t)][side, pos_in[id(t)][i]] for t, i in members])
             rej, _ = benjamini_hochberg(flat, q)
             pos = 0
             for t, i in members:
-                m = t.coef.shape[1]
+                m = t.scenario.m
                 rejected[id(t)][side, i] = rej[pos : pos + m]
                 pos += m
     return [_labels(t.coef, rejected[id(t)][0], rejected[id(t)][1], min_effect) for t in tested]
@@ -267,14 +370,16 @@ def _result(name: str, design: str, parts: Sequence[tuple[Scenario, NDArray[np.i
     return _from_counts(name, design, total, _fdr(f, n, dataset_size), seconds)
 
 
-def _draw_design(sc: Scenario, R: int, N: int, rng: np.random.Generator, kind: str = "orthogonal") -> tuple[NDArray[Any], NDArray[Any]]:
+def _draw_design(
+    sc: Scenario, R: int, N: int, rng: np.random.Generator, kind: str = "orthogonal", doc_effects: NDArray[Any] | None = None
+) -> tuple[NDArray[Any], NDArray[Any]]:
     """``R`` inclusion matrices of ``N`` trials (the engine's design ``kind``, π = 0.5) and their outcomes."""
     if kind == "orthogonal":
         b = paley_order(sc.m)
         X = hadamard_blocks(rng, sc.m, (R, -(-N // b))).reshape(R, -1, sc.m)[:, :N]
     else:
         X = rng.random((R, N, sc.m)) < 0.5
-    return X, sc.draw(X, rng)
+    return X, sc.draw(X, rng, doc_effects)
 
 
 def _parse_design(design: str, config: AdaptiveConfig | None) -> tuple[str, AdaptiveConfig]:
@@ -282,18 +387,21 @@ def _parse_design(design: str, config: AdaptiveConfig | None) -> tuple[str, Adap
     if "@" in design:  # "fixed:128@0.03": another FDR level
         design, q_text = design.split("@", 1)
         cfg = replace(cfg, q=float(q_text))
-    if "/" in design:  # "fixed:128/bernoulli": another inclusion design
-        design, kind = design.split("/", 1)
-        if kind not in DESIGNS:
-            raise ValueError(f"unknown inclusion design {kind!r}; expected one of {', '.join(DESIGNS)}")
-        cfg = replace(cfg, design=kind)
+    design, *options = design.split("/")  # "fixed:128/bernoulli", "adaptive/placebo": inclusion design, null
+    for opt in options:
+        if opt in DESIGNS:
+            cfg = replace(cfg, design=opt)
+        elif opt in NULLS:
+            cfg = replace(cfg, null=opt)
+        else:
+            raise ValueError(f"unknown design option {opt!r}; expected an inclusion design ({', '.join(DESIGNS)}) or a null ({', '.join(NULLS)})")
     if design.startswith("adaptive:"):  # "adaptive:192": another per-case budget
         cfg = replace(cfg, budget=int(design.split(":", 1)[1]))
         design = "adaptive"
     if not (design.startswith(("naive:", "fixed:")) or design == "adaptive"):
         raise ValueError(
             f"unknown design {design!r}; expected naive:N, fixed:N, adaptive or adaptive:BUDGET, optionally followed by "
-            "/bernoulli or /orthogonal (the inclusion design) and @q (the FDR level)"
+            "/bernoulli or /orthogonal (the inclusion design), /zero or /placebo (the null) and @q (the FDR level)"
         )
     return design, cfg
 
@@ -302,24 +410,23 @@ def _test(sc: Scenario, design: str, replications: int, seed: int, cfg: Adaptive
     """Run one (parsed) design: the naive design's labels directly, or the p-values of the others."""
     import zlib
 
-    from scipy import special
-
     rng = np.random.default_rng([seed, zlib.crc32(sc.name.encode()), zlib.crc32(design.encode())])
     R = replications
     binary = sc.outcome == "pass"
+    doc_effects = sc.document_effects(R, rng)
     if design.startswith("naive:"):
         N = int(design.split(":")[1])
-        X, y = _draw_design(sc, R, N, rng, "bernoulli")  # the seed's design: independent coin flips
+        X, y = _draw_design(sc, R, N, rng, "bernoulli", doc_effects)  # the seed's design: independent coin flips
         dm = diff_in_means(X, y, binary=binary)
         thr = 0.1 if binary else 0.5
         return np.where(dm.delta > thr, 1, 0).astype(np.int8)  # the seed labels "relevant" only
     if design.startswith("fixed:"):
         N = int(design.split(":")[1])
-        X, y = _draw_design(sc, R, N, rng, cfg.design)
-        z, reg = z_statistics(X, y)
-        p = np.stack([0.5 * special.erfc(side * z / np.sqrt(2.0)) for side in (1, -1)])
-        return _Tested(sc, p, reg.coef, np.full(R, N), np.zeros(R))
-    return _adaptive(sc, R, rng, cfg)
+        X, y = _draw_design(sc, R, N, rng, cfg.design, doc_effects)
+        _, reg = z_statistics(X, y)
+        return _Tested(sc, reg.coef[..., None], reg.se[..., None], np.array([float(N - sc.m - 1)]), np.zeros(R, dtype=np.int64),
+                       (N,), np.full(R, N), np.zeros(R))
+    return _adaptive(sc, R, rng, cfg, doc_effects)
 
 
 def run_design(
@@ -335,27 +442,28 @@ def run_design(
     design, cfg = _parse_design(design, config)
     out = _test(sc, design, replications, seed, cfg)
     if isinstance(out, _Tested):
-        labels = _bh_labels([out], cfg.q, cfg.min_effect if sc.outcome == "pass" else 0.0, dataset_size, seed)[0]
+        labels = _bh_labels([out], cfg.q, cfg.effect_floor(sc.outcome), dataset_size, seed, cfg.resolved_null(sc.outcome, sc.placebos))[0]
         parts = [(sc, labels, out.calls, out.skipped)]
     else:
         parts = [(sc, out, np.full(replications, int(design.split(":")[1])), np.zeros(replications))]
     return _result(sc.name, label, parts, dataset_size, time.perf_counter() - t0)
 
 
-def _adaptive(sc: Scenario, R: int, rng: np.random.Generator, cfg: AdaptiveConfig) -> _Tested:
+def _adaptive(sc: Scenario, R: int, rng: np.random.Generator, cfg: AdaptiveConfig, doc_effects: NDArray[Any] | None = None) -> _Tested:
     binary = sc.outcome == "pass"
     m = sc.m
     schedule = look_schedule(cfg.budget, cfg.first_look, cfg.batch, m)
     rule = replace(cfg.rule, q=cfg.q)
     if not binary and cfg.rule.prior_scale == StoppingRule().prior_scale:
         rule = replace(rule, prior_scale=1.5, margin=0.5)  # effects in nats (the engine's logprob defaults)
+    rule = replace(rule, significance_stops=cfg.resolved_null(sc.outcome, sc.placebos) == "zero")  # as MiningConfig.rule()
     # Preflight: ``preflight`` trials with no document and with every candidate.
     calls = np.zeros(R)
     skipped = np.zeros(R, dtype=bool)
     if cfg.preflight and binary:
         n0, n1 = cfg.preflight, max(cfg.preflight_confirm, cfg.preflight)
-        none = sc.draw(np.zeros((R, n1, m)), rng)
-        full = sc.draw(np.ones((R, n1, m)), rng)
+        none = sc.draw(np.zeros((R, n1, m)), rng, doc_effects)
+        full = sc.draw(np.ones((R, n1, m)), rng, doc_effects)
 
         def extreme(n: int) -> NDArray[np.bool_]:
             a, b = none[:, :n].sum(1), full[:, :n].sum(1)
@@ -364,19 +472,21 @@ def _adaptive(sc: Scenario, R: int, rng: np.random.Generator, cfg: AdaptiveConfi
         first = extreme(n0)
         skipped = first & extreme(n1)
         calls += np.where(first, 2 * n1, 2 * n0)
-    X, y = _draw_design(sc, R, schedule.budget, rng, cfg.design)
+    X, y = _draw_design(sc, R, schedule.budget, rng, cfg.design, doc_effects)
     K = len(schedule.looks)
     z_path = np.zeros((R, m, K))
+    coef_path = np.zeros((R, m, K))
+    se_path = np.ones((R, m, K))
     stop_look = np.full(R, K - 1)
     running = ~skipped
-    final_coef = np.zeros((R, m))
     for k, n in enumerate(schedule.looks):
         idx = np.flatnonzero(running)
         if idx.size == 0:
             break
         z, reg = z_statistics(X[idx, :n], y[idx, :n])
         z_path[idx, :, k] = z
-        final_coef[idx] = reg.coef
+        coef_path[idx, :, k] = reg.coef
+        se_path[idx, :, k] = reg.se
         if k == K - 1:
             stop_look[idx] = k
             break
@@ -385,12 +495,10 @@ def _adaptive(sc: Scenario, R: int, rng: np.random.Generator, cfg: AdaptiveConfi
         running[idx[done]] = False
     looks_arr = np.asarray(schedule.looks)
     calls = calls + np.where(skipped, 0, looks_arr[stop_look])
-    # Repeated p-values through each replication's stopping look (looks after the stop are masked with -inf),
-    # one per direction; skipped cases carry p = 1. BH over the dataset happens in :func:`_bh_labels`.
-    mask = np.arange(K)[None, None, :] <= stop_look[:, None, None]
-    p = np.stack([schedule.repeated_p_value(np.where(mask, side * z_path, -np.inf), 1) for side in (1, -1)])
-    p = np.where(skipped[None, :, None], 1.0, p)
-    return _Tested(sc, p, final_coef, calls, skipped.astype(float))
+    # Repeated p-values through each stopping look (against the zero or the placebo null) and BH over the dataset
+    # happen in :func:`_bh_labels`; skipped cases carry p = 1.
+    df = np.asarray(schedule.looks, dtype=float) - m - 1
+    return _Tested(sc, coef_path, se_path, df, stop_look, schedule.looks, calls, skipped.astype(float))
 
 
 @dataclass(frozen=True)
@@ -425,11 +533,11 @@ def run_mixture(
     design, cfg = _parse_design(design, config)
     runs = [(sc, _test(sc, design, max(1, round(w * replications)), seed, cfg)) for w, sc in mix.components]
     tested = [out for _, out in runs if isinstance(out, _Tested)]
-    n_rows = sum(len(out) if not isinstance(out, _Tested) else out.p.shape[1] for _, out in runs)
+    n_rows = sum(len(out) if not isinstance(out, _Tested) else out.coef_path.shape[0] for _, out in runs)
     order = np.random.default_rng([seed, 7]).permutation(n_rows)
     parts: list[tuple[Scenario, NDArray[np.int8], NDArray[Any], NDArray[Any]]] = []
     if tested:
-        labels = _bh_labels(tested, cfg.q, cfg.min_effect, dataset_size, seed)
+        labels = _bh_labels(tested, cfg.q, cfg.min_effect, dataset_size, seed, cfg.null or "zero")
         parts = [(t.scenario, lab, t.calls, t.skipped) for t, lab in zip(tested, labels, strict=True)]
     else:  # the naive design labels without a BH step
         N = int(design.split(":")[1])
