@@ -181,6 +181,19 @@ def test_resume_refuses_changed_options(tmp_path: Path, corpus: Corpus) -> None:
         mine([_case("s")], corpus, _solver(truths), out=tmp_path, budget=64, n_placebo=2)
 
 
+def test_logs_from_before_the_design_option_are_not_resumed_with_the_new_default(tmp_path: Path, corpus: Corpus) -> None:
+    import sqlite3
+
+    truths = {"s": SimulatedTruth(0.2)}
+    mine([_case("s")], corpus, _solver(truths), out=tmp_path, budget=32, n_placebo=2)
+    with sqlite3.connect(tmp_path / "trials.sqlite") as db:  # what a log written before the options looked like
+        db.execute("DELETE FROM meta WHERE key IN ('design', 'null')")
+    with pytest.raises(DeltapError, match='design: log has "bernoulli"'):
+        mine([_case("s")], corpus, _solver(truths), out=tmp_path, budget=32, n_placebo=2)
+    again = mine([_case("s")], corpus, _solver(truths), out=tmp_path, budget=32, n_placebo=2, design="bernoulli")
+    assert again.run["calls_this_process"] == 0  # resumed from the log (the pass outcome's null was zero all along)
+
+
 def test_placebo_calibration_warning(corpus: Corpus) -> None:
     # Every document helps a little (a solver that reacts to any extra text): placebos get labelled.
     effects = {d.doc_id: 0.1 for d in corpus}

@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -144,6 +144,8 @@ class MiningConfig:
     prior_scale: float | None = None
     futility_power: float = 0.02
 
+    #: what result-affecting options were, implicitly, in trial logs written before they existed
+    LEGACY: ClassVar[dict[str, Any]] = {"design": "bernoulli", "null": "zero"}
     RESULT_KEYS = ("outcome", "budget", "seed", "q", "pi", "k", "n_placebo", "max_candidates", "first_look", "batch", "preflight", "preflight_confirm", "design", "null", "context_order")
 
     def __post_init__(self) -> None:
@@ -386,7 +388,7 @@ def mine(
     log = TrialLog(out_path / "trials.sqlite" if out_path is not None else ":memory:")
     started = time.time()
     solver_id = getattr(solver, "id", type(solver).__name__)
-    log.check_config({**cfg.to_dict(), "solver": solver_id}, (*MiningConfig.RESULT_KEYS, "solver"))
+    log.check_config({**cfg.to_dict(), "null": cfg.resolved_null(), "solver": solver_id}, (*MiningConfig.RESULT_KEYS, "solver"), legacy=MiningConfig.LEGACY)
     factory = checker_factory or _default_checker
     policy = cfg.policy()
     rule = cfg.rule()

@@ -106,8 +106,12 @@ class TrialLog:
         self._db.close()
 
     # -- configuration -------------------------------------------------------------------------------------------
-    def check_config(self, config: dict[str, Any], keys: tuple[str, ...]) -> None:
-        """Store ``config`` on first use; later runs must agree on ``keys`` (the ones that change results)."""
+    def check_config(self, config: dict[str, Any], keys: tuple[str, ...], legacy: dict[str, Any] | None = None) -> None:
+        """Store ``config`` on first use; later runs must agree on ``keys`` (the ones that change results).
+
+        ``legacy`` gives the value a key had implicitly in logs written before the option existed (a log without
+        ``design`` was written with coin-flip inclusion), so such a log is not silently resumed with a new default.
+        """
         rows = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
         if not rows:
             with self._db:
@@ -115,6 +119,8 @@ class TrialLog:
                     "INSERT INTO meta (key, value) VALUES (?, ?)", [(k, json.dumps(v, sort_keys=True)) for k, v in config.items()]
                 )
             return
+        for k, v in (legacy or {}).items():
+            rows.setdefault(k, json.dumps(v, sort_keys=True))
         diffs = [
             f"{k}: log has {rows[k]}, this run {json.dumps(config.get(k), sort_keys=True)}"
             for k in keys
