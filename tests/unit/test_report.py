@@ -278,6 +278,16 @@ def test_forest_plot_positions_follow_the_effects() -> None:
 # --- whole reports ------------------------------------------------------------------------------------------
 
 
+def test_placebo_null_is_explained_in_the_report(run_dir: Path) -> None:
+    summary = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    summary["placebo"]["null"] = {"requested": "placebo", "used": "placebo", "center": 0.12, "spread": 0.41, "placebos": 20, "unit": "nats"}
+    (run_dir / "run.json").write_text(json.dumps(summary), encoding="utf-8")
+    data = load_run_dir(run_dir)
+    assert data.placebo()["null"]["spread"] == 0.41
+    text = " ".join(_parse(render_html(data)).text)
+    assert "placebo null" in text and "+0.12 ± 0.41 nats" in text and "from 20 placebos" in text
+
+
 def test_html_report_is_self_contained_and_complete(run_dir: Path) -> None:
     path = write_html_report(run_dir)
     assert path == run_dir / "report.html"

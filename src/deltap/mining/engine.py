@@ -93,7 +93,7 @@ class MiningConfig:
         k: Retrieved candidates per case. *result*
         n_placebo: Placebo candidates per case. *result*
         max_candidates: Pool cap. *result*
-        first_look: Trials before the first look. *result*
+        first_look: Trials before the first look (a case with m candidates takes interim looks only from 2m + 1 trials). *result*
         batch: Trials between looks. *result*
         preflight: Trials with no document and with all candidates. *result*
         preflight_confirm: When the preflight looks saturated/unsolvable, both are extended to this many trials

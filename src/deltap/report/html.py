@@ -237,6 +237,16 @@ def _placebo(data: RunData) -> str:
         out.append(f"<p>Achieved false-positive rate <b>{float(fpr):.3f}</b> on {pl['n']} placebo candidates vs nominal {ref[0]:g}: {verdict}.</p>")
     elif isinstance(fpr, float | int):
         out.append(f"<p>Achieved false-positive rate <b>{float(fpr):.3f}</b> on {pl['n']} placebo candidates (nominal level not recorded).</p>")
+    null = pl.get("null") or {}
+    if null.get("used") == "placebo" and all(isinstance(null.get(k), float | int) for k in ("center", "spread", "placebos")):
+        out.append(
+            f"<p>Effects were tested against the <b>placebo null</b>: random text moves the outcome by "
+            f"{float(null['center']):+.2f} ± {float(null['spread']):.2f} {_e(str(null.get('unit', '')))} (center ± spread, fitted "
+            f"from {int(null['placebos'])} placebos), so <i>relevant</i> means \u201cmoves it more than random text does\u201d. "
+            "Each placebo was tested against the fit without it, which keeps the rate above an honest check.</p>"
+        )
+    elif null.get("reason"):
+        out.append(f"<p>Effects were tested against zero: {_e(str(null['reason']))}.</p>")
     per_case = [(c.case_id, c.placebo_false_positive_rate) for c in data.cases if c.placebo_false_positive_rate is not None]
     if per_case:
         worst = sorted(per_case, key=lambda t: -(t[1] or 0.0))[:5]

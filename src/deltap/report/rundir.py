@@ -204,7 +204,8 @@ class RunData:
         return sum(known) if known else None
 
     def placebo(self) -> dict[str, Any]:
-        """Placebo calibration: ``n``, ``labelled_relevant``, ``labelled_harmful``, ``fpr``, ``nominal``.
+        """Placebo calibration: ``n``, ``labelled_relevant``, ``labelled_harmful``, ``fpr``, ``nominal`` (and ``null``,
+        the fitted placebo null, when the run recorded one).
 
         Taken from ``run.json`` (or the dataset metadata) when recorded there; otherwise counted from the candidates
         whose sources include ``placebo`` (``nominal`` then stays ``None``).
@@ -228,6 +229,8 @@ class RunData:
             for key in ("fpr", "nominal"):
                 if _num(recorded.get(key)) is not None:
                     out[key] = _num(recorded.get(key))
+            if isinstance(recorded.get("null"), Mapping):  # which null the effects were tested against
+                out["null"] = dict(recorded["null"])
         if out["nominal"] is None:
             out["nominal"] = _num(self.metadata.get("q"))
         return out
