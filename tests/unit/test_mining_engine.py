@@ -126,6 +126,23 @@ def test_placebo_null_when_every_document_moves_the_log_prob(corpus: Corpus) -> 
     assert few.run["placebo"]["null"]["used"] == "zero" and "needed" in few.run["placebo"]["null"]["reason"]
 
 
+def test_heavy_tailed_text_effects_are_named_in_the_warning(corpus: Corpus) -> None:
+    """What the real ADK run showed: most documents leave a greedy model's log-prob alone and a few move it a lot.
+    The robust placebo null reads the bulk (spread ~0) and cannot absorb the few: the warning must say so."""
+    text = {d.doc_id: (1.5 if i % 10 == 5 else -1.5 if i % 10 == 0 else 0.0) for i, d in enumerate(corpus) if i}
+    truths = {f"t{i}": SimulatedTruth(-6.0, {**text, "d00": 3.0}) for i in range(4)}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = mine([_case(f"t{i}", ("d00",)) for i in range(4)], corpus,
+                   SimulatedSolver(truths, outcome="logprob", noise=0.1, seed=1), outcome="logprob", budget=64,
+                   n_placebo=5, coalitions=False)
+    null, placebo = res.run["placebo"]["null"], res.run["placebo"]
+    assert null["used"] == "placebo" and null["spread"] < 0.2
+    assert placebo["fpr"] > 0.05 and placebo["effect_abs"]["max"] > 1.0
+    (w,) = [w for w in caught if issubclass(w.category, PlaceboCalibrationWarning)]
+    assert "heavy-tailed" in str(w.message) and "--placebo" in str(w.message)
+
+
 def test_errors_are_logged_not_counted_as_failures(tmp_path: Path, corpus: Corpus) -> None:
     truths = {"e": SimulatedTruth(0.1, {"d00": 0.6})}
     res = mine([_case("e")], corpus, _solver(truths, error_rate=0.1), out=tmp_path, budget=64, n_placebo=2, coalitions=False)

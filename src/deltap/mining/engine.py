@@ -433,6 +433,14 @@ def mine(
                 "documents that move the outcome more than random text does"
                 if "effect_abs" in placebo
                 else ""
+            )
+            + (
+                f"; the placebo null (center {null_info['center']:+.2f}, spread {null_info['spread']:.2f}) did not absorb "
+                "them: most placebos barely move the outcome and a few move it a lot (heavy-tailed text effects, "
+                "which the robust normal fit treats as outliers) — more placebos (--placebo) sharpen both the null "
+                "and this check"
+                if null_info.get("used") == "placebo"
+                else ""
             ),
             PlaceboCalibrationWarning,
             stacklevel=2,
