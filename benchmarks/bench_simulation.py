@@ -34,6 +34,7 @@ PLAN: list[tuple[str, list[str]]] = [
     ("saturated", ["fixed:128", "adaptive"]),
     ("logprob", ["fixed:128/bernoulli", "fixed:128", "adaptive"]),
     ("logprob_text", ["naive:128", "fixed:128/zero", "fixed:128/placebo", "adaptive/zero", "adaptive"]),
+    ("logprob_sparse", ["fixed:128/zero", "fixed:128/placebo", "adaptive/zero", "adaptive"]),
     ("m60", ["fixed:128/bernoulli", "fixed:128", "fixed:160", "adaptive", "adaptive:160"]),
     ("null", ["fixed:128", "adaptive"]),
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from deltap.mining.empirical_null import ZERO, fit_placebo_null, leave_one_out, null_z
+from deltap.mining.empirical_null import TAIL_MIN_PLACEBOS, ZERO, describe_null, fit_placebo_null, leave_one_out, null_z
 from deltap.mining.estimate import z_statistics
 
 
@@ -48,3 +48,41 @@ def test_zero_null_is_the_ordinary_test() -> None:
     # a spread makes every test milder; a center shifts it
     assert np.all(np.abs(null_z(reg.coef, reg.se, 73, 0.0, 0.5)) <= np.abs(z) + 1e-12)
     assert null_z(np.array([1.0]), np.array([0.1]), 50, 1.0, 0.0)[0] == pytest.approx(0.0)
+
+
+def _sparse(rng: np.random.Generator, n: int, share: float, scale: float, se: float) -> tuple[np.ndarray, np.ndarray]:
+    """Placebo estimates when most texts do nothing and a ``share`` of them move the outcome by N(0, scale²)."""
+    effects = np.where(rng.random(n) < share, scale * rng.standard_normal(n), 0.0)
+    return effects + se * rng.standard_normal(n), np.full(n, se)
+
+
+def test_two_scale_fit_finds_a_heavy_tail_and_only_then() -> None:
+    rng = np.random.default_rng(5)
+    # the real run's shape: most placebos ~0, a fifth of them far out, small sampling noise
+    fit = fit_placebo_null(*_sparse(rng, 200, 0.2, 1.5, 0.1))
+    assert fit.spread < 0.15 and fit.tail_weight == pytest.approx(0.2, abs=0.06)
+    assert fit.tail_spread == pytest.approx(1.5, abs=0.3)
+    # normal document effects (the simulation's logprob_text shape): the tail is rarely accepted
+    accepted = [fit_placebo_null(0.4 * rng.standard_normal(20) + 0.3 * rng.standard_normal(20), np.full(20, 0.3)).tail_weight > 0 for _ in range(300)]
+    assert np.mean(accepted) < 0.08  # a spurious tail widens the null: power, not the error rate, pays
+    # a single stray placebo is not a tail (it would widen the null for everyone)
+    b = 0.05 * rng.standard_normal(20)
+    b[0] = 8.0
+    one = fit_placebo_null(b, np.full(20, 0.05))
+    assert one.tail_weight == 0.0 and TAIL_MIN_PLACEBOS >= 2
+
+
+def test_mixture_null_tail_probability() -> None:
+    from scipy import special, stats
+
+    b, se, df = np.array([3.0, -0.5]), np.array([0.1, 0.1]), 60
+    z = null_z(b, se, df, 0.0, 0.1, 0.2, 1.5)
+    for k in range(2):
+        tail = 0.8 * stats.t.sf(abs(b[k]) / np.hypot(0.1, 0.1), df) + 0.2 * stats.t.sf(abs(b[k]) / np.hypot(1.5, 0.1), df)
+        assert z[k] == pytest.approx(np.sign(b[k]) * -special.ndtri(tail), rel=1e-9)
+    # no tail weight: exactly the normal null
+    assert np.allclose(null_z(b, se, df, 0.0, 0.1, 0.0, 1.5), null_z(b, se, df, 0.0, 0.1))
+    # the tail makes every test milder
+    assert np.all(np.abs(z) < np.abs(null_z(b, se, df, 0.0, 0.1)))
+    text = describe_null({"center": 0.0, "spread": 0.1, "tail_weight": 0.2, "tail_spread": 1.5, "placebos": 20, "unit": "nats"})
+    assert text == "center +0.00, spread 0.10 nats, and a heavy tail: 20% of random texts with spread 1.50 nats (from 20 placebos)"

@@ -286,6 +286,11 @@ def test_placebo_null_is_explained_in_the_report(run_dir: Path) -> None:
     assert data.placebo()["null"]["spread"] == 0.41
     text = " ".join(_parse(render_html(data)).text)
     assert "placebo null" in text and "+0.12 ± 0.41 nats" in text and "from 20 placebos" in text
+    assert "random texts move it more" not in text
+    summary["placebo"]["null"].update(tail_weight=0.28, tail_spread=0.96)  # the heavy tail of the real ADK run
+    (run_dir / "run.json").write_text(json.dumps(summary), encoding="utf-8")
+    text = " ".join(_parse(render_html(load_run_dir(run_dir))).text)
+    assert "from 20 placebos; 28% of random texts move it more, with spread 0.96" in text
 
 
 def test_html_report_is_self_contained_and_complete(run_dir: Path) -> None:

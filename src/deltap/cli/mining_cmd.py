@@ -141,7 +141,9 @@ def mine_command(
         console.print(f"placebo |estimated effect| (random text, estimation noise included): median {ea['median']:.2f}, 90th percentile {ea['p90']:.2f}, max {ea['max']:.2f} {ea['unit']}")
     nl = pl.get("null") or {}
     if nl.get("used") == "placebo":
-        console.print(f"null: placebo effects, center {nl['center']:+.2f}, spread {nl['spread']:.2f} {nl['unit']} (from {nl['placebos']} placebos)")
+        from deltap.mining.empirical_null import describe_null
+
+        console.print(f"null: placebo effects, {describe_null(nl)}")
     elif nl.get("reason"):
         console.print(f"null: zero ({nl['reason']})")
     for w in caught:
@@ -150,7 +152,7 @@ def mine_command(
 
 
 def simulate_command(
-    scenario: list[str] = typer.Option([], "--scenario", help="Scenario(s): S1, harmful, interaction, saturated, logprob, logprob_text, m60, null, mixed (default: all)."),
+    scenario: list[str] = typer.Option([], "--scenario", help="Scenario(s): S1, harmful, interaction, saturated, logprob, logprob_text, logprob_sparse, m60, null, mixed (default: all)."),
     design: list[str] = typer.Option([], "--design", help="Designs: naive:N, fixed:N, adaptive, adaptive:BUDGET, each optionally /bernoulli (coin-flip inclusion), /placebo or /zero (the null) and @q (default: the benchmark set)."),
     replications: int = typer.Option(1000, "--replications", "-r", help="Replications per (scenario, design)."),
     seed: int = typer.Option(0, "--seed", help="Seed."),

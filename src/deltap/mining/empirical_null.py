@@ -19,52 +19,145 @@ random-effects estimate): one placebo that happens to be relevant does not widen
 uses the null fitted **without it** (leave-one-out), so the placebo false-positive rate stays an honest out-of-sample
 check of the calibration rather than a circular one.
 
-With ``spread = 0`` and ``center = 0`` this is exactly the zero-null test. The spread dominates when the solver is
+**Heavy tails.** On the real model (SmolLM2, ADK, session 4 of issue #6) the placebos' effects were not normal: 17
+of 20 sat near zero and three moved the log-prob by 1.0-1.7 nats, each with a small standard error. The robust core
+reads the bulk (spread 0), so those few — "random text that happens to move this model a lot" — are exactly what a
+normal null cannot absorb. The fit therefore also looks for a **tail component**: with the core fixed, an EM fit of
+
+    θ ~ (1 − w) · N(center, spread²) + w · N(center, tail_spread²)
+
+(each placebo with its own sampling variance added) is kept only when it clearly beats the core alone (likelihood
+ratio statistic ≥ :data:`TAIL_MIN_LR`) and at least :data:`TAIL_MIN_PLACEBOS` placebos' worth of weight sits in the
+tail — so one stray placebo (say, a relevant one) still does not widen the null. A candidate is then tested against
+the mixture: its one-sided tail probability is the mixture of the two components' Student-t tails.
+
+With ``spread = 0``, ``center = 0`` and no tail this is exactly the zero-null test. The spread dominates when the solver is
 deterministic (se → 0 while the spread stays), and then the z-path across looks is nearly flat, so the
 group-sequential repeated p-value of such a path is conservative.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special, stats
 
-__all__ = ["MIN_PLACEBOS", "PlaceboNull", "fit_placebo_null", "leave_one_out", "null_z"]
+__all__ = ["describe_null", "MIN_PLACEBOS", "TAIL_MIN_LR", "TAIL_MIN_PLACEBOS", "PlaceboNull", "fit_placebo_null", "leave_one_out", "null_z"]
 
 #: fewer placebo estimates than this in a run: the zero null is used (the fit would be too noisy)
 MIN_PLACEBOS = 10
+#: a tail component needs at least this many placebos' worth of posterior weight (one stray placebo is not a tail)
+TAIL_MIN_PLACEBOS = 2.0
+#: ... and a likelihood-ratio statistic 2·(ℓ_two-scale − ℓ_robust core) of at least this (the 1% point of χ², 2 df)
+TAIL_MIN_LR = 9.21
 
 
 @dataclass(frozen=True)
 class PlaceboNull:
-    """Distribution of the effects of random documents: ``N(center, spread²)`` in outcome units."""
+    """Distribution of the effects of random documents, in outcome units: ``N(center, spread²)``, or with a tail
+    component ``(1 − tail_weight) · N(center, spread²) + tail_weight · N(center, tail_spread²)``."""
 
     center: float
     spread: float
     placebos: int
+    tail_weight: float = 0.0
+    tail_spread: float = 0.0
 
     def to_dict(self) -> dict[str, float | int]:
-        return {"center": self.center, "spread": self.spread, "placebos": self.placebos}
+        out: dict[str, float | int] = {"center": self.center, "spread": self.spread, "placebos": self.placebos}
+        if self.tail_weight > 0:
+            out.update(tail_weight=self.tail_weight, tail_spread=self.tail_spread)
+        return out
 
 
 ZERO = PlaceboNull(0.0, 0.0, 0)
 
 
+def describe_null(info: Mapping[str, Any]) -> str:
+    """The fitted placebo null in words, from its summary dict (``PlaceboNull.to_dict()`` plus ``unit``)."""
+    unit = f" {info['unit']}" if info.get("unit") else ""
+    text = f"center {float(info['center']):+.2f}, spread {float(info['spread']):.2f}{unit}"
+    if float(info.get("tail_weight") or 0.0) > 0:
+        text += (
+            f", and a heavy tail: {100 * float(info['tail_weight']):.0f}% of random texts with spread "
+            f"{float(info['tail_spread']):.2f}{unit}"
+        )
+    return text + f" (from {int(info['placebos'])} placebos)"
+
+
 def fit_placebo_null(coef: ArrayLike, se: ArrayLike) -> PlaceboNull:
-    """Robust random-effects fit of placebo effect estimates ``coef`` with standard errors ``se``."""
+    """Robust random-effects fit of placebo effect estimates ``coef`` with standard errors ``se`` (plus a heavy tail
+    when the placebos show one)."""
+    return _fit(coef, se)[0]
+
+
+_EMState = tuple[float, float, float]  # (core variance, tail variance, tail weight) where EM ended
+
+
+def _fit(
+    coef: ArrayLike, se: ArrayLike, start: _EMState | None = None, iterations: int = 2000
+) -> tuple[PlaceboNull, _EMState | None]:
     b = np.asarray(coef, dtype=float).ravel()
     s = np.asarray(se, dtype=float).ravel()
     ok = np.isfinite(b) & np.isfinite(s)
     b, s = b[ok], s[ok]
     if b.size == 0:
-        return ZERO
+        return ZERO, None
     center = float(np.median(b))
     mad = 1.4826 * float(np.median(np.abs(b - center)))
     spread = float(np.sqrt(max(mad**2 - float(np.mean(s**2)), 0.0)))
-    return PlaceboNull(center, spread, int(b.size))
+    spread, weight, tail, state = _fit_tail(b - center, s, spread, start, iterations)
+    return PlaceboNull(center, spread, int(b.size), weight, tail), state
+
+
+def _fit_tail(
+    d: NDArray[np.float64], s: NDArray[np.float64], spread: float, start: _EMState | None = None, iterations: int = 2000
+) -> tuple[float, float, float, _EMState | None]:
+    """Two-scale fit of centred placebo effects ``d`` (sampling SEs ``s``): ``(core spread, tail weight, tail spread,
+    EM state)``; ``start`` warm-starts EM (the leave-one-out fits start where the full fit ended).
+
+    EM for ``(1 − w) N(0, c² + s²) + w N(0, t² + s²)`` with ``c ≤ t`` and ``w ≤ ½``, started from the robust core
+    ``spread``. Kept only when it carries at least :data:`TAIL_MIN_PLACEBOS` placebos' weight and beats the robust
+    core ``N(0, spread²)`` by a likelihood-ratio statistic of :data:`TAIL_MIN_LR`; else ``(spread, 0, 0)``. (The
+    robust core's spread subtracts the *mean* sampling variance, so with very unequal SEs it can read 0 while most
+    placebos are well away from zero — the two-scale fit is what catches that.)
+    """
+    s2 = s**2
+    if d.size < MIN_PLACEBOS:
+        return spread, 0.0, 0.0, None
+
+    d2 = d**2
+
+    def ll(var: float) -> NDArray[np.float64]:  # normal log-density of d with variance var + s²
+        v = var + s2 + 1e-300
+        return np.asarray(-0.5 * (np.log(2.0 * np.pi * v) + d2 / v), dtype=float)
+
+    def m_step(r: NDArray[np.float64], var: float) -> float:
+        """One fixed-point step of the weighted random-effects variance (heteroscedastic SEs)."""
+        w = r / (var + s2) ** 2
+        return max(float(np.sum(w * (d2 - s2)) / max(float(np.sum(w)), 1e-300)), 0.0)
+
+    core, tail, weight = start or (spread**2, max(float(np.quantile(d2, 0.9)), 4.0 * (spread**2 + float(np.median(s2)))), 0.1)
+    for _ in range(iterations):
+        a, b = np.log1p(-weight) + ll(core), np.log(weight) + ll(tail)
+        r = np.exp(b - np.logaddexp(a, b))
+        new = (m_step(1.0 - r, core), m_step(r, tail), float(np.clip(r.mean(), 1e-6, 0.5)))
+        converged = all(abs(x - y) <= 1e-6 * max(abs(y), 1e-12) for x, y in zip(new, (core, tail, weight), strict=True))
+        core, tail, weight = new
+        if converged:
+            break
+    state = (core, tail, weight)
+    if tail <= core:
+        return spread, 0.0, 0.0, state
+    mix = np.logaddexp(np.log1p(-weight) + ll(core), np.log(weight) + ll(tail))
+    lr = 2.0 * float(np.sum(mix) - np.sum(ll(spread**2)))
+    if weight * d.size < TAIL_MIN_PLACEBOS or lr < TAIL_MIN_LR:
+        return spread, 0.0, 0.0, state
+    return float(np.sqrt(core)), weight, float(np.sqrt(tail)), state
 
 
 def leave_one_out(coef: ArrayLike, se: ArrayLike) -> list[PlaceboNull]:
@@ -73,20 +166,40 @@ def leave_one_out(coef: ArrayLike, se: ArrayLike) -> list[PlaceboNull]:
     s = np.asarray(se, dtype=float).ravel()
     keep = np.ones(b.size, dtype=bool)
     out = []
+    state = _fit(b, s)[1]
     for i in range(b.size):
         keep[i] = False
-        out.append(fit_placebo_null(b[keep], s[keep]))
+        # EM from where the full fit ended: one placebo moves the optimum by O(1/n), and the likelihood (what the
+        # tail decision uses) is flat to second order there, so a few dozen steps suffice
+        out.append(_fit(b[keep], s[keep], state, iterations=50)[0])
         keep[i] = True
     return out
 
 
-def null_z(coef: ArrayLike, se: ArrayLike, df: ArrayLike, center: ArrayLike = 0.0, spread: ArrayLike = 0.0) -> NDArray[np.float64]:
-    """Normal-equivalent z of ``coef`` against the null ``N(center, spread²)``: Student-t(df) tails mapped to the
-    normal, sign kept (all arguments broadcast). ``center = spread = 0`` gives the zero-null z-statistics."""
+def null_z(
+    coef: ArrayLike,
+    se: ArrayLike,
+    df: ArrayLike,
+    center: ArrayLike = 0.0,
+    spread: ArrayLike = 0.0,
+    tail_weight: ArrayLike = 0.0,
+    tail_spread: ArrayLike = 0.0,
+) -> NDArray[np.float64]:
+    """Normal-equivalent z of ``coef`` against the null ``N(center, spread²)`` (with a tail component when
+    ``tail_weight > 0``): Student-t(df) tails mapped to the normal, sign kept (all arguments broadcast).
+    ``center = spread = 0`` and no tail give the zero-null z-statistics."""
     b = np.asarray(coef, dtype=float)
     s = np.asarray(se, dtype=float)
+    d = np.maximum(np.asarray(df, dtype=float), 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = (b - np.asarray(center, dtype=float)) / np.sqrt(np.asarray(spread, dtype=float) ** 2 + s**2)
-    d = np.maximum(np.asarray(df, dtype=float), 1.0)
-    z = np.sign(t) * -special.ndtri(np.exp(stats.t.logsf(np.abs(t), d)))
+        log_sf = stats.t.logsf(np.abs(t), d)
+        w = np.asarray(tail_weight, dtype=float)
+        if np.any(w > 0):
+            t_tail = (b - np.asarray(center, dtype=float)) / np.sqrt(np.asarray(tail_spread, dtype=float) ** 2 + s**2)
+            wc = np.clip(w, 0.0, 1.0)
+            log_sf = np.where(
+                w > 0, np.logaddexp(np.log1p(-wc) + log_sf, np.log(wc) + stats.t.logsf(np.abs(t_tail), d)), log_sf
+            )
+    z = np.sign(t) * -special.ndtri(np.exp(log_sf))
     return np.asarray(np.where(np.isfinite(z), z, 0.0), dtype=float)

@@ -47,6 +47,7 @@ from numpy.typing import NDArray
 from deltap.errors import DeltapError
 from deltap.mining.adaptive import LookSchedule, StoppingRule, look_schedule
 from deltap.mining.design import CONTEXT_ORDERS, DESIGNS, InclusionDesign, canonical_order, trial_seed
+from deltap.mining.empirical_null import MIN_PLACEBOS, describe_null, fit_placebo_null, leave_one_out, null_z
 from deltap.mining.estimate import benjamini_hochberg, diff_in_means, ols_hc, z_statistics
 from deltap.mining.pool import Pool, build_pool
 from deltap.mining.trials import TrialLog, TrialRecord
@@ -435,10 +436,9 @@ def mine(
                 else ""
             )
             + (
-                f"; the placebo null (center {null_info['center']:+.2f}, spread {null_info['spread']:.2f}) did not absorb "
-                "them: most placebos barely move the outcome and a few move it a lot (heavy-tailed text effects, "
-                "which the robust normal fit treats as outliers) — more placebos (--placebo) sharpen both the null "
-                "and this check"
+                f"; the placebo null ({describe_null(null_info)}) did not absorb them: most placebos barely move "
+                "the outcome and a few move it a lot (heavy-tailed text effects; with few placebos the fit cannot "
+                "tell such a tail from outliers) — more placebos (--placebo) sharpen both the null and this check"
                 if null_info.get("used") == "placebo"
                 else ""
             ),
@@ -599,7 +599,6 @@ def _placebo_null(mined: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
     sample. With fewer than ``MIN_PLACEBOS`` placebo estimates the zero-null p-values are kept and the returned
     summary says why.
     """
-    from deltap.mining.empirical_null import MIN_PLACEBOS, fit_placebo_null, leave_one_out, null_z
 
     requested = cfg.resolved_null()
     info: dict[str, Any] = {"requested": requested, "used": "zero", "unit": "nats" if cfg.outcome == "logprob" else "probability"}
@@ -615,12 +614,8 @@ def _placebo_null(mined: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
     own = dict(zip([(id(r), j) for r, j in owners], leave_one_out(coef, se), strict=True))
     for r in mined:
         m = len(r.pool.candidates)
-        center = np.full(m, fit.center)
-        spread = np.full(m, fit.spread)
-        for j in range(m):
-            if (id(r), j) in own:
-                center[j], spread[j] = own[(id(r), j)].center, own[(id(r), j)].spread
-        z_path = np.stack([null_z(c, e, df, center, spread) for c, e, df in r.fits], axis=-1)
+        params = np.array([[f.center, f.spread, f.tail_weight, f.tail_spread] for f in (own.get((id(r), j), fit) for j in range(m))])
+        z_path = np.stack([null_z(c, e, df, *params.T) for c, e, df in r.fits], axis=-1)
         schedule = cfg.schedule(m)  # the path ends at the case's stopping look, as for the zero null
         r.p_rep = np.stack([schedule.repeated_p_value(z_path, 1), schedule.repeated_p_value(z_path, -1)])
     info.update({"used": "placebo", **fit.to_dict()})
@@ -831,8 +826,8 @@ def _build_dataset(results: list[CaseResult], corpus: Corpus, cfg: MiningConfig,
             " harmful: effect < 0), on one-sided group-sequential repeated p-values (O'Brien-Fleming shape, planned looks)"
         ),
         "null": (
-            "placebo: each effect tested against the distribution of the placebo documents' effects (center, spread in"
-            " placebo_calibration.null; each placebo against the fit without it)"
+            "placebo: each effect tested against the distribution of the placebo documents' effects (center, spread and"
+            " any heavy tail in placebo_calibration.null; each placebo against the fit without it)"
             if placebo.get("null", {}).get("used") == "placebo"
             else "zero: each effect tested against no effect" + (f" ({placebo['null']['reason']})" if placebo.get("null", {}).get("reason") else "")
         ),

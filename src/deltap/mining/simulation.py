@@ -60,6 +60,8 @@ class Scenario:
         noise: Gaussian noise SD of the ``logprob`` outcome.
         text_effect_sd: SD of every document's own effect, drawn per replication (a solver that reacts to any text:
             these effects are not relevance, and the truth of a null candidate stays "null").
+        text_effect_share: Share of documents that have such an effect (the rest have none): below 1 the text
+            effects are sparse and heavy-tailed, as measured on SmolLM2 (most placebos ~0, a few ±1-1.7 nats).
         placebos: The last ``placebos`` candidates are placebo documents (nulls whose source the engine knows).
         description: One line for the table.
     """
@@ -72,6 +74,7 @@ class Scenario:
     outcome: Outcome = "pass"
     noise: float = 1.0
     text_effect_sd: float = 0.0
+    text_effect_share: float = 1.0
     placebos: int = 0
     description: str = ""
 
@@ -89,7 +92,10 @@ class Scenario:
         """Per-replication effects of the documents' text, shape ``(R, m)`` (``None`` when the scenario has none)."""
         if self.text_effect_sd <= 0:
             return None
-        return np.asarray(self.text_effect_sd * rng.standard_normal((R, self.m)), dtype=float)
+        effects = self.text_effect_sd * rng.standard_normal((R, self.m))
+        if self.text_effect_share < 1.0:
+            effects = np.where(rng.random((R, self.m)) < self.text_effect_share, effects, 0.0)
+        return np.asarray(effects, dtype=float)
 
     def truth(self) -> NDArray[np.int8]:
         """+1 relevant, −1 harmful, 0 null, per candidate (interaction members count as relevant)."""
@@ -142,6 +148,12 @@ SCENARIOS: dict[str, Scenario] = {
         "logprob_text", 20, {0: 2.0, 1: 1.5}, base=-6.0, outcome="logprob", noise=0.3, text_effect_sd=0.4, placebos=5,
         description="a near-deterministic solver that reacts to any text: every document moves the log-prob "
         "(SD 0.4 nats), +2.0/+1.5 real effects, noise SD 0.3, 5 placebos",
+    ),
+    "logprob_sparse": Scenario(
+        "logprob_sparse", 20, {0: 4.0, 1: 3.0}, base=-6.0, outcome="logprob", noise=0.3, text_effect_sd=1.5,
+        text_effect_share=0.2, placebos=5,
+        description="the real SmolLM2 shape: a fifth of the documents move the log-prob (SD 1.5 nats), the rest do "
+        "not; +4.0/+3.0 real effects, noise SD 0.3, 5 placebos",
     ),
     "m60": Scenario("m60", 60, {0: 0.4, 1: 0.3}, base=0.1, description="S1 with 60 candidates"),
     "null": Scenario("null", 20, {}, base=0.3, description="no relevant document (global null), base 0.3"),
@@ -226,15 +238,18 @@ class _Tested:
     def se(self) -> NDArray[np.float64]:
         return np.take_along_axis(self.se_path, self.stop_look[:, None, None], axis=2)[..., 0]
 
-    def p_values(self, rows: NDArray[np.int64], center: Any = 0.0, spread: Any = 0.0) -> NDArray[np.float64]:
-        """One-sided p-values ``(2, len(rows), m)`` (relevant side, harmful side) against ``N(center, spread²)``.
+    def p_values(self, rows: NDArray[np.int64], null: Any = None) -> NDArray[np.float64]:
+        """One-sided p-values ``(2, len(rows), m)`` (relevant side, harmful side) against the null: ``None`` (zero
+        effect) or an array ``(len(rows), m, 4)`` of placebo-null parameters (center, spread, tail weight, tail
+        spread) per candidate.
 
         One look: the fixed-sample normal tail; several: the repeated p-value through the stopping look.
         Skipped replications carry p = 1.
         """
         from scipy import special
 
-        z = null_z(self.coef_path[rows], self.se_path[rows], self.df, np.asarray(center)[..., None], np.asarray(spread)[..., None])
+        params = np.zeros((len(rows), self.coef_path.shape[1], 4)) if null is None else np.asarray(null, dtype=float)
+        z = null_z(self.coef_path[rows], self.se_path[rows], self.df, *(params[..., k, None] for k in range(4)))
         if len(self.looks) == 1:
             p = np.stack([0.5 * special.erfc(side * z[..., 0] / np.sqrt(2.0)) for side in (1, -1)])
         else:
@@ -269,8 +284,7 @@ def _bh_labels(tested: Sequence[_Tested], q: float, min_effect: float, dataset_s
         for t, i in members:
             by_test.setdefault(id(t), []).append(i)
         tests = {id(t): t for t in tested}
-        centers: dict[int, Any] = {k: 0.0 for k in by_test}
-        spreads: dict[int, Any] = {k: 0.0 for k in by_test}
+        nulls: dict[int, Any] = {k: None for k in by_test}
         if null == "placebo":
             pc, ps, owner = [], [], []
             for k, idx in by_test.items():
@@ -285,15 +299,13 @@ def _bh_labels(tested: Sequence[_Tested], q: float, min_effect: float, dataset_s
             if pcoef.size >= MIN_PLACEBOS:
                 fit = fit_placebo_null(pcoef, pse)
                 loo = leave_one_out(pcoef, pse)
+                as_row = lambda f: (f.center, f.spread, f.tail_weight, f.tail_spread)  # noqa: E731
                 for k, idx in by_test.items():
-                    m = tests[k].scenario.m
-                    centers[k] = np.full((len(idx), m), fit.center)
-                    spreads[k] = np.full((len(idx), m), fit.spread)
+                    nulls[k] = np.tile(np.array(as_row(fit)), (len(idx), tests[k].scenario.m, 1))
                 pos_of = {k: {r: a for a, r in enumerate(idx)} for k, idx in by_test.items()}
                 for (k, r, j), f in zip(owner, loo, strict=True):
-                    centers[k][pos_of[k][r], j] = f.center
-                    spreads[k][pos_of[k][r], j] = f.spread
-        pvals = {k: tests[k].p_values(np.asarray(idx), centers[k], spreads[k]) for k, idx in by_test.items()}
+                    nulls[k][pos_of[k][r], j] = as_row(f)
+        pvals = {k: tests[k].p_values(np.asarray(idx), nulls[k]) for k, idx in by_test.items()}
         pos_in = {k: {r: a for a, r in enumerate(idx)} for k, idx in by_test.items()}
         for side in (0, 1):
             flat = np.concatenate([pvals[id(t)][side, pos_in[id(t)][i]] for t, i in members])

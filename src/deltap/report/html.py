@@ -242,7 +242,14 @@ def _placebo(data: RunData) -> str:
         out.append(
             f"<p>Effects were tested against the <b>placebo null</b>: random text moves the outcome by "
             f"{float(null['center']):+.2f} ± {float(null['spread']):.2f} {_e(str(null.get('unit', '')))} (center ± spread, fitted "
-            f"from {int(null['placebos'])} placebos), so <i>relevant</i> means \u201cmoves it more than random text does\u201d. "
+            f"from {int(null['placebos'])} placebos"
+            + (
+                f"; {100 * float(null['tail_weight']):.0f}% of random texts move it more, with spread "
+                f"{float(null.get('tail_spread', 0.0)):.2f}"
+                if isinstance(null.get("tail_weight"), float | int) and float(null["tail_weight"]) > 0
+                else ""
+            )
+            + "), so <i>relevant</i> means \u201cmoves it more than random text does\u201d. "
             "Each placebo was tested against the fit without it, which keeps the rate above an honest check.</p>"
         )
     elif null.get("reason"):
