@@ -22,11 +22,12 @@ check of the calibration rather than a circular one.
 **Heavy tails.** On the real model (SmolLM2, ADK, session 4 of issue #6) the placebos' effects were not normal: 17
 of 20 sat near zero and three moved the log-prob by 1.0-1.7 nats, each with a small standard error. The robust core
 reads the bulk (spread 0), so those few — "random text that happens to move this model a lot" — are exactly what a
-normal null cannot absorb. The fit therefore also looks for a **tail component**: with the core fixed, an EM fit of
+normal null cannot absorb. The fit therefore also looks for a **tail component**: with the center fixed at the
+median, an EM fit (started from the robust core) of
 
     θ ~ (1 − w) · N(center, spread²) + w · N(center, tail_spread²)
 
-(each placebo with its own sampling variance added) is kept only when it clearly beats the core alone (likelihood
+(each placebo with its own sampling variance added; both spreads refitted) is kept only when it clearly beats the core alone (likelihood
 ratio statistic ≥ :data:`TAIL_MIN_LR`) and at least :data:`TAIL_MIN_PLACEBOS` placebos' worth of weight sits in the
 tail — so one stray placebo (say, a relevant one) still does not widen the null. A candidate is then tested against
 the mixture: its one-sided tail probability is the mixture of the two components' Student-t tails.
@@ -66,6 +67,10 @@ class PlaceboNull:
     placebos: int
     tail_weight: float = 0.0
     tail_spread: float = 0.0
+
+    def params(self) -> tuple[float, float, float, float]:
+        """``(center, spread, tail_weight, tail_spread)``: the null's arguments of :func:`null_z`, in order."""
+        return (self.center, self.spread, self.tail_weight, self.tail_spread)
 
     def to_dict(self) -> dict[str, float | int]:
         out: dict[str, float | int] = {"center": self.center, "spread": self.spread, "placebos": self.placebos}

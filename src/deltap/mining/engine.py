@@ -614,7 +614,7 @@ def _placebo_null(mined: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
     own = dict(zip([(id(r), j) for r, j in owners], leave_one_out(coef, se), strict=True))
     for r in mined:
         m = len(r.pool.candidates)
-        params = np.array([[f.center, f.spread, f.tail_weight, f.tail_spread] for f in (own.get((id(r), j), fit) for j in range(m))])
+        params = np.array([own.get((id(r), j), fit).params() for j in range(m)])
         z_path = np.stack([null_z(c, e, df, *params.T) for c, e, df in r.fits], axis=-1)
         schedule = cfg.schedule(m)  # the path ends at the case's stopping look, as for the zero null
         r.p_rep = np.stack([schedule.repeated_p_value(z_path, 1), schedule.repeated_p_value(z_path, -1)])

@@ -299,12 +299,11 @@ def _bh_labels(tested: Sequence[_Tested], q: float, min_effect: float, dataset_s
             if pcoef.size >= MIN_PLACEBOS:
                 fit = fit_placebo_null(pcoef, pse)
                 loo = leave_one_out(pcoef, pse)
-                as_row = lambda f: (f.center, f.spread, f.tail_weight, f.tail_spread)  # noqa: E731
                 for k, idx in by_test.items():
-                    nulls[k] = np.tile(np.array(as_row(fit)), (len(idx), tests[k].scenario.m, 1))
+                    nulls[k] = np.tile(np.array(fit.params()), (len(idx), tests[k].scenario.m, 1))
                 pos_of = {k: {r: a for a, r in enumerate(idx)} for k, idx in by_test.items()}
                 for (k, r, j), f in zip(owner, loo, strict=True):
-                    nulls[k][pos_of[k][r], j] = as_row(f)
+                    nulls[k][pos_of[k][r], j] = f.params()
         pvals = {k: tests[k].p_values(np.asarray(idx), nulls[k]) for k, idx in by_test.items()}
         pos_in = {k: {r: a for a, r in enumerate(idx)} for k, idx in by_test.items()}
         for side in (0, 1):
