@@ -27,6 +27,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
+from deltap._io import atomic_write, iter_lines, json_loads, read_text
 from deltap.errors import DuplicateIdsError, FormatError, MissingIdsError
 
 if TYPE_CHECKING:
@@ -110,6 +111,21 @@ def _require(entry: Mapping[str, Any], key: str, path: Path, line: int | None, k
     return value
 
 
+def _answer_text(value: Any, path: Path, line: int | None, case_id: str) -> str:
+    """An accepted answer: a string (a number is taken as its text); YAML's null and booleans are refused, since
+    ``answer: null`` / ``answer: yes`` would otherwise be accepted as the strings "None" / "True"."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    raise FormatError(
+        path,
+        f"answer {value!r} of {case_id!r} is not a string (YAML reads bare null, ~, yes, no, true, false... as "
+        f"{type(value).__name__}); quote it, e.g. answer: \"{'' if value is None else str(value).lower()}\"",
+        line,
+    )
+
+
 def _gold_list(value: Any, path: Path, line: int | None, case_id: str) -> list[str]:
     if value is None:
         return []
@@ -172,7 +188,7 @@ def read_benchmark_yaml(path: str | Path) -> list[Case]:
     import yaml
 
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -204,7 +220,7 @@ def read_benchmark_yaml(path: str | Path) -> list[Case]:
             for a in answers:
                 if not isinstance(a, dict) or "answer" not in a:
                     raise FormatError(path, f"each answer of {case_id!r} needs an 'answer' string", line)
-                accepted.append(str(a["answer"]))
+                accepted.append(_answer_text(a["answer"], path, line, case_id))
                 gold += _gold_list(a.get("fully_qualified_class_name"), path, line, case_id)
             case = Case(
                 case_id=case_id,
@@ -240,7 +256,7 @@ def read_benchmark_yaml(path: str | Path) -> list[Case]:
                 if not resolved.is_file():
                     raise FormatError(path, f"{key} of {case_id!r} not found: {resolved}", line)
                 files[key] = str(resolved)
-            fixed_src = Path(files["fixed_file"]).read_text(encoding="utf-8")
+            fixed_src = read_text(files["fixed_file"])
             try:
                 absolute, relative = fixed_file_imports(fixed_src, files["fixed_file"])
             except SyntaxError as exc:
@@ -270,28 +286,24 @@ def read_queries_jsonl(path: str | Path) -> dict[str, str]:
     path = Path(path)
     queries: dict[str, str] = {}
     dupes: list[str] = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            line = raw.strip()
-            if not line:
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise FormatError(path, f"invalid JSON ({exc.msg}); expected one query record per line", lineno) from None
-            if not isinstance(obj, dict):
-                raise FormatError(path, f"expected a JSON object, got {type(obj).__name__}", lineno)
-            qid = obj.get("_id", obj.get("query_id"))
-            if isinstance(qid, int) and not isinstance(qid, bool):
-                qid = str(qid)
-            text = obj.get("text", obj.get("query"))
-            if not isinstance(qid, str) or not qid:
-                raise FormatError(path, 'missing or empty "_id" (a string)', lineno)
-            if not isinstance(text, str):
-                raise FormatError(path, '"text" must be a string', lineno)
-            if qid in queries:
-                dupes.append(qid)
-            queries[qid] = text
+    for lineno, raw in iter_lines(path):
+        line = raw.strip()
+        if not line:
+            continue
+        obj = json_loads(line, path, lineno, "expected one query record per line")
+        if not isinstance(obj, dict):
+            raise FormatError(path, f"expected a JSON object, got {type(obj).__name__}", lineno)
+        qid = obj.get("_id", obj.get("query_id"))
+        if isinstance(qid, int) and not isinstance(qid, bool):
+            qid = str(qid)
+        text = obj.get("text", obj.get("query"))
+        if not isinstance(qid, str) or not qid:
+            raise FormatError(path, 'missing or empty "_id" (a string)', lineno)
+        if not isinstance(text, str):
+            raise FormatError(path, '"text" must be a string', lineno)
+        if qid in queries:
+            dupes.append(qid)
+        queries[qid] = text
     if dupes:
         raise DuplicateIdsError("query ids", dupes, str(path))
     return queries
@@ -300,8 +312,7 @@ def read_queries_jsonl(path: str | Path) -> dict[str, str]:
 def write_queries_jsonl(queries: Mapping[str, str], path: str | Path) -> Path:
     """Write ``{query_id: text}`` as BEIR ``queries.jsonl``."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as fh:
+    with atomic_write(path) as fh:
         for qid, text in queries.items():
             fh.write(json.dumps({"_id": qid, "text": text}, ensure_ascii=False) + "\n")
     return path

@@ -158,12 +158,11 @@ def load_suite(path: str | Path) -> CheckSuite:
     path = Path(path)
     if not path.is_file():
         raise DeltapError(f"suite file {path} does not exist; write one or run `deltap init-check CORPUS -o {path}`")
-    text = path.read_text(encoding="utf-8")
+    from deltap._io import json_loads, read_text
+
+    text = read_text(path)
     if path.suffix.lower() == ".json":
-        try:
-            json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise FormatError(path, f"invalid JSON: {exc.msg}", exc.lineno) from None
+        json_loads(text, path)  # invalid JSON or a repeated key: named with its line
     try:
         data = yaml.load(text, Loader=_line_loader())
     except yaml.YAMLError as exc:

@@ -70,12 +70,11 @@ def write_dataset(dataset: Dataset, path: str | Path) -> Path:
     """Write ``retrieval_dataset.yaml`` atomically (keys in schema order)."""
     import yaml
 
+    from deltap._io import atomic_write
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
+    with atomic_write(path) as fh:
         yaml.safe_dump(_plain(dataset.to_dict()), fh, sort_keys=False, allow_unicode=True, width=120)
-    tmp.replace(path)
     return path
 
 
@@ -88,9 +87,11 @@ def read_dataset(path: str | Path) -> Dataset:
     """
     import yaml
 
+    from deltap._io import read_text
+
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(read_text(path))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise FormatError(path, f"invalid YAML: {getattr(exc, 'problem', exc)}", mark.line + 1 if mark else None) from None
@@ -173,6 +174,8 @@ def write_dataset_qrels(dataset: Dataset, out_dir: str | Path, provenance: Mappi
     """
     import json
 
+    from deltap._io import write_text_atomic
+
     out = Path(out_dir)
     qrels = dataset_qrels(dataset)
     records = dataset_qrels_records(dataset)
@@ -186,6 +189,6 @@ def write_dataset_qrels(dataset: Dataset, out_dir: str | Path, provenance: Mappi
     }
     if provenance:
         prov = out / "qrels" / "provenance.json"
-        prov.write_text(json.dumps(_plain(dict(provenance)), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        write_text_atomic(prov, json.dumps(_plain(dict(provenance)), indent=2, sort_keys=True) + "\n")
         paths["provenance"] = prov
     return paths

@@ -17,6 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from deltap._io import atomic_write, iter_lines, json_loads
 from deltap.errors import DuplicateIdsError, FormatError, MissingIdsError
 
 __all__ = ["Corpus", "Document", "read_corpus_jsonl", "write_corpus_jsonl"]
@@ -140,41 +141,34 @@ def read_corpus_jsonl(path: str | Path, name: str | None = None) -> Corpus:
     """
     path = Path(path)
     docs: list[Document] = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            line = raw.strip()
-            if not line:
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise FormatError(path, f"invalid JSON ({exc.msg}); expected one corpus record per line", lineno) from None
-            if not isinstance(obj, dict):
-                raise FormatError(path, f"expected a JSON object, got {type(obj).__name__}", lineno)
-            doc_id = obj.get("_id", obj.get("doc_id"))
-            if isinstance(doc_id, int) and not isinstance(doc_id, bool):
-                doc_id = str(doc_id)
-            if not isinstance(doc_id, str) or not doc_id:
-                raise FormatError(path, 'missing or empty "_id" (a string)', lineno)
-            text = obj.get("text", "")
-            title = obj.get("title", "") or ""
-            metadata = obj.get("metadata")
-            metadata = {} if metadata is None else metadata
-            if not isinstance(text, str) or not isinstance(title, str):
-                raise FormatError(path, '"text" and "title" must be strings', lineno)
-            if not isinstance(metadata, dict):
-                raise FormatError(path, '"metadata" must be a JSON object', lineno)
-            docs.append(Document(doc_id=doc_id, text=text, title=title, metadata=metadata))
+    for lineno, raw in iter_lines(path):
+        line = raw.strip()
+        if not line:
+            continue
+        obj = json_loads(line, path, lineno, "expected one corpus record per line")
+        if not isinstance(obj, dict):
+            raise FormatError(path, f"expected a JSON object, got {type(obj).__name__}", lineno)
+        doc_id = obj.get("_id", obj.get("doc_id"))
+        if isinstance(doc_id, int) and not isinstance(doc_id, bool):
+            doc_id = str(doc_id)
+        if not isinstance(doc_id, str) or not doc_id:
+            raise FormatError(path, 'missing or empty "_id" (a string)', lineno)
+        text = obj.get("text", "")
+        title = obj.get("title", "") or ""
+        metadata = obj.get("metadata")
+        metadata = {} if metadata is None else metadata
+        if not isinstance(text, str) or not isinstance(title, str):
+            raise FormatError(path, '"text" and "title" must be strings', lineno)
+        if not isinstance(metadata, dict):
+            raise FormatError(path, '"metadata" must be a JSON object', lineno)
+        docs.append(Document(doc_id=doc_id, text=text, title=title, metadata=metadata))
     return Corpus(docs, name=name or str(path))
 
 
 def write_corpus_jsonl(corpus: Iterable[Document], path: str | Path) -> Path:
     """Write documents as BEIR ``corpus.jsonl`` (UTF-8, one record per line), atomically."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
+    with atomic_write(path) as fh:
         for doc in corpus:
             fh.write(json.dumps(doc.to_beir(), ensure_ascii=False) + "\n")
-    tmp.replace(path)
     return path

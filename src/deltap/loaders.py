@@ -68,12 +68,12 @@ def load_beir(folder: str | Path, split: str = "test", on_missing: Literal["erro
 
 
 def _looks_like_api_yaml(path: Path) -> bool:
-    with path.open(encoding="utf-8") as fh:
+    with path.open("rb") as fh:  # bytes: a line that is not UTF-8 is the reader's error to report, with its line
         for raw in fh:
             line = raw.strip()
-            if not line or line.startswith("#"):
+            if not line or line.startswith(b"#"):
                 continue
-            return line.startswith("- ")  # a top-level list of symbols; benchmark files start with 'benchmarks:'
+            return line.startswith(b"- ")  # a top-level list of symbols; benchmark files start with 'benchmarks:'
     return False
 
 

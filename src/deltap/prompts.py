@@ -128,9 +128,11 @@ class PromptTemplate:
         """Load a template from a YAML or JSON file (a mapping of field names to strings)."""
         import yaml
 
+        from deltap._io import read_text
+
         path = Path(path)
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            data = yaml.safe_load(read_text(path))
         except yaml.YAMLError as exc:
             raise FormatError(path, f"invalid YAML/JSON: {exc}") from None
         if not isinstance(data, Mapping):

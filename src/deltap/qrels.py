@@ -14,7 +14,11 @@ Formats (read and write):
   empty lines skipped.
 
 Bad lines raise :class:`~deltap.errors.FormatError` with file and line; duplicate (query, doc) pairs are an error
-(they would silently overwrite each other otherwise).
+(they would silently overwrite each other otherwise), and so is a repeated key in any JSON object, bytes that are not
+UTF-8, and a qrels file without a single judgement (every measure would be ``nan``). Grades are integers from 0 to
+:data:`MAX_GRADE`. Ids written into the whitespace-separated TREC formats may not contain whitespace (the reader
+would split them): the writers refuse them rather than write a file deltap cannot read back. Every writer replaces
+its file atomically.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from deltap.errors import FormatError
+from deltap._io import atomic_write, iter_lines, json_loads, read_text
+from deltap.errors import DeltapError, FormatError
 
 __all__ = [
     "Qrels",
@@ -49,6 +54,9 @@ Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
 
 QrelsFormat = Literal["beir", "trec", "jsonl", "dataset"]
+
+#: the largest relevance grade accepted (a 32-bit signed integer: no reader or metric overflows on it)
+MAX_GRADE = 2**31 - 1
 
 
 @dataclass
@@ -76,8 +84,8 @@ def _grade(value: str | int | float, path: Path, lineno: int) -> int:
             grade = int(value)
     except (ValueError, TypeError):
         raise FormatError(path, f"relevance grade must be an integer >= 0, got {value!r}", lineno) from None
-    if grade < 0:
-        raise FormatError(path, f"relevance grade must be an integer >= 0, got {grade}", lineno)
+    if grade < 0 or grade > MAX_GRADE:
+        raise FormatError(path, f"relevance grade must be an integer from 0 to {MAX_GRADE}, got {grade}", lineno)
     return grade
 
 
@@ -92,28 +100,43 @@ def read_beir_qrels(path: str | Path) -> Qrels:
     """Read a BEIR qrels TSV (``query-id``, ``corpus-id``, ``score`` with a header row)."""
     path = Path(path)
     qrels: Qrels = {}
-    with path.open(encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            line = raw.rstrip("\n\r")
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            if lineno == 1 and parts[0].strip().lower() in {"query-id", "query_id", "qid"}:
-                continue
-            if len(parts) != 3:
-                raise FormatError(path, f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(parts)}", lineno)
-            qid, did, grade = (p.strip() for p in parts)
-            if not qid or not did:
-                raise FormatError(path, "empty query-id or corpus-id", lineno)
-            _put(qrels, qid, did, _grade(grade, path, lineno), path, lineno)
+    for lineno, raw in iter_lines(path):
+        line = raw.rstrip("\n\r")
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if lineno == 1 and parts[0].strip().lower() in {"query-id", "query_id", "qid"}:
+            continue
+        if len(parts) != 3:
+            raise FormatError(path, f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(parts)}", lineno)
+        qid, did, grade = (p.strip() for p in parts)
+        if not qid or not did:
+            raise FormatError(path, "empty query-id or corpus-id", lineno)
+        _put(qrels, qid, did, _grade(grade, path, lineno), path, lineno)
     return qrels
+
+
+def _check_ids(table: Mapping[str, Mapping[str, object]], path: Path, fmt: str, tsv: bool = False) -> None:
+    """Refuse ids the format cannot hold: whitespace (TREC splits on it), tabs/newlines or edge spaces (BEIR TSV)."""
+    def bad(i: str) -> bool:
+        if tsv:
+            return not i or "\t" in i or "\n" in i or "\r" in i or i != i.strip()
+        return not i or any(ch.isspace() for ch in i)
+
+    ids = [q for q in table if bad(str(q))] + [d for docs in table.values() for d in docs if bad(str(d))]
+    if ids:
+        shown = ", ".join(repr(i) for i in sorted(set(ids))[:10])
+        raise DeltapError(
+            f"{path}: {len(set(ids))} id(s) cannot be written as {fmt} (empty, or with whitespace the reader would split "
+            f"on): {shown}; rename them"
+        )
 
 
 def write_beir_qrels(qrels: Mapping[str, Mapping[str, int]], path: str | Path) -> Path:
     """Write BEIR qrels TSV with its header row."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as fh:
+    _check_ids(qrels, path, "BEIR TSV", tsv=True)
+    with atomic_write(path) as fh:
         fh.write("query-id\tcorpus-id\tscore\n")
         for qid, docs in qrels.items():
             for did, grade in docs.items():
@@ -125,23 +148,22 @@ def read_trec_qrels(path: str | Path) -> Qrels:
     """Read TREC qrels: ``qid iter docid grade`` per line."""
     path = Path(path)
     qrels: Qrels = {}
-    with path.open(encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            parts = raw.split()
-            if not parts:
-                continue
-            if len(parts) != 4:
-                raise FormatError(path, f"expected 4 columns 'qid 0 docid grade', got {len(parts)}", lineno)
-            qid, _, did, grade = parts
-            _put(qrels, qid, did, _grade(grade, path, lineno), path, lineno)
+    for lineno, raw in iter_lines(path):
+        parts = raw.split()
+        if not parts:
+            continue
+        if len(parts) != 4:
+            raise FormatError(path, f"expected 4 columns 'qid 0 docid grade', got {len(parts)}", lineno)
+        qid, _, did, grade = parts
+        _put(qrels, qid, did, _grade(grade, path, lineno), path, lineno)
     return qrels
 
 
 def write_trec_qrels(qrels: Mapping[str, Mapping[str, int]], path: str | Path) -> Path:
     """Write TREC qrels (``qid 0 docid grade``)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as fh:
+    _check_ids(qrels, path, "TREC qrels")
+    with atomic_write(path) as fh:
         for qid, docs in qrels.items():
             for did, grade in docs.items():
                 fh.write(f"{qid} 0 {did} {int(grade)}\n")
@@ -152,29 +174,30 @@ def read_trec_run(path: str | Path) -> Run:
     """Read a TREC run: ``qid Q0 docid rank score tag``. Scores must be finite numbers."""
     path = Path(path)
     run: Run = {}
-    with path.open(encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            parts = raw.split()
-            if not parts:
-                continue
-            if len(parts) != 6:
-                raise FormatError(path, f"expected 6 columns 'qid Q0 docid rank score tag', got {len(parts)}", lineno)
-            qid, _, did, _rank, score_s, _tag = parts
-            try:
-                score = float(score_s)
-            except ValueError:
-                raise FormatError(path, f"score must be a number, got {score_s!r}", lineno) from None
-            if not math.isfinite(score):
-                raise FormatError(path, f"score must be finite, got {score_s!r}", lineno)
-            _put(run, qid, did, score, path, lineno)
+    for lineno, raw in iter_lines(path):
+        parts = raw.split()
+        if not parts:
+            continue
+        if len(parts) != 6:
+            raise FormatError(path, f"expected 6 columns 'qid Q0 docid rank score tag', got {len(parts)}", lineno)
+        qid, _, did, _rank, score_s, _tag = parts
+        try:
+            score = float(score_s)
+        except ValueError:
+            raise FormatError(path, f"score must be a number, got {score_s!r}", lineno) from None
+        if not math.isfinite(score):
+            raise FormatError(path, f"score must be finite, got {score_s!r}", lineno)
+        _put(run, qid, did, score, path, lineno)
     return run
 
 
 def write_trec_run(run: Mapping[str, Mapping[str, float]], path: str | Path, tag: str = "deltap") -> Path:
     """Write a TREC run, ranks 1..n by descending score (ties by doc id, ascending)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as fh:
+    _check_ids(run, path, "TREC run")
+    if not tag or any(ch.isspace() for ch in tag):
+        raise DeltapError(f"{path}: the run tag {tag!r} must be one word without whitespace")
+    with atomic_write(path) as fh:
         for qid, docs in run.items():
             ranked = sorted(docs.items(), key=lambda kv: (-kv[1], kv[0]))
             for rank, (did, score) in enumerate(ranked, start=1):
@@ -187,52 +210,47 @@ def read_qrels_jsonl(path: str | Path) -> list[QrelsRecord]:
     path = Path(path)
     records: list[QrelsRecord] = []
     seen: set[str] = set()
-    with path.open(encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            line = raw.strip()
-            if not line:
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise FormatError(path, f"invalid JSON ({exc.msg}); expected one qrels record per line", lineno) from None
-            if not isinstance(obj, dict):
-                raise FormatError(path, f"expected a JSON object, got {type(obj).__name__}", lineno)
-            qid = obj.get("query_id")
-            if isinstance(qid, int) and not isinstance(qid, bool):
-                qid = str(qid)
-            if not isinstance(qid, str) or not qid:
-                raise FormatError(path, 'missing or empty "query_id" (a string)', lineno)
-            if qid in seen:
-                raise FormatError(path, f"duplicate query_id {qid!r}", lineno)
-            seen.add(qid)
-            docs = obj.get("relevant_docs")
-            if not isinstance(docs, dict):
-                raise FormatError(path, '"relevant_docs" must be an object {doc_id: grade}', lineno)
-            ref = obj.get("reference_answer")
-            if ref is not None and not isinstance(ref, str):
-                raise FormatError(path, '"reference_answer" must be a string when present', lineno)
-            query = obj.get("query", "")
-            if not isinstance(query, str):
-                raise FormatError(path, '"query" must be a string', lineno)
-            extra = {k: v for k, v in obj.items() if k not in {"query_id", "query", "relevant_docs", "reference_answer"}}
-            records.append(
-                QrelsRecord(
-                    query_id=qid,
-                    query=query,
-                    relevant_docs={str(d): _grade(g, path, lineno) for d, g in docs.items()},
-                    reference_answer=ref,
-                    extra=extra,
-                )
+    for lineno, raw in iter_lines(path):
+        line = raw.strip()
+        if not line:
+            continue
+        obj = json_loads(line, path, lineno, "expected one qrels record per line")
+        if not isinstance(obj, dict):
+            raise FormatError(path, f"expected a JSON object, got {type(obj).__name__}", lineno)
+        qid = obj.get("query_id")
+        if isinstance(qid, int) and not isinstance(qid, bool):
+            qid = str(qid)
+        if not isinstance(qid, str) or not qid:
+            raise FormatError(path, 'missing or empty "query_id" (a string)', lineno)
+        if qid in seen:
+            raise FormatError(path, f"duplicate query_id {qid!r}", lineno)
+        seen.add(qid)
+        docs = obj.get("relevant_docs")
+        if not isinstance(docs, dict):
+            raise FormatError(path, '"relevant_docs" must be an object {doc_id: grade}', lineno)
+        ref = obj.get("reference_answer")
+        if ref is not None and not isinstance(ref, str):
+            raise FormatError(path, '"reference_answer" must be a string when present', lineno)
+        query = obj.get("query", "")
+        if not isinstance(query, str):
+            raise FormatError(path, '"query" must be a string', lineno)
+        extra = {k: v for k, v in obj.items() if k not in {"query_id", "query", "relevant_docs", "reference_answer"}}
+        records.append(
+            QrelsRecord(
+                query_id=qid,
+                query=query,
+                relevant_docs={str(d): _grade(g, path, lineno) for d, g in docs.items()},
+                reference_answer=ref,
+                extra=extra,
             )
+        )
     return records
 
 
 def write_qrels_jsonl(records: list[QrelsRecord], path: str | Path) -> Path:
     """Write qrels JSONL, one record per line (``reference_answer`` omitted when ``None``)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as fh:
+    with atomic_write(path) as fh:
         for rec in records:
             obj: dict[str, object] = {"query_id": rec.query_id, "query": rec.query, "relevant_docs": dict(rec.relevant_docs)}
             if rec.reference_answer is not None:
@@ -252,10 +270,10 @@ def detect_qrels_format(path: str | Path) -> QrelsFormat:
         return "dataset"
     if name.endswith(".jsonl") or name.endswith(".json"):
         return "jsonl"
-    with path.open(encoding="utf-8") as fh:
+    with path.open("rb") as fh:  # bytes: a bad byte is the reader's error to report, with its line
         for raw in fh:
             if raw.strip():
-                if "\t" in raw and len(raw.rstrip("\n").split("\t")) == 3:
+                if b"\t" in raw and len(raw.rstrip(b"\r\n").split(b"\t")) == 3:
                     return "beir"
                 return "trec"
     return "trec"
@@ -277,16 +295,20 @@ def load_qrels(path: str | Path, fmt: QrelsFormat | None = None, split: str = "t
     if fmt == "beir":
         if path.is_dir():
             path = path / "qrels" / f"{split}.tsv"
-        return read_beir_qrels(path)
-    if fmt == "trec":
-        return read_trec_qrels(path)
-    if fmt == "jsonl":
-        return {r.query_id: dict(r.relevant_docs) for r in read_qrels_jsonl(path)}
-    if fmt == "dataset":
+        qrels = read_beir_qrels(path)
+    elif fmt == "trec":
+        qrels = read_trec_qrels(path)
+    elif fmt == "jsonl":
+        qrels = {r.query_id: dict(r.relevant_docs) for r in read_qrels_jsonl(path)}
+    elif fmt == "dataset":
         from deltap.dataset import read_dataset_qrels
 
-        return read_dataset_qrels(path)
-    raise ValueError(f"unknown qrels format {fmt!r}")
+        qrels = read_dataset_qrels(path)
+    else:
+        raise ValueError(f"unknown qrels format {fmt!r}")
+    if not any(qrels.values()):
+        raise FormatError(path, "no judgements in the file (an empty qrels file): every measure would be undefined")
+    return qrels
 
 
 def load_run(path: str | Path) -> Run:
@@ -295,10 +317,7 @@ def load_run(path: str | Path) -> Run:
     if not path.exists():
         raise FileNotFoundError(f"run file not found: {path}")
     if path.suffix.lower() == ".json":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise FormatError(path, f"invalid JSON ({exc.msg})", exc.lineno) from None
+        data = json_loads(read_text(path), path)
         if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
             raise FormatError(path, "expected a JSON object {query_id: {doc_id: score}}")
         run: Run = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 import typer
 
@@ -43,31 +44,76 @@ def _register() -> None:
 _register()
 
 
+def _fail(message: str, code: int = 2) -> NoReturn:
+    """One line on stderr (embedded newlines folded) and the exit code."""
+    typer.secho("error: " + " ".join(message.split()), fg="red", err=True)
+    sys.exit(code)
+
+
+def _usage_message(exc: BaseException) -> str | None:
+    """The one-line message of a click usage error (click's own or the copy bundled with typer), else ``None``."""
+    if not any(c.__name__ in ("ClickException", "UsageError") for c in type(exc).__mro__):
+        return None
+    fmt = getattr(exc, "format_message", None)
+    message = str(fmt()) if callable(fmt) else str(exc)
+    ctx = getattr(exc, "ctx", None)
+    path = getattr(ctx, "command_path", None) or "deltap"
+    if any(c.__name__ == "UsageError" for c in type(exc).__mro__):
+        message = f"{message.rstrip('.')} (see '{path} --help')"
+    return message
+
+
+def _os_message(exc: OSError) -> str:
+    where = f"{exc.filename}: " if exc.filename else ""
+    return f"{where}{exc.strerror or exc}"
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the ``deltap`` script: user errors become one line on stderr and exit code 2."""
+    """Entry point of the ``deltap`` script: every error becomes one line on stderr, never a traceback.
+
+    Exit codes: 0 success; 2 a user error (bad usage, bad input file, a refused resume, an unwritable output...);
+    130 interrupted; 1 an internal error (a bug: its one-line message asks for ``DELTAP_TRACEBACK=1``, which shows
+    the traceback).
+    """
+    import os
+    import sqlite3
+
     from deltap.errors import DeltapError
 
     try:
-        rv = app(args=argv, standalone_mode=False)
+        rv = app(args=argv, standalone_mode=False, prog_name="deltap")
         # In non-standalone mode click *returns* the code of `raise typer.Exit(code)` instead of exiting.
         if isinstance(rv, int) and rv:
             sys.exit(rv)
     except DeltapError as exc:
-        typer.secho(f"error: {exc}", fg="red", err=True)
-        sys.exit(2)
-    except FileNotFoundError as exc:
-        typer.secho(f"error: {exc}", fg="red", err=True)
-        sys.exit(2)
+        _fail(str(exc))
     except (typer.Exit, SystemExit) as exc:
         code = getattr(exc, "exit_code", getattr(exc, "code", 0))
         sys.exit(code or 0)
-    except typer.Abort:
+    except (typer.Abort, KeyboardInterrupt):
         typer.secho("aborted", err=True)
         sys.exit(130)
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
+    except Exception as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `deltap` / `deltap corpus`: the help, as a user asked
+            show = getattr(exc, "show", None)
+            if callable(show):
+                show()
+            sys.exit(0)
+        if type(exc).__name__ == "Exit":  # click's own Exit when typer's alias differs
+            sys.exit(getattr(exc, "exit_code", 0) or 0)
+        usage = _usage_message(exc)
+        if usage is not None:
+            _fail(usage, int(getattr(exc, "exit_code", 2) or 2))
+        if isinstance(exc, OSError):  # a file that cannot be read or written, a full disk
+            _fail(_os_message(exc))
+        if isinstance(exc, UnicodeDecodeError):
+            _fail(f"input is not valid UTF-8 ({exc.reason} at byte {exc.start}); save the file as UTF-8")
+        if isinstance(exc, sqlite3.Error):
+            _fail(f"database error: {exc}")
+        if os.environ.get("DELTAP_TRACEBACK"):
+            raise
+        _fail(
+            f"internal error ({type(exc).__name__}: {exc}); this is a bug in deltap: rerun with DELTAP_TRACEBACK=1 "
+            "for the traceback and report it",
+            1,
+        )

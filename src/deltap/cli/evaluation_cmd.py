@@ -50,6 +50,7 @@ def _build_runs(
     embedder: str | None,
     seed: int,
     save_runs: Path | None,
+    judged_docs: set[str] | None = None,
 ) -> dict[str, dict[str, dict[str, float]]]:
     """Build one run per retriever kind over the judged queries (the one-shot mode)."""
     from deltap.errors import DeltapError
@@ -73,6 +74,7 @@ def _build_runs(
             "(or use a BEIR folder / qrels JSONL / dataset YAML that carries the query text)"
         )
     corpus = load_corpus(corpus_path)
+    _require_judged(corpus, judged_docs or set(), qrels_path)
     from deltap.retrieval import build_retriever
 
     runs: dict[str, dict[str, dict[str, float]]] = {}
@@ -89,6 +91,11 @@ def _build_runs(
             path = write_trec_run(runs[kind], save_runs / f"{kind}.trec", tag=kind)
             typer.secho(f"wrote {path}", err=True)
     return runs
+
+
+def _require_judged(corpus: Any, judged_docs: set[str], qrels_path: Path) -> None:
+    """Judged documents the corpus lacks can never be retrieved: refuse instead of silently capping recall."""
+    corpus.require(judged_docs, f"document ids judged in {qrels_path}", hint="evaluate against the corpus the qrels were made for")
 
 
 def _emit(text: str, output: Path | None) -> None:
@@ -152,7 +159,8 @@ def _run_command(
     runs: dict[str, Any] = dict(_named_runs(run))
     if retriever:
         built = _build_runs(
-            retriever, corpus, qrels, queries, judgements.queries, list(judgements.qrels), depth, store, embedder, seed, save_runs
+            retriever, corpus, qrels, queries, judgements.queries, list(judgements.qrels), depth, store, embedder, seed, save_runs,
+            judged_docs={d for docs in judgements.qrels.values() for d in docs},
         )
         clash = set(built) & set(runs)
         if clash:
@@ -222,11 +230,13 @@ def _run_command(
         corpus_path = corpus if corpus is not None else (qrels if qrels.is_dir() else None)
         if corpus_path is None or not judgements.queries:
             raise DeltapError("--failures needs the corpus (--corpus) and query texts (a BEIR folder, qrels JSONL or dataset)")
+        failure_corpus = load_corpus(corpus_path)
+        _require_judged(failure_corpus, {d for docs in judgements.qrels.values() for d in docs}, qrels)
         report = analyze_failures(
             judgements.qrels,
             runs,
             judgements.queries,
-            load_corpus(corpus_path),
+            failure_corpus,
             k=failures,
             harmful=judgements.harmful or None,
         )

@@ -72,6 +72,11 @@ def mine_command(
     skip_missing: bool = typer.Option(True, "--skip-missing/--strict-gold", help="Drop gold ids not in the corpus (counted) instead of failing."),
     sim_effect: float = typer.Option(0.3, "--sim-effect", help="simulated solver: effect of each gold document."),
     sim_base: float = typer.Option(0.1, "--sim-base", help="simulated solver: success rate without gold documents."),
+    remine_changed: bool = typer.Option(
+        False, "--remine-changed",
+        help="Resuming a run directory: re-mine from scratch exactly the cases whose inputs changed (question, reference, "
+        "checker, prompt, candidate texts, retriever, solver...) instead of refusing the resume.",
+    ),
 ) -> None:
     """Mine which documents raise each case's success probability (ΔP), with honest statistics.
 
@@ -130,7 +135,7 @@ def mine_command(
     )
     with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), console=console) as progress:
         warnings.simplefilter("always", PlaceboCalibrationWarning)
-        result = mine(cases, corpus, solver, out=out, config=config, retriever=retriever, progress=progress)
+        result = mine(cases, corpus, solver, out=out, config=config, retriever=retriever, progress=progress, remine_changed=remine_changed)
     run = result.run
     console.print(f"[bold]mined {run['cases']} case(s)[/bold] in {run['wall_seconds']:.1f}s, {run['calls']} calls: {run['cases_by_status']}")
     console.print(f"verdicts: {run['verdicts']}")

@@ -126,10 +126,12 @@ def read_api_symbols(path: str | Path, on_duplicate: Literal["suffix", "error"] 
     """
     import yaml
 
+    from deltap._io import read_text
+
     path = Path(path)
+    text = read_text(path)
     try:
-        with path.open(encoding="utf-8") as fh:
-            data = yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise FormatError(path, f"invalid YAML: {getattr(exc, 'problem', exc)}", mark.line + 1 if mark else None) from None

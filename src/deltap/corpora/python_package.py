@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
@@ -25,12 +26,37 @@ from deltap.errors import DeltapError
 __all__ = ["build_python_corpus"]
 
 
+#: `` at 0x7f...`` in a default value's repr (``<object object at 0x7f...>``): a memory address, different in every
+#: process, which would make the same corpus differ byte for byte between two builds
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")
+
+
+def _stable_repr(value: Any) -> str:
+    """``repr`` without memory addresses (``<built-in method match of re.Pattern object>``)."""
+    return _ADDRESS.sub("", repr(value))
+
+
 def _signature(obj: Any, name: str) -> str:
     try:
-        sig = str(inspect.signature(obj))
+        signature = inspect.signature(obj)
     except (TypeError, ValueError):
         return ""
+    params = [
+        p.replace(default=_Verbatim(_stable_repr(p.default))) if p.default is not inspect.Parameter.empty else p
+        for p in signature.parameters.values()
+    ]
+    sig = str(signature.replace(parameters=params))
     return f"def {name}{sig}:" if not inspect.isclass(obj) else f"class {name}{sig}:"
+
+
+class _Verbatim:
+    """A default value that renders as the given text in a signature."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
 
 
 def _doc(obj: Any) -> str:
@@ -45,7 +71,7 @@ def _render(kind: str, fqn: str, signature: str, doc: str, extra: list[str] | No
     if doc:
         lines.append(doc)
     lines += extra or []
-    return "\n".join(lines)
+    return _ADDRESS.sub("", "\n".join(lines))
 
 
 def _public(name: str, include_private: bool) -> bool:

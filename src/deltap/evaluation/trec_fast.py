@@ -364,8 +364,8 @@ def read_qrels_fast(path: str | Path) -> dict[str, dict[str, int]] | None:
         return None
     types = {"q": pa.large_string(), "d": pa.large_string(), "g": pa.int64()}
     if fmt == "beir":
-        with path.open(encoding="utf-8") as fh:
-            first = fh.readline().split("\t")[0].strip().lower()
+        with path.open("rb") as fh:  # bytes: a line that is not UTF-8 is the exact reader's to report
+            first = fh.readline().split(b"\t")[0].strip().lower().decode("utf-8", "replace")
         header = 1 if first in {"query-id", "query_id", "qid"} else 0
         table = _read_csv(path, ["q", "d", "g"], types, skip_rows=header, delimiters="\t")
     else:
@@ -374,8 +374,10 @@ def read_qrels_fast(path: str | Path) -> dict[str, dict[str, int]] | None:
             return None
     if table is None:
         return None
+    from deltap.qrels import MAX_GRADE
+
     grades = np.asarray(table.column("g").to_numpy(), dtype=np.int64)
-    if (grades < 0).any():
+    if (grades < 0).any() or (grades > MAX_GRADE).any() or not len(grades):
         return None
     if fmt == "beir":  # the BEIR reader strips each field: a field with surrounding whitespace goes to it
         pattern = r"^$|^\s|\s$"

@@ -49,6 +49,7 @@ from deltap.mining.adaptive import LookSchedule, StoppingRule, look_schedule
 from deltap.mining.design import CONTEXT_ORDERS, DESIGNS, InclusionDesign, canonical_order, trial_seed
 from deltap.mining.empirical_null import MIN_PLACEBOS, describe_null, fit_placebo_null, leave_one_out, null_z
 from deltap.mining.estimate import benjamini_hochberg, diff_in_means, ols_hc, z_statistics
+from deltap.mining.manifest import check_writable_ids, prepare_resume
 from deltap.mining.pool import Pool, build_pool
 from deltap.mining.trials import TrialLog, TrialRecord
 from deltap.mining.verdicts import EMPIRICAL, VerdictPolicy, default_policy, grade, verdict
@@ -354,6 +355,7 @@ def mine(
     retriever: Retriever | None = None,
     checker_factory: Callable[[Case], Checker] | None = None,
     progress: ProgressFn | None = None,
+    remine_changed: bool = False,
     **options: Any,
 ) -> MiningResult:
     """Mine which candidate documents change each case's success, with honest statistics.
@@ -369,12 +371,15 @@ def mine(
         checker_factory: ``case -> Checker`` for the ``pass`` outcome; default :func:`deltap.checkers.make_checker`.
         progress: Called with a dict after every batch (``case_id``, ``case_index``, ``cases``, ``trials``,
             ``budget``, ``open``, ``calls``, ``status``).
+        remine_changed: When resuming, re-mine from scratch exactly the cases whose inputs changed (see
+            :mod:`deltap.mining.manifest`) instead of refusing the resume.
 
     Returns:
         A :class:`MiningResult`.
 
     Raises:
-        DeltapError: bad options, or a run directory written with different result-affecting options.
+        DeltapError: bad options, a run directory written with different result-affecting options or (without
+            ``remine_changed``) for cases whose inputs changed, or one another process is mining.
     """
     from deltap import __version__
     from deltap.dataset import write_dataset, write_dataset_qrels
@@ -386,10 +391,17 @@ def mine(
 
         raise DuplicateIdsError("case ids", [i for i in ids if ids.count(i) > 1], "the cases given to mine()")
     out_path = Path(out) if out is not None else None
-    log = TrialLog(out_path / "trials.sqlite" if out_path is not None else ":memory:")
+    if out_path is not None:
+        check_writable_ids(cases, corpus)
+    log = TrialLog(out_path / "trials.sqlite" if out_path is not None else ":memory:")  # locks the run directory
     started = time.time()
     solver_id = getattr(solver, "id", type(solver).__name__)
-    log.check_config({**cfg.to_dict(), "null": cfg.resolved_null(), "solver": solver_id}, (*MiningConfig.RESULT_KEYS, "solver"), legacy=MiningConfig.LEGACY)
+    try:
+        log.check_config({**cfg.to_dict(), "null": cfg.resolved_null(), "solver": solver_id}, (*MiningConfig.RESULT_KEYS, "solver"), legacy=MiningConfig.LEGACY)
+        resumed = prepare_resume(log, cases, corpus, solver, retriever, cfg, remine_changed)
+    except BaseException:
+        log.close()
+        raise
     factory = checker_factory or _default_checker
     policy = cfg.policy()
     rule = cfg.rule()
@@ -413,6 +425,7 @@ def mine(
         dataset = _build_dataset(results, corpus, cfg, policy, solver_id, placebo, __version__, started)
         run = _run_summary(results, cfg, policy, solver_id, placebo, __version__, started, ended)
         run["calls_this_process"] = log.count() - calls_before_run
+        run["resume"] = resumed
         if out_path is not None:
             out_path.mkdir(parents=True, exist_ok=True)
             write_dataset(dataset, out_path / "retrieval_dataset.yaml")
@@ -420,7 +433,9 @@ def mine(
             write_dataset_qrels(dataset, out_path, prov)
             import json
 
-            (out_path / "run.json").write_text(json.dumps(run, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+            from deltap._io import write_text_atomic
+
+            write_text_atomic(out_path / "run.json", json.dumps(run, indent=2, sort_keys=False) + "\n")
     finally:
         log.close()
     if placebo["warning"]:

@@ -11,6 +11,14 @@ Tables:
   ``checker_id``, ``detail``, ``created``. ``kind`` is ``preflight_none``, ``preflight_all``, ``design`` or
   ``coalition``.
 * ``cases(case_id, status, info_json)`` — the final status of each finished case.
+* ``manifests(case_id, manifest_json)`` — what the case's trials were made from (:mod:`deltap.mining.manifest`),
+  written with its pool, before its first trial; a resume that changes it is refused or re-mines the case.
+* ``trial_history`` — trials no longer counted, kept as history: ``error`` trials retired at the start of a resumed
+  run (so their keys are asked again: a transient outage or a bad key does not poison the run) and the trials of a
+  case re-mined because its inputs changed. Same columns as ``trials`` plus ``retired`` (time) and ``reason``.
+
+A file lock (``trials.sqlite.lock``, :func:`fcntl.flock`, released by the OS when the process exits or is killed)
+keeps a second ``deltap mine`` out of a run directory that is being mined.
 
 Every insert is its own committed transaction in WAL mode, so a ``kill -9`` loses at most the call in flight; a
 rerun reads the log, skips what is there, and — because every trial's subset and the simulated randomness are
@@ -19,16 +27,22 @@ functions of the trial seed — produces exactly the result of an uninterrupted 
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, ParamSpec, TypeVar
 
 from deltap.errors import DeltapError
 
 __all__ = ["TrialLog", "TrialRecord"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -51,7 +65,60 @@ CREATE TABLE IF NOT EXISTS trials (
     PRIMARY KEY (case_id, kind, trial_index)
 );
 CREATE TABLE IF NOT EXISTS cases (case_id TEXT PRIMARY KEY, status TEXT NOT NULL, info_json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS manifests (case_id TEXT PRIMARY KEY, manifest_json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS trial_history (
+    case_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    trial_index INTEGER NOT NULL,
+    seed INTEGER NOT NULL,
+    inclusion TEXT NOT NULL,
+    prompt_hash TEXT,
+    answer TEXT,
+    outcome TEXT NOT NULL,
+    value REAL,
+    latency REAL,
+    solver_id TEXT,
+    checker_id TEXT,
+    detail TEXT,
+    created REAL NOT NULL,
+    retired REAL NOT NULL,
+    reason TEXT NOT NULL
+);
 """
+
+_COLUMNS = (
+    "case_id, kind, trial_index, seed, inclusion, prompt_hash, answer, outcome, value, latency, solver_id, checker_id, "
+    "detail, created"
+)
+
+
+def _guarded(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Turn an SQLite failure inside the method into a one-line :class:`DeltapError` naming the file."""
+
+    def wrap(fn: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(fn)
+        def inner(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return fn(*args, **kwargs)
+            except sqlite3.Error as exc:
+                path = getattr(args[0], "path", "trial log")
+                raise DeltapError(f"{path}: cannot {what}: {_explain(exc)}") from None
+
+        return inner
+
+    return wrap
+
+
+def _explain(exc: sqlite3.Error) -> str:
+    msg = str(exc)
+    if isinstance(exc, sqlite3.IntegrityError):
+        return f"{msg} (the log holds a trial this run was about to write: was it written by another process?)"
+    if "malformed" in msg or "not a database" in msg or isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+        return f"{msg} (the file is damaged: move it away to start over, or restore it from a copy)"
+    if "full" in msg:
+        return f"{msg} (free some space and rerun the same command: the run resumes)"
+    return msg
+
 
 
 @dataclass(frozen=True)
@@ -78,18 +145,65 @@ class TrialRecord:
 
 
 class TrialLog:
-    """An SQLite (WAL) trial log. Use as a context manager or call :meth:`close`."""
+    """An SQLite (WAL) trial log. Use as a context manager or call :meth:`close`.
 
-    def __init__(self, path: str | Path) -> None:
+    Args:
+        path: The database file (``":memory:"``: in memory, nothing written).
+        lock: Hold an exclusive lock on ``<path>.lock`` while open: a second writer stops at once with a clear
+            message instead of failing later on a duplicate trial.
+    """
+
+    def __init__(self, path: str | Path, lock: bool = True) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock: IO[str] | None = None
+        #: ``(case_id, pool dict) -> manifest``: set by the engine so a pool is never stored without its manifest
+        self.manifest_for: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
+        memory = str(path) == ":memory:"
+        if not memory:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise DeltapError(f"{self.path.parent}: cannot create the run directory: {exc.strerror}") from None
+            if lock:
+                self._acquire()
         try:
             self._db = sqlite3.connect(str(self.path), isolation_level=None, timeout=30.0)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
-        except sqlite3.DatabaseError as exc:
-            raise DeltapError(f"{self.path}: not a deltap trial log ({exc}); pick another --out directory") from None
+            self._db.execute("SELECT COUNT(*) FROM trials").fetchone()
+        except sqlite3.Error as exc:
+            self._release()
+            raise DeltapError(f"{self.path}: not a usable deltap trial log: {_explain(exc)}; or pick another --out directory") from None
+
+    def _acquire(self) -> None:
+        import fcntl
+
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        try:
+            fh = open(lock_path, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the life of the log
+        except OSError as exc:
+            raise DeltapError(f"{lock_path}: cannot open the run lock: {exc.strerror}") from None
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown"
+            fh.close()
+            raise DeltapError(
+                f"{self.path.parent} is being mined by another process (pid {holder}, lock {lock_path.name}); "
+                "wait for it to finish, stop it, or choose another --out directory"
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}\n")
+        fh.flush()
+        self._lock = fh
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            self._lock.close()  # closing the descriptor releases the flock
+            self._lock = None
 
     def __enter__(self) -> TrialLog:
         return self
@@ -104,8 +218,10 @@ class TrialLog:
         except sqlite3.Error:  # another reader holds the WAL: it stays beside the file, still consistent
             pass
         self._db.close()
+        self._release()
 
     # -- configuration -------------------------------------------------------------------------------------------
+    @_guarded("read the run configuration")
     def check_config(self, config: dict[str, Any], keys: tuple[str, ...], legacy: dict[str, Any] | None = None) -> None:
         """Store ``config`` on first use; later runs must agree on ``keys`` (the ones that change results).
 
@@ -132,18 +248,30 @@ class TrialLog:
                 "resume with the same options or choose a new --out directory"
             )
 
+    @_guarded("read the run configuration")
     def config(self) -> dict[str, Any]:
         return {k: json.loads(v) for k, v in self._db.execute("SELECT key, value FROM meta").fetchall()}
 
     # -- pools -----------------------------------------------------------------------------------------------------
+    @_guarded("read a pool")
     def get_pool(self, case_id: str) -> dict[str, Any] | None:
         row = self._db.execute("SELECT pool_json FROM pools WHERE case_id = ?", (case_id,)).fetchone()
         return None if row is None else json.loads(row[0])
 
+    @_guarded("write a pool")
     def put_pool(self, case_id: str, pool: dict[str, Any]) -> None:
-        self._db.execute("INSERT OR REPLACE INTO pools (case_id, pool_json) VALUES (?, ?)", (case_id, json.dumps(pool)))
+        """Store a case's pool, with its manifest when :attr:`manifest_for` is set (one transaction)."""
+        manifest = self.manifest_for(case_id, pool) if self.manifest_for is not None else None
+        with self._db:
+            self._db.execute("INSERT OR REPLACE INTO pools (case_id, pool_json) VALUES (?, ?)", (case_id, json.dumps(pool)))
+            if manifest is not None:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO manifests (case_id, manifest_json) VALUES (?, ?)",
+                    (case_id, json.dumps(manifest, sort_keys=True, ensure_ascii=False)),
+                )
 
     # -- trials ----------------------------------------------------------------------------------------------------
+    @_guarded("write a trial")
     def append(self, rec: TrialRecord) -> None:
         """Write one trial (committed before returning). A duplicate key is an error: trials are never rewritten."""
         self._db.execute(
@@ -155,6 +283,7 @@ class TrialLog:
             ),
         )
 
+    @_guarded("read the trials")
     def trials(self, case_id: str, kind: str | None = None) -> list[TrialRecord]:
         """Trials of a case (optionally one kind), ordered by kind then index."""
         sql = (
@@ -168,15 +297,74 @@ class TrialLog:
         sql += " ORDER BY kind, trial_index"
         return [TrialRecord(*row) for row in self._db.execute(sql, args).fetchall()]
 
+    @_guarded("count the trials")
     def count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM trials").fetchone()[0])
 
     # -- case status -----------------------------------------------------------------------------------------------
+    @_guarded("write a case status")
     def set_status(self, case_id: str, status: str, info: dict[str, Any]) -> None:
         self._db.execute(
             "INSERT OR REPLACE INTO cases (case_id, status, info_json) VALUES (?, ?, ?)", (case_id, status, json.dumps(info))
         )
 
+    @_guarded("read a case status")
     def status(self, case_id: str) -> tuple[str, dict[str, Any]] | None:
         row = self._db.execute("SELECT status, info_json FROM cases WHERE case_id = ?", (case_id,)).fetchone()
         return None if row is None else (row[0], json.loads(row[1]))
+
+    # -- manifests and history -------------------------------------------------------------------------------------
+    @_guarded("read the case manifests")
+    def manifests(self) -> dict[str, dict[str, Any]]:
+        """``{case_id: manifest}`` of every case recorded so far."""
+        return {c: json.loads(m) for c, m in self._db.execute("SELECT case_id, manifest_json FROM manifests").fetchall()}
+
+    @_guarded("read the logged pools")
+    def pooled_cases(self) -> list[str]:
+        """Case ids with a stored pool (logs of older versions have pools without manifests)."""
+        return [r[0] for r in self._db.execute("SELECT case_id FROM pools ORDER BY case_id").fetchall()]
+
+    @_guarded("write a case manifest")
+    def put_manifest(self, case_id: str, manifest: dict[str, Any]) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO manifests (case_id, manifest_json) VALUES (?, ?)",
+            (case_id, json.dumps(manifest, sort_keys=True, ensure_ascii=False)),
+        )
+
+    @_guarded("retire the error trials")
+    def retire_errors(self) -> int:
+        """Move every ``error`` trial to ``trial_history``, so a resumed run asks its key again. Returns how many."""
+        with self._db:
+            self._db.execute(
+                f"INSERT INTO trial_history ({_COLUMNS}, retired, reason) SELECT {_COLUMNS}, ?, 'error, retried on resume' "
+                "FROM trials WHERE outcome = 'error'",
+                (time.time(),),
+            )
+            n = self._db.execute("DELETE FROM trials WHERE outcome = 'error'").rowcount
+            if n:  # a case stopped for errors is mined again
+                self._db.execute("DELETE FROM cases WHERE status = 'errors'")
+        return int(n)
+
+    @_guarded("forget a changed case")
+    def forget_case(self, case_id: str, reason: str) -> int:
+        """Start ``case_id`` over: its trials move to ``trial_history``; its pool, manifest and status are dropped."""
+        with self._db:
+            self._db.execute(
+                f"INSERT INTO trial_history ({_COLUMNS}, retired, reason) SELECT {_COLUMNS}, ?, ? FROM trials WHERE case_id = ?",
+                (time.time(), reason, case_id),
+            )
+            n = self._db.execute("DELETE FROM trials WHERE case_id = ?", (case_id,)).rowcount
+            for table in ("pools", "manifests", "cases"):
+                self._db.execute(f"DELETE FROM {table} WHERE case_id = ?", (case_id,))  # noqa: S608 - fixed names
+        return int(n)
+
+    @_guarded("read the trial history")
+    def history(self, case_id: str | None = None) -> list[tuple[TrialRecord, str]]:
+        """Retired trials (oldest first) with the reason each was retired."""
+        sql = f"SELECT {_COLUMNS.replace(', created', '')}, reason FROM trial_history"
+        args: tuple[Any, ...] = ()
+        if case_id is not None:
+            sql += " WHERE case_id = ?"
+            args = (case_id,)
+        rows = self._db.execute(sql + " ORDER BY retired, rowid", args).fetchall()
+        return [(TrialRecord(*row[:-1]), row[-1]) for row in rows]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -107,7 +108,20 @@ class SimulatedSolver:
         self.latency = float(latency)
         self._counter = itertools.count()
         self.calls = 0
-        self.id = f"simulated(outcome={outcome},noise={noise:g},seed={seed})"
+        # The planted truth is the simulated model: two solvers that differ in it (``--sim-effect``) must not share an
+        # id, or a run directory would resume one's trials with the other.
+        self.id = f"simulated(outcome={outcome},noise={noise:g},seed={seed},truth={self._truth_digest()})"
+
+    def _truth_digest(self) -> str:
+        def one(t: SimulatedTruth) -> dict[str, Any]:
+            inter = sorted([list(k), v] for k, v in t.interactions.items())
+            return {"base": t.base, "effects": dict(sorted(t.effects.items())), "interactions": inter, "answer": t.answer}
+
+        truth = self._truth
+        planted = one(truth) if isinstance(truth, SimulatedTruth) else {k: one(v) for k, v in sorted(truth.items())}
+        payload = {"truth": planted, "default": one(self._default), "answers": dict(sorted(self._answers.items())),
+                   "wrong_answer": self.wrong_answer, "error_rate": self.error_rate}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
     def truth_for(self, case_id: str) -> SimulatedTruth:
         if isinstance(self._truth, SimulatedTruth):

@@ -1,0 +1,131 @@
+"""Reading and writing files the way every deltap reader and writer must.
+
+* :func:`read_text` / :func:`iter_lines`: UTF-8 only; bytes that are not UTF-8 are a
+  :class:`~deltap.errors.FormatError` naming the file, the line and the byte, never a ``UnicodeDecodeError``.
+* :func:`json_loads`: JSON whose objects may not repeat a key (``json.loads`` silently keeps the last one).
+* :func:`atomic_write` / :func:`write_text_atomic`: the target is replaced in one ``rename`` after the new content
+  is complete and flushed to disk, so a reader never sees half a file, a full disk or a kill leaves the old file
+  whole, and no temporary file is left behind on failure. ``OSError`` (``ENOSPC``...) becomes a one-line
+  :class:`~deltap.errors.DeltapError` naming the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from deltap.errors import DeltapError, FormatError
+
+__all__ = ["atomic_write", "iter_lines", "json_loads", "read_text", "write_text_atomic"]
+
+
+def _decode(raw: bytes, path: str | Path, line: int | None, offset_line: int = 0) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if line is None:
+            line = raw.count(b"\n", 0, exc.start) + 1
+            col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        else:
+            col = exc.start + 1
+        raise FormatError(path, f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {col}); save the file as UTF-8", line) from None
+
+
+def read_text(path: str | Path) -> str:
+    """The file's text, decoded as UTF-8 (a byte-order mark is kept, as ``open(encoding="utf-8")`` does).
+
+    Raises:
+        FormatError: the file is not valid UTF-8 (file, line and byte named).
+        OSError: the file cannot be read.
+    """
+    return _decode(Path(path).read_bytes(), path, None)
+
+
+def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """``(1-based line number, line with its end-of-line)`` for every line, decoded as UTF-8 one line at a time.
+
+    Raises:
+        FormatError: a line is not valid UTF-8.
+    """
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            yield lineno, _decode(raw, path, lineno)
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object repeats a key."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(f"duplicate key {key!r}")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise DuplicateKeyError(k)
+        out[k] = v
+    return out
+
+
+def json_loads(text: str, path: str | Path, line: int | None = None, what: str = "") -> Any:
+    """``json.loads`` that refuses a repeated key in any object.
+
+    Raises:
+        FormatError: invalid JSON or a duplicate key (file, line and key named).
+    """
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except DuplicateKeyError as exc:
+        raise FormatError(path, f"duplicate key {exc.key!r} in a JSON object: each key may appear once", line) from None
+    except json.JSONDecodeError as exc:
+        where = line if line is not None else exc.lineno
+        raise FormatError(path, f"invalid JSON ({exc.msg}){'; ' + what if what else ''}", where) from None
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
+    """Open a temporary file beside ``path`` for writing; on success it replaces ``path`` in one rename.
+
+    On any failure the temporary file is removed and ``path`` is untouched; an ``OSError`` becomes a
+    :class:`DeltapError` naming ``path``.
+    """
+    path = Path(path)
+    tmp: Path | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        tmp = Path(name)
+        kwargs: dict[str, Any] = {} if "b" in mode else {"encoding": "utf-8", "newline": "\n"}
+        with os.fdopen(fd, mode, **kwargs) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        raise DeltapError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_write`)."""
+    with atomic_write(path) as fh:
+        fh.write(text)
+    return Path(path)

@@ -1,0 +1,240 @@
+"""The manifest of a mined case: everything that determines its trials, recorded so a resume cannot mix inputs.
+
+A trial's outcome is a function of the question, the reference answer, the checker, the prompt (template and the
+case's options or source to fix), the candidate documents' texts, how the pool was drawn (retriever, ``k``, placebo
+count, cap, seed) and the solver with its options. The trial log (:mod:`deltap.mining.trials`) stores one manifest
+per case beside its pool, written before the case's first trial. A resumed run recomputes the manifest of every
+case it has seen and compares:
+
+* nothing changed — the logged trials are reused;
+* something changed — the resume is refused with one message listing, per field, the cases it changed in
+  (:class:`ManifestChanged`), or, with ``remine_changed``, exactly those cases are re-mined from scratch (their
+  pool is redrawn and their old trials move to the log's history table).
+
+Values are short SHA-256 digests for texts (``question``, ``reference_answer``, ``prompt``, candidate texts) and
+readable strings for settings (``retriever``, ``solver``...), so a message can say ``retriever: bm25(k1=1.2,b=0.75)
+-> random(seed=0)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from deltap.errors import DeltapError
+
+if TYPE_CHECKING:
+    from deltap.cases import Case
+    from deltap.documents import Corpus
+    from deltap.mining.engine import MiningConfig
+    from deltap.mining.trials import TrialLog
+    from deltap.retrieval.base import Retriever
+    from deltap.solvers.base import Solver
+
+__all__ = ["ManifestChanged", "case_manifest", "check_writable_ids", "describe_changes", "manifest_diff", "prepare_resume"]
+
+#: the fields of a manifest, in the order a message lists them
+FIELDS = (
+    "question", "reference_answer", "checker", "benchmark_type", "prompt", "prompt_template", "gold", "retriever", "k",
+    "n_placebo", "max_candidates", "seed", "solver", "candidates",
+)
+
+#: what a pooled document is recorded as when the corpus no longer has it
+MISSING = "missing from the corpus"
+
+
+def _digest(text: str | None) -> str:
+    return "none" if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def retriever_id(retriever: Retriever | None) -> str:
+    """A retriever's identity: its ``name`` (``bm25(k1=1.2,b=0.75)``, ``dense(...)``), ``none`` without one."""
+    if retriever is None:
+        return "none"
+    return str(getattr(retriever, "name", None) or type(retriever).__name__)
+
+
+def solver_id(solver: Solver) -> str:
+    return str(getattr(solver, "id", type(solver).__name__))
+
+
+def case_manifest(
+    case: Case,
+    doc_ids: Sequence[str],
+    corpus: Corpus,
+    solver: Solver,
+    retriever: Retriever | None,
+    cfg: MiningConfig,
+) -> dict[str, Any]:
+    """The manifest of ``case`` mined over the pooled ``doc_ids``.
+
+    Returns:
+        ``{field: value}`` for every name in :data:`FIELDS`; ``candidates`` maps each pooled doc id to the digest of
+        its text (or :data:`MISSING`).
+    """
+    from deltap.prompts import DEFAULT_TEMPLATE, prompt_hash, render_prompt, request_from_case
+
+    template = getattr(solver, "template", None) or DEFAULT_TEMPLATE
+    candidates: dict[str, str] = {}
+    for d in doc_ids:
+        doc = corpus.get(d)
+        candidates[d] = MISSING if doc is None else _digest(doc.text)
+    return {
+        "question": _digest(case.query),
+        "reference_answer": _digest(case.reference_answer),
+        "checker": _canonical({"kind": case.checker.kind, "params": dict(case.checker.params)}),
+        "benchmark_type": case.benchmark_type,
+        "prompt": prompt_hash(render_prompt(request_from_case(case), template))[:16],
+        "prompt_template": _digest(_canonical(asdict(template))),
+        "gold": ",".join(sorted(case.gold_doc_ids)),
+        "retriever": retriever_id(retriever),
+        "k": cfg.k,
+        "n_placebo": cfg.n_placebo,
+        "max_candidates": cfg.max_candidates,
+        "seed": cfg.seed,
+        "solver": solver_id(solver),
+        "candidates": candidates,
+    }
+
+
+def manifest_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, str]:
+    """``{field: "old -> new"}`` for every field that differs (``candidates`` as a list of changed doc ids)."""
+    out: dict[str, str] = {}
+    for f in FIELDS:
+        if f not in old and f not in new:
+            continue
+        a, b = old.get(f), new.get(f)
+        if f == "candidates":
+            a, b = dict(a or {}), dict(b or {})
+            changed = sorted(d for d in a if b.get(d) != a[d])
+            if changed:
+                shown = ", ".join(f"{d} ({MISSING})" if b.get(d) == MISSING else d for d in changed[:5])
+                out[f] = f"text changed of {shown}" + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+            continue
+        if a != b:
+            long = isinstance(a, str) and len(a) > 60 or isinstance(b, str) and len(b) > 60
+            out[f] = "changed" if long or f in ("question", "reference_answer", "prompt", "prompt_template") else f"{a} -> {b}"
+    return out
+
+
+def describe_changes(changes: Mapping[str, Mapping[str, str]], limit: int = 5) -> str:
+    """One line: per changed field, what changed and in which cases (``changes``: ``{case_id: manifest_diff}``)."""
+    by_field: dict[tuple[str, str], list[str]] = {}
+    for case_id, diff in changes.items():
+        for f, what in diff.items():
+            key = (f, what if f != "candidates" else "text changed")
+            by_field.setdefault(key, []).append(case_id if f != "candidates" else f"{case_id}: {what}")
+    parts = []
+    for f in FIELDS:
+        for (g, what), cases in by_field.items():
+            if g != f:
+                continue
+            shown = "; ".join(cases[:limit]) + (f"; ... ({len(cases)} cases in all)" if len(cases) > limit else "")
+            parts.append(f"{f} {what} in {len(cases)} case(s) [{shown}]" if f != "candidates" else f"candidate {what} [{shown}]")
+    return "; ".join(parts)
+
+
+class ManifestChanged(DeltapError):
+    """A resumed run's inputs differ from the ones its logged trials were made from."""
+
+    def __init__(self, path: str, changes: Mapping[str, Mapping[str, str]]) -> None:
+        self.changes = {k: dict(v) for k, v in changes.items()}
+        super().__init__(
+            f"{path}: the inputs of {len(changes)} logged case(s) changed since their trials were run: "
+            f"{describe_changes(changes)}. Resume with the same inputs, pass --remine-changed (remine_changed=True) to "
+            "re-mine exactly these cases, or choose a new --out directory"
+        )
+
+
+def _pool_ids(pool: Mapping[str, Any]) -> list[str]:
+    return [str(c["doc_id"]) for c in pool.get("candidates") or []]
+
+
+def prepare_resume(
+    log: TrialLog,
+    cases: Sequence[Case],
+    corpus: Corpus,
+    solver: Solver,
+    retriever: Retriever | None,
+    cfg: MiningConfig,
+    remine_changed: bool = False,
+) -> dict[str, Any]:
+    """Check a run directory against this run's inputs before any trial, and hook manifests to new pools.
+
+    1. ``error`` trials are retired to the history table, so their keys are asked again.
+    2. Every case of ``cases`` with a logged manifest is compared with its manifest now; a change raises
+       :class:`ManifestChanged` (every changed case in one message) or, with ``remine_changed``, the case is
+       forgotten (trials to history; pool, manifest and status dropped) and mined again from a new pool.
+    3. A case with a logged pool but no manifest (a log of an older deltap) gets this run's manifest; a pooled
+       document missing from the corpus is still an error then.
+    4. ``log.manifest_for`` is set, so every pool stored from now on is stored with its manifest.
+
+    Returns:
+        ``{"retired_errors": n, "remined": [case ids], "unverified": [case ids]}``.
+    """
+    by_id = {c.case_id: c for c in cases}
+    retired = log.retire_errors()
+    stored = log.manifests()
+    changes: dict[str, dict[str, str]] = {}
+    unverified: list[str] = []
+    for case_id in log.pooled_cases():
+        case = by_id.get(case_id)
+        if case is None:
+            continue  # logged but not part of this run (--limit, --cases): left as it is
+        pool = log.get_pool(case_id) or {}
+        now = case_manifest(case, _pool_ids(pool), corpus, solver, retriever, cfg)
+        if case_id not in stored:
+            missing = [d for d, h in now["candidates"].items() if h == MISSING]
+            if missing and not remine_changed:
+                raise DeltapError(
+                    f"{log.path}: case {case_id!r} was pooled with document(s) the corpus no longer has: "
+                    f"{', '.join(missing[:10])}; mine with the corpus it was started with, pass --remine-changed, "
+                    "or choose a new --out directory"
+                )
+            if missing:
+                changes[case_id] = {"candidates": f"text changed of {', '.join(f'{d} ({MISSING})' for d in missing[:5])}"}
+                continue
+            log.put_manifest(case_id, now)
+            unverified.append(case_id)
+            continue
+        diff = manifest_diff(stored[case_id], now)
+        if diff:
+            changes[case_id] = diff
+    if changes and not remine_changed:
+        raise ManifestChanged(str(log.path), changes)
+    for case_id, diff in changes.items():
+        log.forget_case(case_id, "inputs changed: " + ", ".join(diff))
+
+    def manifest_for(case_id: str, pool: dict[str, Any]) -> dict[str, Any]:
+        return case_manifest(by_id[case_id], _pool_ids(pool), corpus, solver, retriever, cfg)
+
+    log.manifest_for = manifest_for
+    return {"retired_errors": retired, "remined": sorted(changes), "unverified": unverified}
+
+
+def check_writable_ids(cases: Sequence[Case], corpus: Corpus) -> None:
+    """Refuse, before any trial, case and document ids that the run's ``qrels.trec`` could not hold.
+
+    TREC qrels are whitespace separated: an id with a space would be written as extra columns that every reader
+    (deltap's included) rejects, after the whole run was paid for.
+
+    Raises:
+        DeltapError: naming the ids.
+    """
+    def bad(ids: Sequence[str]) -> list[str]:
+        return [i for i in ids if not i or any(ch.isspace() for ch in i)]
+
+    for what, ids, where in (("case id", bad([c.case_id for c in cases]), "the cases"), ("document id", bad(corpus.ids), corpus.name)):
+        if ids:
+            shown = ", ".join(repr(i) for i in ids[:5]) + (f" ... ({len(ids)} in all)" if len(ids) > 5 else "")
+            raise DeltapError(
+                f"{len(ids)} {what}(s) in {where} are empty or contain whitespace, which qrels.trec cannot hold: {shown}; "
+                "rename them"
+            )
