@@ -85,7 +85,7 @@ def _grade(value: str | int | float, path: Path, lineno: int) -> int:
     except (ValueError, TypeError):
         raise FormatError(path, f"relevance grade must be an integer >= 0, got {value!r}", lineno) from None
     if grade < 0 or grade > MAX_GRADE:
-        raise FormatError(path, f"relevance grade must be an integer from 0 to {MAX_GRADE}, got {grade}", lineno)
+        raise FormatError(path, f"relevance grade must be an integer >= 0 and <= {MAX_GRADE}, got {grade}", lineno)
     return grade
 
 

@@ -174,7 +174,7 @@ class TrialLog:
             self._db.execute("SELECT COUNT(*) FROM trials").fetchone()
         except sqlite3.Error as exc:
             self._release()
-            raise DeltapError(f"{self.path}: not a usable deltap trial log: {_explain(exc)}; or pick another --out directory") from None
+            raise DeltapError(f"{self.path}: not a deltap trial log, or not usable: {_explain(exc)}; or pick another --out directory") from None
 
     def _acquire(self) -> None:
         import fcntl
