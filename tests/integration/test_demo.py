@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from deltap.demo import DemoConfig, run_demo
+from deltap.mining.verdicts import EMPIRICAL, default_policy, grade, verdict
 
 pytestmark = pytest.mark.integration
 
@@ -108,7 +109,18 @@ def test_demo_with_the_local_model(tmp_path: Path) -> None:
     assert 0 < run["calls"] <= 16
     dataset = yaml.safe_load((tmp_path / "run" / "retrieval_dataset.yaml").read_text(encoding="utf-8"))
     cands = dataset["pairs"][0]["candidates"]
-    assert cands and all(c["verdict"] in {"relevant", "harmful", "irrelevant", "undecided"} for c in cands)
+    # Every verdict, grade and label is what the rules give for the numbers recorded beside it (a verdict is not
+    # merely one of the four words).
+    policy = default_policy("logprob", float(run["q"]), float(run["min_effect"]))
+    assert cands
+    for c in cands:
+        reg = c.get("regression_effect")
+        if reg is None:
+            assert c["verdict"] == "undecided" and c["grade"] is None
+            continue
+        se = float("inf") if reg.get("se") is None else float(reg["se"])
+        expected = verdict(float(reg["coef"]), se, float(c["q_value"]), policy)
+        assert (c["verdict"], c["grade"], c["empirical_relevance"]) == (expected, grade(float(reg["coef"]), expected, policy), EMPIRICAL[expected]), c
     # Log-probabilities are finite negatives: a real model scored the reference answer.
     assert dataset["pairs"][0]["metadata"]["base_success_rate"] < 0
     assert result.report_html.is_file()

@@ -2,25 +2,51 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
+import inspect
 import subprocess
 import sys
+from pathlib import Path
 
 import deltap
 
 
-def test_all_matches_public_names() -> None:
-    public = {name for name in dir(deltap) if not name.startswith("_")} | {"__version__"}
-    assert set(deltap.__all__) == public
-    assert deltap.__all__ == sorted(deltap.__all__)
+def _type_checking_imports() -> dict[str, str]:
+    """``name -> module`` of the ``if TYPE_CHECKING:`` imports in ``deltap/__init__.py`` (what IDEs and mypy see)."""
+    tree = ast.parse(Path(deltap.__file__).read_text(encoding="utf-8"))
+    out: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom) and imp.module, ast.dump(imp)
+                for alias in imp.names:
+                    out[alias.asname or alias.name] = imp.module
+    return out
 
 
-def test_every_public_name_resolves() -> None:
-    for name in deltap.__all__:
+def test_all_matches_the_lazy_table_and_the_typed_imports() -> None:
+    # Three independent spellings of the public API must agree: __all__, the lazy-import table that makes names
+    # resolve at run time, and the TYPE_CHECKING imports that make them visible to type checkers.
+    lazy = dict(deltap._LAZY)
+    typed = _type_checking_imports()
+    assert set(deltap.__all__) == set(lazy) | {"__version__"}
+    assert typed == lazy, {n: (lazy.get(n), typed.get(n)) for n in set(lazy) | set(typed) if lazy.get(n) != typed.get(n)}
+    assert deltap.__all__ == sorted(deltap.__all__) and len(set(deltap.__all__)) == len(deltap.__all__)
+    assert dir(deltap) == deltap.__all__
+
+
+def test_every_public_name_resolves_to_its_defining_module() -> None:
+    for name, module_name in deltap._LAZY.items():
         value = getattr(deltap, name)
-        assert value is not None, name
-        if name not in {"__version__", "Qrels", "Run"} and hasattr(value, "__module__"):
+        module = importlib.import_module(module_name)
+        assert value is getattr(module, name), name
+        exported = getattr(module, "__all__", None)
+        if exported is not None:  # the defining module lists it too (no private name made public by accident)
+            assert name in exported, (name, module_name)
+        if name not in {"Qrels", "Run"} and (inspect.isclass(value) or inspect.isfunction(value)):
             assert value.__module__.startswith("deltap"), (name, value.__module__)
+    assert isinstance(deltap.__version__, str) and deltap.__version__.count(".") == 2
 
 
 def test_import_is_light_and_side_effect_free() -> None:

@@ -98,10 +98,24 @@ def test_bm25_no_matching_term_returns_nothing(corpus: Corpus) -> None:
     assert BM25Retriever(corpus).search("the and of", k=5) == []  # only stop words
 
 
-def test_bm25_batch_equals_single(corpus: Corpus) -> None:
+def test_bm25_batch_and_single_follow_the_reference_ranking(corpus: Corpus) -> None:
+    # Both paths against the reference formula's ranking (score descending, ties by corpus position, zero dropped),
+    # not against each other.
     r = BM25Retriever(corpus)
-    queries = ["lift", "agent events", "turbulent plate"]
-    assert r.search_batch(queries, k=3) == [r.search(q, k=3) for q in queries]
+    docs = [tokenize(d.full_text) for d in corpus]
+    ids = [d.doc_id for d in corpus]
+    queries = ["lift", "agent events", "turbulent plate", "wings drag velocity state"]
+    expected = []
+    for q in queries:
+        ref = _lucene_bm25(q, docs, 1.5, 0.75)
+        order = sorted((i for i in range(len(ref)) if ref[i] > 0), key=lambda i: (-round(ref[i], 5), i))[:3]
+        expected.append([(ids[i], rank) for rank, i in enumerate(order, 1)])
+    assert expected[0] == [("d0", 1), ("d5", 2)] and len(expected[3]) == 3  # the fixture exercises ties and the cut
+    batch = r.search_batch(queries, k=3)
+    single = [r.search(q, k=3) for q in queries]
+    assert [[(h.doc_id, h.rank) for h in hits] for hits in batch] == expected
+    assert [[(h.doc_id, h.rank) for h in hits] for hits in single] == expected
+    assert [[h.score for h in hits] for hits in batch] == [[h.score for h in hits] for hits in single]
 
 
 # --------------------------------------------------------------------------------------------------- filters

@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ import pytest
 from deltap.documents import Corpus, Document
 from deltap.errors import DeltapError
 from deltap.retrieval import build_retriever, open_index
-from deltap.retrieval.cache import EmbeddingCache
+from deltap.retrieval.cache import EmbeddingCache, text_hash
 from deltap.retrieval.dense import DenseRetriever, index_corpus
 from deltap.retrieval.embedders import HashingEmbedder, load_embedder
 from deltap.retrieval.factory import open_store
@@ -109,6 +110,16 @@ def test_repeat_search_is_identical(tmp_path: Path, cache: EmbeddingCache) -> No
     for _ in range(3):
         assert retriever.search_batch(QUERIES, k=10) == first
     assert [retriever.search(q, k=10) for q in QUERIES] == first
+    # ...and what they repeat is the exact cosine ranking (ties by corpus position), computed here with numpy.
+    corpus = make_corpus()
+    emb = HashingEmbedder(64)
+    doc_vecs = emb.embed_documents([d.full_text for d in corpus])
+    ids = [d.doc_id for d in corpus]
+    for q, hits in zip(QUERIES, first, strict=True):
+        sims = doc_vecs @ emb.embed_queries([q])[0]
+        order = sorted(range(len(ids)), key=lambda i: (-round(float(sims[i]), 5), i))[:10]
+        assert [h.doc_id for h in hits] == [ids[i] for i in order], q
+        assert [h.score for h in hits] == pytest.approx([float(sims[i]) for i in order], abs=1e-5)
 
 
 def test_ties_are_broken_by_corpus_position(tmp_path: Path, cache: EmbeddingCache) -> None:
@@ -148,8 +159,21 @@ def test_reopen_index_and_metadata_roundtrip(tmp_path: Path, cache: EmbeddingCac
         assert dict(by_id[doc.doc_id].metadata) == dict(doc.metadata)  # exactly, nothing added, nothing lost
     hit, doc = reopened.search_documents("wing", k=1)[0]
     assert (hit.doc_id, doc.title, doc.text) == ("a", "A", "wing lift")
-    assert reopened.last_embed_seconds > 0 and reopened.last_search_seconds > 0
     reopened.close()
+
+
+def test_search_timings_come_from_the_clock(tmp_path: Path, cache: EmbeddingCache, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``last_embed_seconds`` is the time around the embedding call, ``last_search_seconds`` the rest (fake clock)."""
+    import deltap.retrieval.dense as dense
+
+    r = build_retriever("dense", make_corpus(8), store=tmp_path / "s", embedder="hash:64", cache_dir=cache.dir)
+    ticks = iter([10.0, 10.25, 11.0])  # before embedding, after embedding, after the store query and ranking
+    monkeypatch.setattr(dense, "time", SimpleNamespace(perf_counter=lambda: next(ticks)))
+    r.search_batch(QUERIES[:2], k=3)
+    assert (r.last_embed_seconds, r.last_search_seconds) == (0.25, 0.75)
+    r.search_batch([], k=3)  # nothing searched: nothing timed
+    assert (r.last_embed_seconds, r.last_search_seconds) == (0.0, 0.0)
+    r.close()
 
 
 def test_filters_pass_through_to_qdrant(tmp_path: Path, cache: EmbeddingCache) -> None:
@@ -218,8 +242,16 @@ def test_embedding_cache_is_shared_across_indexes(tmp_path: Path, cache: Embeddi
     _index(corpus, EdgeStore(tmp_path / "one", "c"), emb, cache)
     report = _index(corpus, EdgeStore(tmp_path / "two", "c"), emb, cache)
     assert (report.embedded, report.cached, emb.embedded) == (0, 10, 10)
-    vectors = cache.get_many(emb.name, [])
-    assert vectors == {}
+    # The cache holds exactly the corpus vectors, under the text hash, for this embedder only.
+    texts = [d.full_text for d in corpus]
+    hashes = [text_hash(t) for t in texts]
+    vectors = cache.get_many(emb.name, [*hashes, text_hash("never embedded"), hashes[0]])
+    assert set(vectors) == set(hashes)
+    expected = HashingEmbedder(64).embed_documents(texts)
+    for h, vec in zip(hashes, expected, strict=True):
+        np.testing.assert_array_equal(vectors[h], vec.astype(np.float32))
+    assert cache.get_many("another-model", hashes) == {}
+    assert cache.get_many(emb.name, []) == {}
 
 
 # --------------------------------------------------------------------------------------------------- refusals and errors

@@ -19,10 +19,13 @@ from deltap.solvers.base import Answer, Score, SolveRequest, SolverError
 class FakeSolver:
     """Answers with the number of documents; fails on questions containing 'fail'; tracks concurrency."""
 
-    def __init__(self, delay: float = 0.0, max_tokens: int = 8) -> None:
+    def __init__(self, delay: float = 0.0, max_tokens: int = 8, rendezvous: int | None = None) -> None:
         self.id = "fake:v1"
         self.delay = delay
         self.max_tokens = max_tokens
+        # Calls wait until `rendezvous` of them are in flight at once: proves the concurrency is reached without
+        # relying on sleeps overlapping (a generous timeout turns a missing overlap into a failure, not a hang).
+        self._barrier = threading.Barrier(rendezvous, timeout=60) if rendezvous else None
         self.calls = 0
         self.in_flight = 0
         self.peak = 0
@@ -37,6 +40,8 @@ class FakeSolver:
             self.in_flight += 1
             self.peak = max(self.peak, self.in_flight)
         try:
+            if self._barrier is not None:
+                self._barrier.wait()
             time.sleep(self.delay)
             if "fail" in request.question:
                 raise SolverError("server said no")
@@ -99,10 +104,10 @@ def test_cached_batches_mix_hits_and_misses(tmp_path: Path) -> None:
 
 
 def test_solve_many_bounds_concurrency_and_keeps_order() -> None:
-    inner = FakeSolver(delay=0.05)
+    inner = FakeSolver(rendezvous=3)  # 12 requests = 4 groups of 3 calls in flight together
     reqs = [SolveRequest("c", f"Q{i}" if i != 3 else "fail me") for i in range(12)]
     out = solve_many(inner, reqs, concurrency=3)
-    assert inner.peak == 3
+    assert inner.peak == 3 and inner.calls == 12
     assert isinstance(out[3], SolverError)
     assert [o.text for i, o in enumerate(out) if i != 3 and isinstance(o, Answer)] == [
         f"Q{i}:0" for i in range(12) if i != 3
@@ -112,10 +117,10 @@ def test_solve_many_bounds_concurrency_and_keeps_order() -> None:
 
 
 def test_asolve_many_bounds_concurrency() -> None:
-    inner = FakeSolver(delay=0.05)
+    inner = FakeSolver(rendezvous=2)
     reqs = [SolveRequest("c", f"Q{i}") for i in range(8)]
     out = asyncio.run(asolve_many(inner, reqs, concurrency=2))
-    assert inner.peak == 2 and [o.text for o in out if isinstance(o, Answer)] == [f"Q{i}:0" for i in range(8)]
+    assert inner.peak == 2 and inner.calls == 8 and [o.text for o in out if isinstance(o, Answer)] == [f"Q{i}:0" for i in range(8)]
 
 
 def test_score_many_generic_and_reference_count() -> None:

@@ -20,6 +20,10 @@ _ANSWER_IS = re.compile(
     re.I,
 )
 _BACKTICK = re.compile(r"`([^`\n]+)`")
+# Quotes (ASCII and typographic), backticks and Markdown bold/italic stars around an answer.
+_QUOTES = "`'\"*\u2018\u2019\u201c\u201d"
+# Sentence punctuation after an answer ("BaseAgent," "BaseAgent!" "BaseAgent…").
+_TRAILING = ".,;:!?\u2026"
 
 
 def strip_fences(text: str) -> str:
@@ -47,9 +51,10 @@ def _json_answer(text: str) -> str | None:
 def normalize_identifier(text: str) -> str:
     """Normalize an identifier for comparison.
 
-    Rules (documented, applied in order): surrounding whitespace, quotes, backticks and Markdown ``*``/``_``
-    emphasis removed; a trailing ``()`` or call arguments removed (``run_async()`` -> ``run_async``); trailing
-    sentence punctuation (``.,;:!?``) removed; internal whitespace collapsed; lower-cased.
+    Rules (documented, applied in order, repeated until nothing changes): surrounding whitespace, quotes (ASCII and
+    typographic), backticks and Markdown ``*`` emphasis removed; a trailing ``()`` or call arguments removed
+    (``run_async()`` -> ``run_async``); trailing sentence punctuation (``.,;:!?…``) removed; internal whitespace
+    collapsed; lower-cased. Underscores are kept (``__init__`` is a name, not emphasis).
     """
     return clean_identifier(text).lower()
 
@@ -59,9 +64,9 @@ def clean_identifier(text: str) -> str:
     s = text.strip()
     while True:  # repeat: decorations nest ("`run()`." needs the dot, the backticks, then the parentheses removed)
         before = s
-        s = s.strip().strip("`'\"*").strip()
+        s = s.strip().strip(_QUOTES).strip()
         s = re.sub(r"\(.*\)$", "", s)
-        s = s.rstrip(".,;:!?")
+        s = s.rstrip(_TRAILING)
         if s == before:
             break
     return re.sub(r"\s+", " ", s)
@@ -102,7 +107,7 @@ def identifier_candidates(text: str) -> list[str]:
     return result
 
 
-_LEAD_LETTER = re.compile(r"^\s*[\(\[*`\"']*([A-Za-z])[\)\]*`\"']*(?:[.:)\s]|$)")
+_LEAD_LETTER = re.compile(r"^\s*[\(\[*`\"'\u2018\u201c]*([A-Za-z])[\)\]*`\"'\u2019\u201d]*(?:[.,;:!?)\s]|$)")
 _ANSWER_LETTER = re.compile(
     r"(?:answer|option|choice)\s*(?:is|would\s+be|:|=)?\s*[:\s]*[\(\[*`\"']*([A-Za-z])(?![A-Za-z])",
     re.I,
@@ -134,7 +139,7 @@ def extract_choice(text: str, options: Mapping[str, str] | Iterable[str]) -> str
             return k
     body = strip_fences(text).strip()
     # The whole reply is the letter (with decorations).
-    bare = body.strip(" \t\n.()[]*`'\":")
+    bare = body.strip(" \t\n()[]" + _QUOTES + _TRAILING)
     if len(bare) == 1 and key_of(bare):
         return key_of(bare)
     found: list[str] = []

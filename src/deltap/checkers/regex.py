@@ -6,6 +6,7 @@ import re
 from typing import TYPE_CHECKING
 
 from deltap.checkers.base import CheckResult
+from deltap.checkers.extract import clean_identifier
 from deltap.errors import DeltapError
 
 if TYPE_CHECKING:
@@ -19,7 +20,10 @@ class RegexChecker:
 
     Args:
         pattern: A Python regular expression.
-        mode: ``search`` (anywhere, the default) or ``fullmatch`` (the whole stripped reply).
+        mode: ``search`` (anywhere, the default) or ``fullmatch``: the whole stripped reply, or failing that the
+            reply cleaned as :func:`~deltap.checkers.extract.clean_identifier` cleans an identifier (surrounding
+            quotes, backticks and ``*``, a trailing call ``(...)`` and sentence punctuation removed), so ``42.``
+            passes for ``42``. An empty reply always fails.
         ignore_case: Compile with ``re.IGNORECASE``.
     """
 
@@ -35,7 +39,15 @@ class RegexChecker:
 
     def check(self, case: Case, answer: str) -> CheckResult:
         text = (answer or "").strip()
-        m = self.regex.fullmatch(text) if self.mode == "fullmatch" else self.regex.search(text)
+        if not text:  # a pattern that matches the empty string (``x*``) must not pass an empty reply
+            return CheckResult("fail", None, "empty answer")
+        if self.mode == "fullmatch":
+            m = self.regex.fullmatch(text)
+            if m is None:
+                cleaned = clean_identifier(text)
+                m = self.regex.fullmatch(cleaned) if cleaned and cleaned != text else None
+        else:
+            m = self.regex.search(text)
         if m:
             return CheckResult("pass", m.group(0), "pattern matched")
-        return CheckResult("fail", None, "empty answer" if not text else "pattern did not match")
+        return CheckResult("fail", None, "pattern did not match")

@@ -24,9 +24,11 @@ class StringMatchChecker:
     :func:`~deltap.checkers.extract.identifier_candidates` (JSON ``answer``, ``answer is X``, the first backticked
     span, the first line and its first token) so ``The answer is `BaseAgent`.`` passes for ``BaseAgent``.
 
-    Qualified vs bare identifiers (``qualified="either"``, the default): ``google.adk.agents.BaseAgent`` passes for
-    the expected ``BaseAgent`` (same last segment), and ``BaseAgent`` passes for an expected qualified name ending in
-    ``.BaseAgent``. With ``qualified="exact"`` the dotted forms must be equal.
+    Qualified vs bare identifiers (``qualified="either"``, the default): one name may be the other's tail cut at a
+    ``.`` — ``google.adk.agents.BaseAgent`` passes for the expected ``BaseAgent``, and ``BaseAgent`` or
+    ``agents.BaseAgent`` pass for the expected ``google.adk.agents.BaseAgent``; ``pkg.NotBaseAgent``,
+    ``google.adk.MyBaseAgent`` and ``other.BaseAgent`` (for a qualified expectation) fail. With ``qualified="exact"``
+    the dotted forms must be equal.
 
     Args:
         answers: Accepted answers (at least one).
@@ -52,10 +54,9 @@ class StringMatchChecker:
         if candidate == expected:
             return True
         if self.qualified == "either":
-            if "." in candidate and "." not in expected:
-                return candidate.rsplit(".", 1)[-1] == expected
-            if "." in expected and "." not in candidate:
-                return expected.rsplit(".", 1)[-1] == candidate
+            # One names a qualified tail of the other, cut at a "." (never a raw suffix: pkg.NotBaseAgent is not
+            # BaseAgent).
+            return candidate.endswith("." + expected) or expected.endswith("." + candidate)
         return False
 
     def check(self, case: Case, answer: str) -> CheckResult:

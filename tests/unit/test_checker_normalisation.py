@@ -1,0 +1,221 @@
+"""The checker normalisation table: every decoration a model puts around a right answer passes, every near miss fails.
+
+One row per (reply, expected outcome), for string match (bare and qualified expectations), multiple choice and regex.
+A checker that strips only ``.``, or matches qualified names by raw suffix (``pkg.NotBaseAgent`` ends with
+``BaseAgent``), fails rows here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from deltap.cases import Case, CheckerSpec
+from deltap.checkers import make_checker
+from deltap.checkers.extract import clean_identifier, extract_choice, normalize_identifier
+
+CASE = Case("c", "q")
+
+# Decorations of a right answer ``X``: each must pass wherever ``X`` passes.
+DECORATIONS = [
+    pytest.param("{}", id="bare"),
+    pytest.param("{}.", id="period"),
+    pytest.param("{},", id="comma"),
+    pytest.param("{}!", id="exclamation"),
+    pytest.param("{}?", id="question"),
+    pytest.param("{};", id="semicolon"),
+    pytest.param("{}:", id="colon"),
+    pytest.param("{}...", id="ellipsis"),
+    pytest.param("{}\u2026", id="unicode-ellipsis"),
+    pytest.param("'{}'", id="single-quotes"),
+    pytest.param('"{}"', id="double-quotes"),
+    pytest.param("\u201c{}\u201d", id="curly-double-quotes"),
+    pytest.param("\u2018{}\u2019", id="curly-single-quotes"),
+    pytest.param("`{}`", id="backticks"),
+    pytest.param("`{}`.", id="backticks-period"),
+    pytest.param('"{}",', id="quotes-comma"),
+    pytest.param("**{}**", id="bold"),
+    pytest.param("**{}**!", id="bold-exclamation"),
+    pytest.param("{}()", id="call-parens"),
+    pytest.param("`{}()`.", id="call-in-backticks-period"),
+    pytest.param("{}(name='x')", id="call-arguments"),
+    pytest.param("  {}  \n", id="whitespace"),
+    pytest.param("The answer is `{}`.", id="sentence-backticks"),
+    pytest.param("The answer is {}!", id="sentence-exclamation"),
+    pytest.param("Answer: {},", id="answer-colon-comma"),
+    pytest.param('{{"answer": "{}"}}', id="json"),
+    pytest.param("```\n{}\n```", id="fence"),
+]
+
+
+def _string_match(expected: str, **params: object) -> object:
+    return make_checker(CheckerSpec("string_match", {"answers": [expected], **params}))
+
+
+@pytest.mark.parametrize("template", DECORATIONS)
+@pytest.mark.parametrize(
+    ("expected", "answer"),
+    [
+        pytest.param("BaseAgent", "BaseAgent", id="bare-for-bare"),
+        pytest.param("BaseAgent", "google.adk.agents.BaseAgent", id="qualified-for-bare"),
+        pytest.param("google.adk.agents.BaseAgent", "BaseAgent", id="bare-for-qualified"),
+        pytest.param("google.adk.agents.BaseAgent", "google.adk.agents.BaseAgent", id="qualified-for-qualified"),
+        pytest.param("google.adk.agents.BaseAgent", "agents.BaseAgent", id="partly-qualified"),
+        pytest.param("BaseAgent", "baseagent", id="lower-case"),
+    ],
+)
+def test_string_match_accepts_decorated_right_answers(expected: str, answer: str, template: str) -> None:
+    reply = template.format(answer)
+    result = _string_match(expected).check(CASE, reply)  # type: ignore[attr-defined]
+    assert result.outcome == "pass", (reply, result.detail)
+
+
+@pytest.mark.parametrize("template", DECORATIONS)
+@pytest.mark.parametrize(
+    ("expected", "answer"),
+    [
+        pytest.param("BaseAgent", "pkg.NotBaseAgent", id="qualified-suffix-not-at-dot"),
+        pytest.param("BaseAgent", "google.adk.MyBaseAgent", id="qualified-prefixed-name"),
+        pytest.param("BaseAgent", "NotBaseAgent", id="prefixed-name"),
+        pytest.param("BaseAgent", "BaseAgentFactory", id="longer-name"),
+        pytest.param("BaseAgent", "BaseAgent.run", id="member-of-right-class"),
+        pytest.param("BaseAgent", "Base", id="shorter-name"),
+        pytest.param("BaseAgent", "LlmAgent", id="other-class"),
+        pytest.param("google.adk.agents.BaseAgent", "google.adk.agents.NotBaseAgent", id="qualified-near-miss"),
+        pytest.param("google.adk.agents.BaseAgent", "NotBaseAgent", id="bare-near-miss-for-qualified"),
+        pytest.param("google.adk.agents.BaseAgent", "other.BaseAgent", id="other-module-same-name"),
+        pytest.param("google.adk.agents.BaseAgent", "gents.BaseAgent", id="module-suffix-not-at-dot"),
+        pytest.param("google.adk.agents.BaseAgent", "xgoogle.adk.agents.BaseAgent", id="longer-qualified"),
+    ],
+)
+def test_string_match_rejects_near_misses(expected: str, answer: str, template: str) -> None:
+    reply = template.format(answer)
+    result = _string_match(expected).check(CASE, reply)  # type: ignore[attr-defined]
+    assert result.outcome == "fail", (reply, result.detail)
+
+
+@pytest.mark.parametrize(
+    ("expected", "reply", "outcome"),
+    [
+        pytest.param("google.adk.agents.BaseAgent", "google.adk.agents.BaseAgent.", "pass", id="same-qualified"),
+        pytest.param("google.adk.agents.BaseAgent", "BaseAgent", "fail", id="bare"),
+        pytest.param("google.adk.agents.BaseAgent", "agents.BaseAgent", "fail", id="partly-qualified"),
+        pytest.param("BaseAgent", "google.adk.agents.BaseAgent", "fail", id="qualified-for-bare"),
+        pytest.param("BaseAgent", "`BaseAgent`!", "pass", id="bare-decorated"),
+    ],
+)
+def test_string_match_exact_qualified(expected: str, reply: str, outcome: str) -> None:
+    assert _string_match(expected, qualified="exact").check(CASE, reply).outcome == outcome  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("reply", "outcome"),
+    [
+        pytest.param("BaseAgent,", "pass", id="comma"),
+        pytest.param("`BaseAgent`!", "pass", id="backticks-exclamation"),
+        pytest.param("baseagent", "fail", id="wrong-case"),
+        pytest.param("google.adk.agents.BaseAgent.", "pass", id="qualified"),
+        pytest.param("pkg.NotBaseAgent", "fail", id="near-miss"),
+    ],
+)
+def test_string_match_case_sensitive(reply: str, outcome: str) -> None:
+    assert _string_match("BaseAgent", case_sensitive=True).check(CASE, reply).outcome == outcome  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("text", "clean"),
+    [
+        pytest.param("BaseAgent,", "BaseAgent", id="comma"),
+        pytest.param("BaseAgent!", "BaseAgent", id="exclamation"),
+        pytest.param("BaseAgent?;:", "BaseAgent", id="several"),
+        pytest.param("\u201cBaseAgent\u201d.", "BaseAgent", id="curly"),
+        pytest.param("`run_async(ctx)`.", "run_async", id="call"),
+        pytest.param("__init__", "__init__", id="dunder-kept"),
+        pytest.param("a.b.C", "a.b.C", id="inner-dots-kept"),
+        pytest.param("  two   words ", "two words", id="inner-space-collapsed"),
+    ],
+)
+def test_clean_identifier(text: str, clean: str) -> None:
+    assert clean_identifier(text) == clean
+    assert normalize_identifier(text) == clean.lower()
+
+
+OPTIONS = {"A": "BaseAgent", "B": "LlmAgent", "C": "SequentialAgent", "D": "Runner"}
+
+
+@pytest.mark.parametrize(
+    ("reply", "letter"),
+    [
+        pytest.param("C", "C", id="bare"),
+        pytest.param("C.", "C", id="period"),
+        pytest.param("C,", "C", id="comma"),
+        pytest.param("C!", "C", id="exclamation"),
+        pytest.param("C;", "C", id="semicolon"),
+        pytest.param("C:", "C", id="colon"),
+        pytest.param("(C)", "C", id="parens"),
+        pytest.param("(C).", "C", id="parens-period"),
+        pytest.param("[C]", "C", id="brackets"),
+        pytest.param("`C`", "C", id="backticks"),
+        pytest.param("'C'", "C", id="quotes"),
+        pytest.param("\u201cC\u201d", "C", id="curly-quotes"),
+        pytest.param("**C**", "C", id="bold"),
+        pytest.param("**C.**", "C", id="bold-period"),
+        pytest.param("c", "C", id="lower-case-bare"),
+        pytest.param("Answer: C", "C", id="answer-colon"),
+        pytest.param("The answer is C!", "C", id="sentence-exclamation"),
+        pytest.param("The answer is (C).", "C", id="sentence-parens"),
+        pytest.param("C) SequentialAgent", "C", id="letter-and-text"),
+        pytest.param("C, SequentialAgent", "C", id="letter-comma-text"),
+        pytest.param('{"answer": "C"}', "C", id="json"),
+        pytest.param("SequentialAgent", "C", id="option-text"),
+        pytest.param("`SequentialAgent`.", "C", id="option-text-decorated"),
+        pytest.param("Answer: A. Answer: C", None, id="contradiction"),
+        pytest.param("E", None, id="not-an-option"),
+        pytest.param("CD", None, id="two-letter-word"),
+        pytest.param("Cat", None, id="word-starting-with-letter"),
+        pytest.param("I think so", None, id="prose"),
+        pytest.param("", None, id="empty"),
+    ],
+)
+def test_choice_table(reply: str, letter: str | None) -> None:
+    assert extract_choice(reply, OPTIONS) == letter
+    checker = make_checker(CheckerSpec("multiple_choice", {"correct": "C", "options": OPTIONS}))
+    assert checker.check(CASE, reply).outcome == ("pass" if letter == "C" else "fail")
+
+
+# Prose, JSON and fences are the string-match checker's job: a full match of a sentence fails by design.
+REGEX_DECORATIONS = [p for p in DECORATIONS if not str(p.values[0]).startswith(("The answer", "Answer", "{{", "```"))]
+
+
+@pytest.mark.parametrize("template", REGEX_DECORATIONS)
+def test_regex_fullmatch_tolerates_decorations(template: str) -> None:
+    checker = make_checker(CheckerSpec("regex", {"pattern": r"(?:[\w.]+\.)?BaseAgent", "mode": "fullmatch"}))
+    reply = template.format("google.adk.agents.BaseAgent")
+    result = checker.check(CASE, reply)  # type: ignore[attr-defined]
+    assert result.outcome == "pass", (reply, result.detail)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "mode", "reply", "outcome"),
+    [
+        pytest.param(r"(?:[\w.]+\.)?BaseAgent", "fullmatch", "pkg.NotBaseAgent", "fail", id="fullmatch-near-miss"),
+        pytest.param(r"(?:[\w.]+\.)?BaseAgent", "fullmatch", "google.adk.MyBaseAgent.", "fail", id="fullmatch-prefixed"),
+        pytest.param(r"(?:[\w.]+\.)?BaseAgent", "fullmatch", "BaseAgent is the answer", "fail", id="fullmatch-sentence"),
+        pytest.param(r"\d+\.", "fullmatch", "42.", "pass", id="fullmatch-pattern-with-own-period"),
+        pytest.param(r"42", "fullmatch", "42.", "pass", id="fullmatch-trailing-period"),
+        pytest.param(r"42", "fullmatch", "420", "fail", id="fullmatch-longer"),
+        pytest.param(r"\bBaseAgent\b", "search", "Use `BaseAgent`, then run it.", "pass", id="search-in-sentence"),
+        pytest.param(r"\bBaseAgent\b", "search", "Use pkg.NotBaseAgent", "fail", id="search-near-miss"),
+        pytest.param(r"\bBaseAgent\b", "search", "google.adk.MyBaseAgent!", "fail", id="search-prefixed"),
+        pytest.param(r"baseagent", "search", "BaseAgent", "fail", id="search-case"),
+        pytest.param(r"x*", "search", "", "fail", id="empty-reply-matching-pattern"),
+        pytest.param(r"x*", "search", "   ", "fail", id="blank-reply-matching-pattern"),
+    ],
+)
+def test_regex_table(pattern: str, mode: str, reply: str, outcome: str) -> None:
+    checker = make_checker(CheckerSpec("regex", {"pattern": pattern, "mode": mode}))
+    assert checker.check(CASE, reply).outcome == outcome  # type: ignore[attr-defined]
+
+
+def test_regex_ignore_case() -> None:
+    checker = make_checker(CheckerSpec("regex", {"pattern": "baseagent", "ignore_case": True}))
+    assert checker.check(CASE, "`BaseAgent`.").outcome == "pass"  # type: ignore[attr-defined]
