@@ -86,3 +86,11 @@ def test_mixture_null_tail_probability() -> None:
     assert np.all(np.abs(z) < np.abs(null_z(b, se, df, 0.0, 0.1)))
     text = describe_null({"center": 0.0, "spread": 0.1, "tail_weight": 0.2, "tail_spread": 1.5, "placebos": 20, "unit": "nats"})
     assert text == "center +0.00, spread 0.10 nats, and a heavy tail: 20% of random texts with spread 1.50 nats (from 20 placebos)"
+
+
+def test_null_z_far_tail_is_not_zero() -> None:
+    # Issue 14 item 1: a candidate far beyond the null (t = 80, 1e-300 tails) kept z = 0 (p = 1) through exp underflow.
+    z = null_z([8.0, -8.0, 0.0], [0.1, 0.1, 0.0], 100)
+    assert z[0] > 20 and z[1] < -20 and z[2] == 0.0
+    inf = null_z([1.0], [0.0], 100)  # a zero SE: an infinite statistic stays infinite, never 0
+    assert inf[0] == np.inf

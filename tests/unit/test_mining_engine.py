@@ -130,11 +130,12 @@ def test_heavy_tailed_text_effects_get_a_tail_in_the_placebo_null(corpus: Corpus
     """What the real ADK run showed: most documents leave a greedy model's log-prob alone and a few move it a lot
     (here ±1.5 nats on every fifth document, 0 elsewhere). The robust core alone reads the bulk (spread ~0) and the
     big placebos get labelled; the two-scale fit finds the tail, the placebos stay unlabelled, and a document that
-    moves the log-prob by twice the tail's spread is still relevant."""
+    moves the log-prob by three times the tail's spread is still relevant (twice is not enough since issue 14: the
+    tail is known from ~4 of 20 placebos, and its uncertainty is propagated into the test)."""
     import deltap.mining.empirical_null as empirical_null
 
     text = {d.doc_id: (1.5 if i % 10 == 5 else -1.5 if i % 10 == 0 else 0.0) for i, d in enumerate(corpus) if i}
-    truths = {f"t{i}": SimulatedTruth(-6.0, {**text, "d00": 3.0}) for i in range(4)}
+    truths = {f"t{i}": SimulatedTruth(-6.0, {**text, "d00": 4.5}) for i in range(4)}
 
     def run() -> tuple[Any, list[Any]]:
         with warnings.catch_warnings(record=True) as caught:
@@ -177,6 +178,7 @@ def test_case_with_too_many_errors_stops(corpus: Corpus) -> None:
     assert res.dataset.pairs[0]["metadata"]["status"] == "errors"
 
 
+@pytest.mark.filterwarnings("ignore::deltap.mining.engine.PlaceboCalibrationWarning")  # seed 2: a placebo at budget 48
 def test_same_seed_same_result_different_seed_different_subsets(corpus: Corpus) -> None:
     truths = {"s": SimulatedTruth(0.2, {"d00": 0.4})}
     a = mine([_case("s")], corpus, _solver(truths), budget=48, n_placebo=3, seed=1)

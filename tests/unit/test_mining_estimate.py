@@ -116,3 +116,36 @@ def test_bh_rows_are_independent_families() -> None:
     p = np.array([[0.001, 0.02, 0.9], [0.04, 0.04, 0.04]])
     rej, _ = benjamini_hochberg(p, 0.05)
     assert rej.tolist() == [[True, True, False], [True, True, True]]
+
+
+def test_decisive_document_gets_an_infinite_z_not_zero() -> None:
+    # Issue 14 item 1: the outcome is exactly "document 0 is in" (a document that decides the answer). The classical
+    # fit is exact, so the t-statistic is huge or infinite; exp(logsf) underflowed and z became 0 (p = 1).
+    rng = np.random.default_rng(2)
+    X = rng.random((128, 24)) < 0.5
+    y = X[:, 0].astype(float)
+    z, reg = z_statistics(X, y)
+    assert z[0] > 30  # not 0, and on the right side
+    hc2 = ols_hc(X, y)
+    assert np.isfinite(hc2.se[0]) and hc2.se[0] < 1e-6  # a zero residual is a precise estimate, not se = inf
+    assert hc2.coef[0] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_far_tail_z_from_the_log_tail() -> None:
+    # Large finite t: the normal-equivalent z keeps growing instead of underflowing to 0.
+    X = np.zeros((60, 1), dtype=bool)
+    X[::2, 0] = True
+    y = np.where(X[:, 0], 1.0, 0.0) + np.tile([1e-9, -1e-9, 2e-9, -2e-9], 15)
+    z, _ = z_statistics(X, y)
+    assert z[0] > 20
+    z_neg, _ = z_statistics(X, -y)
+    assert z_neg[0] < -20
+
+
+def test_constant_outcome_is_no_effect_not_an_infinite_one() -> None:
+    # The other side of a zero residual: y constant (a saturated case mined with force) is an exact fit too, and
+    # its rounding-level coefficients must not become infinite z-statistics.
+    rng = np.random.default_rng(9)
+    X = rng.random((64, 6)) < 0.5
+    z, reg = z_statistics(X, np.ones(64))
+    assert np.all(z == 0.0) and np.all(reg.coef == 0.0)

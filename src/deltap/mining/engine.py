@@ -47,10 +47,11 @@ from numpy.typing import NDArray
 from deltap.errors import DeltapError
 from deltap.mining.adaptive import LookSchedule, StoppingRule, look_schedule
 from deltap.mining.design import CONTEXT_ORDERS, DESIGNS, InclusionDesign, canonical_order, trial_seed
-from deltap.mining.empirical_null import MIN_PLACEBOS, describe_null, fit_placebo_null, leave_one_out, null_z
+from deltap.mining.empirical_null import MIN_PLACEBOS, RECOMMENDED_PLACEBOS, describe_null, fit_placebo_null, leave_one_out, null_z
 from deltap.mining.estimate import benjamini_hochberg, diff_in_means, ols_hc, z_statistics
 from deltap.mining.manifest import check_writable_ids, prepare_resume
-from deltap.mining.pool import Pool, build_pool
+from deltap.mining.placebo_check import placebo_check
+from deltap.mining.pool import PLACEBO_KINDS, Pool, build_pool
 from deltap.mining.trials import TrialLog, TrialRecord
 from deltap.mining.verdicts import EMPIRICAL, VerdictPolicy, default_policy, grade, verdict
 
@@ -94,6 +95,8 @@ class MiningConfig:
         margin: Equivalence margin of ``irrelevant`` (default = ``min_effect``).
         k: Retrieved candidates per case. *result*
         n_placebo: Placebo candidates per case. *result*
+        placebo_kind: How placebos are drawn: ``random`` (uniform over the corpus) or ``similar`` (from far down the
+            retriever's ranking: same topic as the candidates; see :mod:`deltap.mining.pool`). *result*
         max_candidates: Pool cap. *result*
         first_look: Trials before the first look (a case with m candidates takes interim looks only from 2m + 1 trials). *result*
         batch: Trials between looks. *result*
@@ -129,6 +132,7 @@ class MiningConfig:
     margin: float | None = None
     k: int = 10
     n_placebo: int = 5
+    placebo_kind: str = "random"
     max_candidates: int = 30
     first_look: int = 32
     batch: int = 16
@@ -147,8 +151,8 @@ class MiningConfig:
     futility_power: float = 0.02
 
     #: what result-affecting options were, implicitly, in trial logs written before they existed
-    LEGACY: ClassVar[dict[str, Any]] = {"design": "bernoulli", "null": "zero"}
-    RESULT_KEYS = ("outcome", "budget", "seed", "q", "pi", "k", "n_placebo", "max_candidates", "first_look", "batch", "preflight", "preflight_confirm", "design", "null", "context_order")
+    LEGACY: ClassVar[dict[str, Any]] = {"design": "bernoulli", "null": "zero", "placebo_kind": "random"}
+    RESULT_KEYS = ("outcome", "budget", "seed", "q", "pi", "k", "n_placebo", "placebo_kind", "max_candidates", "first_look", "batch", "preflight", "preflight_confirm", "design", "null", "context_order")
 
     def __post_init__(self) -> None:
         if self.outcome not in ("pass", "logprob"):
@@ -168,6 +172,8 @@ class MiningConfig:
                 f"the orthogonal design includes each candidate in half of the trials (pi 0.5), got pi {self.pi}; "
                 "use design='bernoulli' (--design bernoulli) for another inclusion probability"
             )
+        if self.placebo_kind not in PLACEBO_KINDS:
+            raise DeltapError(f"placebo_kind must be one of {', '.join(PLACEBO_KINDS)}, got {self.placebo_kind!r}")
         if self.context_order not in CONTEXT_ORDERS:
             raise DeltapError(f"context_order must be one of {', '.join(CONTEXT_ORDERS)}, got {self.context_order!r}")
 
@@ -440,9 +446,8 @@ def mine(
         log.close()
     if placebo["warning"]:
         warnings.warn(
-            f"placebo documents were labelled relevant/harmful at rate {placebo['fpr']:.3f} "
-            f"({placebo['labelled_relevant'] + placebo['labelled_harmful']}/{placebo['n']}), above the nominal {placebo['nominal']}: "
-            "the solver may react to any extra text, or the candidate generation is unsound"
+            placebo["check"]["message"]
+            + "; the solver may react to any extra text, or the candidate generation is unsound"
             + (
                 f"; placebo effects reach {placebo['effect_abs']['max']:.2f} {placebo['effect_abs']['unit']} "
                 f"(90th percentile {placebo['effect_abs']['p90']:.2f}): a --min-effect above that would label only "
@@ -482,7 +487,7 @@ def _mine_case(
     if stored is not None:
         pool = Pool.from_dict(stored)
     else:
-        pool = build_pool(case, corpus, retriever, cfg.k, cfg.n_placebo, cfg.max_candidates, cfg.seed)
+        pool = build_pool(case, corpus, retriever, cfg.k, cfg.n_placebo, cfg.max_candidates, cfg.seed, placebo_kind=cfg.placebo_kind)
         log.put_pool(case.case_id, pool.to_dict())
     res = CaseResult(case, pool, "skipped")
     m = len(pool.candidates)
@@ -624,7 +629,15 @@ def _placebo_null(mined: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
     se = np.array([r.fits[-1][1][j] for r, j in owners], dtype=float)
     if coef.size < MIN_PLACEBOS:
         info["reason"] = f"{coef.size} placebo estimates in the run, {MIN_PLACEBOS} needed to fit the placebo null: tested against zero"
+        info.update(too_few=True, recommended=RECOMMENDED_PLACEBOS)
         return info
+    if coef.size < RECOMMENDED_PLACEBOS:
+        info["reason"] = (
+            f"only {coef.size} placebo estimates in the run: the placebo null's tail (what random text does at the"
+            f" p-values BH uses) is poorly known below {RECOMMENDED_PLACEBOS}; its uncertainty is propagated, which costs"
+            " power — use more placebos (--placebo) or more cases"
+        )
+    info.update(too_few=bool(coef.size < RECOMMENDED_PLACEBOS), recommended=RECOMMENDED_PLACEBOS)
     fit = fit_placebo_null(coef, se)
     own = dict(zip([(id(r), j) for r, j in owners], leave_one_out(coef, se), strict=True))
     for r in mined:
@@ -741,26 +754,34 @@ def _coalition(res: CaseResult, corpus: Corpus, solver: Solver, factory: Callabl
 
 
 def _placebo_calibration(results: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
-    from scipy import stats
-
-    n = rel = harm = 0
+    """Placebo false-positive rate, effect sizes and the placebo check (:func:`~deltap.mining.placebo_check.placebo_check`:
+    an exact binomial test against BH's reference rate ``q·R/M``, the one result every output prints)."""
+    n = rel = harm = rejected = 0
+    rejections = tests = 0
     effects: list[float] = []  # |regression effect| of every placebo: how much random text moves this solver
     for r in results:
         if r.X is None:
             continue
         for c, row in zip(r.pool.candidates, r.candidates, strict=True):
+            if row.get("q_value") is None:
+                continue
+            tests += 1
+            significant = float(row["q_value"]) <= cfg.q
+            rejections += significant
             if c.is_placebo:
                 n += 1
+                rejected += significant
                 rel += row["verdict"] == "relevant"
                 harm += row["verdict"] == "harmful"
                 coef = (row.get("regression_effect") or {}).get("coef")
                 if coef is not None:
                     effects.append(abs(float(coef)))
     fpr = (rel + harm) / n if n else 0.0
-    p_exceed = float(stats.binom.sf(rel + harm - 1, n, cfg.q)) if n else 1.0
-    # Warn when the excess is more than placebo-count noise: one-sided binomial test of "rate <= nominal" at 5%.
-    warn = bool(n and fpr > cfg.q and p_exceed < 0.05)
-    out: dict[str, Any] = {"n": n, "labelled_relevant": rel, "labelled_harmful": harm, "fpr": fpr, "nominal": cfg.q, "p_value_above_nominal": p_exceed, "warning": warn}
+    check = placebo_check(n, rejected, rejections, tests, cfg.q, labelled=rel + harm)
+    out: dict[str, Any] = {
+        "n": n, "labelled_relevant": rel, "labelled_harmful": harm, "fpr": fpr, "nominal": check.expected_rate,
+        "p_value_above_nominal": check.p_value, "warning": check.failed, "check": check.to_dict(),
+    }
     if effects:
         out["effect_abs"] = {
             "median": float(np.median(effects)),
@@ -889,5 +910,5 @@ def _run_summary(results: list[CaseResult], cfg: MiningConfig, policy: VerdictPo
         "cases": len(results),
         "cases_by_status": by_status,
         "verdicts": verdicts,
-        "placebo": {k: placebo[k] for k in ("n", "labelled_relevant", "labelled_harmful", "fpr", "nominal", "effect_abs", "null") if k in placebo},
+        "placebo": {k: placebo[k] for k in ("n", "labelled_relevant", "labelled_harmful", "fpr", "nominal", "effect_abs", "null", "check", "warning") if k in placebo},
     }

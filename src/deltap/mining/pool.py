@@ -5,8 +5,14 @@ Rules:
 * **gold** — the case's gold ids that are in the corpus (ids not in the corpus are returned in
   :attr:`Pool.missing_gold`, never dropped silently);
 * **retrieved** — the retriever's top-``k`` for the case's query (hard negatives and missed positives);
-* **placebo** — ``n_placebo`` documents drawn uniformly at random (seeded by run seed and case id) from the corpus
-  minus gold and retrieved: known nulls whose labels measure the achieved false-positive rate;
+* **placebo** — ``n_placebo`` documents drawn (seeded by run seed and case id) from the corpus minus gold and
+  retrieved: known nulls whose labels measure the achieved false-positive rate and, under the placebo null, define
+  what "random text does". ``placebo_kind="random"`` draws them uniformly from the corpus; ``"similar"`` draws them
+  uniformly from the retriever's ranks :data:`SIMILAR_RANKS` for the case's query — same corpus, same topic, similar
+  documents, but far below the top-k candidates. Retrieved non-helpful documents can move a solver more than random
+  text does (they look like an answer); placebos from the same neighbourhood make the placebo null and the placebo
+  check see that (issue 14). A window with too few documents is filled up with random ones (reported in
+  :attr:`Pool.placebo_note`);
 * duplicates are merged into one candidate that keeps every source (a retrieved gold document is
   ``[gold, retrieved]``);
 * **cap** — at most ``max_candidates``: every gold document and every placebo are kept (placebos are the control group
@@ -29,9 +35,13 @@ if TYPE_CHECKING:
     from deltap.documents import Corpus
     from deltap.retrieval.base import Retriever
 
-__all__ = ["Candidate", "Pool", "build_pool"]
+__all__ = ["PLACEBO_KINDS", "SIMILAR_RANKS", "Candidate", "Pool", "build_pool"]
 
 SOURCES = ("gold", "retrieved", "placebo")
+#: how placebo documents are drawn: uniformly from the corpus, or from far down the retriever's ranking
+PLACEBO_KINDS = ("random", "similar")
+#: ranks (1-based, inclusive) of the retriever's ranking that ``similar`` placebos are drawn from
+SIMILAR_RANKS = (21, 100)
 
 
 @dataclass(frozen=True)
@@ -55,6 +65,7 @@ class Pool:
     candidates: list[Candidate]
     missing_gold: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
+    placebo_note: str | None = None
 
     @property
     def doc_ids(self) -> list[str]:
@@ -66,12 +77,13 @@ class Pool:
             "candidates": [{"doc_id": c.doc_id, "sources": list(c.sources), "rank": c.retrieval_rank} for c in self.candidates],
             "missing_gold": list(self.missing_gold),
             "dropped": list(self.dropped),
+            **({"placebo_note": self.placebo_note} if self.placebo_note else {}),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Pool:
         cands = [Candidate(str(c["doc_id"]), tuple(c["sources"]), c.get("rank")) for c in data["candidates"]]
-        return cls(str(data["case_id"]), cands, list(data.get("missing_gold") or []), list(data.get("dropped") or []))
+        return cls(str(data["case_id"]), cands, list(data.get("missing_gold") or []), list(data.get("dropped") or []), data.get("placebo_note"))
 
 
 def _placebo_rng(seed: int, case_id: str) -> np.random.Generator:
@@ -88,6 +100,7 @@ def build_pool(
     max_candidates: int = 30,
     seed: int = 0,
     retrieved: Sequence[str] | None = None,
+    placebo_kind: str = "random",
 ) -> Pool:
     """Assemble the candidate pool of ``case`` (see the module docstring for the rules).
 
@@ -100,9 +113,17 @@ def build_pool(
         max_candidates: The cap on the pool size.
         seed: Run seed (placebos are drawn from a generator seeded by it and the case id).
         retrieved: Precomputed retrieved ids (best first) instead of calling ``retriever``.
+        placebo_kind: ``random`` (uniform over the corpus) or ``similar`` (uniform over the retriever's ranks
+            :data:`SIMILAR_RANKS`; needs ``retriever``).
     """
+    from deltap.errors import DeltapError
+
     if max_candidates < 1:
         raise ValueError(f"max_candidates must be positive, got {max_candidates}")
+    if placebo_kind not in PLACEBO_KINDS:
+        raise DeltapError(f"placebo kind must be one of {', '.join(PLACEBO_KINDS)}, got {placebo_kind!r}")
+    if placebo_kind == "similar" and n_placebo > 0 and retriever is None:
+        raise DeltapError("placebo kind 'similar' draws placebos from far down a retriever's ranking: give a retriever (--retriever) or use --placebo-kind random")
     gold = [g for g in dict.fromkeys(case.gold_doc_ids) if g in corpus]
     missing = [g for g in dict.fromkeys(case.gold_doc_ids) if g not in corpus]
     if retrieved is None:
@@ -111,8 +132,22 @@ def build_pool(
     taken = set(gold) | set(retrieved)
     pool_ids = [d for d in corpus.ids if d not in taken]
     rng = _placebo_rng(seed, case.case_id)
-    n_p = min(n_placebo, len(pool_ids))
-    placebo = [pool_ids[i] for i in sorted(rng.choice(len(pool_ids), size=n_p, replace=False))] if n_p else []
+    note = None
+    if placebo_kind == "similar" and n_placebo > 0:
+        assert retriever is not None
+        lo, hi = SIMILAR_RANKS
+        ranked = [h.doc_id for h in retriever.search(case.query, k=hi)][lo - 1 : hi]
+        window = [d for d in dict.fromkeys(ranked) if d in corpus and d not in taken]
+        n_w = min(n_placebo, len(window))
+        placebo = [window[i] for i in sorted(rng.choice(len(window), size=n_w, replace=False))] if n_w else []
+        if n_w < n_placebo:
+            rest = [d for d in pool_ids if d not in set(placebo)]
+            n_r = min(n_placebo - n_w, len(rest))
+            placebo += [rest[i] for i in sorted(rng.choice(len(rest), size=n_r, replace=False))] if n_r else []
+            note = f"{n_w} similar placebos in the retriever's ranks {lo}-{hi}, {n_r} drawn at random to fill up"
+    else:
+        n_p = min(n_placebo, len(pool_ids))
+        placebo = [pool_ids[i] for i in sorted(rng.choice(len(pool_ids), size=n_p, replace=False))] if n_p else []
 
     dropped: list[str] = []
     keep_gold = gold
@@ -138,4 +173,4 @@ def build_pool(
             cands.append(Candidate(d, ("retrieved",), rank[d]))
     for d in placebo:
         cands.append(Candidate(d, ("placebo",)))
-    return Pool(case.case_id, cands, missing, dropped)
+    return Pool(case.case_id, cands, missing, dropped, note)
