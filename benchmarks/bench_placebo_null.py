@@ -15,8 +15,9 @@ Reported per configuration (R replications):
   datasets with a false label;
 * recall: gold documents labelled relevant;
 * fresh-null rejection: fresh null documents (new draws of the text effect of a retrieved document, with the run's
-  median standard error) tested against the run's fitted null, rejected at the p-value BH used in that run
-  (q·R/M) — divided by that p-value (1 = valid, > 1 = the null is too narrow where BH uses it);
+  median standard error) tested against the run's fitted null in the relevant direction, rejected at the p-value
+  BH used in that run (q·R₊/M) — divided by that p-value (≤ 1 = valid, > 1 = the null is too narrow where BH uses
+  it; one look, no repeated-p-value penalty);
 * the placebo check's outcome (share of runs where it fails) and the share of runs told "too few placebos".
 
     python benchmarks/bench_placebo_null.py -r 40                      # default table
@@ -121,7 +122,10 @@ def one_run(seed: int, args: argparse.Namespace, tilt: float, kind: str, n_place
                 false += 1
     check = res.run["placebo"]
     null = check.get("null") or {}
-    R = int(check.get("check", {}).get("rejections", labelled))
+    # BH's threshold of the relevant family in this run: q·R₊/M (R₊ = candidates with a q-value ≤ q and a positive
+    # effect; every rejection of this scenario is on that side)
+    R = sum(1 for p in res.dataset.pairs for c in p["candidates"]
+            if c.get("q_value") is not None and c["q_value"] <= args.q and (c.get("regression_effect") or {}).get("coef", 0) > 0)
     threshold = args.q * max(R, 1) / M
     # fresh retrieved-like null documents against the run's fitted null, at BH's p-value of this run
     fresh = 20000
@@ -134,7 +138,7 @@ def one_run(seed: int, args: argparse.Namespace, tilt: float, kind: str, n_place
         "fdp": false / labelled if labelled else 0.0,
         "any_false": false > 0,
         "recall": gold_rel / gold_n if gold_n else 0.0,
-        "fresh_ratio": float(np.mean(p_fresh <= threshold)) / threshold,
+        "fresh_ratio": float(np.mean((p_fresh <= threshold) & (est > 0))) / threshold,  # the relevant family
         "check_failed": bool(check.get("check", {}).get("failed", check.get("warning", False))),
         "too_few": bool(null.get("too_few", False)),
         "calls": res.run["calls"] / len(world.cases),

@@ -38,3 +38,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"  comparison        {result.run_dir / 'evaluation' / 'compare.json'}")
         typer.echo(f"  Markdown summary  {result.report_md}")
         typer.secho(f"  HTML report       {result.report_html}", bold=True)
+        from deltap.mining.placebo_check import summary_lines
+
+        for line, bad in summary_lines(result.placebo):  # last: a failed placebo check is the line a user sees
+            typer.secho(line, fg="red" if bad else "green", bold=bad)

@@ -42,7 +42,8 @@ def mine_command(
     index: str | None = typer.Option(None, "--index", help="Dense index folder or Qdrant URL (reused across runs)."),
     retriever_kind: str = typer.Option("dense", "--retriever", help="dense, bm25, hybrid or none: source of the retrieved candidates."),
     k: int = typer.Option(10, "--k", help="Retrieved candidates per case."),
-    placebo: int = typer.Option(5, "--placebo", help="Random placebo candidates per case (the control group)."),
+    placebo: int = typer.Option(5, "--placebo", help="Placebo candidates per case (the control group; the placebo null wants >= 50 over the run)."),
+    placebo_kind: str = typer.Option("random", "--placebo-kind", help="random (uniform over the corpus) or similar (from the retriever's ranks 21-100: same topic as the candidates)."),
     max_candidates: int = typer.Option(30, "--max-candidates", help="Pool cap (gold and placebo kept first)."),
     solver_kind: str = typer.Option("local", "--solver", help="local (SmolLM2 in-process), openai, gemini or simulated."),
     model: str | None = typer.Option(None, "--model", help="Model name/path for the solver."),
@@ -130,7 +131,7 @@ def mine_command(
         solver = make_solver(solver_kind, **options)
     config = MiningConfig(
         outcome=outcome,  # type: ignore[arg-type]
-        budget=budget, seed=seed, q=q, pi=pi, design=design, null=null, min_effect=min_effect, context_order=context_order, k=k if retriever else 0, n_placebo=placebo,
+        budget=budget, seed=seed, q=q, pi=pi, design=design, null=null, min_effect=min_effect, context_order=context_order, k=k if retriever else 0, n_placebo=placebo, placebo_kind=placebo_kind,
         max_candidates=max_candidates, force=force, coalitions=not no_coalitions, workers=workers,
     )
     with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), console=console) as progress:
@@ -140,7 +141,7 @@ def mine_command(
     console.print(f"[bold]mined {run['cases']} case(s)[/bold] in {run['wall_seconds']:.1f}s, {run['calls']} calls: {run['cases_by_status']}")
     console.print(f"verdicts: {run['verdicts']}")
     pl = run["placebo"]
-    console.print(f"placebo false-positive rate: {pl['fpr']:.3f} ({pl['labelled_relevant']} relevant + {pl['labelled_harmful']} harmful of {pl['n']}; nominal {pl['nominal']})")
+    console.print(f"placebo false-positive rate: {pl['fpr']:.3f} ({pl['labelled_relevant']} relevant + {pl['labelled_harmful']} harmful of {pl['n']}; BH reference q·R/M {pl['nominal']:.4f})")
     if "effect_abs" in pl:
         ea = pl["effect_abs"]
         console.print(f"placebo |estimated effect| (random text, estimation noise included): median {ea['median']:.2f}, 90th percentile {ea['p90']:.2f}, max {ea['max']:.2f} {ea['unit']}")
@@ -153,6 +154,10 @@ def mine_command(
         console.print(f"null: zero ({nl['reason']})")
     for w in caught:
         console.print(f"[red]warning:[/red] {w.message}")
+    from deltap.mining.placebo_check import summary_lines
+
+    for line, bad in summary_lines(pl):  # last, so a failed check is the line a user sees
+        console.print(f"[bold red]{line}[/bold red]" if bad else f"[green]{line}[/green]", markup=True, highlight=False, soft_wrap=True)
     typer.echo(str(out / "retrieval_dataset.yaml"))
 
 

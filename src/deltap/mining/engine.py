@@ -47,7 +47,14 @@ from numpy.typing import NDArray
 from deltap.errors import DeltapError
 from deltap.mining.adaptive import LookSchedule, StoppingRule, look_schedule
 from deltap.mining.design import CONTEXT_ORDERS, DESIGNS, InclusionDesign, canonical_order, trial_seed
-from deltap.mining.empirical_null import MIN_PLACEBOS, RECOMMENDED_PLACEBOS, describe_null, fit_placebo_null, leave_one_out, null_z
+from deltap.mining.empirical_null import (
+    MIN_PLACEBOS,
+    RECOMMENDED_PLACEBOS,
+    describe_null,
+    fit_placebo_null,
+    leave_one_out,
+    null_z,
+)
 from deltap.mining.estimate import benjamini_hochberg, diff_in_means, ols_hc, z_statistics
 from deltap.mining.manifest import check_writable_ids, prepare_resume
 from deltap.mining.placebo_check import placebo_check

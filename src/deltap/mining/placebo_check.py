@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["ALPHA", "PlaceboCheck", "placebo_check"]
+__all__ = ["ALPHA", "PlaceboCheck", "check_from_dict", "placebo_check", "summary_lines"]
 
 #: level of the binomial test of the placebo rejections
 ALPHA = 0.05
@@ -94,6 +94,19 @@ def placebo_check(placebos: int, rejected: int, rejections: int, tests: int, q: 
         else ""
     )
     return PlaceboCheck(placebos, rejected, labelled, rejections, tests, q, rate, p, alpha, failed, f"{head}: {body}{tail}")
+
+
+def summary_lines(placebo: Mapping[str, Any]) -> list[tuple[str, bool]]:
+    """What the end of ``deltap mine`` / ``deltap demo`` prints about the placebos, from ``run.json``'s ``placebo``:
+    ``(line, is_problem)`` pairs — the check's message, and the null's "too few placebos" reason when there is one."""
+    out: list[tuple[str, bool]] = []
+    null = placebo.get("null") or {}
+    if null.get("too_few") and null.get("reason"):
+        out.append((f"placebo null: {null['reason']}", True))
+    check = placebo.get("check") or {}
+    if check.get("message"):
+        out.append((str(check["message"]), bool(check.get("failed"))))
+    return out
 
 
 def check_from_dict(info: Mapping[str, Any]) -> PlaceboCheck | None:

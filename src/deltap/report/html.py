@@ -219,7 +219,8 @@ def _placebo(data: RunData) -> str:
     out.append(
         "<p>Placebo documents are random documents mixed into every candidate pool as a control group. "
         "They cannot truly matter, so every placebo labelled relevant or harmful is a false positive. "
-        "The achieved rate should stay at or below the nominal level.</p>"
+        "Under Benjamini–Hochberg a null is labelled about q·R/M of the time (R labels among M tests), "
+        "so that is the reference the achieved rate is tested against (an exact binomial test).</p>"
     )
     rows = placebo_rows(pl)
     if not rows:
@@ -232,7 +233,11 @@ def _placebo(data: RunData) -> str:
     out.append(interval_rows(rows, x_label="rate among placebo candidates (95% Wilson interval)", x_range=(0.0, min(1.0, hi)),
                              reference=ref, title="placebo false-positive rate"))
     fpr = pl.get("fpr")
-    if isinstance(fpr, float | int) and ref:
+    check = pl.get("check") or {}
+    if check.get("message"):  # the one result the terminal, run.json and the dataset also print
+        cls = "warn" if check.get("failed") else "ok"
+        out.append(f'<p><span class="{cls}">{_e(str(check["message"]))}</span>.</p>')
+    elif isinstance(fpr, float | int) and ref:
         verdict = '<span class="ok">within the nominal level</span>' if fpr <= ref[0] else '<span class="warn">above the nominal level</span>'
         out.append(f"<p>Achieved false-positive rate <b>{float(fpr):.3f}</b> on {pl['n']} placebo candidates vs nominal {ref[0]:g}: {verdict}.</p>")
     elif isinstance(fpr, float | int):

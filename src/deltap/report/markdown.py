@@ -55,10 +55,15 @@ def render_markdown(data: RunData, top_docs: int = 3) -> str:
         state = ""
         if isinstance(nominal, float | int) and isinstance(pl.get("fpr"), float | int):
             state = " — within nominal" if float(pl["fpr"]) <= float(nominal) else " — **above nominal**"
+        check = pl.get("check") or {}
+        if check.get("message"):  # the one result the terminal, run.json and the dataset also print
+            state = ""
         lines.append(
             f"**Placebo false-positive rate:** {_v(pl.get('fpr'))} ({flagged}/{pl['n']}, 95% CI [{low:.3f}, {high:.3f}]) "
             f"vs nominal {nominal if nominal is None else format(float(nominal), 'g')}{state}"
         )
+        if check.get("message"):
+            lines.append(f"**{'Placebo check FAILED' if check.get('failed') else 'Placebo check'}:** {check['message']}")
     else:
         lines.append("**Placebo calibration:** not available (no placebo candidates)")
     lines.append("")

@@ -231,6 +231,8 @@ class RunData:
                     out[key] = _num(recorded.get(key))
             if isinstance(recorded.get("null"), Mapping):  # which null the effects were tested against
                 out["null"] = dict(recorded["null"])
+            if isinstance(recorded.get("check"), Mapping):  # the placebo check (deltap.mining.placebo_check)
+                out["check"] = dict(recorded["check"])
         if out["nominal"] is None:
             out["nominal"] = _num(self.metadata.get("q"))
         return out
