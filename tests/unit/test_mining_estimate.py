@@ -149,3 +149,35 @@ def test_constant_outcome_is_no_effect_not_an_infinite_one() -> None:
     X = rng.random((64, 6)) < 0.5
     z, reg = z_statistics(X, np.ones(64))
     assert np.all(z == 0.0) and np.all(reg.coef == 0.0)
+
+
+def test_repeated_interval_matches_the_repeated_p_value() -> None:
+    # The interval a verdict rests on excludes 0 exactly when the repeated p-value is below the level.
+    from deltap.mining.adaptive import look_schedule
+    from deltap.mining.verdicts import repeated_interval
+
+    rng = np.random.default_rng(12)
+    sched = look_schedule(128, 48, 16, 20)
+    alpha = 0.003
+    c = sched.critical_b(alpha)
+    agree = 0
+    for _ in range(40):
+        X = rng.random((128, 20)) < 0.5
+        y = 0.3 * X[:, 0] + 0.12 * X[:, 1] + rng.standard_normal(128) * 0.45
+        fits, zs = [], []
+        for n in sched.looks:
+            z, reg = z_statistics(X[:n], y[:n])
+            fits.append((reg.coef, reg.se, n - 21))
+            zs.append(z)
+        low, high = repeated_interval(fits, sched.times, c, c)
+        p_up = sched.repeated_p_value(np.stack(zs, axis=-1), 1)
+        assert np.all(low <= np.asarray(fits[-1][0]) + 1e-12) and np.all(high >= np.asarray(fits[-1][0]) - 1e-12)
+        agree += int(np.array_equal(low > 0, p_up <= alpha))
+    assert agree >= 38  # equal up to the p-value table's interpolation at the boundary
+    # one look: the ordinary t-interval
+    X = rng.random((64, 3)) < 0.5
+    y = X[:, 0] + rng.standard_normal(64)
+    _, reg = z_statistics(X, y)
+    one = look_schedule(64, 64, 16)
+    low, _ = repeated_interval([(reg.coef, reg.se, 60)], one.times, 1.959963984540054, 1.959963984540054)
+    np.testing.assert_allclose(low, reg.coef - stats.t.isf(0.025, 60) * reg.se, rtol=1e-6)

@@ -60,7 +60,7 @@ from deltap.mining.manifest import check_writable_ids, prepare_resume
 from deltap.mining.placebo_check import placebo_check
 from deltap.mining.pool import PLACEBO_KINDS, Pool, build_pool
 from deltap.mining.trials import TrialLog, TrialRecord
-from deltap.mining.verdicts import EMPIRICAL, VerdictPolicy, default_policy, grade, verdict
+from deltap.mining.verdicts import EMPIRICAL, VerdictPolicy, default_policy, grade, repeated_interval, verdict
 
 if TYPE_CHECKING:
     from deltap.cases import Case
@@ -650,6 +650,7 @@ def _placebo_null(mined: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
     for r in mined:
         m = len(r.pool.candidates)
         params = np.array([own.get((id(r), j), fit).params() for j in range(m)])
+        r.info["_null_params"] = params  # for the verdict intervals (not written out)
         z_path = np.stack([null_z(c, e, df, *params.T) for c, e, df in r.fits], axis=-1)
         schedule = cfg.schedule(m)  # the path ends at the case's stopping look, as for the zero null
         r.p_rep = np.stack([schedule.repeated_p_value(z_path, 1), schedule.repeated_p_value(z_path, -1)])
@@ -668,6 +669,9 @@ def _dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: Verd
     for side in (0, 1):
         flat = np.concatenate([r.p_rep[side] for r in mined]) if mined else np.zeros(0)  # type: ignore[index]
         qv_sides.append(benjamini_hochberg(flat, cfg.q)[1] if flat.size else np.zeros(0))
+    # BH's threshold in each direction, q·R/M: the level of the intervals the verdicts rest on
+    n_tests = max(int(qv_sides[0].size), 1)
+    alpha_side = [cfg.q * max(int(np.sum(qv <= cfg.q)), 1) / n_tests for qv in qv_sides]
     pos = 0
     binary = cfg.outcome == "pass"
     for r in results:
@@ -680,13 +684,29 @@ def _dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: Verd
         dm = diff_in_means(r.X, r.y, binary=binary)
         q_rel, q_harm = qv_sides[0][pos : pos + m], qv_sides[1][pos : pos + m]
         pos += m
+        schedule = cfg.schedule(m)
+        low, high = repeated_interval(
+            r.fits, schedule.times[: len(r.fits)], schedule.critical_b(alpha_side[0]), schedule.critical_b(alpha_side[1]),
+            r.info.pop("_null_params", None),
+        )
         rows = []
         for j in range(m):
             coef = float(reg.coef[j])
             side = 0 if coef >= 0 else 1
             qv = float(q_rel[j] if side == 0 else q_harm[j])
-            v = verdict(coef, float(reg.se[j]), qv, policy)
-            rows.append(_candidate_row(r, j, reg, dm, float(r.p_rep[side][j]), qv, v, grade(coef, v, policy)))
+            v = verdict(coef, float(reg.se[j]), qv, policy, (float(low[j]), float(high[j])))
+            row = _candidate_row(r, j, reg, dm, float(r.p_rep[side][j]), qv, v, grade(coef, v, policy))
+            if v == "irrelevant":
+                z90 = 1.6448536269514722
+                row["verdict_interval"] = {"low": _f(coef - z90 * reg.se[j]), "high": _f(coef + z90 * reg.se[j]), "level": 0.90,
+                                           "rests_on": f"equivalence (two one-sided tests at 5%, HC2 SE) within ±{policy.margin:g}"}
+            else:
+                row["verdict_interval"] = {
+                    "low": _f(low[j]), "high": _f(high[j]), "level": round(1 - alpha_side[0] - alpha_side[1], 6),
+                    "rests_on": f"repeated confidence interval over the looks at BH's level q·R/M ({alpha_side[0]:.3g} relevant, "
+                    f"{alpha_side[1]:.3g} harmful)" + (", net of the placebo null" if null_info.get("used") == "placebo" else ""),
+                }
+            rows.append(row)
         r.candidates = rows
         r.info["intercept"] = float(reg.intercept)
     return null_info
@@ -825,6 +845,8 @@ def _build_dataset(results: list[CaseResult], corpus: Corpus, cfg: MiningConfig,
             entry.update({k: row.get(k) for k in ("delta_p", "ci_low", "ci_high", "p_in", "p_out", "n_in", "n_out", "p_value", "q_value", "grade")})
             if "regression_effect" in row:
                 entry["regression_effect"] = row["regression_effect"]
+            if "verdict_interval" in row:
+                entry["verdict_interval"] = row["verdict_interval"]
             cands.append(entry)
         n_plac = sum(1 for c in r.pool.candidates if c.is_placebo)
         plac_fp = sum(1 for c, row in zip(r.pool.candidates, r.candidates, strict=True) if c.is_placebo and row["verdict"] in ("relevant", "harmful"))
