@@ -68,3 +68,79 @@ def test_pass_labels_rest_on_their_intervals_and_irrelevant_is_reachable(corpus:
     for c in rows:  # undecided candidates that BH did not reject: their interval reaches 0
         if c["verdict"] == "undecided" and c["q_value"] > 0.05:
             assert c["verdict_interval"]["low"] <= 0 <= c["verdict_interval"]["high"]
+
+
+class _Ranked:
+    """A stand-in retriever: every query gets the corpus in a fixed order."""
+
+    def __init__(self, order: list[str]) -> None:
+        self.order = order
+
+    def search(self, query: str, k: int = 10, filter: Any = None) -> list[Any]:
+        from deltap.retrieval.base import Hit
+
+        return [Hit(d, float(-i), i + 1) for i, d in enumerate(self.order[:k])]
+
+
+def test_similar_placebos_come_from_far_down_the_ranking() -> None:
+    # Issue 14 item 2: placebos that look like the candidates (same topic: the retriever's ranks 21-100).
+    from deltap.errors import DeltapError
+    from deltap.mining.engine import MiningConfig
+    from deltap.mining.pool import SIMILAR_RANKS, build_pool
+
+    big = Corpus([Document(f"x{i:03d}", f"text {i}") for i in range(300)])
+    order = [f"x{i:03d}" for i in range(299, -1, -1)]  # ranking: x299 first
+    case = _case("c", ("x000",))
+    pool = build_pool(case, big, _Ranked(order), k=5, n_placebo=6, seed=3, placebo_kind="similar")
+    lo, hi = SIMILAR_RANKS
+    window = set(order[lo - 1 : hi])
+    placebos = [c.doc_id for c in pool.candidates if c.is_placebo]
+    assert len(placebos) == 6 and set(placebos) <= window and pool.placebo_note is None
+    assert placebos == [c.doc_id for c in build_pool(case, big, _Ranked(order), k=5, n_placebo=6, seed=3, placebo_kind="similar").candidates if c.is_placebo]
+    rand = [c.doc_id for c in build_pool(case, big, _Ranked(order), k=5, n_placebo=6, seed=3).candidates if c.is_placebo]
+    assert not set(rand) <= window  # random placebos: the whole corpus
+    # a short ranking window is filled up at random, and the pool says so
+    small = Corpus([Document(f"x{i:03d}", f"text {i}") for i in range(30)])
+    short = build_pool(case, small, _Ranked(order[-30:]), k=5, n_placebo=12, seed=3, placebo_kind="similar")
+    assert sum(c.is_placebo for c in short.candidates) == 12 and "drawn at random" in (short.placebo_note or "")
+    with pytest.raises(DeltapError, match="retriever"):
+        build_pool(case, big, None, n_placebo=3, placebo_kind="similar")
+    with pytest.raises(DeltapError, match="placebo_kind"):
+        MiningConfig(placebo_kind="nearby")
+
+
+def test_similar_placebos_see_what_retrieved_nulls_do() -> None:
+    # Retrieved non-helpful documents (the case's topic) move the log-prob twice as much as random text. Random
+    # placebos hide it: their null is too narrow for the retrieved documents and those get labelled. Placebos from
+    # the same neighbourhood carry the larger spread into the null.
+    import numpy as np
+
+    big = Corpus([Document(f"x{i:04d}", f"text {i}") for i in range(1000)])
+    order = [f"x{i:04d}" for i in range(1, 1000)]
+    rng = np.random.default_rng(4)
+    topic = set(order[:100])
+    cases = [_case(f"t{i}", ("x0000",)) for i in range(6)]
+    truths = {}
+    for c in cases:
+        text = {d: float((1.0 if d in topic else 0.5) * rng.standard_normal()) for d in big.ids}
+        truths[c.case_id] = SimulatedTruth(-6.0, {**text, "x0000": 8.0})
+
+    def run(kind: str) -> tuple[int, int, float]:
+        import warnings
+
+        from deltap.mining.engine import PlaceboCalibrationWarning
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PlaceboCalibrationWarning)
+            res = mine(cases, big, SimulatedSolver(truths, outcome="logprob", noise=0.2, seed=2), outcome="logprob", budget=64,
+                       k=6, n_placebo=9, placebo_kind=kind, retriever=_Ranked(order), coalitions=False)
+        rows = [c for p in res.dataset.pairs for c in p["candidates"]]
+        false = sum(1 for c in rows if c["source"] == ["retrieved"] and c["verdict"] in ("relevant", "harmful"))
+        gold = sum(1 for c in rows if c["doc_id"] == "x0000" and c["verdict"] == "relevant")
+        return false, gold, float(res.run["placebo"]["null"]["spread"])
+
+    false_random, gold_random, spread_random = run("random")
+    false_similar, gold_similar, spread_similar = run("similar")
+    assert spread_similar > 1.4 * spread_random
+    assert false_random >= 3 and false_similar <= 1
+    assert gold_similar == 6
