@@ -22,6 +22,7 @@ Reported per configuration (R replications):
 
     python benchmarks/bench_placebo_null.py -r 40                      # default table
     python benchmarks/bench_placebo_null.py -r 10 --placebos 2 --only sparse
+    python benchmarks/bench_placebo_null.py -r 20 --s1                 # item 8: S1 (pass) verdicts and intervals
 """
 
 from __future__ import annotations
@@ -159,6 +160,52 @@ def _p_values(est: np.ndarray, se: np.ndarray, df: int, null: dict[str, Any]) ->
     return np.asarray(stats.norm.sf(np.abs(z)))
 
 
+def s1_run(seed: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Item 8 of issue 14: S1's shape (pass, +0.4/+0.3 of 20 candidates, base 0.1) through mine(), 10 cases."""
+    from deltap.cases import CheckerSpec
+
+    corpus = Corpus([Document(f"d{i:03d}", f"text {i}") for i in range(200)])
+    cases = [Case(f"s{c}", f"question s{c}", gold_doc_ids=("d000", "d001"), checker=CheckerSpec("string_match", {"answers": [f"ans-s{c}"]}),
+                  reference_answer=f"ans-s{c}") for c in range(args.cases)]
+    truths = {c.case_id: SimulatedTruth(0.1, {"d000": 0.4, "d001": 0.3}) for c in cases}
+    solver = SimulatedSolver(truths, answers={c.case_id: c.reference_answer or "" for c in cases}, seed=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PlaceboCalibrationWarning)
+        res = mine(cases, corpus, solver, budget=args.budget, seed=seed, n_placebo=18, coalitions=False)
+    rows = [c for p in res.dataset.pairs for c in p["candidates"]]
+    me = float(res.dataset.metadata["min_effect"])
+    rel = [c for c in rows if c["verdict"] == "relevant"]
+    false = sum(1 for c in rel + [c for c in rows if c["verdict"] == "harmful"] if c["doc_id"] not in ("d000", "d001"))
+    labelled = len(rel) + sum(c["verdict"] == "harmful" for c in rows)
+
+    def low(c: dict[str, Any]) -> float:
+        vi = c.get("verdict_interval")
+        return float(vi["low"]) if vi and vi.get("low") is not None else float(c.get("ci_low") or -1.0)
+
+    nulls = [c for c in rows if c["doc_id"] not in ("d000", "d001")]
+    return {
+        "fdp": false / labelled if labelled else 0.0,
+        "recall": sum(c["doc_id"] in ("d000", "d001") for c in rel) / (2 * len(cases)),
+        "irrelevant": sum(c["verdict"] == "irrelevant" for c in nulls) / len(nulls),
+        "low_below_0": sum(low(c) <= 0 for c in rel) / len(rel) if rel else 0.0,
+        "low_below_min": sum(low(c) < me for c in rel) / len(rel) if rel else 0.0,
+        "dp_low_below_min": sum(float(c.get("ci_low") or -1) < me for c in rel) / len(rel) if rel else 0.0,
+        "calls": res.run["calls"] / len(cases),
+    }
+
+
+def s1_table(args: argparse.Namespace) -> None:
+    t0 = time.perf_counter()
+    runs = [s1_run(args.seed * 100003 + i, args) for i in range(args.replications)]
+    mean = {k: float(np.mean([r[k] for r in runs])) for k in runs[0]}
+    print("| S1 (pass) through mine() | FDR | recall | nulls labelled irrelevant | relevant with interval low ≤ 0 | "
+          "relevant with interval low < min_effect | relevant with Newcombe ci_low < min_effect | calls/case | s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"| {args.replications} datasets of {args.cases} cases | {mean['fdp']:.3f} | {mean['recall']:.3f} | {mean['irrelevant']:.3f} | "
+          f"{mean['low_below_0']:.3f} | {mean['low_below_min']:.3f} | {mean['dp_low_below_min']:.3f} | {mean['calls']:.1f} | "
+          f"{time.perf_counter() - t0:.0f} |", flush=True)
+
+
 PLAN = [  # (scenario, tilt, placebo kind, placebos per case)
     ("sparse", 1.0, "random", 2),
     ("sparse", 1.0, "random", 3),
@@ -180,7 +227,11 @@ def main() -> None:
     ap.add_argument("--only", help="run only this scenario (sparse or tilted)")
     ap.add_argument("--placebos", type=int, help="run only this placebo count")
     ap.add_argument("--json", help="write the rows as JSON here")
+    ap.add_argument("--s1", action="store_true", help="the S1 (pass) table of verdicts and intervals instead (item 8)")
     args = ap.parse_args()
+    if args.s1:
+        s1_table(args)
+        return
     plan = [p for p in PLAN if (args.only is None or p[0] == args.only) and (args.placebos is None or p[3] == args.placebos)]
     print(f"# bench_placebo_null: {args.replications} datasets of {args.cases} cases x {args.candidates} candidates, "
           f"budget {args.budget}, q {args.q}, seed {args.seed}, {platform.machine()} {platform.python_version()}")
