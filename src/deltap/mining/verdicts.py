@@ -34,7 +34,7 @@ left unjudged.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -114,7 +114,7 @@ def grade(effect: float, v: Verdict, policy: VerdictPolicy) -> int | None:
 
 
 def repeated_interval(
-    fits: list[tuple[ArrayLike, ArrayLike, int]],
+    fits: Sequence[tuple[ArrayLike, ArrayLike, int]],
     times: ArrayLike,
     c_low: float,
     c_high: float,
