@@ -24,12 +24,13 @@ UP, DOWN = 1 + 1e-9, 1 - 1e-9
 
 def test_default_policy_values() -> None:
     assert (P.q, P.min_effect, P.margin, P.grade_bounds, P.unit) == (0.05, 0.1, 0.1, (0.1, 0.2, 0.4), "probability")
-    assert default_policy("pass") == P
+    # pass: the equivalence margin is 2 x min_effect (issue 14 item 8: |effect| < 0.1 cannot be shown at 128 trials)
+    assert default_policy("pass") == VerdictPolicy(margin=0.2)
     lp = default_policy("logprob")
     assert (lp.q, lp.min_effect, lp.margin, lp.grade_bounds, lp.unit) == (0.05, 0.5, 0.5, (0.5, 1.5, 3.0), "nats")
     # A larger minimum effect lifts the lower grade bounds with it; the margin follows unless given.
     big = default_policy("pass", q=0.1, min_effect=0.3)
-    assert (big.q, big.min_effect, big.margin, big.grade_bounds) == (0.1, 0.3, 0.3, (0.3, 0.3, 0.4))
+    assert (big.q, big.min_effect, big.margin, big.grade_bounds) == (0.1, 0.3, 0.6, (0.3, 0.3, 0.4))
     assert default_policy("pass", min_effect=0.05, margin=0.02).margin == 0.02
     assert default_policy("logprob", min_effect=2.0).grade_bounds == (2.0, 2.0, 3.0)
     assert default_policy("logprob", min_effect=4.0).grade_bounds == (4.0, 4.0, 4.0)
@@ -147,45 +148,53 @@ def test_verdict_then_grade_end_to_end() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The placebo check: "more placebos labelled relevant/harmful than the nominal rate allows" is a one-sided binomial
-# test, p = P(Binomial(n, q) >= k). The reference below sums the binomial tail directly (no scipy).
+# The placebo check (issue 14 item 3): "more placebos rejected than BH allows" is a one-sided binomial test against
+# BH's reference rate q·R/M (R rejections in both directions among M candidates), p = P(Binomial(n, q·R/M) >= k).
+# The reference below sums the binomial tail directly (no scipy).
 
 
 def _binom_tail(k: int, n: int, p: float) -> float:
     return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1))
 
 
-def _results(n_placebo: int, rel: int, harm: int, coef: float = 0.2) -> list[Any]:
+def _results(n_placebo: int, rel: int, harm: int, coef: float = 0.2, others: int = 0, others_rejected: int = 1) -> list[Any]:
+    """Placebos (``rel`` + ``harm`` of them rejected and labelled) and ``others`` non-placebo candidates plus a gold
+    document (``others_rejected`` of them rejected)."""
     verdicts = ["relevant"] * rel + ["harmful"] * harm + ["undecided"] * (n_placebo - rel - harm)
-    cands = [SimpleNamespace(is_placebo=True) for _ in verdicts] + [SimpleNamespace(is_placebo=False)]
-    rows = [{"verdict": v, "regression_effect": {"coef": coef * (i + 1)}} for i, v in enumerate(verdicts)]
-    rows.append({"verdict": "relevant", "regression_effect": {"coef": 9.0}})  # a gold document: not counted
+    cands = [SimpleNamespace(is_placebo=True) for _ in verdicts] + [SimpleNamespace(is_placebo=False) for _ in range(others + 1)]
+    rows = [{"verdict": v, "q_value": 0.01 if v != "undecided" else 0.5, "regression_effect": {"coef": coef * (i + 1)}}
+            for i, v in enumerate(verdicts)]
+    rows += [{"verdict": "relevant" if i < others_rejected else "undecided", "q_value": 0.001 if i < others_rejected else 0.9,
+              "regression_effect": {"coef": 9.0}} for i in range(others + 1)]  # not placebos: not counted as such
     unmined = SimpleNamespace(X=None, pool=SimpleNamespace(candidates=[SimpleNamespace(is_placebo=True)]), candidates=[{"verdict": "relevant"}])
     return [SimpleNamespace(X=np.zeros((1, 1)), pool=SimpleNamespace(candidates=cands), candidates=rows), unmined]
 
 
 @pytest.mark.parametrize(
-    ("n", "rel", "harm", "warn"),
+    ("n", "rel", "harm", "others", "others_rejected", "warn"),
     [
-        pytest.param(20, 0, 0, False, id="none-labelled"),
-        pytest.param(20, 1, 0, False, id="at-nominal-rate"),
-        pytest.param(20, 2, 1, False, id="above-rate-but-noise"),  # P(X >= 3) = 0.0755
-        pytest.param(20, 2, 2, True, id="above-rate-beyond-noise"),  # P(X >= 4) = 0.0159
-        pytest.param(20, 0, 4, True, id="harmful-count-too"),
-        pytest.param(100, 9, 0, False, id="n100-9"),  # P(X >= 9) = 0.0631
-        pytest.param(100, 10, 0, True, id="n100-10"),  # P(X >= 10) = 0.0282
-        pytest.param(1, 1, 0, False, id="single-placebo"),  # P(X >= 1) = 0.05, not < 0.05
+        pytest.param(20, 0, 0, 179, 20, False, id="none-labelled"),
+        # R = 21, M = 200: reference 0.00525; P(X >= 1) = 0.0999 -> no warning
+        pytest.param(20, 1, 0, 179, 20, False, id="one-of-twenty"),
+        # R = 22: reference 0.0055; P(X >= 2) = 0.0051 -> warning (against q it was P = 0.264: none)
+        pytest.param(20, 2, 0, 179, 20, True, id="two-of-twenty-few-rejections"),
+        pytest.param(20, 0, 3, 179, 20, True, id="harmful-count-too"),
+        # many rejections: R = 102 of 200, reference 0.0255 -> 2 of 20 is noise (P = 0.0937)
+        pytest.param(20, 2, 0, 179, 100, False, id="many-rejections-raise-the-reference"),
+        pytest.param(1, 1, 0, 0, 1, False, id="single-placebo"),  # R = 2 of M = 2: reference q, P(X >= 1) = 0.05
     ],
 )
-def test_placebo_binomial_reference(n: int, rel: int, harm: int, warn: bool) -> None:
+def test_placebo_binomial_reference(n: int, rel: int, harm: int, others: int, others_rejected: int, warn: bool) -> None:
     cfg = MiningConfig()
-    out = _placebo_calibration(_results(n, rel, harm), cfg)  # type: ignore[arg-type]
+    out = _placebo_calibration(_results(n, rel, harm, others=others, others_rejected=others_rejected), cfg)  # type: ignore[arg-type]
     k = rel + harm
+    R, M = k + others_rejected, n + others + 1
     assert (out["n"], out["labelled_relevant"], out["labelled_harmful"]) == (n, rel, harm)
     assert out["fpr"] == pytest.approx(k / n, abs=1e-15)
-    assert out["nominal"] == cfg.q == 0.05
-    assert out["p_value_above_nominal"] == pytest.approx(_binom_tail(k, n, cfg.q), rel=1e-9, abs=1e-15)
-    assert out["warning"] is warn
+    assert out["nominal"] == pytest.approx(cfg.q * R / M, rel=1e-12)
+    assert out["p_value_above_nominal"] == pytest.approx(_binom_tail(k, n, cfg.q * R / M), rel=1e-9, abs=1e-15)
+    assert out["warning"] is warn and out["check"]["failed"] is warn
+    assert (out["check"]["rejections"], out["check"]["tests"], out["check"]["rejected"]) == (R, M, k)
     effects = [0.2 * (i + 1) for i in range(n)]
     assert out["effect_abs"]["max"] == pytest.approx(max(effects))
     assert out["effect_abs"]["median"] == pytest.approx(float(np.median(effects)))
@@ -194,11 +203,15 @@ def test_placebo_binomial_reference(n: int, rel: int, harm: int, warn: bool) -> 
 
 def test_placebo_reference_without_placebos() -> None:
     out = _placebo_calibration([], MiningConfig(q=0.1, outcome="logprob"))
-    assert out == {"n": 0, "labelled_relevant": 0, "labelled_harmful": 0, "fpr": 0.0, "nominal": 0.1, "p_value_above_nominal": 1.0, "warning": False}
+    assert {k: out[k] for k in ("n", "labelled_relevant", "labelled_harmful", "fpr", "p_value_above_nominal", "warning")} == {
+        "n": 0, "labelled_relevant": 0, "labelled_harmful": 0, "fpr": 0.0, "p_value_above_nominal": 1.0, "warning": False}
+    assert "no placebo" in out["check"]["message"]
 
 
 def test_placebo_reference_follows_q() -> None:
-    # 4 of 20 labelled at q = 0.1: P(Binomial(20, 0.1) >= 4) = 0.133 -> no warning (it would warn at q = 0.05).
-    out = _placebo_calibration(_results(20, 4, 0), MiningConfig(q=0.1))  # type: ignore[arg-type]
-    assert out["p_value_above_nominal"] == pytest.approx(_binom_tail(4, 20, 0.1), rel=1e-9)
-    assert out["warning"] is False
+    # 2 of 20 rejected with R = 22 of 200: at q = 0.1 the reference is 0.011, P(Binomial(20, 0.011) >= 2) = 0.0197 ->
+    # still a warning; the reference scales with q.
+    out = _placebo_calibration(_results(20, 2, 0, others=179, others_rejected=20), MiningConfig(q=0.1))  # type: ignore[arg-type]
+    assert out["nominal"] == pytest.approx(0.1 * 22 / 200)
+    assert out["p_value_above_nominal"] == pytest.approx(_binom_tail(2, 20, 0.011), rel=1e-9)
+    assert out["warning"] is True
