@@ -139,32 +139,24 @@ def repeated_interval(
 
     m = len(np.asarray(fits[0][0]))
     p = np.zeros((m, 7)) if params is None else np.asarray(params, dtype=float)
-    p = p.copy()
-    p[:, 4:6] = np.where(p[:, 4:6] == 0, np.inf, p[:, 4:6]) if params is None else p[:, 4:6]
     center, null = p[:, 0], p[:, 1:].T
-    low = np.full(m, -np.inf)
-    high = np.full(m, np.inf)
-    for (coef, se, df), t in zip(fits, np.asarray(times, dtype=float), strict=False):
-        coef = np.asarray(coef, dtype=float)
-        se = np.asarray(se, dtype=float)
-        def tail(d: NDArray[np.float64], se: NDArray[np.float64] = se, df: int = df) -> NDArray[np.float64]:
-            return _log_sf(d, se, df, 0.0, *null)
-
-        for c, sign in ((c_low, 1), (c_high, -1)):
-            log_alpha = float(stats.norm.logsf(c / math.sqrt(t)))
-            x = _quantile(tail, log_alpha, m)
-            if sign > 0:
-                low = np.maximum(low, coef - center - x)
-            else:
-                high = np.minimum(high, coef - center + x)
-    return low, high
+    # every look and both directions in one bisection: arrays of shape (looks, 2, m)
+    coef = np.stack([np.asarray(f[0], dtype=float) for f in fits])[:, None, :]
+    se = np.broadcast_to(np.stack([np.asarray(f[1], dtype=float) for f in fits])[:, None, :], (len(fits), 2, m))
+    df = np.broadcast_to(np.array([float(f[2]) for f in fits])[:, None, None], se.shape)
+    t = np.asarray(times, dtype=float)[: len(fits)]
+    log_alpha = np.asarray(stats.norm.logsf(np.array([c_low, c_high])[None, :] / np.sqrt(t)[:, None]), dtype=float)[..., None]
+    x = _quantile(lambda d: _log_sf(d, se, df, 0.0, *null), np.broadcast_to(log_alpha, se.shape))
+    low = np.max(coef[:, 0] - center - x[:, 0], axis=0)
+    high = np.min(coef[:, 0] - center + x[:, 1], axis=0)
+    return np.asarray(low, dtype=float), np.asarray(high, dtype=float)
 
 
-def _quantile(f: Callable[[NDArray[np.float64]], NDArray[np.float64]], log_alpha: float, m: int, steps: int = 60) -> NDArray[np.float64]:
-    """``x ≥ 0`` with ``f(x) = log_alpha`` (``f``: a log tail, decreasing) per candidate (bisection; ``inf`` when the
+def _quantile(f: Callable[[NDArray[np.float64]], NDArray[np.float64]], log_alpha: NDArray[np.float64], steps: int = 60) -> NDArray[np.float64]:
+    """``x ≥ 0`` with ``f(x) = log_alpha`` elementwise (``f``: a log tail, decreasing; bisection; ``inf`` when the
     tail never gets there)."""
-    lo = np.zeros(m)
-    hi = np.ones(m)
+    lo = np.zeros(log_alpha.shape)
+    hi = np.ones(log_alpha.shape)
     for _ in range(80):  # bracket: double until the tail is below alpha
         grow = f(hi) > log_alpha
         if not grow.any():
