@@ -30,4 +30,6 @@ if [ "$(uname -m)" = "x86_64" ]; then
 fi
 
 .venv/bin/python -m pip install -q -e ".[all,dev]"
+command -v bwrap >/dev/null 2>&1 \
+  || echo "note: bubblewrap (bwrap) not found; the pytest checker's sandbox is weaker without it (apt-get install bubblewrap)"
 echo "deltap installed in $(pwd)/.venv"

@@ -1,24 +1,38 @@
 """Run untrusted generated code in a contained subprocess.
 
-Layers, each applied where the OS allows it (the layers actually used are reported in
-:attr:`SandboxResult.isolation`):
+Threat model. The code is hostile: written by a model that may have learned to game checkers, or by an attacker
+who controls a model's output. It may read files, write files, open sockets, fork, allocate, sleep, signal other
+processes, and write anything to any file descriptor it inherits. The sandbox must keep it from (a) reading
+secrets (root-only files, other users' homes, the parent's environment and API keys), (b) changing anything on
+the host (tests, the project, ``/tmp`` files that outlive the run), (c) reaching the network, and (d) exhausting
+the machine (memory, processes, disk, time) — for the *whole* sandbox, not per process. Out of scope: kernel
+exploits and side channels; a machine whose kernel refuses every layer below (each protection actually in force
+is reported by :func:`protections`, and ``python -m deltap.checkers.sandbox`` prints the table).
 
-* **rlimits** (always): CPU seconds (``RLIMIT_CPU``: a busy loop is killed by ``SIGXCPU``/``SIGKILL``), address
-  space (``RLIMIT_AS``: unbounded allocation raises ``MemoryError``), file size (``RLIMIT_FSIZE``), open files, no
-  core dumps, and a process count (``RLIMIT_NPROC``).
-* **wall-clock timeout** (always): the whole process group (and PID namespace) is killed with ``SIGKILL``.
-* **clean environment** (always): only ``PATH``, ``HOME``/``TMPDIR`` (the sandbox dir), ``LANG`` and a few Python
+Layers, strongest backend first:
+
+* **bubblewrap** (``bwrap``, Debian package ``bubblewrap``, used when installed and permitted): new mount, PID,
+  network, IPC and UTS namespaces; ``--die-with-parent``; ``--new-session`` (no terminal injection). The whole
+  host is bound **read-only**; ``/root``, ``/home`` and the invoking user's home and working directory are hidden
+  behind empty tmpfs mounts (only the interpreter's own directories are bound back, read-only); ``/tmp``,
+  ``/dev/shm`` and ``/var/tmp`` are **private size-limited tmpfs** mounts that vanish with the run (their sizes
+  sum to :attr:`SandboxLimits.disk_bytes`: the disk bound of the whole sandbox). The caller's ``workdir`` appears
+  at the same path inside the private ``/tmp`` with its files bound read-only; new files the code writes land in
+  the tmpfs. As root, bwrap sets the mounts up and then ``setpriv`` switches to ``nobody`` (uid 65534) with
+  **every capability dropped** (effective, permitted, inheritable, ambient and the bounding set) and
+  ``no_new_privs``; as a normal user, bwrap maps the user to itself in a new user namespace with no
+  capabilities.
+* **legacy** (no usable bwrap): ``unshare`` (network + PID namespaces) and, as root, ``setpriv`` to ``nobody``
+  with no capabilities (only when the interpreter is reachable by ``nobody``). The host filesystem is then only
+  protected by file permissions; ``/tmp`` is shared.
+* **cgroups** (v2, or v1 ``memory``/``pids`` hierarchies, wherever a child cgroup can be created): a per-run
+  cgroup bounds the memory (``memory.max`` / ``memory.limit_in_bytes``, tmpfs pages included) and the process
+  count (``pids.max``) of the whole sandbox; everything in it is killed at the end.
+* **rlimits** (always, per process): CPU seconds, address space (``RLIMIT_AS`` = ``memory_bytes``), file size,
+  open files, no core dumps, ``RLIMIT_NPROC`` (per user: the process bound when there is no pids cgroup).
+* **wall-clock timeout** (always): the process tree (session, PID namespace, cgroup) is killed with ``SIGKILL``.
+* **clean environment** (always): ``PATH``, ``HOME``/``TMPDIR`` (the work dir), ``LANG`` and a few Python
   switches; nothing from the parent (no API keys, no tokens).
-* **working directory** confined to a fresh temporary directory, removed afterwards.
-* **namespaces** (``unshare``, when permitted): a new network namespace (no network at all, not even loopback to the
-  host's services) and a new PID namespace (the code sees and can signal only its own processes, and all of them die
-  with it).
-* **unprivileged user** (when running as root): the code runs as ``nobody`` (uid 65534) so it cannot write anything
-  outside its sandbox directory except world-writable places (``/tmp``, ``/dev/shm``), and ``RLIMIT_NPROC`` is
-  enforced (the kernel ignores it for root). If the interpreter lives under a directory ``nobody`` cannot traverse
-  (e.g. ``/root/.pyenv``), the process keeps only ``CAP_DAC_READ_SEARCH`` (read, never write) so it can start.
-* **pids cgroup** (when ``/sys/fs/cgroup`` is writable): a per-run cgroup with ``pids.max`` bounds a fork bomb
-  precisely, independently of other processes of the same user.
 """
 
 from __future__ import annotations
@@ -30,6 +44,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -37,10 +52,19 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["SandboxLimits", "SandboxResult", "isolation_available", "run_sandboxed"]
+__all__ = [
+    "Protection",
+    "SandboxLimits",
+    "SandboxResult",
+    "describe",
+    "isolation_available",
+    "protections",
+    "run_sandboxed",
+]
 
 NOBODY = 65534
 _counter = itertools.count()
+_HIDDEN_ROOTS = ("/root", "/home", "/mnt", "/media", "/srv")
 
 
 @dataclass(frozen=True)
@@ -50,9 +74,12 @@ class SandboxLimits:
     Args:
         wall_seconds: Wall-clock timeout; the whole process tree is killed after it.
         cpu_seconds: CPU seconds per process (``RLIMIT_CPU``).
-        memory_bytes: Address-space limit per process (``RLIMIT_AS``).
-        max_processes: Process/thread bound (pids cgroup ``pids.max`` when available, else ``RLIMIT_NPROC``).
-        file_bytes: Largest file the code may write (``RLIMIT_FSIZE``), also bounding captured output.
+        memory_bytes: Memory of the whole sandbox (memory cgroup, tmpfs pages included) and address space of each
+            process (``RLIMIT_AS``).
+        max_processes: Processes/threads of the whole sandbox (pids cgroup; else per-user ``RLIMIT_NPROC``).
+        file_bytes: Largest file the code may write (``RLIMIT_FSIZE``).
+        disk_bytes: Total size of the private writable directories (bwrap: ``/tmp`` with the work dir, ``/dev/shm``,
+            ``/var/tmp``); without bwrap only ``file_bytes`` per file holds.
         output_chars: Characters of stdout/stderr kept (the tail).
         network: Allow network access (default: no network where the OS allows).
     """
@@ -62,6 +89,7 @@ class SandboxLimits:
     memory_bytes: int = 2 * 1024**3
     max_processes: int = 64
     file_bytes: int = 64 * 1024**2
+    disk_bytes: int = 256 * 1024**2
     output_chars: int = 20_000
     network: bool = False
 
@@ -75,8 +103,9 @@ class SandboxResult:
         output: Tail of the merged stdout/stderr.
         timed_out: Killed by the wall-clock timeout.
         duration: Wall seconds.
-        isolation: The layers applied (``rlimits``, ``clean-env``, ``netns``, ``pidns``, ``uid-nobody``, ``pids-cgroup``).
+        isolation: The protections in force for this run (names as in :func:`protections`).
         error: Launch failure message (an infrastructure problem), else ``""``.
+        info: Extra facts: ``backend``, ``oom_killed`` (the memory cgroup killed something), ``memory_peak``.
     """
 
     returncode: int | None
@@ -88,14 +117,40 @@ class SandboxResult:
     info: dict[str, object] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Protection:
+    """One protection: whether it is in force on this machine and how (or why not)."""
+
+    enforced: bool
+    how: str
+
+
 def _probe(argv: Sequence[str]) -> bool:
     try:
         return (
-            subprocess.run(list(argv), capture_output=True, timeout=10, check=False, cwd=tempfile.gettempdir()).returncode
-            == 0
+            subprocess.run(list(argv), capture_output=True, timeout=10, check=False, cwd="/").returncode == 0
         )
     except (OSError, subprocess.SubprocessError):
         return False
+
+
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _drop_to_nobody() -> list[str]:
+    """``setpriv`` arguments: become nobody with no capability at all and no way to regain one."""
+    return [
+        "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all",
+        "--bounding-set=-all", "--no-new-privs",
+    ]
+
+
+def _drop_to_nobody_dac() -> list[str]:
+    return [
+        "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all,+dac_read_search",
+        "--ambient-caps=+dac_read_search", "--no-new-privs",
+    ]
 
 
 @lru_cache(maxsize=1)
@@ -103,65 +158,311 @@ def isolation_available() -> dict[str, bool]:
     """Which isolation layers this machine permits (probed once per process)."""
     unshare = shutil.which("unshare")
     setpriv = shutil.which("setpriv")
-    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    bwrap = shutil.which("bwrap")
+    is_root = _is_root()
+    use_bwrap = False
+    if bwrap and not os.environ.get("DELTAP_SANDBOX_NO_BWRAP"):
+        probe_dir = tempfile.mkdtemp(prefix="deltap-probe-")
+        try:
+            use_bwrap = _probe([*_bwrap_prefix(bwrap, SandboxLimits(), Path(probe_dir), ()), "true"])
+        finally:
+            shutil.rmtree(probe_dir, ignore_errors=True)
     ns = bool(unshare) and _probe([unshare or "", "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "true"])
     userns = (
         not ns
         and bool(unshare)
         and _probe([unshare or "", "--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "true"])
     )
-    drop = (
-        is_root
-        and bool(setpriv)
-        and _probe(
-            [setpriv or "", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all,+dac_read_search",
-             "--ambient-caps=+dac_read_search", sys.executable, "-c", "pass"]
-        )
+    # Every capability dropped: without CAP_DAC_READ_SEARCH the interpreter must be reachable by nobody. bwrap
+    # re-binds it where nobody can reach it; the legacy path cannot, and then does not drop to nobody.
+    drop = is_root and bool(setpriv) and _probe([*_drop_to_nobody(), sys.executable, "-c", "pass"])
+    # Last resort as root (no bwrap, interpreter unreachable by nobody): nobody keeping CAP_DAC_READ_SEARCH only,
+    # still far better than running the code as root. Reported as capabilities NOT dropped.
+    drop_dac = (
+        is_root and not use_bwrap and not drop and bool(setpriv)
+        and _probe([*_drop_to_nobody_dac(), sys.executable, "-c", "pass"])
     )
-    return {"netns": ns or userns, "userns": userns, "root_ns": ns, "uid_nobody": drop, "pids_cgroup": _cgroup_root() is not None}
+    groups = _Cgroups.probe()
+    return {
+        "bwrap": use_bwrap,
+        "netns": use_bwrap or ns or userns,
+        "userns": userns,
+        "root_ns": ns,
+        "uid_nobody": (use_bwrap and is_root) or drop or drop_dac,
+        "legacy_nobody": drop,
+        "legacy_nobody_dac": drop_dac,
+        "pids_cgroup": "pids" in groups,
+        "memory_cgroup": "memory" in groups,
+    }
 
 
-def _cgroup_root() -> Path | None:
-    v1 = Path("/sys/fs/cgroup/pids")
-    if (v1 / "cgroup.procs").exists() and os.access(v1, os.W_OK):
-        return v1
-    v2 = Path("/sys/fs/cgroup")
-    control = v2 / "cgroup.subtree_control"
-    with contextlib.suppress(OSError):
-        if control.exists() and "pids" in control.read_text().split() and os.access(v2, os.W_OK):
-            return v2
-    return None
+def protections(limits: SandboxLimits | None = None) -> dict[str, Protection]:
+    """The protections a sandboxed run gets on this machine, each with whether it is in force and how.
+
+    Use it to tell users what holds when deltap runs as a normal user or on a locked-down machine.
+    """
+    lim = limits or SandboxLimits()
+    a = isolation_available()
+    root = _is_root()
+    bw = a.get("bwrap", False)
+    mib = 1024**2
+    table: dict[str, Protection] = {}
+
+    def put(name: str, on: bool, yes: str, no: str) -> None:
+        table[name] = Protection(bool(on), yes if on else no)
+
+    put("network", a.get("netns", False), "new network namespace: no interface but loopback",
+        "NOT isolated: network namespaces are not permitted here (install bubblewrap or allow unshare)")
+    put("pid-namespace", bw or a.get("root_ns", False) or a.get("userns", False),
+        "new PID namespace: sees and signals only its own processes; all die with the run",
+        "NOT isolated: the code can see and signal this user's other processes")
+    if root and a.get("legacy_nobody_dac"):
+        put("capabilities", False, "", "NOT all dropped: runs as nobody but keeps CAP_DAC_READ_SEARCH (reads any "
+            "file) because the interpreter is not reachable by nobody; install bubblewrap")
+    elif root:
+        put("capabilities", a.get("uid_nobody", False),
+            "runs as nobody (uid 65534) with every capability dropped and no_new_privs",
+            "NOT dropped: running as root and neither bwrap nor setpriv to nobody works; the code runs as ROOT")
+    else:
+        put("capabilities", True, f"runs as this user (uid {os.getuid()}): no capabilities", "")
+    put("read-only-filesystem", bw, "the host is bound read-only; only private tmpfs dirs are writable",
+        "file permissions only: the code can write wherever its user can" + (" (nobody: world-writable dirs)" if root else ""))
+    put("read-only-tests", bw or (root and a.get("uid_nobody", False)),
+        "tests, conftest and the verdict plugin are read-only to the code",
+        "NOT enforced: the code runs as the same user that owns the test copies")
+    put("hidden-homes", bw, f"{', '.join(_HIDDEN_ROOTS)}, this user's home and working directory are empty",
+        "NOT hidden: the code can read every file its user can read")
+    put("private-tmp", bw, "/tmp, /dev/shm, /var/tmp are private tmpfs mounts, gone after the run",
+        "NOT private: files written to /tmp, /dev/shm, /var/tmp stay after the run")
+    put("disk-whole-sandbox", bw, f"private tmpfs sizes sum to {lim.disk_bytes // mib} MiB",
+        f"per file only: RLIMIT_FSIZE {lim.file_bytes // mib} MiB")
+    put("memory-whole-sandbox", a.get("memory_cgroup", False),
+        f"memory cgroup: {lim.memory_bytes // mib} MiB for all processes and tmpfs together",
+        f"per process only: RLIMIT_AS {lim.memory_bytes // mib} MiB each (no writable memory cgroup here)")
+    put("processes-whole-sandbox", a.get("pids_cgroup", False), f"pids cgroup: pids.max {lim.max_processes}",
+        f"per user only: RLIMIT_NPROC ({lim.max_processes} {'for nobody' if a.get('uid_nobody') else 'beyond those this user runs'})")
+    put("per-process-rlimits", True,
+        f"CPU {lim.cpu_seconds}s, address space {lim.memory_bytes // mib} MiB, file {lim.file_bytes // mib} MiB, "
+        "256 open files, no core dumps", "")
+    put("wall-timeout", True, f"{lim.wall_seconds:g}s, then SIGKILL to the whole process tree", "")
+    put("clean-env", True, "no variable from the parent (no API keys); HOME/TMPDIR is the work dir", "")
+    return table
 
 
-def _make_cgroup(max_processes: int) -> Path | None:
-    root = _cgroup_root()
-    if root is None:
-        return None
-    path = root / f"deltap-sandbox-{os.getpid()}-{next(_counter)}"
-    try:
-        path.mkdir()
-        (path / "pids.max").write_text(str(max_processes))
-    except OSError:
-        with contextlib.suppress(OSError):
-            path.rmdir()
-        return None
-    return path
+def describe(limits: SandboxLimits | None = None) -> str:
+    """Human-readable table of :func:`protections` (one line each, ``on``/``OFF``)."""
+    a = isolation_available()
+    backend = "bubblewrap" if a.get("bwrap") else "legacy (unshare/setpriv/rlimits)"
+    lines = [f"sandbox backend: {backend}; running as uid {os.getuid() if hasattr(os, 'getuid') else '?'}"]
+    for name, p in protections(limits).items():
+        lines.append(f"  {'on ' if p.enforced else 'OFF'}  {name:<24} {p.how}")
+    return "\n".join(lines)
 
 
-def _kill_cgroup(path: Path) -> None:
-    for _ in range(50):
+class _Cgroups:
+    """Per-run cgroups bounding memory and processes of the whole sandbox (v2 unified or v1 hierarchies)."""
+
+    ROOT = Path("/sys/fs/cgroup")
+
+    def __init__(self, dirs: dict[str, Path]) -> None:
+        self.dirs = dirs  # controller -> cgroup dir (the same dir twice on v2)
+
+    @staticmethod
+    def _own(controller: str | None) -> str | None:
         try:
-            pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
+            lines = Path("/proc/self/cgroup").read_text().splitlines()
         except OSError:
-            return
-        if not pids:
-            break
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.02)
-    with contextlib.suppress(OSError):
-        path.rmdir()
+            return None
+        for line in lines:
+            parts = line.split(":", 2)
+            if len(parts) != 3:
+                continue
+            if controller is None and parts[0] == "0" and parts[1] == "":
+                return parts[2]
+            if controller is not None and controller in parts[1].split(","):
+                return parts[2]
+        return None
+
+    @classmethod
+    def _bases(cls) -> dict[str, Path]:
+        bases: dict[str, Path] = {}
+        if (cls.ROOT / "cgroup.controllers").exists():
+            own = cls._own(None)
+            if own is not None:
+                base = cls.ROOT / own.lstrip("/")
+                bases = {"memory": base, "pids": base}
+        else:
+            for ctrl in ("memory", "pids"):
+                mount = cls.ROOT / ctrl
+                own = cls._own(ctrl)
+                if own is not None and (mount / "cgroup.procs").exists():
+                    bases[ctrl] = mount / own.lstrip("/")
+        return bases
+
+    @classmethod
+    def create(cls, limits: SandboxLimits) -> _Cgroups:
+        made: dict[str, Path] = {}
+        name = f"deltap-sandbox-{os.getpid()}-{next(_counter)}"
+        for ctrl, base in cls._bases().items():
+            path = base / name
+            try:
+                if not path.exists():
+                    path.mkdir()
+                if ctrl == "memory":
+                    if (path / "memory.max").exists():
+                        (path / "memory.max").write_text(str(limits.memory_bytes))
+                        with contextlib.suppress(OSError):
+                            (path / "memory.swap.max").write_text("0")
+                    else:
+                        (path / "memory.limit_in_bytes").write_text(str(limits.memory_bytes))
+                        with contextlib.suppress(OSError):
+                            (path / "memory.memsw.limit_in_bytes").write_text(str(limits.memory_bytes))
+                else:
+                    (path / "pids.max").write_text(str(limits.max_processes))
+            except OSError:
+                if not any(p == path for p in made.values()):
+                    with contextlib.suppress(OSError):
+                        path.rmdir()
+                continue
+            made[ctrl] = path
+        return cls(made)
+
+    @classmethod
+    @lru_cache(maxsize=1)
+    def probe(cls) -> frozenset[str]:
+        groups = cls.create(SandboxLimits())
+        found = frozenset(groups.dirs)
+        groups.destroy()
+        return found
+
+    def procs_files(self) -> list[str]:
+        return sorted({str(p / "cgroup.procs") for p in self.dirs.values()})
+
+    def stats(self) -> dict[str, object]:
+        out: dict[str, object] = {}
+        mem = self.dirs.get("memory")
+        if mem is None:
+            return out
+        with contextlib.suppress(OSError, ValueError):
+            if (mem / "memory.events").exists():
+                events = dict(line.split() for line in (mem / "memory.events").read_text().splitlines())
+                out["oom_killed"] = int(events.get("oom_kill", 0)) > 0
+                if (mem / "memory.peak").exists():
+                    out["memory_peak"] = int((mem / "memory.peak").read_text())
+            else:
+                out["oom_killed"] = int((mem / "memory.failcnt").read_text()) > 0
+                out["memory_peak"] = int((mem / "memory.max_usage_in_bytes").read_text())
+        return out
+
+    def destroy(self) -> None:
+        for path in {*self.dirs.values()}:
+            for _ in range(100):
+                try:
+                    pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
+                except OSError:
+                    break
+                if not pids:
+                    break
+                for pid in pids:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
+                time.sleep(0.02)
+            with contextlib.suppress(OSError):
+                path.rmdir()
+
+
+def _needed_paths() -> list[str]:
+    """Directories the interpreter needs (prefixes, stdlib, site-packages, sys.path), deepest-first deduplicated."""
+    cands = {
+        sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)), os.path.dirname(os.path.abspath(sys.executable)),
+        *(v for v in sysconfig.get_paths().values()),
+        *(p for p in sys.path if p),
+    }
+    found = {p for p in cands if p and os.path.isabs(p) and os.path.isdir(p)}
+    real = sorted({os.path.realpath(p) for p in found} | found)
+    out: list[str] = []
+    for p in real:
+        if not any(p == q or p.startswith(q.rstrip("/") + "/") for q in out):
+            out.append(p)
+    return out
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _make_parents(path: str, mount: str, args: list[str], made: set[str]) -> None:
+    """``--dir`` the directories between ``mount`` (a fresh tmpfs) and ``path``, traversable by anyone."""
+    parent = os.path.dirname(path)
+    chain = []
+    while parent != mount and _under(parent, mount) and parent not in made:
+        chain.append(parent)
+        parent = os.path.dirname(parent)
+    for d in reversed(chain):
+        args += ["--perms", "0755", "--dir", d]
+        made.add(d)
+
+
+def _bind_with_parents(path: str, mount: str, args: list[str], made: set[str]) -> None:
+    _make_parents(path, mount, args, made)
+    args += ["--ro-bind", path, path]
+
+
+def _bwrap_prefix(
+    bwrap: str, limits: SandboxLimits, workdir: Path, readonly: Sequence[str | Path]
+) -> list[str]:
+    """bwrap argv up to (not including) the command; see the module docstring for the layout."""
+    args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    needed = [*_needed_paths(), *(os.path.realpath(p) for p in readonly)]
+    hidden = list(_HIDDEN_ROOTS)
+    for extra in (os.path.expanduser("~"), os.getcwd()):
+        if extra and extra not in ("/",) and os.path.isdir(extra):
+            hidden.append(os.path.realpath(extra))
+    hidden = [h for h in dict.fromkeys(hidden) if os.path.isdir(h)]
+    # A hidden dir that contains the work dir or is inside a needed dir cannot be hidden.
+    hidden = [h for h in hidden if not _under(str(workdir), h) and not any(_under(h, n) for n in needed)]
+    # Outermost hidden dirs only.
+    hidden = [h for h in hidden if not any(h != o and _under(h, o) for o in hidden)]
+    made: set[str] = set()
+    for h in hidden:
+        args += ["--perms", "0755", "--tmpfs", h]
+        for n in needed:
+            if _under(n, h) and n != h:
+                _bind_with_parents(n, h, args, made)
+    tmp = "/tmp"
+    work = str(workdir)
+    disk = max(limits.disk_bytes, 4 * 1024**2)
+    in_tmp = _under(work, tmp) and work != tmp
+    args += ["--perms", "1777", "--size", str(disk // 2 if in_tmp else disk // 4), "--tmpfs", tmp]
+    args += ["--perms", "1777", "--size", str(disk // 4), "--tmpfs", "/dev/shm"]
+    args += ["--perms", "1777", "--size", str(disk // 4), "--tmpfs", "/var/tmp"]
+    if not in_tmp:
+        args += ["--perms", "0777", "--size", str(disk // 4), "--tmpfs", work]
+    else:
+        _make_parents(work, tmp, args, made)
+        args += ["--perms", "0777", "--dir", work]
+    # Needed/readonly dirs that the private tmpfs mounts just covered (e.g. the checker's stage dir in /tmp).
+    for n in needed:
+        for t in (tmp, "/dev/shm", "/var/tmp"):
+            if _under(n, t) and n != t and not _under(n, work):
+                _bind_with_parents(n, t, args, made)
+    if workdir.is_dir():
+        for entry in sorted(workdir.iterdir()):
+            args += ["--ro-bind", str(entry), str(entry)]
+    args += [
+        "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+        "--die-with-parent", "--new-session", "--chdir", work,
+    ]
+    if not limits.network:
+        args.append("--unshare-net")
+    if _is_root():
+        # bwrap keeps only what setpriv needs to become nobody; setpriv then drops everything, bounding set too.
+        args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
+        args += ["--", *_drop_to_nobody()]
+    else:
+        args += ["--unshare-user", "--cap-drop", "ALL", "--"]
+    return args
 
 
 def _clean_env(home: str, extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -185,42 +486,50 @@ def run_sandboxed(
     workdir: str | Path,
     limits: SandboxLimits | None = None,
     env: Mapping[str, str] | None = None,
+    readonly: Sequence[str | Path] = (),
+    pass_fds: Sequence[int] = (),
 ) -> SandboxResult:
     """Run ``argv`` inside ``workdir`` with every available isolation layer (see the module docstring).
 
-    ``workdir`` must be a fresh directory the caller owns; it is handed to the unprivileged user when one is used.
-    The caller removes it afterwards.
+    ``workdir`` must be a fresh directory the caller owns; the caller removes it afterwards. With bubblewrap its
+    files are visible read-only and whatever the code writes stays inside the sandbox; without it the directory
+    is handed to the unprivileged user and written in place.
 
     Args:
         argv: Command (``argv[0]`` is typically ``sys.executable``).
-        workdir: The only directory the code may write to (its cwd, ``HOME`` and ``TMPDIR``).
+        workdir: The code's cwd, ``HOME`` and ``TMPDIR``.
         limits: Resource limits.
         env: Extra environment variables (added to the clean environment; never the parent's).
+        readonly: Host directories the code must see read-only at the same path (e.g. tests, plugins).
+        pass_fds: File descriptors the code inherits (e.g. a result pipe).
     """
     limits = limits or SandboxLimits()
     avail = isolation_available()
     workdir = Path(workdir)
-    layers = ["rlimits", "clean-env", "cwd-confined"]
+    table = protections(limits)
+    layers = [name for name, p in table.items() if p.enforced]
     prefix: list[str] = []
-    if not limits.network and avail["netns"]:
-        if avail["root_ns"]:
-            prefix = ["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
-        else:
-            prefix = ["unshare", "--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
-        layers += ["netns", "pidns"]
-    if avail["uid_nobody"]:
-        prefix += [
-            "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-            "--inh-caps=-all,+dac_read_search", "--ambient-caps=+dac_read_search", "--no-new-privs",
-        ]
-        layers.append("uid-nobody")
-        for root, dirs, files in os.walk(workdir):
-            for name in [root, *(os.path.join(root, d) for d in dirs), *(os.path.join(root, f) for f in files)]:
-                os.chown(name, NOBODY, NOBODY)
-    cgroup = _make_cgroup(limits.max_processes)
-    if cgroup is not None:
-        layers.append("pids-cgroup")
-    if avail["uid_nobody"]:
+    backend = "legacy"
+    if avail.get("bwrap"):
+        backend = "bubblewrap"
+        prefix = _bwrap_prefix(shutil.which("bwrap") or "bwrap", limits, workdir, readonly)
+    else:
+        if not limits.network and avail.get("netns"):
+            if avail.get("root_ns"):
+                prefix = ["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
+            else:
+                prefix = ["unshare", "--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
+        drop = avail.get("legacy_nobody") or (avail.get("uid_nobody") and "bwrap" not in avail)
+        if drop or avail.get("legacy_nobody_dac"):
+            prefix += _drop_to_nobody() if drop else _drop_to_nobody_dac()
+            for root, dirs, files in os.walk(workdir):
+                for name in [root, *(os.path.join(root, d) for d in dirs), *(os.path.join(root, f) for f in files)]:
+                    os.chown(name, NOBODY, NOBODY)
+    if limits.network:
+        layers = [x for x in layers if x != "network"]
+    groups = _Cgroups.create(limits)
+    procs_files = groups.procs_files()
+    if avail.get("uid_nobody"):
         nproc = limits.max_processes
     else:
         # Unprivileged fallback: RLIMIT_NPROC counts all processes of this user; allow the current ones plus the budget.
@@ -229,8 +538,8 @@ def run_sandboxed(
     def preexec() -> None:  # runs in the child between fork and exec
         import resource
 
-        if cgroup is not None:
-            with open(cgroup / "cgroup.procs", "w") as fh:
+        for procs in procs_files:
+            with open(procs, "w") as fh:
                 fh.write("0")
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
@@ -257,6 +566,7 @@ def run_sandboxed(
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                     preexec_fn=preexec,
+                    pass_fds=tuple(pass_fds),
                 )
             except (OSError, subprocess.SubprocessError) as exc:
                 error = f"could not start the sandbox: {type(exc).__name__}: {exc}"
@@ -275,10 +585,10 @@ def run_sandboxed(
         raw = out_path.read_bytes()
         output = raw[-limits.output_chars * 4 :].decode("utf-8", errors="replace")[-limits.output_chars :]
     finally:
-        if cgroup is not None:
-            _kill_cgroup(cgroup)
+        info: dict[str, object] = {"backend": backend, **groups.stats()}
+        groups.destroy()
         shutil.rmtree(out_dir, ignore_errors=True)
-    return SandboxResult(returncode, output, timed_out, duration, tuple(layers), error)
+    return SandboxResult(returncode, output, timed_out, duration, tuple(layers), error, info)
 
 
 def _user_process_count() -> int:
@@ -290,3 +600,7 @@ def _user_process_count() -> int:
                 if entry.stat().st_uid == uid:
                     count += len(list((entry / "task").iterdir()))
     return count
+
+
+if __name__ == "__main__":  # python -m deltap.checkers.sandbox: what holds on this machine
+    print(describe())

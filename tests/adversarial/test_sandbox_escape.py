@@ -1,0 +1,216 @@
+"""Attacks on the sandbox itself: candidate code that reads what it must not, leaves files behind, or uses more
+memory, disk or processes than the whole sandbox is allowed. Each attack is a *correct* ``add`` that also tries
+the escape, so the check passes and we can look at what the escape achieved.
+
+Real subprocesses in the real sandbox; run under the heavy lock (``flock /tmp/deltap-heavy.lock``).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from deltap.cases import Case, CheckerSpec
+from deltap.checkers.pytest_checker import PytestChecker
+from deltap.checkers.sandbox import SandboxLimits, protections
+
+pytestmark = pytest.mark.integration
+
+TEST_FILE = "from solution import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+FIXED = "def add(a, b):\n    return a + b\n"
+CASE = Case("fix:add", "Fix add", checker=CheckerSpec("pytest", {}), benchmark_type="fix_error")
+
+
+def _enforced(name: str) -> bool:
+    return bool(protections()[name].enforced)
+
+
+def _checker(tmp_path: Path, **limits: object) -> PytestChecker:
+    (tmp_path / "test_solution.py").write_text(TEST_FILE)
+    (tmp_path / "fixed.py").write_text(FIXED)
+    return PytestChecker(
+        tmp_path / "test_solution.py", "solution", tmp_path / "fixed.py", SandboxLimits(**limits)  # type: ignore[arg-type]
+    )
+
+
+def fenced(code: str) -> str:
+    return f"```python\n{textwrap.dedent(code)}```\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a root-only file needs root to create it")
+def test_root_only_files_cannot_be_read_or_copied_out(tmp_path: Path) -> None:
+    marker = secrets.token_hex(8)
+    secret_dir = Path("/var/lib") / f"deltap-attack-{marker}"
+    secret_dir.mkdir(mode=0o755)
+    secret = secret_dir / "secret.txt"
+    secret.write_text(f"TOPSECRET-{marker}\n")
+    secret.chmod(0o600)
+    copies = [Path(d) / f"deltap-loot-{marker}-{i}" for i, d in enumerate(("/tmp", "/dev/shm", "/var/tmp"))]
+    code = f"""
+        import os
+        LOOT = []
+        for src in ({str(secret)!r}, "/etc/shadow"):
+            try:
+                LOOT.append(open(src).read())
+            except OSError as exc:
+                print("blocked", src, exc)
+        for dst in {[str(c) for c in copies]!r}:
+            try:
+                with open(dst, "w") as fh:
+                    fh.write("".join(LOOT) or "nothing")
+                os.chmod(dst, 0o644)
+            except OSError as exc:
+                print("blocked", dst, exc)
+        print("LOOT", LOOT)
+        def add(a, b):
+            return a + b
+    """
+    try:
+        checker = _checker(tmp_path)
+        result = checker.check(CASE, fenced(code))
+        assert result.outcome == "pass", result
+        assert f"TOPSECRET-{marker}" not in result.info["output"]
+        assert "root:" not in result.info["output"]  # /etc/shadow's first line
+        left = [str(c) for c in copies if c.exists()]
+        assert left == [], f"files the sandbox left on the host: {left}"
+    finally:
+        secret.unlink()
+        secret_dir.rmdir()
+        for c in copies:
+            c.unlink(missing_ok=True)
+
+
+def test_no_capabilities_inside(tmp_path: Path) -> None:
+    code = """
+        STATUS = open("/proc/self/status").read()
+        CAPS = {l.split(":")[0]: int(l.split()[1], 16) for l in STATUS.splitlines() if l.startswith("Cap")}
+        print("CAPS", CAPS)
+        def add(a, b):
+            return a + b if CAPS["CapEff"] == 0 and CAPS["CapPrm"] == 0 and CAPS["CapAmb"] == 0 else -1
+    """
+    result = _checker(tmp_path).check(CASE, fenced(code))
+    assert result.outcome == "pass", result.info.get("output")
+
+
+def test_tests_and_host_files_are_read_only(tmp_path: Path) -> None:
+    checker = _checker(tmp_path)
+    code = """
+        import os, sys
+        WROTE = []
+        for target in [os.path.abspath(sys.argv[-1]), "/usr/lib/deltap-attack", os.path.expanduser("~/../attack")]:
+            try:
+                with open(target, "a") as fh:
+                    fh.write("# pwned\\n")
+                WROTE.append(target)
+            except OSError:
+                pass
+        def add(a, b):
+            return a + b if not WROTE else -1
+    """
+    before = checker.test_file.read_bytes()
+    result = checker.check(CASE, fenced(code))
+    assert checker.test_file.read_bytes() == before
+    assert not Path("/usr/lib/deltap-attack").exists()
+    if _enforced("read-only-tests"):
+        # add() is right only when none of the writes succeeded
+        assert result.outcome == "pass", result.info.get("output")
+
+
+def test_memory_is_bounded_for_the_whole_sandbox(tmp_path: Path) -> None:
+    """Three children each take 60% of the limit: fine per process, too much together."""
+    if not _enforced("memory-whole-sandbox"):
+        pytest.skip("no memory cgroup here: only the per-process address-space limit holds")
+    mb = 256
+    code = f"""
+        import os
+        def _grab():
+            block = bytearray({int(mb * 0.6)} * 1024 * 1024)
+            for i in range(0, len(block), 4096):
+                block[i] = 1
+            return block
+        def add(a, b):
+            kids = []
+            for _ in range(3):
+                pid = os.fork()
+                if pid == 0:
+                    try:
+                        _grab()
+                        import time; time.sleep(2)
+                    except MemoryError:
+                        os._exit(3)
+                    os._exit(0)
+                kids.append(pid)
+            codes = [os.waitpid(p, 0)[1] for p in kids]
+            print("CHILD STATUS", codes)
+            return a + b if all(c == 0 for c in codes) else -1
+    """
+    result = _checker(tmp_path, memory_bytes=mb * 1024**2, wall_seconds=60).check(CASE, fenced(code))
+    assert result.outcome == "fail", result.info.get("output")
+
+
+def test_disk_is_bounded_for_the_whole_sandbox(tmp_path: Path) -> None:
+    """Four files of 40% of the disk budget each: every file is under the per-file limit, together they are not."""
+    if not _enforced("disk-whole-sandbox"):
+        pytest.skip("no private size-limited tmpfs here: only the per-file size limit holds")
+    budget = 16 * 1024**2
+    code = f"""
+        import os
+        def add(a, b):
+            written = 0
+            for i, d in enumerate([".", "/tmp", "/dev/shm", "/var/tmp"]):
+                try:
+                    with open(os.path.join(d, f"fill{{i}}"), "wb") as fh:
+                        fh.write(b"x" * {int(budget * 0.4)})
+                    written += 1
+                except OSError as exc:
+                    print("refused", d, exc)
+            return a + b if written == 4 else -1
+    """
+    result = _checker(tmp_path, disk_bytes=budget, file_bytes=budget).check(CASE, fenced(code))
+    assert result.outcome == "fail", result.info.get("output")
+
+
+def test_no_process_outlives_the_sandbox(tmp_path: Path) -> None:
+    marker = f"deltap-daemon-{secrets.token_hex(6)}"
+    code = f"""
+        import os, subprocess, sys
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", {marker!r}],
+                         start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        def add(a, b):
+            return a + b
+    """
+    result = _checker(tmp_path).check(CASE, fenced(code))
+    assert result.outcome == "pass", result.info.get("output")
+
+    def survivors() -> list[str]:
+        found = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    cmdline = (entry / "cmdline").read_bytes()
+                    state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                except OSError:
+                    continue
+                if marker.encode() in cmdline and state != "Z":
+                    found.append(entry.name)
+        return found
+
+    # Killing is synchronous; the poll only gives the kernel time to reap under load (a bound, not a speed test).
+    deadline = time.monotonic() + 30
+    while survivors() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert survivors() == []
+
+
+def test_protections_are_described() -> None:
+    table = protections()
+    for name in ("network", "capabilities", "private-tmp", "read-only-tests", "memory-whole-sandbox",
+                 "processes-whole-sandbox", "disk-whole-sandbox", "clean-env", "wall-timeout"):
+        assert name in table, name
+        assert table[name].how, name
+    assert table["wall-timeout"].enforced and table["clean-env"].enforced
