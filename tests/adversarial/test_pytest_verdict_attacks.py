@@ -75,6 +75,17 @@ def _car(item, when, log=True, **kw):
     return rep
 _run.call_and_report = _car
 """ + WRONG,
+    "noop-every-test-function-at-collection": """
+import _pytest.python as _p
+_orig = _p.PyCollector.collect
+def _collect(self):
+    mod = getattr(self, "obj", None)
+    for _k, _v in list(vars(mod).items()) if mod is not None else []:
+        if _k.startswith("test") and callable(_v):
+            setattr(mod, _k, lambda: None)
+    return _orig(self)
+_p.PyCollector.collect = _collect
+""" + WRONG,
     "rewrite-tests-and-rerun": SPRAY + """
 import glob, subprocess, sys, os
 _here = os.path.dirname(os.path.abspath(sys.argv[-1]))
