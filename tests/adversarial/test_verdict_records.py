@@ -133,3 +133,19 @@ def test_protections_when_nothing_is_permitted(monkeypatch: pytest.MonkeyPatch) 
     assert "NOT" in table["network"].how
     text = sandbox.describe()
     assert "OFF  network" in text and "on   wall-timeout" in text
+
+
+@pytest.mark.parametrize(
+    ("rc", "expected"),
+    [
+        pytest.param(152, "killed by signal 24 (SIGXCPU: the CPU-time limit)", id="bwrap-reports-128-plus-n"),
+        pytest.param(-9, "killed by signal 9 (SIGKILL: a hard limit or an OOM kill)", id="negative-signal"),
+        pytest.param(139, "killed by signal 11 (SIGSEGV: a crash)", id="segfault"),
+        pytest.param(1, "exit status 1", id="plain-exit"),
+        pytest.param(None, "exit status None", id="never-started"),
+    ],
+)
+def test_exit_description(rc: int | None, expected: str) -> None:
+    from deltap.checkers.pytest_checker import _exit_description
+
+    assert _exit_description(rc) == expected

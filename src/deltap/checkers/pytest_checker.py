@@ -42,6 +42,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -357,8 +358,7 @@ class PytestChecker:
         if rec.tampering:
             return CheckResult("fail", None, f"tampering detected: {rec.tampering[0]}", info)
         if not rec.finished:
-            rc = r.returncode
-            how = f"killed by signal {-rc}" if rc is not None and rc < 0 else f"exit status {rc}"
+            how = _exit_description(r.returncode)
             if r.info.get("oom_killed"):
                 how += "; the memory limit of the sandbox was hit"
             return CheckResult("fail", None, f"pytest did not finish ({how}): the code exited, crashed or was killed", info)
@@ -435,3 +435,21 @@ class PytestChecker:
         result, _, _ = self._run(code, self._required)
         return CheckResult(result.outcome, None, result.detail, result.info)
 
+
+_SIGNAL_CAUSES = {
+    signal.SIGXCPU: "the CPU-time limit", signal.SIGKILL: "a hard limit or an OOM kill",
+    signal.SIGXFSZ: "the file-size limit", signal.SIGSEGV: "a crash", signal.SIGABRT: "an abort",
+}
+
+
+def _exit_description(rc: int | None) -> str:
+    """``killed by signal 24 (SIGXCPU: the CPU-time limit)``; wrappers report a signal as exit status 128 + n."""
+    sig = -rc if rc is not None and rc < 0 else rc - 128 if rc is not None and 128 < rc < 128 + 65 else None
+    if sig is None:
+        return f"exit status {rc}"
+    try:
+        name = signal.Signals(sig).name
+    except ValueError:
+        return f"killed by signal {sig}"
+    cause = _SIGNAL_CAUSES.get(signal.Signals(sig))
+    return f"killed by signal {sig} ({name}{': ' + cause if cause else ''})"
