@@ -90,6 +90,11 @@ def test_self_check_refuses_the_llama_cpp_server(llama_server: str) -> None:
         remote.score(REQ, "BaseAgent")
 
 
+# Added by the echo server to the last token's logprob of a prompt ending with the key: the score over HTTP must move
+# by exactly that, which proves it is summed from the server's numbers (not recomputed in-process).
+LAST_TOKEN_SHIFT: dict[str, float] = {}
+
+
 @pytest.fixture(scope="module")
 def correct_echo_server(local: LlamaCppSolver) -> Iterator[str]:
     class Handler(BaseHTTPRequestHandler):
@@ -99,6 +104,9 @@ def correct_echo_server(local: LlamaCppSolver) -> Iterator[str]:
         def do_POST(self) -> None:  # noqa: N802
             body = json.loads(self.rfile.read(int(self.headers["content-length"])))
             pieces, values = local.token_logprobs(body["prompt"])
+            for suffix, shift in LAST_TOKEN_SHIFT.items():
+                if body["prompt"].endswith(suffix):
+                    values = [*values[:-1], values[-1] + shift]
             offsets, pos = [], 0
             for p in pieces:
                 offsets.append(pos)
@@ -132,3 +140,11 @@ def test_score_over_http_agrees_with_in_process(correct_echo_server: str, local:
     in_process = local.score(REQ, "BaseAgent")
     assert over_http.logprob == pytest.approx(in_process.logprob, abs=0.05)
     assert over_http.n_tokens == in_process.n_tokens
+    # The server's numbers are what is summed: shift the reference's last token by -1.5 nats on the server only.
+    LAST_TOKEN_SHIFT["BaseAgent"] = -1.5
+    try:
+        shifted = remote.score(REQ, "BaseAgent")
+    finally:
+        LAST_TOKEN_SHIFT.clear()
+    assert shifted.logprob == pytest.approx(over_http.logprob - 1.5, abs=1e-6)
+    assert local.score(REQ, "BaseAgent").logprob == pytest.approx(in_process.logprob, abs=1e-6)

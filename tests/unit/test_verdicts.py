@@ -32,6 +32,7 @@ def test_default_policy_values() -> None:
     big = default_policy("pass", q=0.1, min_effect=0.3)
     assert (big.q, big.min_effect, big.margin, big.grade_bounds) == (0.1, 0.3, 0.6, (0.3, 0.3, 0.4))
     assert default_policy("pass", min_effect=0.05, margin=0.02).margin == 0.02
+    assert default_policy("logprob", margin=0.3).margin == 0.3 and default_policy("logprob", margin=0.3).min_effect == 0.5
     assert default_policy("logprob", min_effect=2.0).grade_bounds == (2.0, 2.0, 3.0)
     assert default_policy("logprob", min_effect=4.0).grade_bounds == (4.0, 4.0, 4.0)
 
