@@ -219,3 +219,87 @@ def test_regex_table(pattern: str, mode: str, reply: str, outcome: str) -> None:
 def test_regex_ignore_case() -> None:
     checker = make_checker(CheckerSpec("regex", {"pattern": "baseagent", "ignore_case": True}))
     assert checker.check(CASE, "`BaseAgent`.").outcome == "pass"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("reply", "first"),
+    [
+        pytest.param('{"answer": "BaseAgent"}', "BaseAgent", id="answer"),
+        pytest.param('{"final_answer": "BaseAgent"}', "BaseAgent", id="final_answer"),
+        pytest.param('{"identifier": "BaseAgent"}', "BaseAgent", id="identifier"),
+        pytest.param('{"option": "C"}', "C", id="option"),
+        pytest.param('{"choice": "C"}', "C", id="choice"),
+        pytest.param('{"letter": "C"}', "C", id="letter"),
+        pytest.param('{"answer": 42}', "42", id="integer"),
+        pytest.param('```json\n{"answer": "BaseAgent"}\n```', "BaseAgent", id="fenced-json"),
+        pytest.param('{"reason": "x", "answer": "BaseAgent"}', "BaseAgent", id="answer-not-first-key"),
+    ],
+)
+def test_json_answer_keys(reply: str, first: str) -> None:
+    from deltap.checkers.extract import identifier_candidates
+
+    assert identifier_candidates(reply)[0] == first
+
+
+@pytest.mark.parametrize(
+    ("reply", "candidates"),
+    [
+        pytest.param("BaseAgent", ["BaseAgent"], id="single-token"),
+        pytest.param("The answer is `BaseAgent`.", ["BaseAgent", "The answer is `BaseAgent`.", "The"], id="answer-is"),
+        pytest.param("Use `Runner` first\nthen more", ["Runner", "Use `Runner` first", "Use"], id="backtick-then-line"),
+        pytest.param('{"answer": ["x"]}', ['{"answer": ["x"]}', '{"answer":'], id="json-list-ignored"),
+        pytest.param("[1, 2]", ["[1, 2]", "[1,"], id="json-not-object"),
+        pytest.param("{not json", ["{not json", "{not"], id="broken-json"),
+        pytest.param("\n\n", [], id="blank"),
+    ],
+)
+def test_identifier_candidates_order(reply: str, candidates: list[str]) -> None:
+    from deltap.checkers.extract import identifier_candidates
+
+    assert identifier_candidates(reply) == candidates
+
+
+def test_check_results_carry_the_match_and_the_reason() -> None:
+    checker = _string_match("google.adk.agents.BaseAgent")
+    ok = checker.check(CASE, "The answer is `agents.BaseAgent`.")  # type: ignore[attr-defined]
+    assert (ok.outcome, ok.extracted, ok.detail) == ("pass", "agents.BaseAgent", "matched 'google.adk.agents.baseagent'")
+    bad = checker.check(CASE, "pkg.NotBaseAgent")  # type: ignore[attr-defined]
+    assert (bad.outcome, bad.extracted) == ("fail", "pkg.NotBaseAgent")
+    assert bad.detail == "none of ['pkg.NotBaseAgent'] matches ['google.adk.agents.BaseAgent']"
+    empty = checker.check(CASE, "   ")  # type: ignore[attr-defined]
+    assert (empty.outcome, empty.extracted, empty.detail) == ("fail", None, "empty answer")
+    assert checker.id == "string_match(case_sensitive=False,qualified=either)"  # type: ignore[attr-defined]
+    several = _string_match("X").check(CASE, "one two three four five\nsix")  # type: ignore[attr-defined]
+    assert several.detail == "none of ['one two three four five', 'one'] matches ['X']"
+    choice = make_checker(CheckerSpec("multiple_choice", {"correct": "C", "options": OPTIONS}))
+    assert choice.check(CASE, "").detail == "empty answer"
+    assert choice.check(CASE, "no idea at all").detail == "no unambiguous option letter in the answer"
+    assert choice.check(CASE, "B").detail == "chose B, correct is C"
+    regex = make_checker(CheckerSpec("regex", {"pattern": r"Base\w+", "mode": "fullmatch"}))
+    assert regex.check(CASE, "`BaseAgent`.").extracted == "BaseAgent"  # type: ignore[attr-defined]
+    assert regex.check(CASE, "").detail == "empty answer"  # type: ignore[attr-defined]
+    assert regex.check(CASE, "nope").detail == "pattern did not match"  # type: ignore[attr-defined]
+    assert regex.id == "regex('Base\\\\w+',mode=fullmatch,ignore_case=False)"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        pytest.param({"answers": ["  "]}, "at least one non-empty accepted answer", id="blank-answer"),
+        pytest.param({"answers": ["x"], "qualified": "suffix"}, "qualified must be 'either' or 'exact', got 'suffix'", id="bad-qualified"),
+    ],
+)
+def test_string_match_rejects_bad_params(params: dict[str, object], message: str) -> None:
+    from deltap.errors import DeltapError
+
+    with pytest.raises(DeltapError, match=message):
+        make_checker(CheckerSpec("string_match", params))
+
+
+def test_regex_rejects_bad_mode() -> None:
+    from deltap.errors import DeltapError
+
+    with pytest.raises(DeltapError, match="mode must be 'search' or 'fullmatch', got 'prefix'"):
+        make_checker(CheckerSpec("regex", {"pattern": "x", "mode": "prefix"}))
+    with pytest.raises(DeltapError, match="needs params\\['pattern'\\]"):
+        make_checker(CheckerSpec("regex", {"pattern": ""}))
