@@ -303,3 +303,19 @@ def test_regex_rejects_bad_mode() -> None:
         make_checker(CheckerSpec("regex", {"pattern": "x", "mode": "prefix"}))
     with pytest.raises(DeltapError, match="needs params\\['pattern'\\]"):
         make_checker(CheckerSpec("regex", {"pattern": ""}))
+
+
+def test_string_match_defaults_and_detail_limits() -> None:
+    from deltap.checkers.string_match import StringMatchChecker
+    from deltap.errors import DeltapError
+
+    default = StringMatchChecker(["google.adk.agents.BaseAgent"])  # case-insensitive, qualified="either"
+    assert default.check(CASE, "baseagent").passed and default.check(CASE, "AGENTS.BASEAGENT").passed
+    assert default.id == "string_match(case_sensitive=False,qualified=either)"
+    assert default.check(CASE, None).detail == "empty answer"  # type: ignore[arg-type]
+    # At most four candidates are named in a failure (this reply has five).
+    reply = '{"answer": "Foo", "x": "answer is Qux `Bar`"}'
+    detail = StringMatchChecker(["X"]).check(CASE, reply).detail
+    assert detail == f"none of {['Foo', 'Qux', 'Bar', reply]} matches ['X']"
+    with pytest.raises(DeltapError, match=r"^string_match checker needs at least one non-empty accepted answer \(params\['answers'\]\)$"):
+        StringMatchChecker([" "])
