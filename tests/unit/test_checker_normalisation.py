@@ -251,6 +251,8 @@ def test_json_answer_keys(reply: str, first: str) -> None:
         pytest.param("[1, 2]", ["[1, 2]", "[1,"], id="json-not-object"),
         pytest.param("{not json", ["{not json", "{not"], id="broken-json"),
         pytest.param("\n\n", [], id="blank"),
+        pytest.param("```\n\n```", [], id="empty-fence"),
+        pytest.param("Answer: Foo", ["Foo", "Answer: Foo", "Answer:"], id="two-tokens"),
     ],
 )
 def test_identifier_candidates_order(reply: str, candidates: list[str]) -> None:
@@ -319,3 +321,45 @@ def test_string_match_defaults_and_detail_limits() -> None:
     assert detail == f"none of {['Foo', 'Qux', 'Bar', reply]} matches ['X']"
     with pytest.raises(DeltapError, match=r"^string_match checker needs at least one non-empty accepted answer \(params\['answers'\]\)$"):
         StringMatchChecker([" "])
+
+
+@pytest.mark.parametrize(
+    ("reply", "code"),
+    [
+        pytest.param("```\nan untagged block\nlonger than the code\n```\n```python\nx = 1\n```", "x = 1\n", id="python-tag-beats-longer-untagged"),
+        pytest.param("```\nan untagged block\nlonger\n```\n```py\nx = 1\n```", "x = 1\n", id="py-tag"),
+        pytest.param("```\nan untagged block\nlonger\n```\n```python3\nx = 1\n```", "x = 1\n", id="python3-tag"),
+        pytest.param("```\nan untagged block\nlonger\n```\n```Python\nx = 1\n```", "x = 1\n", id="tag-case-insensitive"),
+        pytest.param("```text\nplain words here, longer\n```\n```python\nx = 1\n```", "x = 1\n", id="other-tag-loses"),
+        pytest.param("```python\nb = 1\n```\n```python\na = 1\nc = 2\n```", "a = 1\nc = 2\n", id="longest-not-last-or-max"),
+        pytest.param("```python\n    x = 1\n```", "    x = 1\n", id="indentation-kept"),
+        pytest.param("```python\nX = 1\n```", "X = 1\n", id="leading-X-kept"),
+        pytest.param("  x = 1", "  x = 1\n", id="no-fence-indentation-kept"),
+        pytest.param("X = 1\n\n", "X = 1\n", id="no-fence-newlines-trimmed"),
+    ],
+)
+def test_extract_code_table(reply: str, code: str) -> None:
+    from deltap.checkers.extract import extract_code
+
+    assert extract_code(reply) == code
+
+
+@pytest.mark.parametrize(
+    ("reply", "options", "letter"),
+    [
+        pytest.param("C", ["A", "B", "C"], "C", id="options-as-letters"),
+        pytest.param("SequentialAgent", ["A", "B", "C"], None, id="letters-have-no-text"),
+        pytest.param('{"answer": "C."}', OPTIONS, "C", id="json-letter-with-period"),
+        pytest.param('{"answer": "(C)"}', OPTIONS, "C", id="json-letter-in-parens"),
+        pytest.param("c.", OPTIONS, "C", id="lower-case-with-period"),
+        pytest.param("2", {"A": "1", "B": "2"}, "B", id="single-character-option-text"),
+        pytest.param("I pick **C** here.", OPTIONS, "C", id="bold-in-prose"),
+        pytest.param("I pick (C) here.", OPTIONS, "C", id="parens-in-prose"),
+        pytest.param("answer: c", OPTIONS, "C", id="lower-case-after-answer"),
+        pytest.param("(c) is right", OPTIONS, None, id="lower-case-in-parens-is-prose"),
+        pytest.param("(a) no, (C)", OPTIONS, "C", id="lower-case-paren-skipped-not-stopping"),
+        pytest.param("option B", {"A": "option B", "B": "other"}, "B", id="explicit-letter-beats-option-text"),
+    ],
+)
+def test_choice_details(reply: str, options: object, letter: str | None) -> None:
+    assert extract_choice(reply, options) == letter  # type: ignore[arg-type]
