@@ -12,7 +12,8 @@ Layout::
           - doc_id / fqn / text / source [gold|retrieved|placebo]
             empirical_relevance (YES | NO | HARMFUL | UNDECIDED), verdict, delta_p, ci_low, ci_high,
             p_in, p_out, n_in, n_out, p_value, q_value, grade, regression_effect {coef, se, ci_low, ci_high}
-        coalition: [doc ids] or null
+        coalition: [doc ids] or null          (the strongest verified minimal winning coalition)
+        coalitions: [[doc ids], ...]          (every verified minimal winning coalition; any one covers the query)
         metadata: {trials, base_success_rate, status, placebo_false_positive_rate, seed, calls, wall_seconds, ...}
 
 Qrels from a dataset: every candidate with an integer ``grade`` (1-3 relevant, 0 judged not relevant); undecided
@@ -157,6 +158,8 @@ def dataset_qrels_records(dataset: Dataset) -> list[QrelsRecord]:
         extra: dict[str, object] = {}
         if pair.get("coalition"):
             extra["coalition"] = list(pair["coalition"])
+        if pair.get("coalitions"):  # every verified minimal winning coalition (set recall: any one covers the query)
+            extra["coalitions"] = [list(c) for c in pair["coalitions"]]
         out.append(QrelsRecord(pid, str(pair.get("query", "")), qrels[pid], pair.get("reference_answer"), extra))
     return out
 

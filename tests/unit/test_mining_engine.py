@@ -63,7 +63,7 @@ def test_saturated_and_unsolvable_are_skipped_unless_forced(corpus: Corpus) -> N
     assert status["sat"] == "saturated" and status["uns"] == "unsolvable"
     assert status["ok"] in ("mined", "budget_exhausted")
     sat = next(p for p in res.dataset.pairs if p["id"] == "sat")
-    assert sat["metadata"]["calls"] == 12  # preflight extended to 6 + 6 to confirm
+    assert sat["metadata"]["calls"] == 12  # 2 + 2 preflight, then 8 random subsets to confirm
     assert all(c["verdict"] == "undecided" for c in sat["candidates"])
     forced = mine([_case("sat")], corpus, _solver({"sat": SimulatedTruth(1.0)}), budget=32, n_placebo=2, force=True)
     assert forced.dataset.pairs[0]["metadata"]["trials"] == 32
@@ -84,7 +84,9 @@ def test_interaction_pair_and_verified_coalition(corpus: Corpus) -> None:
     pairs = pair["metadata"].get("interaction_pairs") or []
     assert any(sorted(p["docs"]) == ["d00", "d01"] for p in pairs)
     assert pair["coalition"] is not None and sorted(pair["coalition"]) == ["d00", "d01"]
-    assert pair["metadata"]["coalition_check"]["verified"] is True
+    assert pair["coalitions"] == [pair["coalition"]]
+    (check,) = pair["metadata"]["coalition_check"]
+    assert check["verified"] is True and check["minimal"] is True  # neither member wins alone
 
 
 def test_logprob_outcome(corpus: Corpus) -> None:

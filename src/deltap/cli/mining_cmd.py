@@ -163,25 +163,30 @@ def mine_command(
 
 def simulate_command(
     scenario: list[str] = typer.Option([], "--scenario", help="Scenario(s): S1, harmful, interaction, saturated, logprob, logprob_text, logprob_sparse, m60, null, mixed (default: all)."),
-    design: list[str] = typer.Option([], "--design", help="Designs: naive:N, fixed:N, adaptive, adaptive:BUDGET, each optionally /bernoulli (coin-flip inclusion), /placebo or /zero (the null) and @q (default: the benchmark set)."),
+    design: list[str] = typer.Option([], "--design", help="Designs: naive:N, fixed:N, adaptive, adaptive:BUDGET, each optionally /bernoulli (coin-flip inclusion), /placebo or /zero (the null), /gwW (gold weight W) and @q (default: the benchmark set)."),
     replications: int = typer.Option(1000, "--replications", "-r", help="Replications per (scenario, design)."),
     seed: int = typer.Option(0, "--seed", help="Seed."),
-    budget: int = typer.Option(128, "--budget", help="Adaptive design: maximum trials per case."),
+    budget: int | None = typer.Option(None, "--budget", help="Adaptive design: maximum design trials per case (default: deltap mine's)."),
     q: float = typer.Option(0.05, "--q", help="FDR level (fixed and adaptive designs)."),
     dataset_size: int = typer.Option(40, "--dataset-size", help="Cases per simulated dataset: the family of the dataset-wide BH step, as in deltap mine (1 = per case)."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the results as JSON."),
 ) -> None:
-    """Run the mining simulation benchmark with known truth (label precision, recall, null FPR, calls per case)."""
+    """Run the mining simulation benchmark with known truth (label precision, recall, null FPR, calls per case).
+
+    Every simulated case goes through deltap mine's own per-case procedure; calls count preflight, design trials and
+    coalition checks, as deltap mine counts them.
+    """
     import json
 
     from rich.console import Console
     from rich.table import Table
 
-    from deltap.mining.simulation import DEFAULT_DESIGNS, MIXTURES, SCENARIOS, AdaptiveConfig, run_design, run_mixture
+    from deltap.mining.engine import MiningConfig
+    from deltap.mining.simulation import DEFAULT_DESIGNS, MIXTURES, SCENARIOS, run_design, run_mixture
 
     names = scenario or [*SCENARIOS, *MIXTURES]
     designs = design or list(DEFAULT_DESIGNS)
-    cfg = AdaptiveConfig(budget=budget, q=q)
+    cfg = MiningConfig(q=q) if budget is None else MiningConfig(budget=budget, q=q)  # deltap mine's own defaults
     table = Table(title=f"deltap simulate ({replications} replications, seed {seed}, BH over datasets of {dataset_size} cases)")
     for col in ("scenario", "design", "precision", "FDR", "recall", "null FPR", "harmful recall", "calls/case", "skipped", "s"):
         table.add_column(col, justify="right" if col not in ("scenario", "design") else "left")

@@ -2,10 +2,10 @@
 and documents labelled harmful.
 
 * BEIR folder: qrels ``qrels/<split>.tsv``, queries ``queries.jsonl``.
-* qrels JSONL: ``relevant_docs``, ``query``, and an optional ``coalition`` (a list of doc ids, or a list of such
-  lists) per record.
+* qrels JSONL: ``relevant_docs``, ``query``, and optional ``coalitions`` (every winning coalition: a list of lists
+  of doc ids) or ``coalition`` (a list of doc ids, or a list of such lists) per record.
 * deltap verified dataset YAML: qrels via :func:`deltap.qrels.load_qrels` (the dataset module), queries from
-  ``pairs[].query``, coalitions from ``pairs[].coalition``, harmful documents from candidates whose
+  ``pairs[].query``, coalitions from ``pairs[].coalitions`` (else ``pairs[].coalition``), harmful documents from candidates whose
   ``empirical_relevance`` or ``verdict`` is harmful.
 * BEIR TSV / TREC qrels files: qrels only.
 """
@@ -57,7 +57,7 @@ def load_judgements(path: str | Path, split: str = "test") -> Judgements:
         for rec in read_qrels_jsonl(path):
             if rec.query:
                 out.queries[rec.query_id] = rec.query
-            coal = _coalition_list(rec.extra.get("coalition"))
+            coal = _coalition_list(rec.extra.get("coalitions") or rec.extra.get("coalition"))
             if coal:
                 out.coalitions[rec.query_id] = coal
     elif fmt == "dataset":
@@ -67,7 +67,7 @@ def load_judgements(path: str | Path, split: str = "test") -> Judgements:
             pid = str(pair.get("id"))
             if pair.get("query"):
                 out.queries[pid] = str(pair["query"])
-            coal = _coalition_list(pair.get("coalition"))
+            coal = _coalition_list(pair.get("coalitions") or pair.get("coalition"))  # every winning coalition
             if coal:
                 out.coalitions[pid] = coal
             bad = {

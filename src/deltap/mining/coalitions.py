@@ -5,11 +5,9 @@
   coefficient γ_ij; pairs with a positive γ significant at ``alpha`` after Bonferroni over the pairs tested are
   reported. A pair whose members only help together (the "one needs the other" pattern) shows up here, even when
   each member's average main effect is modest.
-* **Minimal winning coalition** — documents are added greedily in order of effect until the model's predicted
-  outcome with only the coalition in context (main effects plus significant interactions) comes within
-  ``tolerance`` of the prediction with every relevant document. The coalition is then **verified by trials**: the
-  caller runs ``verify_trials`` trials with exactly the coalition and compares their mean with the preflight trials
-  with every candidate; it is recorded only when verified (see :func:`coalition_verified`).
+* **Winning coalitions** — found and checked by :func:`deltap.mining.procedure.find_coalitions` (every minimal
+  subset of the relevant documents whose trials reach the full context's success); :func:`coalition_verified` is
+  the test one coalition's trials must pass.
 """
 
 from __future__ import annotations
@@ -23,7 +21,9 @@ from numpy.typing import NDArray
 
 from deltap.mining.estimate import ols_hc, wilson_interval
 
-__all__ = ["InteractionPair", "coalition_verified", "interaction_pairs", "minimal_coalition"]
+__all__ = ["InteractionPair", "coalition_verified", "interaction_pairs"]
+
+_Z99 = 2.5758293035489004
 
 
 @dataclass(frozen=True)
@@ -60,66 +60,36 @@ def interaction_pairs(
     return out
 
 
-def minimal_coalition(
-    effects: Sequence[float],
-    relevant: Sequence[int],
-    pairs: Sequence[InteractionPair] = (),
-    tolerance: float = 0.1,
-) -> list[int]:
-    """Greedy minimal set of ``relevant`` candidates whose predicted gain is within ``tolerance`` of all of them.
-
-    Returns column indices (empty when there is no relevant document).
-    """
-    rel = sorted(set(relevant), key=lambda i: -effects[i])
-    sig = [p for p in pairs if p.significant]
-    # A significant pair enters together: its members are ranked by the pair's joint gain.
-    def gain(members: set[int]) -> float:
-        g = sum(effects[i] for i in members)
-        g += sum(p.effect for p in sig if p.i in members and p.j in members)
-        return g
-
-    if not rel:
-        return []
-    full = gain(set(rel) | {m for p in sig for m in (p.i, p.j) if p.i in rel or p.j in rel})
-    chosen: set[int] = set()
-    pool = set(rel) | {m for p in sig for m in (p.i, p.j) if p.i in rel or p.j in rel}
-    while gain(chosen) < full - tolerance and pool - chosen:
-        best = max(pool - chosen, key=lambda d: (gain(chosen | {d}), -d))
-        # A pair member alone may add nothing; try the pair.
-        for p in sig:
-            if best in (p.i, p.j):
-                other = p.j if best == p.i else p.i
-                if other in pool and gain(chosen | {best, other}) > gain(chosen | {best}):
-                    chosen.add(other)
-        chosen.add(best)
-    return sorted(chosen, key=lambda i: -effects[i])
-
-
 def coalition_verified(
     coalition_values: Sequence[float],
-    all_values: Sequence[float],
+    target: float,
     none_values: Sequence[float],
     binary: bool,
-    tolerance: float,
+    exact: bool = False,
 ) -> tuple[bool, dict[str, float]]:
-    """Whether trials with only the coalition reproduce the success of the full context.
+    """Whether trials with only the coalition in context reach ``target`` and beat the no-document trials.
 
-    Verified when the coalition's mean is at least the full-context mean minus ``tolerance`` and above the
-    no-document mean. For binary outcomes the comparison uses the Wilson interval of the coalition's rate (its
-    upper bound must reach ``full − tolerance``, its lower bound must exceed the no-document rate).
+    ``target`` is the regression's prediction with every relevant document minus the tolerance (the minimum
+    effect). ``exact`` (a deterministic solver: one trial is the outcome) compares the value itself; otherwise the
+    coalition must not be clearly below the target — the upper end of its 99% interval (Wilson for binary
+    outcomes, normal for log-probabilities) reaches it: the target itself is an estimate, and the members are
+    already significant one by one — and must beat the no-document mean (binary: the lower end of the 95% Wilson
+    interval exceeds the no-document rate).
     """
     c = np.asarray(coalition_values, dtype=float)
-    a = np.asarray(all_values, dtype=float)
     z = np.asarray(none_values, dtype=float)
     if c.size == 0:
         return False, {}
     cm = float(c.mean())
-    am = float(a.mean()) if a.size else float("nan")
     zm = float(z.mean()) if z.size else float("nan")
-    info = {"coalition_mean": cm, "all_mean": am, "none_mean": zm, "trials": float(c.size)}
-    if binary:
-        lo, hi = wilson_interval(c.sum(), c.size)
-        ok = bool(float(hi) >= am - tolerance and float(lo) > zm) if a.size and z.size else bool(float(lo) > 0)
+    info = {"coalition_mean": cm, "target": float(target), "none_mean": zm, "trials": float(c.size)}
+    if exact:
+        reaches, above = cm >= target, (cm > zm if z.size else True)
+    elif binary:
+        lo = wilson_interval(c.sum(), c.size)[0]
+        hi = wilson_interval(c.sum(), c.size, z=_Z99)[1]
+        reaches, above = float(hi) >= target, (float(lo) > zm if z.size else True)
     else:
-        ok = bool(cm >= am - tolerance and cm > zm) if a.size and z.size else False
-    return ok, info
+        half = _Z99 * float(c.std(ddof=1)) / np.sqrt(c.size) if c.size > 1 else float("inf")
+        reaches, above = cm + half >= target, (cm > zm if z.size else True)
+    return bool(reaches and above), info

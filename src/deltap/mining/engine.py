@@ -3,18 +3,23 @@
 Per case (the unit of work is one ``(case, trial)``; every trial is independent given its seed):
 
 1. **Pool** — gold + retrieved top-k + seeded placebo controls (:mod:`deltap.mining.pool`), stored in the log.
-2. **Preflight** — ``preflight`` trials with no document and ``preflight`` with every candidate, extended to
-   ``preflight_confirm`` each when both look extreme. A ``pass`` case that passes all of both is ``saturated``; one
-   that fails all of both is ``unsolvable``; a ``logprob`` case whose
-   reference is already near-certain without help (mean log-prob ≥ log 0.95 in both) is ``saturated``. Such cases
-   are reported and skipped unless ``force``.
+2. **Preflight** — ``preflight`` trials with no document and ``preflight`` with every candidate (one each for a
+   deterministic solver); when both agree on an extreme, the first ``preflight_confirm`` design trials (random half
+   subsets) must agree too. A ``pass`` case that passes all of them is ``saturated``; one that fails all of them is
+   ``unsolvable``; a ``logprob`` case whose reference is already near-certain (mean log-prob ≥ log 0.95 in every
+   group) is ``saturated``. Such cases are reported and skipped unless ``force``.
 3. **Design trials** (randomised orthogonal blocks by default, :class:`~deltap.mining.design.InclusionDesign`) in
    batches up to the planned looks of :func:`~deltap.mining.adaptive.look_schedule`; at each look the joint
    regression is refitted and the case stops when every candidate is decided
    (:class:`~deltap.mining.adaptive.StoppingRule`) or the budget is spent.
+   Steps 2-3 are :func:`deltap.mining.procedure.run_case`, the same function the simulation benchmark runs.
 4. After every case: the null (zero, or the placebo null fitted from every placebo of the run,
    :mod:`deltap.mining.empirical_null`) → repeated p-values → **dataset-wide Benjamini–Hochberg** → verdicts and
-   grades → placebo calibration → coalitions (interaction pairs; a minimal winning coalition verified by trials).
+   grades → placebo calibration → coalitions (interaction pairs; every minimal winning coalition verified by
+   trials, :func:`deltap.mining.procedure.find_coalitions`).
+
+A solver that declares ``deterministic = True`` (greedy decoding) is never asked the same prompt twice within a
+case: repeats are logged with the earlier answer (``detail: cached: …``) and are not calls.
 
 Run directory (``out``)::
 
@@ -55,10 +60,11 @@ from deltap.mining.empirical_null import (
     leave_one_out,
     null_z,
 )
-from deltap.mining.estimate import benjamini_hochberg, diff_in_means, ols_hc, z_statistics
+from deltap.mining.estimate import benjamini_hochberg, diff_in_means, ols_hc
 from deltap.mining.manifest import check_writable_ids, prepare_resume
 from deltap.mining.placebo_check import placebo_check
 from deltap.mining.pool import PLACEBO_KINDS, Pool, build_pool
+from deltap.mining.procedure import CaseRun, TrialSource, find_coalitions, run_case
 from deltap.mining.trials import TrialLog, TrialRecord
 from deltap.mining.verdicts import EMPIRICAL, VerdictPolicy, default_policy, grade, repeated_interval, verdict
 
@@ -107,9 +113,10 @@ class MiningConfig:
         max_candidates: Pool cap. *result*
         first_look: Trials before the first look (a case with m candidates takes interim looks only from 2m + 1 trials). *result*
         batch: Trials between looks. *result*
-        preflight: Trials with no document and with all candidates. *result*
-        preflight_confirm: When the preflight looks saturated/unsolvable, both are extended to this many trials
-            before the case is skipped (a false skip loses every relevant document of the case). *result*
+        preflight: Trials with no document and with all candidates (one each for a deterministic solver). *result*
+        preflight_confirm: When both look saturated/unsolvable, this many design trials (random half subsets; they
+            count towards the budget if the case goes on) must agree before the case is skipped: distractors can sink
+            the all-candidates prompt while one document helps alone. *result*
         design: Which candidates each design trial includes: ``orthogonal`` (randomised Hadamard blocks: each trial a
             uniformly random subset, every block balanced and orthogonal — the same estimand as ``bernoulli`` with a
             tighter regression; needs ``pi`` = 0.5) or ``bernoulli`` (independent coin flips with probability
@@ -128,6 +135,8 @@ class MiningConfig:
         prior_nonnull: Prior share of candidates with an effect, used only by the stopping heuristic.
         prior_scale: Prior SD of effects for the stopping heuristic (default 0.3 pass, 1.5 nats logprob).
         futility_power: Predictive power below which an open candidate no longer keeps a case running.
+        gold_weight: Prior weight of gold candidates in the dataset-wide weighted Benjamini–Hochberg step (fixed before
+            any trial; every weight is rescaled so the weights of the dataset average 1). *result*
     """
 
     outcome: Outcome = "pass"
@@ -144,7 +153,7 @@ class MiningConfig:
     first_look: int = 32
     batch: int = 16
     preflight: int = 2
-    preflight_confirm: int = 6
+    preflight_confirm: int = 8
     design: str = "orthogonal"
     null: str | None = None
     context_order: str = "length"
@@ -156,10 +165,11 @@ class MiningConfig:
     prior_nonnull: float = 0.2
     prior_scale: float | None = None
     futility_power: float = 0.02
+    gold_weight: float = 1.0
 
     #: what result-affecting options were, implicitly, in trial logs written before they existed
-    LEGACY: ClassVar[dict[str, Any]] = {"design": "bernoulli", "null": "zero", "placebo_kind": "random"}
-    RESULT_KEYS = ("outcome", "budget", "seed", "q", "pi", "k", "n_placebo", "placebo_kind", "max_candidates", "first_look", "batch", "preflight", "preflight_confirm", "design", "null", "context_order")
+    LEGACY: ClassVar[dict[str, Any]] = {"design": "bernoulli", "null": "zero", "placebo_kind": "random", "gold_weight": 1.0}
+    RESULT_KEYS = ("outcome", "budget", "seed", "q", "pi", "k", "n_placebo", "placebo_kind", "max_candidates", "first_look", "batch", "preflight", "preflight_confirm", "design", "null", "context_order", "gold_weight")
 
     def __post_init__(self) -> None:
         if self.outcome not in ("pass", "logprob"):
@@ -222,6 +232,7 @@ class CaseResult:
     info: dict[str, Any] = field(default_factory=dict)
     candidates: list[dict[str, Any]] = field(default_factory=list)
     coalition: list[str] | None = None
+    coalitions: list[list[str]] = field(default_factory=list)
 
 
 @dataclass
@@ -238,7 +249,12 @@ ProgressFn = Callable[[dict[str, Any]], None]
 
 
 class _Runner:
-    """Runs trials of one case through the solver (and checker), logging each before it counts."""
+    """Runs trials of one case through the solver (and checker), logging each before it counts.
+
+    The :class:`~deltap.mining.procedure.TrialSource` of ``mine()``. A **deterministic** solver (``solver.deterministic``:
+    a greedy local model) is never asked the same prompt twice within a case: a trial whose prompt hash was already
+    answered is logged with that answer (``detail`` starts with ``cached:``) and costs no call.
+    """
 
     def __init__(
         self,
@@ -258,12 +274,22 @@ class _Runner:
         self.order = canonical_order(pool.doc_ids, lengths)
         self.base: SolveRequest = request_from_case(case)
         self.existing: dict[tuple[str, int], TrialRecord] = {(r.kind, r.trial_index): r for r in log.trials(case.case_id)}
+        self.deterministic = bool(getattr(solver, "deterministic", False))
+        self.answered: dict[str, TrialRecord] = {
+            r.prompt_hash: r for r in self.existing.values() if r.prompt_hash and not r.is_error and not _is_cached(r)
+        }
         self.calls = 0
         self.errors = 0
 
     def _request(self, incl: NDArray[np.bool_], seed: int) -> SolveRequest:
         docs = tuple(self.docs[i] for i in self.order if incl[i])
         return replace(self.base, documents=docs, extra={**dict(self.base.extra), "trial_seed": seed})
+
+    def run(self, kind: str, indices: Sequence[int], X: NDArray[np.bool_]) -> NDArray[np.float64]:
+        """Outcomes of trials ``(kind, i)`` with inclusion rows ``X`` (``nan`` for errors); see :class:`TrialSource`."""
+        rows = {int(i): np.asarray(X[a], dtype=bool) for a, i in enumerate(indices)}
+        recs = self.get(kind, list(rows), lambda i, s: rows[i])
+        return np.array([float(r.value) if r.value is not None else np.nan for r in recs], dtype=float)
 
     def get(self, kind: str, indices: Sequence[int], inclusion: Callable[[int, int], NDArray[np.bool_]]) -> list[TrialRecord]:
         """Records for ``(kind, i)``, running (and logging) the missing ones as one batch."""
@@ -274,13 +300,27 @@ class _Runner:
             seeds = [trial_seed(self.cfg.seed, self.case.case_id, i, kind) for i in missing]
             incls = [inclusion(i, s) for i, s in zip(missing, seeds, strict=True)]
             reqs = [self._request(v, s) for v, s in zip(incls, seeds, strict=True)]
-            results = self._call(reqs)
-            for i, s, v, req, res in zip(missing, seeds, incls, reqs, results, strict=True):
-                rec = self._record(kind, i, s, v, prompt_hash(render_prompt(req)), res)
+            hashes = [prompt_hash(render_prompt(r)) for r in reqs]
+            todo: list[int] = []  # positions that need a call
+            first: dict[str, int] = {}
+            for a, h in enumerate(hashes):
+                if self.deterministic and (h in self.answered or h in first):
+                    continue
+                first.setdefault(h, a)
+                todo.append(a)
+            results = dict(zip(todo, self._call([reqs[a] for a in todo]), strict=True))
+            for a, (i, s, v, h) in enumerate(zip(missing, seeds, incls, hashes, strict=True)):
+                if a in results:
+                    rec = self._record(kind, i, s, v, h, results[a])
+                    if self.deterministic and not rec.is_error:
+                        self.answered[h] = rec
+                else:  # a deterministic solver already answered this prompt: same answer, no call
+                    src = self.answered[h]
+                    rec = replace(src, kind=kind, trial_index=i, seed=s, latency=0.0,
+                                  detail=f"cached: same prompt as {src.kind} {src.trial_index}")
                 self.log.append(rec)  # written before the trial counts
                 self.existing[(kind, i)] = rec
-        out = [self.existing[(kind, i)] for i in indices]
-        return out
+        return [self.existing[(kind, i)] for i in indices]
 
     def _call(self, reqs: list[SolveRequest]) -> list[Any]:
         from deltap.solvers.base import SolverError
@@ -339,17 +379,14 @@ class _Runner:
         return rec(res.text, check.outcome, value, float(res.latency), checker_id, check.detail[:500])
 
 
-def _xy(records: Sequence[TrialRecord]) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
-    X = np.array([[c == "1" for c in r.inclusion] for r in records], dtype=np.bool_)
-    y = np.array([float(r.value) if r.value is not None else np.nan for r in records], dtype=np.float64)
-    return X, y
+def _is_cached(rec: TrialRecord) -> bool:
+    """A trial answered from a deterministic solver's earlier answer to the same prompt (no call)."""
+    return rec.detail.startswith("cached:")
 
 
-def _constant(vec: NDArray[np.bool_]) -> Callable[[int, int], NDArray[np.bool_]]:
-    def inclusion(i: int, seed: int) -> NDArray[np.bool_]:
-        return vec
-
-    return inclusion
+def _logged_calls(log: TrialLog, case_id: str) -> int:
+    """Solver calls of a case: its logged trials minus those answered from the cache (the same after a resume)."""
+    return sum(1 for r in log.trials(case_id) if not _is_cached(r))
 
 
 def _default_checker(case: Case) -> Checker:
@@ -430,9 +467,11 @@ def mine(
         if cfg.coalitions:
             for res in results:
                 if res.X is not None:
-                    total_calls += _coalition(res, corpus, solver, factory, log, cfg, policy)
-        for res in results:  # calls = logged trials (the same for a resumed and an uninterrupted run)
-            res.calls = len(log.trials(res.case.case_id))
+                    checker = factory(res.case) if cfg.outcome == "pass" else None
+                    runner = _Runner(res.case, res.pool, corpus, solver, checker, log, cfg)
+                    total_calls += _coalition(res, runner, cfg, policy)
+        for res in results:  # calls = logged solver calls (the same for a resumed and an uninterrupted run)
+            res.calls = _logged_calls(log, res.case.case_id)
         placebo = {**_placebo_calibration(results, cfg), "null": null_info}
         ended = time.time()
         dataset = _build_dataset(results, corpus, cfg, policy, solver_id, placebo, __version__, started)
@@ -523,100 +562,25 @@ def _mine_case(
         return res
     runner = _Runner(case, pool, corpus, solver, checker, log, cfg)
     design = InclusionDesign(cfg.seed, case.case_id, m, cfg.pi, cfg.design)
-    zeros = np.zeros(m, dtype=bool)
-    ones = np.ones(m, dtype=bool)
-    # Preflight: ``preflight`` trials with no document and with every candidate; when both look extreme (all pass or
-    # all fail), extend both to ``preflight_confirm`` before calling the case saturated/unsolvable.
-    pre: dict[str, list[float]] = {}
-    status = None
-    if cfg.preflight > 0:
-        n_pre = cfg.preflight
-        while True:
-            for kind, vec in (("preflight_none", zeros), ("preflight_all", ones)):
-                recs = runner.get(kind, range(n_pre), _constant(vec))
-                pre[kind] = [float(r.value) for r in recs if r.value is not None]
-            status = _preflight_status(pre, cfg.outcome)
-            if status is None or n_pre >= cfg.preflight_confirm:
-                break
-            n_pre = cfg.preflight_confirm
-    res.preflight = pre
-    none_v, all_v = pre.get("preflight_none", []), pre.get("preflight_all", [])
-    res.calls, res.errors = runner.calls, runner.errors
-    if status is not None and not cfg.force:
-        res.status = status
-        res.wall_seconds = time.perf_counter() - t0
-        res.info["reason"] = f"preflight: {status} (no-document {none_v}, all-candidates {all_v})"
-        report(status, 0, 0)
-        return res
-    # Design trials, look by look.
-    K = len(schedule.looks)
-    z_path = np.zeros((m, K))
-    fits: list[tuple[NDArray[np.float64], NDArray[np.float64], int]] = []
-    valid: list[TrialRecord] = []
-    next_index = 0
-    stop = K - 1
-    final_status = "budget_exhausted"
-    reg = None
-    for k, L in enumerate(schedule.looks):
-        while len(valid) < L:
-            need = min(L - len(valid), max(cfg.batch, 1))
-            idx = list(range(next_index, next_index + need))
-            recs = runner.get("design", idx, lambda i, s: design.vector(i))
-            next_index += need
-            valid += [r for r in recs if not r.is_error]
-            res.calls, res.errors = runner.calls, runner.errors
-            n_err = next_index - len(valid)
-            report("running", len(valid), m)
-            if n_err > 5 and n_err > cfg.max_error_rate * next_index:
-                final_status = "errors"
-                break
-        if final_status == "errors":
-            stop = k - 1  # the last completed look (-1: none)
-            break
-        X, y = _xy(valid[:L])
-        z, reg = z_statistics(X, y)
-        z_path[:, k] = z
-        fits.append((np.asarray(reg.coef, dtype=float), np.asarray(reg.se, dtype=float), L - m - 1))
-        if k == K - 1:
-            break
-        decided = rule.decided(schedule, z_path[None, :, : k + 1], reg.coef[None], reg.se[None], df=L - m - 1)[0]
-        report("running", L, int((~decided).sum()))
-        if decided.all():
-            stop = k
-            final_status = "mined"
-            break
-    # Estimates use exactly the trials of the last completed look, so they match the repeated p-values.
-    n_used = schedule.looks[stop] if stop >= 0 else 0
-    X, y = _xy(valid[:n_used]) if n_used else (np.zeros((0, m), dtype=np.bool_), np.zeros(0))
-    res.X, res.y = X, y
-    res.z_path = z_path[:, : max(stop, 0) + 1]
-    res.fits = fits[: stop + 1]
-    res.p_rep = (
-        np.stack([schedule.repeated_p_value(res.z_path, 1), schedule.repeated_p_value(res.z_path, -1)])
-        if len(y)
-        else np.ones((2, m))
-    )
-    res.status = final_status
+
+    def on_batch(status: str, trials: int, open_: int) -> None:
+        res.calls, res.errors = runner.calls, runner.errors
+        report(status, trials, open_)
+
+    run = run_case(runner, design, cfg, rule, on_batch)
+    _fill(res, run)
     res.calls, res.errors = runner.calls, runner.errors
     res.wall_seconds = time.perf_counter() - t0
-    res.info.update({"looks": list(schedule.looks[: max(stop, 0) + 1]) if stop >= 0 else [], "trials": len(y), "design_errors": next_index - len(valid)})
-    report(final_status, len(y), 0)
     return res
 
 
-def _preflight_status(pre: dict[str, list[float]], outcome: str) -> str | None:
-    none_v, all_v = pre.get("preflight_none", []), pre.get("preflight_all", [])
-    if not none_v or not all_v:
-        return None
-    if outcome == "pass":
-        if min(none_v) == 1.0 and min(all_v) == 1.0:
-            return "saturated"
-        if max(none_v) == 0.0 and max(all_v) == 0.0:
-            return "unsolvable"
-        return None
-    if float(np.mean(none_v)) >= math.log(0.95) and float(np.mean(all_v)) >= math.log(0.95):
-        return "saturated"
-    return None
+def _fill(res: CaseResult, run: CaseRun) -> None:
+    """Copy the per-case procedure's result into the case's :class:`CaseResult`."""
+    res.status, res.preflight = run.status, run.preflight
+    res.info.update(run.info)
+    res.info["calls_by_kind"] = {"preflight": run.preflight_calls, "design": run.design_calls, "coalition": 0}
+    if run.X is not None:
+        res.X, res.y, res.z_path, res.fits, res.p_rep = run.X, run.y, run.z_path, run.fits, run.p_rep
 
 
 def _placebo_null(mined: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
@@ -748,8 +712,9 @@ def _candidate_row(r: CaseResult, j: int, reg: Any, dm: Any, pv: float | None, q
     return row
 
 
-def _coalition(res: CaseResult, corpus: Corpus, solver: Solver, factory: Callable[[Case], Checker], log: TrialLog, cfg: MiningConfig, policy: VerdictPolicy) -> int:
-    from deltap.mining.coalitions import coalition_verified, interaction_pairs, minimal_coalition
+def _coalition(res: CaseResult, source: TrialSource, cfg: MiningConfig, policy: VerdictPolicy) -> int:
+    """Interaction pairs and every verified minimal winning coalition of a mined case; returns the calls made."""
+    from deltap.mining.coalitions import interaction_pairs
 
     assert res.X is not None and res.y is not None
     effects = [float((c.get("regression_effect") or {}).get("coef") or 0.0) for c in res.candidates]
@@ -758,26 +723,21 @@ def _coalition(res: CaseResult, corpus: Corpus, solver: Solver, factory: Callabl
         return 0
     promising = sorted(range(len(effects)), key=lambda j: -effects[j])[:6]
     cand = sorted(set(relevant) | {j for j in promising if effects[j] >= policy.min_effect})
-    pairs = interaction_pairs(res.X, res.y, cand)
+    pairs = [p for p in interaction_pairs(res.X, res.y, cand) if p.significant]
     res.info["interaction_pairs"] = [
         {"docs": [res.pool.candidates[p.i].doc_id, res.pool.candidates[p.j].doc_id], "effect": p.effect, "se": p.se, "p_value": p.p_value}
         for p in pairs
-        if p.significant
     ]
-    coal = minimal_coalition(effects, relevant, pairs, policy.min_effect)
-    if not coal or cfg.verify_trials <= 0:
-        return 0
-    checker = factory(res.case) if cfg.outcome == "pass" else None
-    runner = _Runner(res.case, res.pool, corpus, solver, checker, log, cfg)
-    mask = np.zeros(len(res.candidates), dtype=bool)
-    mask[coal] = True
-    recs = runner.get("coalition", range(cfg.verify_trials), _constant(mask))
-    vals = [float(r.value) for r in recs if r.value is not None]
-    ok, info = coalition_verified(vals, res.preflight.get("preflight_all", []), res.preflight.get("preflight_none", []), cfg.outcome == "pass", policy.min_effect)
-    res.info["coalition_check"] = {"docs": [res.pool.candidates[j].doc_id for j in coal], "verified": ok, **info}
-    res.coalition = [res.pool.candidates[j].doc_id for j in coal] if ok else None
-    res.calls += runner.calls
-    return runner.calls
+    before = source.calls
+    coalitions, checks = find_coalitions(source, res.X, res.y, effects, relevant, res.preflight, cfg, policy, [(p.i, p.j) for p in pairs])
+    ids = res.pool.doc_ids
+    res.info["coalition_check"] = [{"docs": [ids[j] for j in c.pop("members")], **c} for c in checks]
+    res.coalitions = [[ids[j] for j in c] for c in coalitions]
+    res.coalition = res.coalitions[0] if res.coalitions else None
+    made = source.calls - before
+    res.info.setdefault("calls_by_kind", {})["coalition"] = made
+    res.calls += made
+    return made
 
 
 def _placebo_calibration(results: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
@@ -871,6 +831,7 @@ def _build_dataset(results: list[CaseResult], corpus: Corpus, cfg: MiningConfig,
             "reference_answer": r.case.reference_answer,
             "candidates": cands,
             "coalition": r.coalition,
+            "coalitions": r.coalitions,
             "metadata": meta,
         })
     metadata = {

@@ -6,23 +6,29 @@ A *scenario* plants the truth: ``m`` candidates, a base success rate, main effec
 Everything is vectorised over replications with numpy (inclusion matrices ``(R, N, m)``), so a thousand
 replications of a 20-candidate case take seconds.
 
-Designs compared (the S1 table of the issue):
+Every replication is one case mined by **the engine's own per-case procedure**
+(:func:`deltap.mining.procedure.run_case`: preflight, design trials look by look, the stopping rule), with the
+planted truth answering through :class:`~deltap.solvers.simulated.SimulatedSolver`'s own draws; each dataset of
+``dataset_size`` cases then goes through the engine's dataset-wide step (the null, repeated p-values,
+Benjamini–Hochberg over every candidate of the dataset, verdicts) and the engine's coalition search. Calls are
+counted as ``deltap mine`` counts them (preflight + design trials + coalition checks), and :func:`engine_inputs`
+gives the cases, corpus, solver and retriever with which ``mine()`` reproduces a simulated replication exactly.
 
-* ``naive(N)`` — the seed's design: fixed N trials, relevant when the difference in means ΔP > 0.1.
-* ``fixed(N)`` — fixed N trials, joint regression (HC2), Benjamini–Hochberg at q, relevant when significant with
-  ΔP ≥ min effect.
-* ``adaptive`` — deltap's default: preflight, looks every ``batch`` trials, repeated p-values (group-sequential,
-  see :mod:`deltap.mining.adaptive`), stopping when every candidate is decided, the same BH and verdict rule.
+Designs compared:
 
-Multiple testing is simulated the way :func:`deltap.mining.engine.mine` does it: one Benjamini–Hochberg family per
-direction over **every candidate of the dataset**. The replications are cut into datasets of ``dataset_size`` cases
-(default 40, the size of the ADK benchmark; for a mixture the cases of all components are shuffled together first)
-and BH runs over each dataset's ``dataset_size × m`` p-values. ``dataset_size=1`` gives per-case BH (the most
-demanding family for a single case, used by the repeated-looks test).
+* ``naive:N`` — the seed's design (kept vectorised here; it is not the product): fixed N trials with independent
+  coin flips, relevant when the difference in means ΔP > 0.1.
+* ``fixed:N`` — the engine with one look at N trials, no preflight and no coalition search.
+* ``adaptive`` / ``adaptive:BUDGET`` — ``deltap mine``'s defaults (:class:`~deltap.mining.engine.MiningConfig`).
+
+Options after a ``/``: ``bernoulli``/``orthogonal`` (inclusion design), ``zero``/``placebo`` (the null), ``gwW``
+(prior weight ``W`` of gold candidates in the weighted BH step); ``@q`` sets the FDR level. Mixtures shuffle their
+components' cases together (seeded) before cutting datasets; ``dataset_size=1`` gives per-case BH.
 
 Metrics: label precision (true relevant labels / relevant labels, pooled), FDR (the mean over datasets of the
 false-discovery proportion: what BH controls), recall (relevant documents labelled relevant), null false-positive
-rate (null documents labelled relevant or harmful), harmful recall, calls per case.
+rate (null documents labelled relevant or harmful), harmful recall, calls per case (and by kind), and the share of
+kept coalitions that contain a null document.
 """
 
 from __future__ import annotations
@@ -35,13 +41,23 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from deltap.mining.adaptive import LookSchedule, StoppingRule, look_schedule
-from deltap.mining.design import DESIGNS, hadamard_blocks, paley_order
-from deltap.mining.empirical_null import MIN_PLACEBOS, fit_placebo_null, leave_one_out, null_z
-from deltap.mining.engine import NULLS, MiningConfig, default_null
-from deltap.mining.estimate import benjamini_hochberg, diff_in_means, z_statistics
+from deltap.mining.design import DESIGNS, InclusionDesign, trial_seed
+from deltap.mining.engine import NULLS, CaseResult, MiningConfig
+from deltap.mining.estimate import diff_in_means
 
-__all__ = ["MIXTURES", "SCENARIOS", "AdaptiveConfig", "DesignResult", "Mixture", "Scenario", "run_design", "run_mixture", "run_scenario", "simulate"]
+__all__ = [
+    "MIXTURES",
+    "SCENARIOS",
+    "DesignResult",
+    "Mixture",
+    "Scenario",
+    "design_config",
+    "engine_inputs",
+    "run_design",
+    "run_mixture",
+    "run_scenario",
+    "simulate",
+]
 
 Outcome = Literal["pass", "logprob"]
 
@@ -63,6 +79,8 @@ class Scenario:
         text_effect_share: Share of documents that have such an effect (the rest have none): below 1 the text
             effects are sparse and heavy-tailed, as measured on SmolLM2 (most placebos ~0, a few ±1-1.7 nats).
         placebos: The last ``placebos`` candidates are placebo documents (nulls whose source the engine knows).
+        gold: Candidates the case names as gold (prior information; ``None``: the planted relevant ones). The rest
+            (but the placebos) are retrieved candidates.
         description: One line for the table.
     """
 
@@ -76,12 +94,18 @@ class Scenario:
     text_effect_sd: float = 0.0
     text_effect_share: float = 1.0
     placebos: int = 0
+    gold: tuple[int, ...] | None = None
     description: str = ""
 
     def __post_init__(self) -> None:
         planted = {*self.effects, *(i for pair in self.interactions for i in pair)}
         if any(i >= self.m - self.placebos for i in planted):
             raise ValueError(f"scenario {self.name}: placebos (the last {self.placebos} candidates) must be null")
+
+    @property
+    def gold_indices(self) -> tuple[int, ...]:
+        """The gold candidates (default: the planted relevant ones)."""
+        return tuple(self.gold) if self.gold is not None else tuple(int(i) for i in np.flatnonzero(self.truth() == 1))
 
     @property
     def placebo_mask(self) -> NDArray[np.bool_]:
@@ -176,87 +200,109 @@ class DesignResult:
     calls_max: int
     skipped: float
     seconds: float
+    calls_by_kind: dict[str, float] = field(default_factory=dict)
+    coalition_null_share: float = float("nan")
     counts: dict[str, float] = field(default_factory=dict, repr=False)
+    cases: list[dict[str, Any]] | None = field(default=None, repr=False)
 
     def row(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "counts"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("counts", "cases")}
 
 
-@dataclass(frozen=True)
-class AdaptiveConfig:
-    """deltap's default adaptive design: the defaults of :class:`deltap.mining.engine.MiningConfig`, read from it."""
-
-    budget: int = MiningConfig.budget
-    first_look: int = MiningConfig.first_look
-    batch: int = MiningConfig.batch
-    q: float = MiningConfig.q
-    min_effect: float = 0.1  # MiningConfig resolves its None default to 0.1 for the pass outcome simulated here
-    preflight: int = MiningConfig.preflight
-    preflight_confirm: int = MiningConfig.preflight_confirm
-    design: str = MiningConfig.design
-    null: str | None = MiningConfig.null  # None: the engine's default for the outcome (zero for pass, placebo for logprob)
-    min_effect_logprob: float = 0.5  # MiningConfig's default for the logprob outcome, in nats
-    rule: StoppingRule = field(default_factory=StoppingRule)
-
-    def resolved_null(self, outcome: str, placebos: int = 1) -> str:
-        return self.null or default_null(outcome, placebos)
-
-    def effect_floor(self, outcome: str) -> float:
-        return self.min_effect if outcome == "pass" else self.min_effect_logprob
+def _doc_id(j: int) -> str:
+    return f"d{j:03d}"
 
 
-def _labels(coef: NDArray[Any], relevant: NDArray[Any], harmful: NDArray[Any], min_effect: float) -> NDArray[np.int8]:
-    lab = np.zeros(coef.shape, dtype=np.int8)
-    lab[relevant & (coef >= min_effect)] = 1
-    lab[harmful & (coef <= -min_effect)] = -1
-    return lab
+class _Replications:
+    """The cases of one scenario as ``deltap mine`` sees them: ids, pools, planted truths and the simulated solver.
 
-
-@dataclass
-class _Tested:
-    """One design's fits on the replications of one scenario, before the dataset-wide BH step.
-
-    The per-look estimates are kept (not just p-values) so the BH step can test them against either null: zero
-    effect, or the placebo null fitted from the placebos of each simulated dataset (:mod:`deltap.mining.empirical_null`).
+    Replication ``r`` is case ``"{scenario}-{r}"`` with candidates ``d000 … d{m-1}`` (pool order: gold, retrieved
+    by rank, placebo), the scenario's effects plus, for text-effect scenarios, its own per-document effects.
     """
 
-    scenario: Scenario
-    coef_path: NDArray[np.float64]  # (R, m, K): effect estimates at each look
-    se_path: NDArray[np.float64]  # (R, m, K): their classical standard errors
-    df: NDArray[np.float64]  # (K,): residual degrees of freedom at each look
-    stop_look: NDArray[np.int64]  # (R,): index of the look each replication stopped at
-    looks: tuple[int, ...]
-    calls: NDArray[Any]  # (R,)
-    skipped: NDArray[Any]  # (R,)
+    def __init__(self, sc: Scenario, R: int, seed: int) -> None:
+        import zlib
 
-    @property
-    def coef(self) -> NDArray[np.float64]:
-        """Effect estimates at each replication's stopping look, ``(R, m)``."""
-        return np.take_along_axis(self.coef_path, self.stop_look[:, None, None], axis=2)[..., 0]
+        from deltap.mining.pool import Candidate
+        from deltap.solvers.simulated import SimulatedSolver
 
-    @property
-    def se(self) -> NDArray[np.float64]:
-        return np.take_along_axis(self.se_path, self.stop_look[:, None, None], axis=2)[..., 0]
+        self.sc, self.R, self.seed = sc, R, seed
+        m = sc.m
+        rng = np.random.default_rng([seed, zlib.crc32(sc.name.encode())])
+        self.text = sc.document_effects(R, rng)
+        gold = list(sc.gold_indices)
+        placebo = [int(j) for j in np.flatnonzero(sc.placebo_mask)]
+        retrieved = [j for j in range(m) if j not in set(gold) | set(placebo)]
+        self.order = [*gold, *retrieved, *placebo]  # pool position -> scenario index
+        self.doc_ids = [_doc_id(j) for j in self.order]
+        rank = {j: a + 1 for a, j in enumerate(retrieved)}
+        self.candidates = (
+            [Candidate(_doc_id(j), ("gold",)) for j in gold]
+            + [Candidate(_doc_id(j), ("retrieved",), rank[j]) for j in retrieved]
+            + [Candidate(_doc_id(j), ("placebo",)) for j in placebo]
+        )
+        self.retrieved = [_doc_id(j) for j in retrieved]
+        self.gold = [_doc_id(j) for j in gold]
+        self.solver = SimulatedSolver({self.case_id(r): self.truth(r) for r in range(R)}, outcome=sc.outcome, noise=sc.noise, seed=seed)
 
-    def p_values(self, rows: NDArray[np.int64], null: Any = None) -> NDArray[np.float64]:
-        """One-sided p-values ``(2, len(rows), m)`` (relevant side, harmful side) against the null: ``None`` (zero
-        effect) or an array ``(len(rows), m, 4)`` of placebo-null parameters (center, spread, tail weight, tail
-        spread) per candidate.
+    def case_id(self, r: int) -> str:
+        return f"{self.sc.name}-{r}"
 
-        One look: the fixed-sample normal tail; several: the repeated p-value through the stopping look.
-        Skipped replications carry p = 1.
-        """
-        from scipy import special
+    def truth(self, r: int) -> Any:
+        from deltap.solvers.simulated import SimulatedTruth
 
-        params = np.zeros((len(rows), self.coef_path.shape[1], 4)) if null is None else np.asarray(null, dtype=float)
-        z = null_z(self.coef_path[rows], self.se_path[rows], self.df, *(params[..., k, None] for k in range(4)))
-        if len(self.looks) == 1:
-            p = np.stack([0.5 * special.erfc(side * z[..., 0] / np.sqrt(2.0)) for side in (1, -1)])
-        else:
-            schedule = LookSchedule(self.looks)
-            mask = np.arange(len(self.looks))[None, None, :] <= self.stop_look[rows][:, None, None]
-            p = np.stack([schedule.repeated_p_value(np.where(mask, side * z, -np.inf), 1) for side in (1, -1)])
-        return np.asarray(np.where(self.skipped[rows].astype(bool)[None, :, None], 1.0, p), dtype=float)
+        effects = {_doc_id(j): float(e) for j, e in self.sc.effects.items()}
+        if self.text is not None:
+            for j in range(self.sc.m):
+                effects[_doc_id(j)] = effects.get(_doc_id(j), 0.0) + float(self.text[r, j])
+        inter = {(_doc_id(i), _doc_id(j)): float(e) for (i, j), e in self.sc.interactions.items()}
+        return SimulatedTruth(self.sc.base, effects, inter, answer=f"answer-{self.case_id(r)}")
+
+    def case(self, r: int) -> Any:
+        from deltap.cases import Case, CheckerSpec
+
+        ref = f"answer-{self.case_id(r)}"
+        return Case(self.case_id(r), f"question {self.case_id(r)}", tuple(self.gold), CheckerSpec("string_match", {"answers": [ref]}), ref)
+
+
+class _SimulatedTrials:
+    """The simulation's :class:`~deltap.mining.procedure.TrialSource`: the simulated solver's own draws for the
+    engine's trial seeds, without prompts or a trial log; a deterministic solver's repeated contexts cost no call
+    (as in the engine's runner)."""
+
+    def __init__(self, reps: _Replications, case_id: str, cfg: MiningConfig) -> None:
+        self.reps, self.case_id, self.cfg = reps, case_id, cfg
+        self.deterministic = reps.solver.deterministic
+        self.calls = 0
+        self.errors = 0
+        self.answered: dict[bytes, float] = {}
+
+    def run(self, kind: str, indices: Sequence[int], X: NDArray[np.bool_]) -> NDArray[np.float64]:
+        X = np.asarray(X, dtype=bool)
+        out = np.full(len(X), np.nan)
+        todo: list[int] = []
+        for a, row in enumerate(X):
+            key = row.tobytes()
+            if self.deterministic and key in self.answered:
+                out[a] = self.answered[key]
+            elif self.deterministic and any(X[b].tobytes() == key for b in todo):
+                continue
+            else:
+                todo.append(a)
+        if todo:
+            seeds = [trial_seed(self.cfg.seed, self.case_id, int(indices[a]), kind) for a in todo]
+            vals = self.reps.solver.outcomes(self.case_id, self.reps.doc_ids, X[todo], seeds, self.cfg.outcome)
+            self.calls += len(todo)
+            self.errors += int(np.isnan(vals).sum())
+            out[todo] = vals
+            if self.deterministic:
+                for a, v in zip(todo, vals, strict=True):
+                    if np.isfinite(v):
+                        self.answered[X[a].tobytes()] = float(v)
+                for a, row in enumerate(X):
+                    if np.isnan(out[a]) and row.tobytes() in self.answered:
+                        out[a] = self.answered[row.tobytes()]
+        return out
 
 
 def _datasets(n_rows: int, dataset_size: int) -> list[NDArray[np.int64]]:
@@ -265,251 +311,241 @@ def _datasets(n_rows: int, dataset_size: int) -> list[NDArray[np.int64]]:
     return [np.arange(a, min(a + size, n_rows)) for a in range(0, n_rows, size)]
 
 
-def _bh_labels(tested: Sequence[_Tested], q: float, min_effect: float, dataset_size: int, seed: int, null: str = "zero") -> list[NDArray[np.int8]]:
-    """Labels per scenario after Benjamini–Hochberg over every candidate of each dataset, one family per direction.
-
-    With several scenarios (a mixture) the rows are shuffled together (seeded) before being cut into datasets, so
-    each dataset mixes the components in proportion. ``null="placebo"``: each dataset's placebos (at least
-    :data:`~deltap.mining.empirical_null.MIN_PLACEBOS`, else the zero null) give the null the candidates are tested
-    against, each placebo against the null fitted without it — as :func:`deltap.mining.engine.mine` does.
-    """
-    rows = [(t, i) for t in tested for i in range(t.coef_path.shape[0])]
-    order = np.arange(len(rows))
-    if len(tested) > 1:
-        order = np.random.default_rng([seed, 7]).permutation(len(rows))
-    rejected = {id(t): np.zeros((2, t.coef_path.shape[0], t.scenario.m), dtype=bool) for t in tested}
-    for block in _datasets(len(rows), dataset_size):
-        members = [rows[j] for j in order[block].tolist()]
-        by_test: dict[int, list[int]] = {}
-        for t, i in members:
-            by_test.setdefault(id(t), []).append(i)
-        tests = {id(t): t for t in tested}
-        nulls: dict[int, Any] = {k: None for k in by_test}
-        if null == "placebo":
-            pc, ps, owner = [], [], []
-            for k, idx in by_test.items():
-                t = tests[k]
-                mask = t.scenario.placebo_mask
-                live = ~t.skipped[idx].astype(bool)
-                sel = np.asarray(idx)[live]
-                pc.append(t.coef[sel][:, mask].ravel())
-                ps.append(t.se[sel][:, mask].ravel())
-                owner += [(k, r, j) for r in sel.tolist() for j in np.flatnonzero(mask).tolist()]
-            pcoef, pse = np.concatenate(pc) if pc else np.zeros(0), np.concatenate(ps) if ps else np.zeros(0)
-            if pcoef.size >= MIN_PLACEBOS:
-                fit = fit_placebo_null(pcoef, pse)
-                loo = leave_one_out(pcoef, pse)
-                for k, idx in by_test.items():
-                    nulls[k] = np.tile(np.array(fit.params()), (len(idx), tests[k].scenario.m, 1))
-                pos_of = {k: {r: a for a, r in enumerate(idx)} for k, idx in by_test.items()}
-                for (k, r, j), f in zip(owner, loo, strict=True):
-                    nulls[k][pos_of[k][r], j] = f.params()
-        pvals = {k: tests[k].p_values(np.asarray(idx), nulls[k]) for k, idx in by_test.items()}
-        pos_in = {k: {r: a for a, r in enumerate(idx)} for k, idx in by_test.items()}
-        for side in (0, 1):
-            flat = np.concatenate([pvals[id(t)][side, pos_in[id(t)][i]] for t, i in members])
-            rej, _ = benjamini_hochberg(flat, q)
-            pos = 0
-            for t, i in members:
-                m = t.scenario.m
-                rejected[id(t)][side, i] = rej[pos : pos + m]
-                pos += m
-    return [_labels(t.coef, rejected[id(t)][0], rejected[id(t)][1], min_effect) for t in tested]
+def design_config(sc: Scenario, design: str, seed: int = 0, config: MiningConfig | None = None) -> MiningConfig:
+    """The :class:`MiningConfig` with which ``mine()`` runs ``design`` on the scenario's cases (run seed ``seed``)."""
+    kind, cfg = _parse_design(design, config)
+    if kind == "naive":
+        raise ValueError(f"{design!r} is the seed's naive design, not a deltap configuration")
+    return _scenario_config(sc, replace(cfg, seed=seed))
 
 
-def _counts(sc: Scenario, labels: NDArray[np.int8], calls: NDArray[Any], skipped: NDArray[Any]) -> dict[str, float]:
-    truth = sc.truth()
-    R = labels.shape[0]
-    lab_rel = labels == 1
-    null = truth == 0
-    return {
-        "replications": R,
-        "tp": int((lab_rel & (truth == 1)).sum()),
-        "labels": int(lab_rel.sum()),
-        "relevant": int((truth == 1).sum()) * R,
-        "null_labels": int(((labels != 0) & null).sum()),
-        "nulls": int(null.sum()) * R,
-        "harm_tp": int(((labels == -1) & (truth == -1)).sum()),
-        "harmful": int((truth == -1).sum()) * R,
-        "calls_sum": float(np.sum(calls)),
-        "calls_max": float(np.max(calls)) if R else 0.0,
-        "skipped_sum": float(np.sum(skipped)),
-    }
+def _scenario_config(sc: Scenario, cfg: MiningConfig) -> MiningConfig:
+    n_plac = int(sc.placebo_mask.sum())
+    return replace(cfg, outcome=sc.outcome, k=sc.m - n_plac - len(sc.gold_indices), n_placebo=n_plac, max_candidates=max(cfg.max_candidates, sc.m))
 
 
-def _fdr(per_row_false: NDArray[Any], per_row_labels: NDArray[Any], dataset_size: int) -> float:
-    """Mean over datasets of (false relevant labels / relevant labels), 0 for a dataset without labels."""
-    fdps = []
-    for block in _datasets(len(per_row_false), dataset_size):
-        fdps.append(per_row_false[block].sum() / max(per_row_labels[block].sum(), 1))
-    return float(np.mean(fdps)) if fdps else float("nan")
-
-
-def _from_counts(name: str, design: str, c: dict[str, float], fdr: float, seconds: float) -> DesignResult:
-    nan = float("nan")
-    R = c["replications"]
-    return DesignResult(
-        scenario=name,
-        design=design,
-        replications=int(R),
-        precision=c["tp"] / c["labels"] if c["labels"] else nan,
-        fdr=fdr,
-        recall=c["tp"] / c["relevant"] if c["relevant"] else nan,
-        null_fpr=c["null_labels"] / c["nulls"] if c["nulls"] else nan,
-        harmful_recall=c["harm_tp"] / c["harmful"] if c["harmful"] else nan,
-        calls_mean=c["calls_sum"] / R,
-        calls_max=int(c["calls_max"]),
-        skipped=c["skipped_sum"] / R,
-        seconds=seconds,
-    )
-
-
-def _result(name: str, design: str, parts: Sequence[tuple[Scenario, NDArray[np.int8], NDArray[Any], NDArray[Any]]],
-            dataset_size: int, seconds: float, order: NDArray[np.int64] | None = None) -> DesignResult:
-    """Pool the counts of ``(scenario, labels, calls, skipped)`` parts into one :class:`DesignResult`."""
-    total: dict[str, float] = {}
-    false_rows, label_rows = [], []
-    for sc, labels, calls, skipped in parts:
-        for k, v in _counts(sc, labels, calls, skipped).items():
-            total[k] = max(total.get(k, 0.0), v) if k == "calls_max" else total.get(k, 0.0) + v
-        lab_rel = labels == 1
-        false_rows.append((lab_rel & (sc.truth() != 1)).sum(1))
-        label_rows.append(lab_rel.sum(1))
-    f, n = np.concatenate(false_rows), np.concatenate(label_rows)
-    if order is not None:
-        f, n = f[order], n[order]
-    return _from_counts(name, design, total, _fdr(f, n, dataset_size), seconds)
-
-
-def _draw_design(
-    sc: Scenario, R: int, N: int, rng: np.random.Generator, kind: str = "orthogonal", doc_effects: NDArray[Any] | None = None
-) -> tuple[NDArray[Any], NDArray[Any]]:
-    """``R`` inclusion matrices of ``N`` trials (the engine's design ``kind``, π = 0.5) and their outcomes."""
-    if kind == "orthogonal":
-        b = paley_order(sc.m)
-        X = hadamard_blocks(rng, sc.m, (R, -(-N // b))).reshape(R, -1, sc.m)[:, :N]
-    else:
-        X = rng.random((R, N, sc.m)) < 0.5
-    return X, sc.draw(X, rng, doc_effects)
-
-
-def _parse_design(design: str, config: AdaptiveConfig | None) -> tuple[str, AdaptiveConfig]:
-    cfg = config or AdaptiveConfig()
+def _parse_design(design: str, config: MiningConfig | None) -> tuple[str, MiningConfig]:
+    """``(kind, config)``: kind ``naive`` (with ``budget`` = N) or ``engine``."""
+    cfg = config or MiningConfig()
     if "@" in design:  # "fixed:128@0.03": another FDR level
         design, q_text = design.split("@", 1)
         cfg = replace(cfg, q=float(q_text))
-    design, *options = design.split("/")  # "fixed:128/bernoulli", "adaptive/placebo": inclusion design, null
+    design, *options = design.split("/")  # "fixed:128/bernoulli", "adaptive/placebo", "adaptive/gw4"
     for opt in options:
         if opt in DESIGNS:
             cfg = replace(cfg, design=opt)
         elif opt in NULLS:
             cfg = replace(cfg, null=opt)
+        elif opt.startswith("gw"):
+            cfg = replace(cfg, gold_weight=float(opt[2:]))
         else:
-            raise ValueError(f"unknown design option {opt!r}; expected an inclusion design ({', '.join(DESIGNS)}) or a null ({', '.join(NULLS)})")
-    if design.startswith("adaptive:"):  # "adaptive:192": another per-case budget
-        cfg = replace(cfg, budget=int(design.split(":", 1)[1]))
-        design = "adaptive"
-    if not (design.startswith(("naive:", "fixed:")) or design == "adaptive"):
-        raise ValueError(
-            f"unknown design {design!r}; expected naive:N, fixed:N, adaptive or adaptive:BUDGET, optionally followed by "
-            "/bernoulli or /orthogonal (the inclusion design), /zero or /placebo (the null) and @q (the FDR level)"
-        )
-    return design, cfg
+            raise ValueError(
+                f"unknown design option {opt!r}; expected an inclusion design ({', '.join(DESIGNS)}), a null "
+                f"({', '.join(NULLS)}) or gwW (gold weight W)"
+            )
+    try:
+        if design.startswith("naive:"):
+            return "naive", replace(cfg, budget=int(design.split(":", 1)[1]))
+        if design.startswith("fixed:"):
+            n = int(design.split(":", 1)[1])
+            return "engine", replace(cfg, budget=n, first_look=n, preflight=0, coalitions=False)
+        if design.startswith("adaptive:"):  # "adaptive:192": another per-case budget
+            return "engine", replace(cfg, budget=int(design.split(":", 1)[1]))
+        if design == "adaptive":
+            return "engine", cfg
+    except ValueError:
+        pass
+    raise ValueError(
+        f"unknown design {design!r}; expected naive:N, fixed:N, adaptive or adaptive:BUDGET, optionally followed by "
+        "/bernoulli or /orthogonal (the inclusion design), /zero or /placebo (the null), /gwW (gold weight) and @q "
+        "(the FDR level)"
+    )
 
 
-def _test(sc: Scenario, design: str, replications: int, seed: int, cfg: AdaptiveConfig) -> _Tested | NDArray[np.int8]:
-    """Run one (parsed) design: the naive design's labels directly, or the p-values of the others."""
+def engine_inputs(sc: Scenario, replications: int, seed: int) -> tuple[list[Any], Any, Any, Any]:
+    """``(cases, corpus, solver, retriever)`` with which ``mine(cases, corpus, solver, retriever=retriever,
+    config=design_config(sc, design))`` mines exactly the simulation's replications of ``sc`` (seed ``seed``)."""
+    from types import SimpleNamespace
+
+    from deltap.documents import Corpus, Document
+
+    reps = _Replications(sc, replications, seed)
+    corpus = Corpus([Document(_doc_id(j), f"simulated document {_doc_id(j)}") for j in range(sc.m)])
+    ranked = [SimpleNamespace(doc_id=d, score=float(-a)) for a, d in enumerate(reps.retrieved)]
+
+    class Retriever:
+        def search(self, query: str, k: int = 10) -> list[Any]:
+            return ranked[:k]
+
+    return [reps.case(r) for r in range(replications)], corpus, reps.solver, Retriever()
+
+
+def _mine_replications(
+    parts: Sequence[tuple[_Replications, MiningConfig]], dataset_size: int, seed: int
+) -> tuple[list[tuple[_Replications, int, CaseResult]], list[NDArray[np.int64]]]:
+    """Mine every replication with the engine's per-case procedure, then run the engine's dataset step (null, BH,
+    verdicts) and coalition search on each dataset. Returns the results and the datasets (as result indices)."""
+    from deltap.mining.engine import _coalition, _dataset_verdicts, _fill
+    from deltap.mining.pool import Pool
+    from deltap.mining.procedure import run_case
+
+    results: list[tuple[_Replications, int, CaseResult]] = []
+    sources: list[_SimulatedTrials] = []
+    rules = {id(cfg): cfg.rule() for _, cfg in parts}
+    for reps, cfg in parts:
+        for r in range(reps.R):
+            cid = reps.case_id(r)
+            src = _SimulatedTrials(reps, cid, cfg)
+            run = run_case(src, InclusionDesign(cfg.seed, cid, reps.sc.m, cfg.pi, cfg.design), cfg, rules[id(cfg)])
+            res = CaseResult(reps.case(r), Pool(cid, reps.candidates), "skipped")
+            _fill(res, run)
+            res.calls, res.errors = src.calls, src.errors
+            results.append((reps, r, res))
+            sources.append(src)
+    order = np.arange(len(results))
+    if len(parts) > 1:  # a mixture: its components' cases shuffled together before the datasets are cut
+        order = np.random.default_rng([seed, 7]).permutation(len(results))
+    blocks = [order[b] for b in _datasets(len(results), dataset_size)]
+    cfg0 = parts[0][1]
+    policy = cfg0.policy()
+    for block in blocks:
+        members = [results[j][2] for j in block]
+        _dataset_verdicts(members, cfg0, policy)
+        if cfg0.coalitions:
+            for j in block:
+                res = results[j][2]
+                if res.X is not None:
+                    _coalition(res, sources[j], cfg0, policy)
+    return results, blocks
+
+
+def _labels_of(reps: _Replications, res: CaseResult) -> NDArray[np.int8]:
+    lab = np.zeros(reps.sc.m, dtype=np.int8)
+    for row in res.candidates:
+        j = int(row["doc_id"][1:])
+        lab[j] = 1 if row["verdict"] == "relevant" else -1 if row["verdict"] == "harmful" else 0
+    return lab
+
+
+def _summarise(name: str, design: str, results: Sequence[tuple[_Replications, int, CaseResult]], blocks: Sequence[NDArray[np.int64]],
+               seconds: float, keep_cases: bool) -> DesignResult:
+    nan = float("nan")
+    tp = labels = relevant = null_labels = nulls = harm_tp = harmful = 0
+    calls, skipped = [], []
+    by_kind: dict[str, float] = {"preflight": 0.0, "design": 0.0, "coalition": 0.0}
+    coal_total = coal_null = 0
+    false_rows = np.zeros(len(results))
+    label_rows = np.zeros(len(results))
+    cases = []
+    for a, (reps, _r, res) in enumerate(results):
+        truth = reps.sc.truth()
+        lab = _labels_of(reps, res)
+        rel = lab == 1
+        tp += int((rel & (truth == 1)).sum())
+        labels += int(rel.sum())
+        relevant += int((truth == 1).sum())
+        null_labels += int(((lab != 0) & (truth == 0)).sum())
+        nulls += int((truth == 0).sum())
+        harm_tp += int(((lab == -1) & (truth == -1)).sum())
+        harmful += int((truth == -1).sum())
+        false_rows[a] = (rel & (truth != 1)).sum()
+        label_rows[a] = rel.sum()
+        calls.append(res.calls)
+        skipped.append(res.status in ("saturated", "unsolvable"))
+        kinds = res.info.get("calls_by_kind", {})
+        for k in by_kind:
+            by_kind[k] += float(kinds.get(k, 0))
+        for c in res.coalitions:
+            coal_total += 1
+            coal_null += any(truth[int(d[1:])] == 0 for d in c)
+        if keep_cases:
+            cases.append({
+                "case_id": res.case.case_id, "status": res.status, "calls": res.calls,
+                "trials": int(len(res.y)) if res.y is not None else 0,
+                "verdicts": {row["doc_id"]: row["verdict"] for row in res.candidates},
+                "coalitions": res.coalitions,
+                "preflight_calls": int(kinds.get("preflight", 0)), "design_calls": int(kinds.get("design", 0)),
+                "coalition_calls": int(kinds.get("coalition", 0)),
+            })
+    R = len(results)
+    fdps = [false_rows[b].sum() / max(label_rows[b].sum(), 1) for b in blocks]
+    return DesignResult(
+        scenario=name,
+        design=design,
+        replications=R,
+        precision=tp / labels if labels else nan,
+        fdr=float(np.mean(fdps)) if fdps else nan,
+        recall=tp / relevant if relevant else nan,
+        null_fpr=null_labels / nulls if nulls else nan,
+        harmful_recall=harm_tp / harmful if harmful else nan,
+        calls_mean=float(np.mean(calls)) if R else nan,
+        calls_max=int(max(calls)) if R else 0,
+        skipped=float(np.mean(skipped)) if R else nan,
+        seconds=seconds,
+        calls_by_kind={k: v / max(R, 1) for k, v in by_kind.items()},
+        coalition_null_share=coal_null / coal_total if coal_total else nan,
+        cases=cases if keep_cases else None,
+    )
+
+
+def _naive(sc: Scenario, N: int, replications: int, seed: int) -> tuple[NDArray[np.int8], NDArray[Any]]:
+    """The seed's design: ``N`` coin-flip trials, "relevant" when ΔP > 0.1 (0.5 nats) — labels ``(R, m)``."""
     import zlib
 
-    rng = np.random.default_rng([seed, zlib.crc32(sc.name.encode()), zlib.crc32(design.encode())])
+    rng = np.random.default_rng([seed, zlib.crc32(sc.name.encode()), N])
     R = replications
-    binary = sc.outcome == "pass"
     doc_effects = sc.document_effects(R, rng)
-    if design.startswith("naive:"):
-        N = int(design.split(":")[1])
-        X, y = _draw_design(sc, R, N, rng, "bernoulli", doc_effects)  # the seed's design: independent coin flips
-        dm = diff_in_means(X, y, binary=binary)
-        thr = 0.1 if binary else 0.5
-        return np.where(dm.delta > thr, 1, 0).astype(np.int8)  # the seed labels "relevant" only
-    if design.startswith("fixed:"):
-        N = int(design.split(":")[1])
-        X, y = _draw_design(sc, R, N, rng, cfg.design, doc_effects)
-        _, reg = z_statistics(X, y)
-        return _Tested(sc, reg.coef[..., None], reg.se[..., None], np.array([float(N - sc.m - 1)]), np.zeros(R, dtype=np.int64),
-                       (N,), np.full(R, N), np.zeros(R))
-    return _adaptive(sc, R, rng, cfg, doc_effects)
+    X = rng.random((R, N, sc.m)) < 0.5
+    y = sc.draw(X, rng, doc_effects)
+    dm = diff_in_means(X, y, binary=sc.outcome == "pass")
+    thr = 0.1 if sc.outcome == "pass" else 0.5
+    return np.where(dm.delta > thr, 1, 0).astype(np.int8), np.full(R, N)
+
+
+def _naive_result(name: str, design: str, parts: Sequence[tuple[Scenario, NDArray[np.int8], NDArray[Any]]], dataset_size: int,
+                  seconds: float, seed: int) -> DesignResult:
+    nan = float("nan")
+    tp = labels = relevant = null_labels = nulls = 0
+    f_rows, l_rows, calls = [], [], []
+    for sc, lab, c in parts:
+        truth = sc.truth()
+        rel = lab == 1
+        tp += int((rel & (truth == 1)).sum())
+        labels += int(rel.sum())
+        relevant += int((truth == 1).sum()) * len(lab)
+        null_labels += int(((lab != 0) & (truth == 0)).sum())
+        nulls += int((truth == 0).sum()) * len(lab)
+        f_rows.append((rel & (truth != 1)).sum(1))
+        l_rows.append(rel.sum(1))
+        calls.append(c)
+    f, n, cl = np.concatenate(f_rows), np.concatenate(l_rows), np.concatenate(calls)
+    if len(parts) > 1:
+        order = np.random.default_rng([seed, 7]).permutation(len(f))
+        f, n = f[order], n[order]
+    fdps = [f[b].sum() / max(n[b].sum(), 1) for b in _datasets(len(f), dataset_size)]
+    return DesignResult(name, design, len(f), tp / labels if labels else nan, float(np.mean(fdps)), tp / relevant if relevant else nan,
+                        null_labels / nulls if nulls else nan, nan, float(cl.mean()), int(cl.max()), 0.0, seconds)
 
 
 def run_design(
-    sc: Scenario, design: str, replications: int, seed: int, config: AdaptiveConfig | None = None, dataset_size: int = 40
+    sc: Scenario, design: str, replications: int, seed: int, config: MiningConfig | None = None, dataset_size: int = 40,
+    keep_cases: bool = False,
 ) -> DesignResult:
     """Simulate one design on a scenario.
 
-    Designs: ``naive:N``, ``fixed:N``, ``adaptive`` (the default config) or ``adaptive:BUDGET``; any of them may end in
-    ``@q`` for another FDR level (``fixed:128@0.03``). BH runs over datasets of ``dataset_size`` replications.
+    Designs: ``naive:N``, ``fixed:N``, ``adaptive`` (the default config) or ``adaptive:BUDGET``, each optionally with
+    ``/`` options and ``@q`` (see the module docstring). BH runs over datasets of ``dataset_size`` replications.
+    ``config`` overrides the :class:`MiningConfig` defaults; ``seed`` is the run seed and seeds the planted truth;
+    ``keep_cases`` keeps every case's verdicts, calls and coalitions in :attr:`DesignResult.cases`.
     """
     t0 = time.perf_counter()
-    label = design
-    design, cfg = _parse_design(design, config)
-    out = _test(sc, design, replications, seed, cfg)
-    if isinstance(out, _Tested):
-        labels = _bh_labels([out], cfg.q, cfg.effect_floor(sc.outcome), dataset_size, seed, cfg.resolved_null(sc.outcome, sc.placebos))[0]
-        parts = [(sc, labels, out.calls, out.skipped)]
-    else:
-        parts = [(sc, out, np.full(replications, int(design.split(":")[1])), np.zeros(replications))]
-    return _result(sc.name, label, parts, dataset_size, time.perf_counter() - t0)
-
-
-def _adaptive(sc: Scenario, R: int, rng: np.random.Generator, cfg: AdaptiveConfig, doc_effects: NDArray[Any] | None = None) -> _Tested:
-    binary = sc.outcome == "pass"
-    m = sc.m
-    schedule = look_schedule(cfg.budget, cfg.first_look, cfg.batch, m)
-    rule = replace(cfg.rule, q=cfg.q)
-    if not binary and cfg.rule.prior_scale == StoppingRule().prior_scale:
-        rule = replace(rule, prior_scale=1.5, margin=0.5)  # effects in nats (the engine's logprob defaults)
-    rule = replace(rule, significance_stops=cfg.resolved_null(sc.outcome, sc.placebos) == "zero")  # as MiningConfig.rule()
-    # Preflight: ``preflight`` trials with no document and with every candidate.
-    calls = np.zeros(R)
-    skipped = np.zeros(R, dtype=bool)
-    if cfg.preflight and binary:
-        n0, n1 = cfg.preflight, max(cfg.preflight_confirm, cfg.preflight)
-        none = sc.draw(np.zeros((R, n1, m)), rng, doc_effects)
-        full = sc.draw(np.ones((R, n1, m)), rng, doc_effects)
-
-        def extreme(n: int) -> NDArray[np.bool_]:
-            a, b = none[:, :n].sum(1), full[:, :n].sum(1)
-            return ((a == n) & (b == n)) | ((a == 0) & (b == 0))
-
-        first = extreme(n0)
-        skipped = first & extreme(n1)
-        calls += np.where(first, 2 * n1, 2 * n0)
-    X, y = _draw_design(sc, R, schedule.budget, rng, cfg.design, doc_effects)
-    K = len(schedule.looks)
-    z_path = np.zeros((R, m, K))
-    coef_path = np.zeros((R, m, K))
-    se_path = np.ones((R, m, K))
-    stop_look = np.full(R, K - 1)
-    running = ~skipped
-    for k, n in enumerate(schedule.looks):
-        idx = np.flatnonzero(running)
-        if idx.size == 0:
-            break
-        z, reg = z_statistics(X[idx, :n], y[idx, :n])
-        z_path[idx, :, k] = z
-        coef_path[idx, :, k] = reg.coef
-        se_path[idx, :, k] = reg.se
-        if k == K - 1:
-            stop_look[idx] = k
-            break
-        done = rule.decided(schedule, z_path[idx, :, : k + 1], reg.coef, reg.se, df=n - m - 1).all(axis=-1)
-        stop_look[idx[done]] = k
-        running[idx[done]] = False
-    looks_arr = np.asarray(schedule.looks)
-    calls = calls + np.where(skipped, 0, looks_arr[stop_look])
-    # Repeated p-values through each stopping look (against the zero or the placebo null) and BH over the dataset
-    # happen in :func:`_bh_labels`; skipped cases carry p = 1.
-    df = np.asarray(schedule.looks, dtype=float) - m - 1
-    return _Tested(sc, coef_path, se_path, df, stop_look, schedule.looks, calls, skipped.astype(float))
+    kind, cfg = _parse_design(design, config)
+    if kind == "naive":
+        lab, calls = _naive(sc, cfg.budget, replications, seed)
+        return _naive_result(sc.name, design, [(sc, lab, calls)], dataset_size, time.perf_counter() - t0, seed)
+    cfg = _scenario_config(sc, replace(cfg, seed=seed))
+    results, blocks = _mine_replications([(_Replications(sc, replications, seed), cfg)], dataset_size, seed)
+    return _summarise(sc.name, design, results, blocks, time.perf_counter() - t0, keep_cases)
 
 
 @dataclass(frozen=True)
@@ -536,28 +572,23 @@ MIXTURES: dict[str, Mixture] = {
 
 
 def run_mixture(
-    mix: Mixture, design: str, replications: int, seed: int, config: AdaptiveConfig | None = None, dataset_size: int = 40
+    mix: Mixture, design: str, replications: int, seed: int, config: MiningConfig | None = None, dataset_size: int = 40
 ) -> DesignResult:
     """Run a design on every component (replications split by weight); BH runs over datasets that mix the components."""
     t0 = time.perf_counter()
-    label = design
-    design, cfg = _parse_design(design, config)
-    runs = [(sc, _test(sc, design, max(1, round(w * replications)), seed, cfg)) for w, sc in mix.components]
-    tested = [out for _, out in runs if isinstance(out, _Tested)]
-    n_rows = sum(len(out) if not isinstance(out, _Tested) else out.coef_path.shape[0] for _, out in runs)
-    order = np.random.default_rng([seed, 7]).permutation(n_rows)
-    parts: list[tuple[Scenario, NDArray[np.int8], NDArray[Any], NDArray[Any]]] = []
-    if tested:
-        labels = _bh_labels(tested, cfg.q, cfg.min_effect, dataset_size, seed, cfg.null or "zero")
-        parts = [(t.scenario, lab, t.calls, t.skipped) for t, lab in zip(tested, labels, strict=True)]
-    else:  # the naive design labels without a BH step
-        N = int(design.split(":")[1])
-        parts = [(sc, out, np.full(len(out), N), np.zeros(len(out))) for sc, out in runs if not isinstance(out, _Tested)]
-    return _result(mix.name, label, parts, dataset_size, time.perf_counter() - t0, order=order)
+    kind, cfg = _parse_design(design, config)
+    sizes = [(sc, max(1, round(w * replications))) for w, sc in mix.components]
+    if kind == "naive":
+        parts = [(sc, *_naive(sc, cfg.budget, n, seed)) for sc, n in sizes]
+        return _naive_result(mix.name, design, parts, dataset_size, time.perf_counter() - t0, seed)
+    base = replace(cfg, seed=seed)
+    runs = [(_Replications(sc, n, seed), _scenario_config(sc, base)) for sc, n in sizes]
+    results, blocks = _mine_replications(runs, dataset_size, seed)
+    return _summarise(mix.name, design, results, blocks, time.perf_counter() - t0, False)
 
 
 def run_scenario(
-    sc: Scenario, designs: Sequence[str], replications: int, seed: int, config: AdaptiveConfig | None = None, dataset_size: int = 40
+    sc: Scenario, designs: Sequence[str], replications: int, seed: int, config: MiningConfig | None = None, dataset_size: int = 40
 ) -> list[DesignResult]:
     """Every design on one scenario."""
     return [run_design(sc, d, replications, seed, config, dataset_size) for d in designs]
@@ -571,7 +602,7 @@ def simulate(
     designs: Sequence[str] = DEFAULT_DESIGNS,
     replications: int = 1000,
     seed: int = 0,
-    config: AdaptiveConfig | None = None,
+    config: MiningConfig | None = None,
     dataset_size: int = 40,
 ) -> list[DesignResult]:
     """Run the simulation benchmark; returns one :class:`DesignResult` per (scenario, design).

@@ -69,6 +69,12 @@ class SimulatedTruth:
         return np.asarray(np.clip(mu, 0.0, 1.0) if clip else mu, dtype=float)
 
 
+def _trial_rng(seed: int, case_id: str, trial: Any, salt: str, doc_ids: Sequence[str]) -> np.random.Generator:
+    ids = ",".join(sorted(doc_ids))
+    digest = hashlib.sha256(f"{seed}|{case_id}|{trial}|{salt}|{ids}".encode()).digest()
+    return np.random.Generator(np.random.PCG64(int.from_bytes(digest[:8], "big")))
+
+
 class SimulatedSolver:
     """A :class:`~deltap.solvers.base.Solver` whose behaviour is planted (see the module docstring).
 
@@ -83,6 +89,9 @@ class SimulatedSolver:
         error_rate: Probability that a call raises :class:`~deltap.solvers.base.SolverError` (tests the ``error``
             path; seeded like everything else).
         latency: Seconds each call sleeps (0 by default).
+        deterministic: Answer like a greedy model: the same documents always get the same answer (the randomness
+            is seeded without the trial seed). Declared as :attr:`deterministic`, so ``mine()`` never asks the same
+            prompt twice.
     """
 
     def __init__(
@@ -96,6 +105,7 @@ class SimulatedSolver:
         error_rate: float = 0.0,
         latency: float = 0.0,
         default: SimulatedTruth | None = None,
+        deterministic: bool = False,
     ) -> None:
         self._truth = truth if truth is not None else SimulatedTruth()
         self._default = default or SimulatedTruth()
@@ -110,7 +120,9 @@ class SimulatedSolver:
         self.calls = 0
         # The planted truth is the simulated model: two solvers that differ in it (``--sim-effect``) must not share an
         # id, or a run directory would resume one's trials with the other.
-        self.id = f"simulated(outcome={outcome},noise={noise:g},seed={seed},truth={self._truth_digest()})"
+        self.deterministic = bool(deterministic)
+        det = ",deterministic" if deterministic else ""
+        self.id = f"simulated(outcome={outcome},noise={noise:g},seed={seed}{det},truth={self._truth_digest()})"
 
     def _truth_digest(self) -> str:
         def one(t: SimulatedTruth) -> dict[str, Any]:
@@ -130,11 +142,34 @@ class SimulatedSolver:
 
     def _rng(self, request: SolveRequest, salt: str) -> np.random.Generator:
         trial = request.extra.get("trial_seed") if request.extra else None
-        if trial is None:
+        if self.deterministic:
+            trial = "greedy"
+        elif trial is None:
             trial = f"call{next(self._counter)}"
-        ids = ",".join(sorted(d.doc_id for d in request.documents))
-        digest = hashlib.sha256(f"{self.seed}|{request.case_id}|{trial}|{salt}|{ids}".encode()).digest()
-        return np.random.Generator(np.random.PCG64(int.from_bytes(digest[:8], "big")))
+        return _trial_rng(self.seed, request.case_id, trial, salt, [d.doc_id for d in request.documents])
+
+    def outcomes(
+        self, case_id: str, doc_ids: Sequence[str], X: NDArray[Any], trial_seeds: Sequence[int], outcome: str
+    ) -> NDArray[np.float64]:
+        """What :meth:`answer` (judged: 1 pass, 0 fail) or :meth:`score` returns for each row of the inclusion matrix
+        ``X`` (columns ``doc_ids``) with these trial seeds — the same draws, without building requests (the
+        simulation benchmark's trial source). Errors (``error_rate``) come back as ``nan``."""
+        X = np.asarray(X, dtype=bool)
+        truth = self.truth_for(case_id)
+        mu = truth.probability_matrix(X, doc_ids, clip=outcome == "pass")
+        salt = "answer" if outcome == "pass" else "score"
+        out = np.empty(len(X))
+        self.calls += len(X)
+        for a, (row, seed) in enumerate(zip(X, trial_seeds, strict=True)):
+            trial: Any = "greedy" if self.deterministic else seed
+            rng = _trial_rng(self.seed, case_id, trial, salt, [d for d, b in zip(doc_ids, row, strict=True) if b])
+            if self.error_rate > 0 and rng.random() < self.error_rate:
+                out[a] = np.nan
+            elif outcome == "pass":
+                out[a] = 1.0 if rng.random() < mu[a] else 0.0
+            else:
+                out[a] = mu[a] + self.noise * float(rng.standard_normal())
+        return out
 
     def _maybe_fail(self, rng: np.random.Generator) -> None:
         from deltap.solvers.base import SolverError
