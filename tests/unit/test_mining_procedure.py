@@ -129,3 +129,86 @@ def test_coalitions_are_minimal_no_null_member() -> None:
     res = mine([_case(c, ("d00", "d01", "d02")) for c in truths], corpus, solver, budget=96, n_placebo=4)
     for pair in res.dataset.pairs:
         assert pair["coalitions"] == [["d00"]]
+
+
+def test_gold_prior_weight_is_a_weighted_bh_that_keeps_the_fdr() -> None:
+    """Weights fixed before any trial (gold candidates weight W, the rest 1, rescaled to average 1 over the dataset):
+    weighted BH (Genovese, Roeder & Wasserman 2006) gains recall on gold documents and keeps the FDR — also when the
+    gold documents are not the relevant ones."""
+    from dataclasses import replace as dc_replace
+
+    from deltap.mining.engine import _prior_weights
+
+    sc = SCENARIOS["S1"]
+    plain = run_design(sc, "fixed:80", 240, 5)
+    weighted = run_design(sc, "fixed:80/gw4", 240, 5)
+    assert weighted.recall >= plain.recall + 0.03  # 480 relevant documents; measured 0.70 -> 0.80
+    assert weighted.fdr <= 0.045 + 0.03
+    wrong = dc_replace(sc, name="S1_wrong_gold", gold=(5, 6))  # the benchmark names two null documents as gold
+    misled = run_design(wrong, "fixed:80/gw4", 240, 5)
+    assert misled.fdr <= 0.045 + 0.03 and misled.null_fpr <= 0.01
+    # the weights average 1 over the dataset's candidates
+    cases, corpus, solver, retriever = engine_inputs(sc, 3, 0)
+    res = mine(cases, corpus, solver, retriever=retriever, config=design_config(sc, "fixed:40/gw4", 0))
+    w = _prior_weights([r for r in res.cases], res.dataset.metadata["config"]["gold_weight"])
+    flat = np.concatenate(w)
+    assert flat.mean() == pytest.approx(1.0) and flat.max() / flat.min() == pytest.approx(4.0)
+
+
+class _Windowed(SimulatedSolver):
+    """A simulated solver with a context window: a prompt's tokens are its documents' words plus 20."""
+
+    def __init__(self, *a: Any, n_ctx: int, count: bool = True, **kw: Any) -> None:
+        super().__init__(*a, **kw)
+        self.n_ctx = n_ctx
+        self.max_tokens = {"api_understanding": 10}
+        if count:
+            self.tokens = lambda request: [0] * (20 + sum(len(d.text.split()) for d in request.documents))
+
+    def answer(self, request: SolveRequest) -> Any:
+        from deltap.solvers.base import SolverError
+
+        n = 20 + sum(len(d.text.split()) for d in request.documents)
+        if n + 10 > self.n_ctx:
+            raise SolverError(f"prompt of {n} tokens + 10 answer tokens exceeds n_ctx={self.n_ctx}")
+        return super().answer(request)
+
+
+def _long_corpus() -> Corpus:
+    return Corpus([Document(f"d{i:02d}", " ".join(["word"] * (100 if i % 2 else 10))) for i in range(16)])
+
+
+class _Ranked:
+    def search(self, query: str, k: int = 10) -> list[Any]:
+        from types import SimpleNamespace
+
+        return [SimpleNamespace(doc_id=f"d{i:02d}", score=1.0) for i in range(1, 9)][:k]
+
+
+def test_prompts_fit_the_context_window_by_construction() -> None:
+    """The solver can count tokens: retrieved candidates are dropped (worst rank first) until the every-candidate
+    prompt fits, once per case — no trial overflows, so no error is dropped non-randomly."""
+    solver = _Windowed({"w": SimulatedTruth(0.1, {"d00": 0.7})}, answers={"w": "ans-w"}, seed=3, n_ctx=300)
+    res = mine([_case("w", ("d00",))], _long_corpus(), solver, retriever=_Ranked(), k=8, n_placebo=2, budget=48)
+    pair = res.dataset.pairs[0]
+    meta = pair["metadata"]
+    assert meta["errors"] == 0 and meta["status"] in ("mined", "budget_exhausted")
+    ctx = meta["context"]
+    assert ctx["window"] == 300 and ctx["all_candidates_tokens"] + ctx["reserve"] <= 300
+    ids = [c["doc_id"] for c in pair["candidates"]]
+    assert "d00" in ids and ctx["dropped"] and set(ctx["dropped"]) <= set(meta["dropped_candidates"])
+    kept_ranks = [int(i[1:]) for i in ids if 1 <= int(i[1:]) <= 8]  # the retriever ranks d01 … d08 in order
+    dropped_ranks = [int(d[1:]) for d in ctx["dropped"] if 1 <= int(d[1:]) <= 8]
+    assert dropped_ranks and (not kept_ranks or max(kept_ranks) < min(dropped_ranks))  # the worst ranks go first
+    assert {c["doc_id"]: c["verdict"] for c in pair["candidates"]}["d00"] == "relevant"
+
+
+def test_a_context_overflow_is_its_own_outcome_and_stops_the_case() -> None:
+    """A solver that cannot count tokens overflows on the larger subsets: those trials are recorded as ``overflow``
+    (not errors to drop and replace) and the case stops with status ``context_overflow`` — estimates from the
+    subsets that happened to fit would be biased towards short contexts."""
+    solver = _Windowed({"w": SimulatedTruth(0.1, {"d00": 0.7})}, answers={"w": "ans-w"}, seed=3, n_ctx=300, count=False)
+    res = mine([_case("w", ("d00",))], _long_corpus(), solver, retriever=_Ranked(), k=8, n_placebo=2, budget=48)
+    meta = res.dataset.pairs[0]["metadata"]
+    assert meta["status"] == "context_overflow" and "--max-candidates" in meta["reason"]
+    assert all(c["verdict"] == "undecided" for c in res.dataset.pairs[0]["candidates"])

@@ -38,6 +38,7 @@ counted as failures; a case whose error rate exceeds ``max_error_rate`` stops wi
 from __future__ import annotations
 
 import math
+import re
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -280,6 +281,7 @@ class _Runner:
         }
         self.calls = 0
         self.errors = 0
+        self.overflows = 0  # trials whose prompt did not fit the solver's context window
 
     def _request(self, incl: NDArray[np.bool_], seed: int) -> SolveRequest:
         docs = tuple(self.docs[i] for i in self.order if incl[i])
@@ -312,7 +314,7 @@ class _Runner:
             for a, (i, s, v, h) in enumerate(zip(missing, seeds, incls, hashes, strict=True)):
                 if a in results:
                     rec = self._record(kind, i, s, v, h, results[a])
-                    if self.deterministic and not rec.is_error:
+                    if self.deterministic and rec.value is not None:
                         self.answered[h] = rec
                 else:  # a deterministic solver already answered this prompt: same answer, no call
                     src = self.answered[h]
@@ -361,6 +363,9 @@ class _Runner:
         def rec(answer: str | None, outcome: str, value: float | None, latency: float, checker: str, detail: str) -> TrialRecord:
             return TrialRecord(self.case.case_id, kind, i, seed, incl_s, phash, answer, outcome, value, latency, solver_id, checker, detail)
 
+        if isinstance(res, Exception) and _is_overflow(res):
+            self.overflows += 1
+            return rec(None, "overflow", None, 0.0, checker_id, f"{type(res).__name__}: {res}")
         if isinstance(res, Exception):
             self.errors += 1
             return rec(None, "error", None, 0.0, checker_id, f"{type(res).__name__}: {res}")
@@ -377,6 +382,60 @@ class _Runner:
         if check.outcome == "error":
             self.errors += 1
         return rec(res.text, check.outcome, value, float(res.latency), checker_id, check.detail[:500])
+
+
+_OVERFLOW = re.compile(r"(context|n_ctx|token limit).*(exceed|too long|maximum)|(exceed|too long|maximum).*(context|n_ctx)", re.I)
+
+
+def _is_overflow(exc: Exception) -> bool:
+    """A solver error saying the prompt does not fit the context window (llama.cpp, OpenAI-compatible servers)."""
+    return bool(_OVERFLOW.search(str(exc))) or "context_length_exceeded" in str(exc)
+
+
+def _fit_context(pool: Pool, case: Case, corpus: Corpus, solver: Solver, cfg: MiningConfig) -> tuple[Pool, dict[str, Any] | None]:
+    """Drop candidates until the every-candidate prompt fits the solver's context window — once per case, before any
+    trial, so no trial can overflow (every other subset's prompt is shorter).
+
+    Needs a solver that says its window (``n_ctx``) and counts a request's prompt tokens (``tokens(request)``, as the
+    local llama.cpp solver does); others return ``(pool, None)`` and an overflow becomes the case's outcome
+    (``context_overflow``) instead. Dropped first: retrieved candidates from the worst rank, then placebos, then gold
+    (last first); the answer's room is kept free (``max_tokens`` of the benchmark type for ``pass``, the reference's
+    tokens for ``logprob``).
+    """
+    from deltap.prompts import request_from_case
+
+    n_ctx, count = getattr(solver, "n_ctx", None), getattr(solver, "tokens", None)
+    if not isinstance(n_ctx, int) or not callable(count) or not pool.candidates:
+        return pool, None
+    if cfg.outcome == "pass":
+        mt = dict(getattr(solver, "max_tokens", None) or {})
+        reserve = int(mt.get(case.benchmark_type) or max(mt.values(), default=0))
+    else:
+        ref = getattr(solver, "reference_tokens", None)
+        reserve = len(ref(case.reference_answer)) if callable(ref) and case.reference_answer else 0
+    base = request_from_case(case)
+
+    def size(cands: list[Any]) -> int:
+        ids = [c.doc_id for c in cands]
+        lengths = [len(corpus[d].text) for d in ids] if cfg.context_order == "length" else None
+        docs = tuple(corpus[ids[i]] for i in canonical_order(ids, lengths))
+        return len(count(replace(base, documents=docs)))
+
+    cands = list(pool.candidates)
+    order = (
+        sorted((c for c in cands if c.sources == ("retrieved",)), key=lambda c: -(c.retrieval_rank or 0))
+        + [c for c in reversed(cands) if c.is_placebo]
+        + [c for c in reversed(cands) if "gold" in c.sources]
+    )
+    dropped: list[str] = []
+    tokens = size(cands)
+    while cands and tokens + reserve > n_ctx and order:
+        gone = order.pop(0)
+        cands.remove(gone)
+        dropped.append(gone.doc_id)
+        tokens = size(cands) if cands else 0
+    info = {"window": n_ctx, "reserve": reserve, "all_candidates_tokens": tokens, "dropped": dropped}
+    return Pool(pool.case_id, cands, list(pool.missing_gold), [*pool.dropped, *dropped]), info
 
 
 def _is_cached(rec: TrialRecord) -> bool:
@@ -534,8 +593,12 @@ def _mine_case(
         pool = Pool.from_dict(stored)
     else:
         pool = build_pool(case, corpus, retriever, cfg.k, cfg.n_placebo, cfg.max_candidates, cfg.seed, placebo_kind=cfg.placebo_kind)
-        log.put_pool(case.case_id, pool.to_dict())
+        pool, context = _fit_context(pool, case, corpus, solver, cfg)
+        log.put_pool(case.case_id, {**pool.to_dict(), **({"context": context} if context else {})})
+        stored = {"context": context} if context else {}
     res = CaseResult(case, pool, "skipped")
+    if stored.get("context"):
+        res.info["context"] = stored["context"]
     m = len(pool.candidates)
     schedule = cfg.schedule(m)
 
@@ -622,6 +685,22 @@ def _placebo_null(mined: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
     return info
 
 
+def _prior_weights(mined: Sequence[CaseResult], gold_weight: float) -> list[NDArray[np.float64]]:
+    """Prior weights of the weighted Benjamini–Hochberg step, per case: gold candidates ``gold_weight``, every other
+    candidate 1, rescaled so the weights of the dataset's tested candidates average 1.
+
+    Weighted BH rejects ``p_j ≤ w_j k q / M`` (equivalently runs BH on ``p_j / w_j``); with weights fixed before
+    any trial and averaging 1 it keeps the FDR at ``q`` (Genovese, Roeder & Wasserman 2006, "False discovery
+    control with p-value weighting", Biometrika 93:509-524), and it spends more of ``q`` where relevance is a
+    priori likely — on the documents the benchmark names as gold. Placebos keep the base weight (their labels are
+    the run's false-positive check).
+    """
+    raw = [np.array([gold_weight if "gold" in c.sources else 1.0 for c in r.pool.candidates], dtype=float) for r in mined]
+    total = sum(float(w.sum()) for w in raw)
+    n = sum(w.size for w in raw)
+    return [w * (n / total) for w in raw] if n else raw
+
+
 def _dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: VerdictPolicy) -> dict[str, Any]:
     """Dataset-wide BH (one family per direction) over every mined candidate, then verdicts, grades, estimates.
 
@@ -630,8 +709,9 @@ def _dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: Verd
     mined = [r for r in results if r.X is not None and r.y is not None and len(r.y) and r.p_rep is not None]
     null_info = _placebo_null(mined, cfg)
     qv_sides = []
+    weights = _prior_weights(mined, cfg.gold_weight)  # weighted BH: p / w (all weights 1 unless gold_weight != 1)
     for side in (0, 1):
-        flat = np.concatenate([r.p_rep[side] for r in mined]) if mined else np.zeros(0)  # type: ignore[index]
+        flat = np.concatenate([r.p_rep[side] / w for r, w in zip(mined, weights, strict=True)]) if mined else np.zeros(0)  # type: ignore[index]
         qv_sides.append(benjamini_hochberg(flat, cfg.q)[1] if flat.size else np.zeros(0))
     # BH's threshold in each direction, q·R/M: the level of the intervals the verdicts rest on
     n_tests = max(int(qv_sides[0].size), 1)
@@ -823,7 +903,7 @@ def _build_dataset(results: list[CaseResult], corpus: Corpus, cfg: MiningConfig,
             "missing_gold": list(dict.fromkeys([*(r.case.metadata.get("gold_missing") or []), *r.pool.missing_gold])),
             "dropped_candidates": r.pool.dropped,
             "preflight": r.preflight,
-            **{k: v for k, v in r.info.items() if k in ("reason", "looks", "interaction_pairs", "coalition_check", "intercept")},
+            **{k: v for k, v in r.info.items() if k in ("reason", "looks", "interaction_pairs", "coalition_check", "intercept", "context", "calls_by_kind")},
         }
         pairs.append({
             "id": r.case.case_id,

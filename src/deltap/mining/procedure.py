@@ -147,6 +147,8 @@ def run_case(
             vals = source.run(kind, range(n_pre), np.full((n_pre, m), fill, dtype=bool))
             out.preflight[kind] = _finite(vals)
         out.preflight_calls = source.calls - before
+        if getattr(source, "overflows", 0):
+            return _overflow(out, say)
         if preflight_status(out.preflight, cfg.outcome) is not None and cfg.preflight_confirm > 0:
             y = design_batch(min(cfg.preflight_confirm, schedule.budget))
             out.preflight["preflight_subsets"] = _finite(y)
@@ -170,6 +172,8 @@ def run_case(
         while len(yv) < L:
             design_batch(min(L - len(yv), max(cfg.batch, 1)))
             say("running", len(yv), m)
+            if getattr(source, "overflows", 0):
+                return _overflow(out, say)
             n_err = next_index - len(yv)
             if n_err > 5 and n_err > cfg.max_error_rate * next_index:
                 final = "errors"
@@ -234,6 +238,18 @@ class _Fit:
     def se(self, subset: Sequence[int]) -> float:
         v = self._row(subset)
         return float(np.sqrt(max(float(v @ self.cov @ v), 0.0)))
+
+
+def _overflow(out: CaseRun, say: Callable[[str, int, int], None]) -> CaseRun:
+    """A prompt did not fit the solver's context: which subsets fit depends on which documents are in, so the case is
+    not estimated from the ones that did (that would bias every effect towards short contexts)."""
+    out.status = "context_overflow"
+    out.info["reason"] = (
+        "a prompt exceeded the solver's context window (its trials are logged as 'overflow'); fewer or shorter "
+        "candidates (--max-candidates, --k) or a larger context keep every subset within it"
+    )
+    say(out.status, 0, 0)
+    return out
 
 
 def _interaction_fit(X: NDArray[np.bool_], y: NDArray[np.float64], members: Sequence[int], binary: bool) -> _Fit:

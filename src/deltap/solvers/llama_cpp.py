@@ -157,6 +157,9 @@ class LlamaCppSolver:
             was compiled with AMX kernels (:func:`library_has_amx`), which crash on the machines measured here.
     """
 
+    #: greedy decoding: the same prompt always gets the same answer (``mine()`` never asks a prompt twice)
+    deterministic = True
+
     def __init__(
         self,
         model_path: str | Path | None = None,
