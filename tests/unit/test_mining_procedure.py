@@ -105,7 +105,7 @@ def test_or_structure_gives_two_minimal_coalitions_and_set_recall_uses_them(tmp_
     corpus = Corpus([Document(f"d{i:02d}", f"text {i}") for i in range(20)])
     truths = {f"o{i}": SimulatedTruth(0.05, {"d00": 0.85, "d01": 0.85}, {("d00", "d01"): -0.85}) for i in range(3)}
     solver = SimulatedSolver(truths, answers={c: f"ans-{c}" for c in truths}, seed=1)
-    res = mine([_case(c, ("d00", "d01", "d02")) for c in truths], corpus, solver, out=tmp_path, budget=96, n_placebo=3)
+    res = mine([_case(c, ("d00", "d01", "d02")) for c in truths], corpus, solver, out=tmp_path, budget=96, first_look=96, n_placebo=3)
     for pair in res.dataset.pairs:
         assert sorted(map(sorted, pair["coalitions"])) == [["d00"], ["d01"]], pair["metadata"].get("coalition_check")
         for check in pair["metadata"]["coalition_check"]:
@@ -140,7 +140,7 @@ def test_gold_prior_weight_is_a_weighted_bh_that_keeps_the_fdr() -> None:
     from deltap.mining.engine import _prior_weights
 
     sc = SCENARIOS["S1"]
-    plain = run_design(sc, "fixed:80", 240, 5)
+    plain = run_design(sc, "fixed:80/gw1", 240, 5)
     weighted = run_design(sc, "fixed:80/gw4", 240, 5)
     assert weighted.recall >= plain.recall + 0.03  # 480 relevant documents; measured 0.70 -> 0.80
     assert weighted.fdr <= 0.045 + 0.03

@@ -49,7 +49,12 @@ def mine_command(
     model: str | None = typer.Option(None, "--model", help="Model name/path for the solver."),
     solver_option: list[str] = typer.Option([], "--solver-option", help="Extra solver option key=value (repeatable)."),
     outcome: str = typer.Option("pass", "--outcome", help="pass (checker verdict) or logprob (log-prob of the reference)."),
-    budget: int = typer.Option(128, "--budget", help="Maximum design trials per case."),
+    budget: int | None = typer.Option(None, "--budget", help="Maximum design trials per case (default 90: about 96 calls per case with preflight and coalition checks)."),
+    gold_weight: float | None = typer.Option(
+        None, "--gold-weight",
+        help="Prior weight of gold candidates in the weighted Benjamini-Hochberg step (fixed in advance; weights average 1, "
+        "so the FDR stays at --q). Default 8; 1 treats gold like any candidate.",
+    ),
     seed: int = typer.Option(0, "--seed", help="Run seed (trial subsets, placebos)."),
     q: float = typer.Option(0.05, "--q", help="Dataset-wide Benjamini-Hochberg FDR level (per direction)."),
     pi: float = typer.Option(0.5, "--pi", help="Inclusion probability of each candidate (other than 0.5 needs --design bernoulli)."),
@@ -84,6 +89,7 @@ def mine_command(
     Writes RUN_DIR/retrieval_dataset.yaml, trials.sqlite, qrels/test.tsv, qrels.trec, qrels.jsonl and run.json.
     """
     import warnings
+    from dataclasses import replace
 
     from rich.console import Console
 
@@ -131,9 +137,13 @@ def mine_command(
         solver = make_solver(solver_kind, **options)
     config = MiningConfig(
         outcome=outcome,  # type: ignore[arg-type]
-        budget=budget, seed=seed, q=q, pi=pi, design=design, null=null, min_effect=min_effect, context_order=context_order, k=k if retriever else 0, n_placebo=placebo, placebo_kind=placebo_kind,
+        seed=seed, q=q, pi=pi, design=design, null=null, min_effect=min_effect, context_order=context_order, k=k if retriever else 0, n_placebo=placebo, placebo_kind=placebo_kind,
         max_candidates=max_candidates, force=force, coalitions=not no_coalitions, workers=workers,
     )
+    if budget is not None:
+        config = replace(config, budget=budget)
+    if gold_weight is not None:
+        config = replace(config, gold_weight=gold_weight)
     with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), console=console) as progress:
         warnings.simplefilter("always", PlaceboCalibrationWarning)
         result = mine(cases, corpus, solver, out=out, config=config, retriever=retriever, progress=progress, remine_changed=remine_changed)

@@ -244,6 +244,7 @@ class StoppingRule:
         se: ArrayLike,
         active: ArrayLike | None = None,
         df: int | None = None,
+        weights: ArrayLike | None = None,
     ) -> NDArray[np.bool_]:
         """Which candidates are settled at the current look (shape ``(..., m)``).
 
@@ -255,17 +256,20 @@ class StoppingRule:
             active: Mask of candidates that take part (others count as decided).
             df: Residual degrees of freedom of the fit. Futility is not judged while ``df < m``: with few residual
                 degrees of freedom the standard errors are too unstable to extrapolate to the final look.
+            weights: Prior weights of the final weighted BH step (``(..., m)``, mean 1): the within-case BH and the
+                futility boundary use them too, so an interim "significant" or "futile" means what the final test will.
         """
         z_path = np.asarray(z_path, dtype=float)
         coef = np.asarray(coef, dtype=float)
         se = np.asarray(se, dtype=float)
+        w = np.ones(coef.shape) if weights is None else np.broadcast_to(np.asarray(weights, dtype=float), coef.shape)
         k = z_path.shape[-1]
         m = z_path.shape[-2]
         significant = np.zeros(coef.shape, dtype=bool)
         n_rej = np.zeros(coef.shape[:-1], dtype=int)
         for side in (1, -1):  # within-case BH in each family (relevant, harmful) on the repeated p-values
             p_rep = schedule.repeated_p_value(z_path, side)
-            rej, _ = _bh(p_rep, self.q)
+            rej, _ = _bh(p_rep / w, self.q)
             significant |= rej
             n_rej = np.maximum(n_rej, rej.sum(axis=-1))
         # Equivalence: 90% CI (TOST at 5%) within ±margin.
@@ -282,8 +286,8 @@ class StoppingRule:
         elif df is not None and df < m:
             futile = np.zeros_like(significant)
         else:
-            alpha_next = np.asarray(self.q * (n_rej + 1) / m, dtype=float)
-            c_final = np.vectorize(schedule.critical_b)(alpha_next)[..., None]
+            alpha_next = np.asarray(self.q * (n_rej + 1) / m, dtype=float)[..., None] * w
+            c_final = np.vectorize(schedule.critical_b)(alpha_next)
             futile = self.predictive_power(coef, se, t_k, c_final) < self.futility_power
         if not self.significance_stops:
             significant = np.zeros_like(significant)

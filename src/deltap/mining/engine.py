@@ -65,7 +65,7 @@ from deltap.mining.estimate import benjamini_hochberg, diff_in_means, ols_hc
 from deltap.mining.manifest import check_writable_ids, prepare_resume
 from deltap.mining.placebo_check import placebo_check
 from deltap.mining.pool import PLACEBO_KINDS, Pool, build_pool
-from deltap.mining.procedure import CaseRun, TrialSource, find_coalitions, run_case
+from deltap.mining.procedure import CaseRun, TrialSource, case_weights, find_coalitions, run_case
 from deltap.mining.trials import TrialLog, TrialRecord
 from deltap.mining.verdicts import EMPIRICAL, VerdictPolicy, default_policy, grade, repeated_interval, verdict
 
@@ -101,7 +101,8 @@ class MiningConfig:
 
     Args:
         outcome: ``pass`` (checker verdict, 0/1) or ``logprob`` (log-probability of the reference answer). *result*
-        budget: Maximum design trials per case (the final look). *result*
+        budget: Maximum design trials per case (the final look). Default 90: with the preflight and the coalition
+            checks about 96 calls per case on the simulation's S1 (``benchmarks/README.md``). *result*
         seed: Run seed. *result*
         q: Dataset-wide FDR level of Benjamini–Hochberg. *result*
         pi: Inclusion probability of each candidate. *result*
@@ -137,11 +138,13 @@ class MiningConfig:
         prior_scale: Prior SD of effects for the stopping heuristic (default 0.3 pass, 1.5 nats logprob).
         futility_power: Predictive power below which an open candidate no longer keeps a case running.
         gold_weight: Prior weight of gold candidates in the dataset-wide weighted Benjamini–Hochberg step (fixed before
-            any trial; every weight is rescaled so the weights of the dataset average 1). *result*
+            any trial; every weight is rescaled so the weights of the dataset average 1, which keeps the FDR at q).
+            Default 8: on the simulation's S1 it lifts recall from 0.80 to 0.91 at the same calls; when the gold
+            documents are in fact nulls, recall on the relevant retrieved ones drops (0.80 → 0.71) and the FDR holds. *result*
     """
 
     outcome: Outcome = "pass"
-    budget: int = 128
+    budget: int = 90
     seed: int = 0
     q: float = 0.05
     pi: float = 0.5
@@ -153,8 +156,8 @@ class MiningConfig:
     max_candidates: int = 30
     first_look: int = 32
     batch: int = 16
-    preflight: int = 2
-    preflight_confirm: int = 8
+    preflight: int = 1
+    preflight_confirm: int = 12
     design: str = "orthogonal"
     null: str | None = None
     context_order: str = "length"
@@ -166,7 +169,7 @@ class MiningConfig:
     prior_nonnull: float = 0.2
     prior_scale: float | None = None
     futility_power: float = 0.02
-    gold_weight: float = 1.0
+    gold_weight: float = 8.0
 
     #: what result-affecting options were, implicitly, in trial logs written before they existed
     LEGACY: ClassVar[dict[str, Any]] = {"design": "bernoulli", "null": "zero", "placebo_kind": "random", "gold_weight": 1.0}
@@ -630,7 +633,7 @@ def _mine_case(
         res.calls, res.errors = runner.calls, runner.errors
         report(status, trials, open_)
 
-    run = run_case(runner, design, cfg, rule, on_batch)
+    run = run_case(runner, design, cfg, rule, on_batch, case_weights(pool.candidates, cfg.gold_weight))
     _fill(res, run)
     res.calls, res.errors = runner.calls, runner.errors
     res.wall_seconds = time.perf_counter() - t0

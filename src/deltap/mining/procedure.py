@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from deltap.mining.engine import MiningConfig
     from deltap.mining.verdicts import VerdictPolicy
 
-__all__ = ["CaseRun", "TrialSource", "find_coalitions", "preflight_status", "run_case"]
+__all__ = ["CaseRun", "TrialSource", "case_weights", "find_coalitions", "preflight_status", "run_case"]
 
 #: most relevant documents a coalition search considers (2**6 subsets)
 MAX_COALITION_DOCS = 6
@@ -83,6 +83,18 @@ class CaseRun:
     design_calls: int = 0
 
 
+def case_weights(candidates: Sequence[Any], gold_weight: float) -> NDArray[np.float64] | None:
+    """Prior weights of one case's candidates (gold ``gold_weight``, others 1, mean 1), or ``None`` when all equal.
+
+    The final step rescales over the whole dataset (:func:`deltap.mining.engine._prior_weights`); within a case this
+    is the same up to the dataset's share of gold candidates.
+    """
+    if gold_weight == 1.0 or not candidates:
+        return None
+    raw = np.array([gold_weight if "gold" in c.sources else 1.0 for c in candidates], dtype=float)
+    return np.asarray(raw * (raw.size / raw.sum()), dtype=float)
+
+
 def preflight_status(pre: dict[str, list[float]], outcome: str) -> str | None:
     """``saturated`` / ``unsolvable`` when every preflight group agrees on an extreme, else ``None``."""
     groups = [v for k in ("preflight_none", "preflight_all", "preflight_subsets") if (v := pre.get(k)) is not None]
@@ -109,6 +121,7 @@ def run_case(
     cfg: MiningConfig,
     rule: StoppingRule,
     report: Callable[[str, int, int], None] | None = None,
+    weights: NDArray[np.float64] | None = None,
 ) -> CaseRun:
     """Preflight, then design trials look by look until every candidate is decided or the budget is spent.
 
@@ -118,6 +131,8 @@ def run_case(
         cfg: The mining configuration.
         rule: The stopping rule.
         report: ``(status, trials, open candidates)`` after every batch (progress bars).
+        weights: Prior weights of the candidates (:func:`case_weights`), used by the stopping rule as by the final
+            weighted BH step.
     """
     m = design.m
     schedule = cfg.schedule(m)
@@ -187,7 +202,7 @@ def run_case(
         fits.append((np.asarray(reg.coef, dtype=float), np.asarray(reg.se, dtype=float), L - m - 1))
         if k == K - 1:
             break
-        decided = rule.decided(schedule, z_path[None, :, : k + 1], reg.coef[None], reg.se[None], df=L - m - 1)[0]
+        decided = rule.decided(schedule, z_path[None, :, : k + 1], reg.coef[None], reg.se[None], df=L - m - 1, weights=weights)[0]
         say("running", L, int((~decided).sum()))
         if decided.all():
             stop = k
@@ -318,7 +333,9 @@ def find_coalitions(
     minimal = minimal[:MAX_COALITIONS]
     m = X.shape[1]
     n_v = 1 if source.deterministic else cfg.verify_trials
-    none_v = preflight.get("preflight_none") or [none]
+    # The no-document baseline: the preflight trial of a deterministic solver is exact; for a stochastic one the
+    # regression's intercept (from every design trial) is far less noisy than one or two preflight trials.
+    none_v = (preflight.get("preflight_none") if source.deterministic else None) or [none]
     counter = itertools.count()
     seen: dict[tuple[int, ...], tuple[bool, dict[str, float]]] = {}
 

@@ -387,7 +387,7 @@ def _mine_replications(
     verdicts) and coalition search on each dataset. Returns the results and the datasets (as result indices)."""
     from deltap.mining.engine import _coalition, _dataset_verdicts, _fill
     from deltap.mining.pool import Pool
-    from deltap.mining.procedure import run_case
+    from deltap.mining.procedure import case_weights, run_case
 
     results: list[tuple[_Replications, int, CaseResult]] = []
     sources: list[_SimulatedTrials] = []
@@ -396,7 +396,8 @@ def _mine_replications(
         for r in range(reps.R):
             cid = reps.case_id(r)
             src = _SimulatedTrials(reps, cid, cfg)
-            run = run_case(src, InclusionDesign(cfg.seed, cid, reps.sc.m, cfg.pi, cfg.design), cfg, rules[id(cfg)])
+            design = InclusionDesign(cfg.seed, cid, reps.sc.m, cfg.pi, cfg.design)
+            run = run_case(src, design, cfg, rules[id(cfg)], None, case_weights(reps.candidates, cfg.gold_weight))
             res = CaseResult(reps.case(r), Pool(cid, reps.candidates), "skipped")
             _fill(res, run)
             res.calls, res.errors = src.calls, src.errors
