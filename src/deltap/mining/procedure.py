@@ -19,12 +19,18 @@ prompt while a document that helps alone is in half of the subsets.
 
 **Coalitions** (:func:`find_coalitions`): the candidates the dataset-wide test labelled relevant (at most
 ``MAX_COALITION_DOCS`` by effect, plus partners of significant interactions) are refitted with all their pairwise
-interactions; every subset whose predicted outcome alone reaches the prediction for all of them (minus the
-tolerance) is a candidate coalition, and the inclusion-minimal ones are checked by trials with exactly that context
-(``verify_trials``; one for a deterministic solver). A coalition is kept when its trials reproduce the success of
-the full context (:func:`~deltap.mining.coalitions.coalition_verified`) and it is **minimal**: each sub-coalition
-that drops one member is checked the same way and must fail. Every verified minimal coalition is kept, so
-OR-structure ("either document suffices") yields one coalition per document.
+interactions. Every subset whose predicted outcome alone comes within twice the tolerance (the minimum effect) of
+the prediction for all of them is a candidate; the inclusion-minimal ones are checked by trials with exactly that
+context (``verify_trials``; one for a deterministic solver). A coalition is kept when
+
+* its trials reach the target — the full prediction minus the tolerance and minus 1.96 standard errors of that
+  prediction (:func:`~deltap.mining.coalitions.coalition_verified`) — and beat the no-document baseline, and
+* it is **minimal**: no sub-coalition that drops one member reaches the full prediction minus the tolerance —
+  checked by one trial each for a deterministic solver (a sub-coalition that does win is checked in its place), by
+  the regression's prediction for a stochastic one (eight more trials per member would double the cost of a case).
+
+Every verified minimal coalition is kept, so OR-structure ("either document suffices") yields one coalition per
+document.
 """
 
 from __future__ import annotations
