@@ -212,3 +212,15 @@ def test_a_context_overflow_is_its_own_outcome_and_stops_the_case() -> None:
     meta = res.dataset.pairs[0]["metadata"]
     assert meta["status"] == "context_overflow" and "--max-candidates" in meta["reason"]
     assert all(c["verdict"] == "undecided" for c in res.dataset.pairs[0]["candidates"])
+
+
+def test_coalition_checks_stay_within_verify_trials_for_a_deterministic_solver() -> None:
+    """One call per checked context, at most ``verify_trials`` of them per case (the demo's budget promise)."""
+    corpus = Corpus([Document(f"d{i:02d}", f"text {i}") for i in range(20)])
+    truths = {f"g{i}": SimulatedTruth(0.0, {"d00": 1.0, "d01": 1.0, "d02": 1.0}) for i in range(3)}  # any one suffices
+    solver = _Recording(SimulatedSolver(truths, answers={c: f"ans-{c}" for c in truths}, seed=2, deterministic=True))
+    res = mine([_case(c, ("d00", "d01", "d02")) for c in truths], corpus, solver, budget=64, n_placebo=4, verify_trials=2)
+    for pair in res.dataset.pairs:
+        assert pair["metadata"]["calls_by_kind"]["coalition"] <= 2
+    assert sum(len(p["coalitions"]) for p in res.dataset.pairs) >= 3  # singletons found within the budget
+    assert max(solver.prompts.values()) == 1

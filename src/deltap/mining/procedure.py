@@ -21,7 +21,8 @@ prompt while a document that helps alone is in half of the subsets.
 ``MAX_COALITION_DOCS`` by effect, plus partners of significant interactions) are refitted with all their pairwise
 interactions. Every subset whose predicted outcome alone comes within twice the tolerance (the minimum effect) of
 the prediction for all of them is a candidate; the inclusion-minimal ones are checked by trials with exactly that
-context (``verify_trials``; one for a deterministic solver). A coalition is kept when
+context (``verify_trials``; one for a deterministic solver — at most ``verify_trials`` calls per case then, and
+two coalitions' worth for a stochastic one). A coalition is kept when
 
 * its trials reach the target — the full prediction minus the tolerance and minus 1.96 standard errors of that
   prediction (:func:`~deltap.mining.coalitions.coalition_verified`) — and beat the no-document baseline, and
@@ -345,9 +346,15 @@ def find_coalitions(
     counter = itertools.count()
     seen: dict[tuple[int, ...], tuple[bool, dict[str, float]]] = {}
 
-    def check(s: tuple[int, ...]) -> tuple[bool, dict[str, float]]:
-        """Trials with exactly the documents ``s`` in context: do they reach the target?"""
+    # Coalition trials per case: ``verify_trials`` checks of one call for a deterministic solver, two coalitions'
+    # worth of ``verify_trials`` trials for a stochastic one.
+    cap = cfg.verify_trials if source.deterministic else 2 * cfg.verify_trials
+
+    def check(s: tuple[int, ...]) -> tuple[bool, dict[str, float]] | None:
+        """Trials with exactly the documents ``s`` in context: do they reach the target? (``None``: out of budget)"""
         if s not in seen:
+            if (len(seen) + 1) * n_v > cap:
+                return None
             mask = np.zeros(m, dtype=bool)
             mask[list(s)] = True
             base = next(counter) * n_v
@@ -364,11 +371,16 @@ def find_coalitions(
         if s in done or any(set(k) <= set(s) for k in kept):
             continue
         done.add(s)
-        ok, info = check(s)
+        res = check(s)
+        if res is None:
+            break
+        ok, info = res
         subs = [tuple(d for d in s if d != drop) for drop in s] if len(s) > 1 else []
         if ok and source.deterministic:  # one call per sub-coalition: minimality by trials
-            winning_subs = [t for t in subs if check(t)[0] and check(t)[1]["coalition_mean"] >= point]
-            minimal_ok, how = not winning_subs, "trials"
+            sub_res = {t: check(t) for t in subs}
+            winning_subs = [t for t, r in sub_res.items() if r is not None and r[0] and r[1]["coalition_mean"] >= point]
+            minimal_ok = not winning_subs and all(r is not None for r in sub_res.values())
+            how = "trials" if all(r is not None for r in sub_res.values()) else "unchecked (coalition budget spent)"
             queue = winning_subs + queue  # a smaller coalition wins: check it instead
         else:  # a stochastic solver: minimality from the regression (drop-one predictions below the target)
             minimal_ok = all(fit.predict(t) < point for t in subs)
