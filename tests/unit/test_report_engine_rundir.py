@@ -36,7 +36,8 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         Case(c, f"question {c}", gold_doc_ids=("d00", "d01", "d02"), checker=CheckerSpec("string_match", {"answers": [f"ans-{c}"]}), reference_answer=f"ans-{c}")
         for c in ids
     ]
-    truths = {"a": SimulatedTruth(0.1, {"d00": 0.6, "d01": 0.25}), "b": SimulatedTruth(0.7, {"d02": -0.5}), "sat": SimulatedTruth(1.0)}
+    # d02 +0.15 in case a plants the grade-1 document (before the gold weight, a false positive supplied it)
+    truths = {"a": SimulatedTruth(0.1, {"d00": 0.6, "d01": 0.25, "d02": 0.15}), "b": SimulatedTruth(0.7, {"d02": -0.5}), "sat": SimulatedTruth(1.0)}
     solver = SimulatedSolver(truths, answers={c: f"ans-{c}" for c in ids}, seed=2)
     # This seed's run labels 2 of 8 placebos and the placebo check says so; the report must show it, not fail on it.
     with pytest.warns(PlaceboCalibrationWarning):

@@ -446,9 +446,15 @@ def _is_cached(rec: TrialRecord) -> bool:
     return rec.detail.startswith("cached:")
 
 
-def _logged_calls(log: TrialLog, case_id: str) -> int:
-    """Solver calls of a case: its logged trials minus those answered from the cache (the same after a resume)."""
-    return sum(1 for r in log.trials(case_id) if not _is_cached(r))
+def _logged_calls(log: TrialLog, case_id: str) -> dict[str, int]:
+    """Solver calls of a case by kind (preflight, design, coalition): its logged trials minus those answered from
+    the cache — the same after a resume."""
+    out = {"preflight": 0, "design": 0, "coalition": 0}
+    for r in log.trials(case_id):
+        if not _is_cached(r):
+            kind = "preflight" if r.kind.startswith("preflight") else r.kind
+            out[kind] = out.get(kind, 0) + 1
+    return out
 
 
 def _default_checker(case: Case) -> Checker:
@@ -533,7 +539,8 @@ def mine(
                     runner = _Runner(res.case, res.pool, corpus, solver, checker, log, cfg)
                     total_calls += _coalition(res, runner, cfg, policy)
         for res in results:  # calls = logged solver calls (the same for a resumed and an uninterrupted run)
-            res.calls = _logged_calls(log, res.case.case_id)
+            res.info["calls_by_kind"] = _logged_calls(log, res.case.case_id)
+            res.calls = sum(res.info["calls_by_kind"].values())
         placebo = {**_placebo_calibration(results, cfg), "null": null_info}
         ended = time.time()
         dataset = _build_dataset(results, corpus, cfg, policy, solver_id, placebo, __version__, started)
