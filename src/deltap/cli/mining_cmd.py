@@ -49,7 +49,7 @@ def mine_command(
     model: str | None = typer.Option(None, "--model", help="Model name/path for the solver."),
     solver_option: list[str] = typer.Option([], "--solver-option", help="Extra solver option key=value (repeatable)."),
     outcome: str = typer.Option("pass", "--outcome", help="pass (checker verdict) or logprob (log-prob of the reference)."),
-    budget: int | None = typer.Option(None, "--budget", help="Maximum design trials per case (default 90: about 96 calls per case with preflight and coalition checks)."),
+    budget: int | None = typer.Option(None, "--budget", help="Maximum design trials per case (default 90: about 94 calls per case with preflight and coalition checks)."),
     gold_weight: float | None = typer.Option(
         None, "--gold-weight",
         help="Prior weight of gold candidates in the weighted Benjamini-Hochberg step (fixed in advance; weights average 1, "

@@ -269,7 +269,7 @@ class StoppingRule:
         n_rej = np.zeros(coef.shape[:-1], dtype=int)
         for side in (1, -1):  # within-case BH in each family (relevant, harmful) on the repeated p-values
             p_rep = schedule.repeated_p_value(z_path, side)
-            rej, _ = _bh(p_rep / w, self.q)
+            rej, _ = _bh(p_rep / (w if side > 0 else 1.0), self.q)  # the final step weights the relevant family only
             significant |= rej
             n_rej = np.maximum(n_rej, rej.sum(axis=-1))
         # Equivalence: 90% CI (TOST at 5%) within ±margin.

@@ -102,7 +102,7 @@ class MiningConfig:
     Args:
         outcome: ``pass`` (checker verdict, 0/1) or ``logprob`` (log-probability of the reference answer). *result*
         budget: Maximum design trials per case (the final look). Default 90: with the preflight and the coalition
-            checks about 96 calls per case on the simulation's S1 (``benchmarks/README.md``). *result*
+            checks about 94 calls per case on the simulation's S1 (``benchmarks/README.md``). *result*
         seed: Run seed. *result*
         q: Dataset-wide FDR level of Benjamini–Hochberg. *result*
         pi: Inclusion probability of each candidate. *result*
@@ -163,7 +163,7 @@ class MiningConfig:
     context_order: str = "length"
     force: bool = False
     coalitions: bool = True
-    verify_trials: int = 8
+    verify_trials: int = 6
     workers: int = 1
     max_error_rate: float = 0.2
     prior_nonnull: float = 0.2
@@ -702,8 +702,8 @@ def _prior_weights(mined: Sequence[CaseResult], gold_weight: float) -> list[NDAr
     Weighted BH rejects ``p_j ≤ w_j k q / M`` (equivalently runs BH on ``p_j / w_j``); with weights fixed before
     any trial and averaging 1 it keeps the FDR at ``q`` (Genovese, Roeder & Wasserman 2006, "False discovery
     control with p-value weighting", Biometrika 93:509-524), and it spends more of ``q`` where relevance is a
-    priori likely — on the documents the benchmark names as gold. Placebos keep the base weight (their labels are
-    the run's false-positive check).
+    priori likely — on the documents the benchmark names as gold. Used in the relevant family only (the harmful
+    family is unweighted). Placebos keep the base weight (their labels are the run's false-positive check).
     """
     raw = [np.array([gold_weight if "gold" in c.sources else 1.0 for c in r.pool.candidates], dtype=float) for r in mined]
     total = sum(float(w.sum()) for w in raw)
@@ -719,9 +719,12 @@ def _dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: Verd
     mined = [r for r in results if r.X is not None and r.y is not None and len(r.y) and r.p_rep is not None]
     null_info = _placebo_null(mined, cfg)
     qv_sides = []
-    weights = _prior_weights(mined, cfg.gold_weight)  # weighted BH: p / w (all weights 1 unless gold_weight != 1)
+    # Weighted BH in the relevant family (p / w; all weights 1 unless gold_weight != 1); the harmful family stays
+    # unweighted: there is no prior that gold documents are distractors.
+    weights = _prior_weights(mined, cfg.gold_weight)
     for side in (0, 1):
-        flat = np.concatenate([r.p_rep[side] / w for r, w in zip(mined, weights, strict=True)]) if mined else np.zeros(0)  # type: ignore[index]
+        parts = [r.p_rep[side] / (w if side == 0 else 1.0) for r, w in zip(mined, weights, strict=True)]  # type: ignore[index]
+        flat = np.concatenate(parts) if mined else np.zeros(0)
         qv_sides.append(benjamini_hochberg(flat, cfg.q)[1] if flat.size else np.zeros(0))
     # BH's threshold in each direction, q·R/M: the level of the intervals the verdicts rest on
     n_tests = max(int(qv_sides[0].size), 1)
