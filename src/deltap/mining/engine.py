@@ -722,6 +722,7 @@ def _dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: Verd
     # Weighted BH in the relevant family (p / w; all weights 1 unless gold_weight != 1); the harmful family stays
     # unweighted: there is no prior that gold documents are distractors.
     weights = _prior_weights(mined, cfg.gold_weight)
+    weight_of = {id(r): w for r, w in zip(mined, weights, strict=True)}
     for side in (0, 1):
         parts = [r.p_rep[side] / (w if side == 0 else 1.0) for r, w in zip(mined, weights, strict=True)]  # type: ignore[index]
         flat = np.concatenate(parts) if mined else np.zeros(0)
@@ -742,10 +743,16 @@ def _dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: Verd
         q_rel, q_harm = qv_sides[0][pos : pos + m], qv_sides[1][pos : pos + m]
         pos += m
         schedule = cfg.schedule(m)
-        low, high = repeated_interval(
-            r.fits, schedule.times[: len(r.fits)], schedule.critical_b(alpha_side[0]), schedule.critical_b(alpha_side[1]),
-            r.info.pop("_null_params", None),
-        )
+        params = r.info.pop("_null_params", None)
+        w_r = weight_of[id(r)]
+        # the relevant bound at each candidate's weighted BH level (p_j <= w_j q R / M), the harmful one unweighted
+        low = np.full(m, -np.inf)
+        for wv in np.unique(w_r):
+            low_w, high = repeated_interval(
+                r.fits, schedule.times[: len(r.fits)], schedule.critical_b(min(alpha_side[0] * float(wv), 0.5)),
+                schedule.critical_b(alpha_side[1]), params,
+            )
+            low = np.where(w_r == wv, low_w, low)
         rows = []
         for j in range(m):
             coef = float(reg.coef[j])
@@ -759,7 +766,7 @@ def _dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: Verd
                                            "rests_on": f"equivalence (two one-sided tests at 5%, HC2 SE) within ±{policy.margin:g}"}
             else:
                 row["verdict_interval"] = {
-                    "low": _f(low[j]), "high": _f(high[j]), "level": round(1 - alpha_side[0] - alpha_side[1], 6),
+                    "low": _f(low[j]), "high": _f(high[j]), "level": round(1 - min(alpha_side[0] * float(w_r[j]), 0.5) - alpha_side[1], 6),
                     "rests_on": f"repeated confidence interval over the looks at BH's level q·R/M ({alpha_side[0]:.3g} relevant, "
                     f"{alpha_side[1]:.3g} harmful)" + (", net of the placebo null" if null_info.get("used") == "placebo" else ""),
                 }
