@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
@@ -39,8 +40,10 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # d02 +0.15 in case a plants the grade-1 document (before the gold weight, a false positive supplied it)
     truths = {"a": SimulatedTruth(0.1, {"d00": 0.6, "d01": 0.25, "d02": 0.15}), "b": SimulatedTruth(0.7, {"d02": -0.5}), "sat": SimulatedTruth(1.0)}
     solver = SimulatedSolver(truths, answers={c: f"ans-{c}" for c in ids}, seed=2)
-    # This seed's run labels 2 of 8 placebos and the placebo check says so; the report must show it, not fail on it.
-    with pytest.warns(PlaceboCalibrationWarning):
+    # Unweighted, this seed's run labelled 2 of 8 placebos and the placebo check warned; with the gold prior weight the
+    # placebos are down-weighted and it may not. Either way the report must show the check, not fail on it.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PlaceboCalibrationWarning)
         mine(cases, corpus, solver, out=out, budget=256, n_placebo=4, coalitions=False)
     return out
 
