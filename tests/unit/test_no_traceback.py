@@ -332,3 +332,10 @@ def test_a_failed_write_keeps_the_old_file_whole(tmp_path: Path, monkeypatch: py
     umask = os.umask(0)
     os.umask(umask)
     assert mode == 0o666 & ~umask  # the permissions of a plain write, not a private temporary file's 0600
+
+
+def test_report_on_a_run_directory_with_bad_bytes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "retrieval_dataset.yaml").write_bytes(b"metadata: {}\npairs:\n- id: c\xe91\n  candidates: []\n")
+    _one_line_error(capsys, "report", run, expect=[f"{run / 'retrieval_dataset.yaml'}:3:", "UTF-8"])
