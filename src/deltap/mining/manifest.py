@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,8 @@ FIELDS = (
     "question", "reference_answer", "checker", "benchmark_type", "prompt", "prompt_template", "gold", "retriever", "k",
     "n_placebo", "max_candidates", "seed", "solver", "candidates",
 )
+
+_WHITESPACE = re.compile(r"\s")
 
 #: what a pooled document is recorded as when the corpus no longer has it
 MISSING = "missing from the corpus"
@@ -231,7 +234,7 @@ def check_writable_ids(cases: Sequence[Case], corpus: Corpus) -> None:
         DeltapError: naming the ids.
     """
     def bad(ids: Sequence[str]) -> list[str]:
-        return [i for i in ids if not i or any(ch.isspace() for ch in i)]
+        return [i for i in ids if not i or _WHITESPACE.search(i)]
 
     for what, ids, where in (("case id", bad([c.case_id for c in cases]), "the cases"), ("document id", bad(corpus.ids), corpus.name)):
         if ids:
