@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -100,14 +100,14 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
     tmp: Path | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        tmp = Path(name)
+        # O_EXCL on a fresh random name; mode 0o666 so the umask gives the file the permissions a plain write would
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         kwargs: dict[str, Any] = {} if "b" in mode else {"encoding": "utf-8", "newline": "\n"}
         with os.fdopen(fd, mode, **kwargs) as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
         tmp = None
     except OSError as exc:
@@ -116,12 +116,6 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 tmp.unlink()
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def write_text_atomic(path: str | Path, text: str) -> Path:

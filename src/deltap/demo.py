@@ -176,8 +176,9 @@ def _stage(say: Say, timings: dict[str, float], name: str, started: float, messa
 
 
 def _write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    from deltap._io import write_text_atomic
+
+    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
 
 
 def _retrieve(retriever: Any, cases: Sequence[Case], depth: int) -> dict[str, dict[str, float]]:

@@ -151,10 +151,9 @@ class CheckReport:
         """Write :meth:`to_dict` as indented JSON."""
         import json
 
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        return path
+        from deltap._io import write_text_atomic
+
+        return write_text_atomic(path, json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n")
 
 
 # ----------------------------------------------------------------------------------------------------------------

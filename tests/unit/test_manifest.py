@@ -186,3 +186,42 @@ def test_lock_is_released_after_a_run_and_after_a_refused_resume(tmp_path: Path)
         mine([_case("a", query="changed")], _corpus(), _solver(), out=tmp_path, **OPTS)
     with TrialLog(tmp_path / "trials.sqlite") as log:  # not held by the failed attempt
         assert log.count() > 0
+
+
+def test_cli_refuses_a_locked_run_directory_before_loading_anything(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from deltap.cli.app import main
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(tmp_path / "trials.sqlite")], stdout=subprocess.PIPE, env=env)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"locked"
+        # the cases and corpus do not even exist: the lock is checked first
+        with pytest.raises(SystemExit) as exc:
+            main(["mine", str(tmp_path / "no-cases.yaml"), "--corpus", str(tmp_path / "no-corpus.jsonl"), "--out", str(tmp_path)])
+    finally:
+        holder.kill()
+        holder.wait()
+        assert holder.stdout is not None
+        holder.stdout.close()
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and f"pid {holder.pid}" in err and "not found" not in err
+
+
+def test_a_refused_resume_leaves_the_log_untouched(tmp_path: Path) -> None:
+    truth = {"a": SimulatedTruth(0.3, {"d00": 0.4})}
+    mine([_case("a")], _corpus(), _Outage(truth, answers={"a": "ans-a"}, seed=1), out=tmp_path, **{**OPTS, "max_error_rate": 0.9})
+    with pytest.raises(ManifestChanged):
+        mine([_case("a", query="edited")], _corpus(), SimulatedSolver(truth, answers={"a": "ans-a"}, seed=1), out=tmp_path, **OPTS)
+    with sqlite3.connect(tmp_path / "trials.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM trials WHERE outcome = 'error'").fetchone()[0] > 0
+        assert db.execute("SELECT COUNT(*) FROM trial_history").fetchone()[0] == 0
+
+
+def test_log_of_an_older_version_gets_a_manifest_and_is_checked_from_then_on(tmp_path: Path) -> None:
+    mine([_case("a")], _corpus(), _solver(), out=tmp_path, **OPTS)
+    with sqlite3.connect(tmp_path / "trials.sqlite") as db:
+        db.execute("DELETE FROM manifests")  # what a log written before manifests looks like
+    again = mine([_case("a")], _corpus(), _solver(), out=tmp_path, **OPTS)
+    assert again.run["resume"]["unverified"] == ["a"] and again.run["calls_this_process"] == 0
+    with pytest.raises(ManifestChanged, match="question"):
+        mine([_case("a", query="edited")], _corpus(), _solver(), out=tmp_path, **OPTS)

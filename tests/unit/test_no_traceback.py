@@ -284,3 +284,58 @@ def test_qrels_doc_ids_absent_from_the_corpus(capsys: pytest.CaptureFixture[str]
     qrels.write_text('{"query_id": "q1", "query": "json", "relevant_docs": {"d00": 1, "nope": 1}}\n', encoding="utf-8")
     corpus = _corpus(tmp_path / "c.jsonl")
     _one_line_error(capsys, "evaluate", "--qrels", qrels, "--corpus", corpus, "--retriever", "bm25", expect=["nope", str(corpus)])
+
+
+# -- writers ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("writer", ["trec", "run"])
+def test_trec_writers_refuse_ids_their_reader_would_split(tmp_path: Path, writer: str) -> None:
+    from deltap.errors import DeltapError
+    from deltap.qrels import write_trec_qrels, write_trec_run
+
+    target = tmp_path / "out.trec"
+    with pytest.raises(DeltapError, match="'my doc'"):
+        if writer == "trec":
+            write_trec_qrels({"q1": {"my doc": 1}}, target)
+        else:
+            write_trec_run({"q1": {"my doc": 1.0}}, target)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_beir_writer_refuses_tabs_but_keeps_inner_spaces(tmp_path: Path) -> None:
+    from deltap.errors import DeltapError
+    from deltap.qrels import read_beir_qrels, write_beir_qrels
+
+    write_beir_qrels({"q 1": {"doc a": 2}}, tmp_path / "ok.tsv")
+    assert read_beir_qrels(tmp_path / "ok.tsv") == {"q 1": {"doc a": 2}}
+    with pytest.raises(DeltapError, match="BEIR TSV"):
+        write_beir_qrels({"q1": {"doc\ta": 2}}, tmp_path / "bad.tsv")
+
+
+def test_a_failed_write_keeps_the_old_file_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from deltap.errors import DeltapError
+    from deltap.qrels import read_trec_qrels, write_trec_qrels
+
+    target = tmp_path / "qrels.trec"
+    write_trec_qrels({"q1": {"d1": 1}}, target)
+    mode = target.stat().st_mode & 0o777
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(DeltapError, match=r"qrels.trec: cannot write: No space left on device"):
+        write_trec_qrels({"q1": {"d1": 1, "d2": 2}}, target)
+    assert read_trec_qrels(target) == {"q1": {"d1": 1}}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["qrels.trec"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert mode == 0o666 & ~umask  # the permissions of a plain write, not a private temporary file's 0600
+
+
+def test_report_on_a_run_directory_with_bad_bytes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "retrieval_dataset.yaml").write_bytes(b"metadata: {}\npairs:\n- id: c\xe91\n  candidates: []\n")
+    _one_line_error(capsys, "report", run, expect=[f"{run / 'retrieval_dataset.yaml'}:3:", "UTF-8"])

@@ -88,8 +88,9 @@ def init_check(
     except ValueError:
         rel = str(corpus.resolve())
     text = starter_suite_yaml(docs, per_section=per_section, corpus_path=rel)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    from deltap._io import write_text_atomic
+
+    write_text_atomic(out, text)
     n_in = text.count("\n  - id: ")
     typer.echo(f"wrote {out}: {n_in} in-scope and 3 out-of-scope queries from {len(docs):,} documents")
     typer.echo(f"next: edit it, then `deltap check {out} --store INDEX --calibrate` to choose score_threshold")

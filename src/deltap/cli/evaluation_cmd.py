@@ -102,8 +102,9 @@ def _emit(text: str, output: Path | None) -> None:
     if output is None:
         typer.echo(text)
     else:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text + "\n", encoding="utf-8")
+        from deltap._io import write_text_atomic
+
+        write_text_atomic(output, text + "\n")
         typer.secho(f"wrote {output}", err=True)
 
 
@@ -192,8 +193,9 @@ def _run_command(
                 run_name=name,
             )
             if per_query is not None:
-                per_query.parent.mkdir(parents=True, exist_ok=True)
-                per_query.write_text(result.per_query_tsv(), encoding="utf-8")
+                from deltap._io import write_text_atomic
+
+                write_text_atomic(per_query, result.per_query_tsv())
                 typer.secho(f"wrote per-query values to {per_query}", err=True)
         else:
             from deltap.evaluation.compare import compare
@@ -214,10 +216,11 @@ def _run_command(
                 seed=seed,
             )
             if per_query is not None:
-                per_query.parent.mkdir(parents=True, exist_ok=True)
+                from deltap._io import write_text_atomic
+
                 for sysname, res in result.results.items():
                     target = per_query.with_name(f"{per_query.stem}.{sysname}{per_query.suffix or '.tsv'}")
-                    target.write_text(res.per_query_tsv(), encoding="utf-8")
+                    write_text_atomic(target, res.per_query_tsv())
                     typer.secho(f"wrote per-query values of {sysname} to {target}", err=True)
     text = _render(result, fmt)
     if fmt == "latex" and result.notes:

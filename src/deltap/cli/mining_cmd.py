@@ -101,6 +101,9 @@ def mine_command(
     console = Console(stderr=True)
     if outcome not in ("pass", "logprob"):
         raise DeltapError(f"--outcome must be pass or logprob, got {outcome!r}")
+    from deltap.mining.trials import TrialLog
+
+    TrialLog.check_unlocked(out / "trials.sqlite")  # a second `deltap mine` on this directory stops here, at once
     corpus = load_corpus(corpus_path)
     cases = load_cases(cases_path, corpus=corpus, on_missing="skip" if skip_missing else "error")
     missing: dict[str, list[str]] = {c.case_id: list(c.metadata.get("gold_missing") or []) for c in cases}
@@ -219,5 +222,6 @@ def simulate_command(
                 table.add_row(name, d, f(r.precision), f(r.fdr), f(r.recall), f"{r.null_fpr:.4f}", f(r.harmful_recall), f"{r.calls_mean:.1f}", f"{r.skipped:.2f}", f"{r.seconds:.1f}")
     console.print(table)
     if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+        from deltap._io import write_text_atomic
+
+        write_text_atomic(json_out, json.dumps(rows, indent=2) + "\n")

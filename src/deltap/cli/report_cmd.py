@@ -31,10 +31,9 @@ def register(app: typer.Typer) -> None:
             typer.echo(text, nl=False)
             return
         path = out if out is not None else data.path / ("report.html" if fmt == "html" else "report.md")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        from deltap._io import write_text_atomic
+
+        write_text_atomic(path, text)
         for note in data.notes:
             typer.secho(f"note: {note}", fg="yellow", err=True)
         typer.echo(f"wrote {path} ({len(data.cases)} cases)")

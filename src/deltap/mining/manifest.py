@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,8 @@ FIELDS = (
     "question", "reference_answer", "checker", "benchmark_type", "prompt", "prompt_template", "gold", "retriever", "k",
     "n_placebo", "max_candidates", "seed", "solver", "candidates",
 )
+
+_WHITESPACE = re.compile(r"\s")
 
 #: what a pooled document is recorded as when the corpus no longer has it
 MISSING = "missing from the corpus"
@@ -168,22 +171,22 @@ def prepare_resume(
 ) -> dict[str, Any]:
     """Check a run directory against this run's inputs before any trial, and hook manifests to new pools.
 
-    1. ``error`` trials are retired to the history table, so their keys are asked again.
-    2. Every case of ``cases`` with a logged manifest is compared with its manifest now; a change raises
-       :class:`ManifestChanged` (every changed case in one message) or, with ``remine_changed``, the case is
-       forgotten (trials to history; pool, manifest and status dropped) and mined again from a new pool.
-    3. A case with a logged pool but no manifest (a log of an older deltap) gets this run's manifest; a pooled
+    1. Every case of ``cases`` with a logged manifest is compared with its manifest now; a change raises
+       :class:`ManifestChanged` (every changed case in one message, the log untouched) or, with
+       ``remine_changed``, the case is forgotten (trials to history; pool, manifest and status dropped) and mined
+       again from a new pool.
+    2. A case with a logged pool but no manifest (a log of an older deltap) gets this run's manifest; a pooled
        document missing from the corpus is still an error then.
+    3. ``error`` trials are retired to the history table, so their keys are asked again.
     4. ``log.manifest_for`` is set, so every pool stored from now on is stored with its manifest.
 
     Returns:
         ``{"retired_errors": n, "remined": [case ids], "unverified": [case ids]}``.
     """
     by_id = {c.case_id: c for c in cases}
-    retired = log.retire_errors()
     stored = log.manifests()
     changes: dict[str, dict[str, str]] = {}
-    unverified: list[str] = []
+    unverified: dict[str, dict[str, Any]] = {}
     for case_id in log.pooled_cases():
         case = by_id.get(case_id)
         if case is None:
@@ -201,14 +204,16 @@ def prepare_resume(
             if missing:
                 changes[case_id] = {"candidates": f"text changed of {', '.join(f'{d} ({MISSING})' for d in missing[:5])}"}
                 continue
-            log.put_manifest(case_id, now)
-            unverified.append(case_id)
+            unverified[case_id] = now
             continue
         diff = manifest_diff(stored[case_id], now)
         if diff:
             changes[case_id] = diff
     if changes and not remine_changed:
-        raise ManifestChanged(str(log.path), changes)
+        raise ManifestChanged(str(log.path), changes)  # before anything in the log is touched
+    for case_id, now in unverified.items():
+        log.put_manifest(case_id, now)
+    retired = log.retire_errors()
     for case_id, diff in changes.items():
         log.forget_case(case_id, "inputs changed: " + ", ".join(diff))
 
@@ -216,7 +221,7 @@ def prepare_resume(
         return case_manifest(by_id[case_id], _pool_ids(pool), corpus, solver, retriever, cfg)
 
     log.manifest_for = manifest_for
-    return {"retired_errors": retired, "remined": sorted(changes), "unverified": unverified}
+    return {"retired_errors": retired, "remined": sorted(changes), "unverified": sorted(unverified)}
 
 
 def check_writable_ids(cases: Sequence[Case], corpus: Corpus) -> None:
@@ -229,7 +234,7 @@ def check_writable_ids(cases: Sequence[Case], corpus: Corpus) -> None:
         DeltapError: naming the ids.
     """
     def bad(ids: Sequence[str]) -> list[str]:
-        return [i for i in ids if not i or any(ch.isspace() for ch in i)]
+        return [i for i in ids if not i or _WHITESPACE.search(i)]
 
     for what, ids, where in (("case id", bad([c.case_id for c in cases]), "the cases"), ("document id", bad(corpus.ids), corpus.name)):
         if ids:

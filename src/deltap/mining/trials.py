@@ -121,6 +121,28 @@ def _explain(exc: sqlite3.Error) -> str:
 
 
 
+def _lock(path: Path) -> IO[str]:
+    """Open ``<path>.lock`` and take its exclusive lock without waiting; the open file holds it until closed."""
+    import fcntl
+
+    lock_path = path.with_name(path.name + ".lock")
+    try:
+        fh = open(lock_path, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the life of the log
+    except OSError as exc:
+        raise DeltapError(f"{lock_path}: cannot open the run lock: {exc.strerror}") from None
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fh.seek(0)
+        holder = fh.read().strip() or "unknown"
+        fh.close()
+        raise DeltapError(
+            f"{path.parent} is being mined by another process (pid {holder}, lock {lock_path.name}); "
+            "wait for it to finish, stop it, or choose another --out directory"
+        ) from None
+    return fh
+
+
 @dataclass(frozen=True)
 class TrialRecord:
     """One logged trial."""
@@ -177,28 +199,24 @@ class TrialLog:
             raise DeltapError(f"{self.path}: not a deltap trial log, or not usable: {_explain(exc)}; or pick another --out directory") from None
 
     def _acquire(self) -> None:
-        import fcntl
-
-        lock_path = self.path.with_name(self.path.name + ".lock")
-        try:
-            fh = open(lock_path, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the life of the log
-        except OSError as exc:
-            raise DeltapError(f"{lock_path}: cannot open the run lock: {exc.strerror}") from None
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.seek(0)
-            holder = fh.read().strip() or "unknown"
-            fh.close()
-            raise DeltapError(
-                f"{self.path.parent} is being mined by another process (pid {holder}, lock {lock_path.name}); "
-                "wait for it to finish, stop it, or choose another --out directory"
-            ) from None
+        fh = _lock(self.path)
         fh.seek(0)
         fh.truncate()
         fh.write(f"{os.getpid()}\n")
         fh.flush()
         self._lock = fh
+
+    @staticmethod
+    def check_unlocked(path: str | Path) -> None:
+        """Fail at once if another process holds the lock of the log at ``path`` (the CLI asks before it spends
+        minutes loading a corpus and building a retriever); a no-op when there is no log yet.
+
+        Raises:
+            DeltapError: the log is in use.
+        """
+        path = Path(path)
+        if path.parent.is_dir():
+            _lock(path).close()
 
     def _release(self) -> None:
         if self._lock is not None:

@@ -519,8 +519,6 @@ def write_html_report(run_dir: str | Path, out: str | Path | None = None) -> Pat
     """Read ``run_dir`` and write its HTML report (default ``RUN_DIR/report.html``); returns the path written."""
     data = load_run_dir(run_dir)
     path = Path(out) if out is not None else data.path / "report.html"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render_html(data), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    from deltap._io import write_text_atomic
+
+    return write_text_atomic(path, render_html(data))

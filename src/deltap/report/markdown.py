@@ -127,6 +127,6 @@ def write_markdown_report(run_dir: str | Path, out: str | Path | None = None) ->
     """Read ``run_dir`` and write its Markdown summary (default ``RUN_DIR/report.md``)."""
     data = load_run_dir(run_dir)
     path = Path(out) if out is not None else data.path / "report.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_markdown(data), encoding="utf-8")
-    return path
+    from deltap._io import write_text_atomic
+
+    return write_text_atomic(path, render_markdown(data))

@@ -306,8 +306,10 @@ def _case(raw: Mapping[str, Any], where: str) -> CaseResult:
 def _read_dataset(path: Path) -> tuple[dict[str, Any], list[CaseResult]]:
     import yaml
 
+    from deltap._io import read_text
+
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(read_text(path))  # bytes that are not UTF-8: a FormatError naming file and line
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise FormatError(path, f"invalid YAML: {getattr(exc, 'problem', exc)}", mark.line + 1 if mark else None) from None
@@ -408,6 +410,8 @@ def load_run_dir(path: str | Path) -> RunData:
                 notes.append("run.json is not a JSON object; run summary taken from the dataset only")
         except json.JSONDecodeError as exc:
             notes.append(f"run.json is not valid JSON ({exc.msg} at line {exc.lineno}); run summary taken from the dataset")
+        except UnicodeDecodeError:
+            notes.append("run.json is not valid UTF-8; run summary taken from the dataset")
     else:
         notes.append("run.json not found; run summary taken from the dataset only")
 
@@ -436,6 +440,8 @@ def load_run_dir(path: str | Path) -> RunData:
                 notes.append("evaluation/compare.json is not a JSON object; retriever comparison not available")
         except json.JSONDecodeError as exc:
             notes.append(f"evaluation/compare.json is not valid JSON ({exc.msg}); retriever comparison not available")
+        except UnicodeDecodeError:
+            notes.append("evaluation/compare.json is not valid UTF-8; retriever comparison not available")
 
     runs: dict[str, dict[str, dict[str, float]]] = {}
     runs_dir = root / "evaluation" / "runs"
