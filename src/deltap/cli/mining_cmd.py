@@ -119,6 +119,8 @@ def mine_command(
         cases = [c for c in cases if c.case_id in set(wanted)]
     if limit is not None:
         cases = cases[:limit]
+    if any(c.checker.kind == "pytest" for c in cases):
+        _say_sandbox_gaps(console)
     retriever = None
     if retriever_kind != "none" and k > 0:
         from deltap.retrieval import build_retriever
@@ -225,3 +227,15 @@ def simulate_command(
         from deltap._io import write_text_atomic
 
         write_text_atomic(json_out, json.dumps(rows, indent=2) + "\n")
+
+
+def _say_sandbox_gaps(console: Any) -> None:
+    """Before candidate code runs: name every sandbox protection that is OFF on this machine (``deltap sandbox``)."""
+    from deltap.checkers.sandbox import protections
+
+    off = [name for name, p in protections().items() if not p.enforced]
+    if off:
+        console.print(
+            f"[yellow]the pytest checker's sandbox runs here without: {', '.join(off)} "
+            "(`deltap sandbox` says why; see the README's 'Checker threat model')[/yellow]"
+        )
