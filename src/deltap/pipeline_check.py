@@ -185,6 +185,7 @@ def _stats_ms(seconds: Sequence[float]) -> dict[str, float] | None:
         "p95_ms": percentile(ms, 95),
         "p99_ms": percentile(ms, 99),
         "max_ms": max(ms),
+        "samples_ms": [round(x, 4) for x in ms],  # every timed search, for the HTML page's histogram
     }
 
 

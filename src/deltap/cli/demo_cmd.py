@@ -13,8 +13,8 @@ def register(app: typer.Typer) -> None:
     @app.command("demo")
     def demo(
         out: Path = typer.Option(Path("deltap-demo"), "--out", "-o", help="Output folder (corpus, index, run, report)."),
-        cases: int = typer.Option(6, "--cases", help="How many bundled benchmark questions to mine (1-40)."),
-        budget: int = typer.Option(200, "--budget", help="Solver calls in total, split evenly over the cases (~1.25 s each locally when idle)."),
+        cases: int = typer.Option(6, "--cases", help="How many bundled benchmark questions to mine (1-56; paraphrased ones first)."),
+        budget: int = typer.Option(200, "--budget", help="Solver calls in total (a ceiling), split evenly over the cases."),
         solver: str = typer.Option("local", "--solver", help="local (SmolLM2-135M in-process), simulated, or another solver spec."),
         outcome: str = typer.Option("logprob", "--outcome", help="logprob (log-probability of the answer) or pass."),
         seed: int = typer.Option(0, "--seed", help="Run seed (placebos, trial designs, bootstrap)."),

@@ -134,7 +134,7 @@ def mine_command(
         budget=budget, seed=seed, q=q, pi=pi, design=design, null=null, min_effect=min_effect, context_order=context_order, k=k if retriever else 0, n_placebo=placebo, placebo_kind=placebo_kind,
         max_candidates=max_candidates, force=force, coalitions=not no_coalitions, workers=workers,
     )
-    with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), console=console) as progress:
+    with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), console=console, config=config) as progress:
         warnings.simplefilter("always", PlaceboCalibrationWarning)
         result = mine(cases, corpus, solver, out=out, config=config, retriever=retriever, progress=progress, remine_changed=remine_changed)
     run = result.run

@@ -382,8 +382,10 @@ def mine(
         config: A :class:`MiningConfig`; keyword ``options`` override its fields (``budget=64``...).
         retriever: Source of the ``retrieved`` candidates (``None``: gold and placebo only).
         checker_factory: ``case -> Checker`` for the ``pass`` outcome; default :func:`deltap.checkers.make_checker`.
-        progress: Called with a dict after every batch (``case_id``, ``case_index``, ``cases``, ``trials``,
-            ``budget``, ``open``, ``calls``, ``status``).
+        progress: Called with a dict when a case starts (``status`` ``preflight``) and after every batch
+            (``case_id``, ``case_index``, ``cases``, ``trials``, ``budget``, ``open``, ``calls``, ``status``); then
+            once per coalition check (``phase`` ``coalition``, ``case_id``, ``calls``). ``calls`` counts the solver
+            calls this process made so far. :class:`deltap.mining.progress.MiningProgress` draws them.
         remine_changed: When resuming, re-mine from scratch exactly the cases whose inputs changed (see
             :mod:`deltap.mining.manifest`) instead of refusing the resume.
 
@@ -431,6 +433,8 @@ def mine(
             for res in results:
                 if res.X is not None:
                     total_calls += _coalition(res, corpus, solver, factory, log, cfg, policy)
+                    if progress is not None:
+                        progress({"phase": "coalition", "case_id": res.case.case_id, "calls": total_calls})
         for res in results:  # calls = logged trials (the same for a resumed and an uninterrupted run)
             res.calls = len(log.trials(res.case.case_id))
         placebo = {**_placebo_calibration(results, cfg), "null": null_info}
@@ -522,6 +526,7 @@ def _mine_case(
         report("skipped", 0, 0)
         return res
     runner = _Runner(case, pool, corpus, solver, checker, log, cfg)
+    report("preflight", 0, m)
     design = InclusionDesign(cfg.seed, case.case_id, m, cfg.pi, cfg.design)
     zeros = np.zeros(m, dtype=bool)
     ones = np.ones(m, dtype=bool)
