@@ -392,7 +392,7 @@ def _failures(data: RunData, corpus: Any) -> str:
     for bucket in BUCKETS:
         out.append(f"<tr><td>{_e(bucket)}</td>" + "".join(f'<td class="num">{counts[s][bucket]}</td>' for s in report.systems) + "</tr>")
     totals = {s: sum(counts[s].values()) for s in report.systems}
-    out.append("<tr><th>missed / questions</th>" + "".join(
+    out.append("<tr><th>missed / questions with a relevant document</th>" + "".join(
         f'<td class="num">{totals[s]} / {report.n_queries.get(s, 0)}</td>' for s in report.systems) + "</tr></table>")
     if report.failures:
         out.append('<table class="failures"><tr><th>retriever</th><th>question</th><th>bucket</th>'
