@@ -175,7 +175,7 @@ def percentile(values: Sequence[float], q: float) -> float:
     return xs[lo] + (h - lo) * (xs[hi] - xs[lo])
 
 
-def _stats_ms(seconds: Sequence[float]) -> dict[str, float] | None:
+def _stats_ms(seconds: Sequence[float]) -> dict[str, Any] | None:
     if not seconds:
         return None
     ms = [s * 1000.0 for s in seconds]

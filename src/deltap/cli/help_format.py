@@ -3,7 +3,8 @@ and command lists that show each command's whole first paragraph."""
 
 from __future__ import annotations
 
-import click
+from typing import Any
+
 from typer.core import TyperGroup
 
 __all__ = ["HelpGroup"]
@@ -13,7 +14,7 @@ class HelpGroup(TyperGroup):
     """A command group whose help lists each command's whole first paragraph, wrapped at the terminal width (click
     cuts it at ~45 characters with "...")."""
 
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_commands(self, ctx: Any, formatter: Any) -> None:  # typer's (vendored) click Context / HelpFormatter
         rows = []
         for name in self.list_commands(ctx):
             cmd = self.get_command(ctx, name)

@@ -172,7 +172,7 @@ def _calibration_section(data: Mapping[str, Any]) -> str:
     if isinstance(cal, Mapping):
         ins, outs, thr = cal.get("in_scores") or [], cal.get("out_scores") or [], cal.get("threshold")
         out.append(
-            f"<p>Proposed <code>score_threshold: {float(thr):.4f}</code>: keeps {cal.get('in_kept')}/{cal.get('in_total')} "
+            f"<p>Proposed <code>score_threshold: {float(thr or 0.0):.4f}</code>: keeps {cal.get('in_kept')}/{cal.get('in_total')} "
             f"in-scope queries and rejects {cal.get('out_rejected')}/{cal.get('out_total')} out-of-scope ones "
             f"(Youden J {float(cal.get('youden_j', 0)):.2f}; the distributions "
             + ("separate" if cal.get("separable") else "<b>overlap</b>") + ").</p>"
