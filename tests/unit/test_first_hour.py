@@ -217,3 +217,18 @@ def test_demo_header_states_the_ceiling_it_keeps(tmp_path: Path) -> None:
     evaluation = next(ln for ln in lines if "questions" in ln and "evaluation" in ln)
     compare = json.loads((result.run_dir / "evaluation" / "compare.json").read_text(encoding="utf-8"))
     assert f"{compare['n_queries']} questions" in evaluation
+
+
+def test_a_resumed_mine_says_its_calls_came_from_the_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.unit.test_mining_cli import _files
+
+    corpus, bench = _files(tmp_path)
+    args = ["mine", str(bench), "--corpus", str(corpus), "--retriever", "none", "--solver", "simulated",
+            "--sim-effect", "0.6", "--budget", "32", "--placebo", "3", "--out", str(tmp_path / "run")]
+    main(args)
+    first = capsys.readouterr().err
+    calls = json.loads((tmp_path / "run" / "run.json").read_text())["calls"]
+    assert f"{calls} calls:" in first and "made now" not in first
+    main(args)
+    again = capsys.readouterr().err
+    assert f"{calls} calls (0 made now, the rest read from the trial log)" in " ".join(again.split())
