@@ -81,7 +81,9 @@ class DemoConfig:
         outcome: ``logprob`` (default: informative even for a 135M model) or ``pass``.
         seed: Run seed (pool placebos, trial designs, bootstrap).
         embedder: Embedder spec of the dense retriever (``None`` = all-MiniLM-L6-v2; ``hash`` for quick tests).
-        retrieved_k: Retrieved candidates per case.
+        retrieved_k: Retrieved candidates per case. 3 (not 5): shorter prompts and more trials per candidate, so
+            more labels are decided within the budget (measured with 3 placebos per question: 1.09 s per local call
+            instead of 1.33 s, 26 % undecided instead of 38 %).
         n_placebo: Placebo candidates per case (9: 54 over the default 6 cases — the placebo null of the logprob
             outcome needs about 50 over the run, :data:`deltap.mining.empirical_null.RECOMMENDED_PLACEBOS`).
         progress: Show progress bars.
@@ -94,7 +96,7 @@ class DemoConfig:
     outcome: str = "logprob"
     seed: int = 0
     embedder: str | None = None
-    retrieved_k: int = 5
+    retrieved_k: int = 3
     n_placebo: int = 9
     progress: bool = True
 
