@@ -232,3 +232,18 @@ def test_a_resumed_mine_says_its_calls_came_from_the_log(tmp_path: Path, capsys:
     main(args)
     again = capsys.readouterr().err
     assert f"{calls} calls (0 made now, the rest read from the trial log)" in " ".join(again.split())
+
+
+def test_report_cli_reads_the_corpus_for_the_failure_analysis(mined_run: tuple[Path, Corpus, object], tmp_path: Path) -> None:
+    from deltap.documents import write_corpus_jsonl
+
+    root, corpus, _ = mined_run
+    corpus_path = write_corpus_jsonl(corpus, tmp_path / "corpus.jsonl")
+    out = tmp_path / "report.html"
+    assert _cli(["report", str(root), "--out", str(out), "--corpus", str(corpus_path)]) == 0
+    with_corpus = out.read_text(encoding="utf-8")
+    assert _cli(["report", str(root), "--out", str(out)]) == 0
+    without = out.read_text(encoding="utf-8")
+    hint = "pass the corpus"
+    assert hint in without and hint not in with_corpus
+    assert 'id="failures"' in with_corpus
