@@ -71,3 +71,11 @@ def test_cli_writes_the_page(book_corpus: Corpus, tmp_path: Path, monkeypatch: p
         main(["check", str(suite), "--html", str(tmp_path / "out" / "check.html")])
     assert info.value.code == 0
     assert (tmp_path / "out" / "check.html").read_text(encoding="utf-8").count("<svg") >= 3
+
+
+def test_the_page_is_well_formed_html(book_corpus: Corpus) -> None:  # noqa: F811
+    from tests.unit.test_report import _parse
+
+    for report in (run(book_corpus), run(book_corpus, {k: v for k, v in SUITE.items() if k != "score_threshold"}, calibrate=True)):
+        parsed = _parse(render_check_html(report))
+        assert parsed.errors == [] and parsed.stack == []

@@ -247,3 +247,13 @@ def test_report_cli_reads_the_corpus_for_the_failure_analysis(mined_run: tuple[P
     hint = "pass the corpus"
     assert hint in without and hint not in with_corpus
     assert 'id="failures"' in with_corpus
+
+
+def test_the_new_sections_are_well_formed_html(mined_run: tuple[Path, Corpus, object]) -> None:
+    from deltap.report import render_html
+    from deltap.report.rundir import load_run_dir
+    from tests.unit.test_report import _parse
+
+    root, corpus, _ = mined_run
+    parsed = _parse(render_html(load_run_dir(root), corpus=corpus))
+    assert parsed.errors == [] and parsed.stack == []
