@@ -257,3 +257,15 @@ def test_the_new_sections_are_well_formed_html(mined_run: tuple[Path, Corpus, ob
     root, corpus, _ = mined_run
     parsed = _parse(render_html(load_run_dir(root), corpus=corpus))
     assert parsed.errors == [] and parsed.stack == []
+
+
+def test_demo_cli_prints_the_reports_call_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from deltap.report.rundir import load_run_dir
+
+    out = tmp_path / "demo"
+    assert _cli(["demo", "--solver", "simulated", "--embedder", "hash", "--out", str(out), "--cases", "2", "--budget", "60", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    data = load_run_dir(out / "run")
+    assert data.trial_log is not None
+    assert f"({data.total_calls()} solver calls, {data.trial_log.seconds_per_call:.2f} s of solver time each)" in printed
+    assert "--budget 60" in printed and "= ≤60 of" in printed

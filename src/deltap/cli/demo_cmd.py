@@ -7,6 +7,17 @@ from pathlib import Path
 import typer
 
 
+def _calls_line(run_dir: Path) -> str:
+    """The trial log's call count and solver time per call, read by the report's own reader (the figures the report
+    shows, so the terminal and the report cannot disagree)."""
+    from deltap.report.rundir import read_trial_log
+
+    log = read_trial_log(run_dir / "trials.sqlite")
+    if log is None or not log.calls:
+        return "no solver call logged"
+    return f"{log.calls} solver calls, {log.seconds_per_call:.2f} s of solver time each"
+
+
 def register(app: typer.Typer) -> None:
     """Add ``demo`` to ``app``."""
 
@@ -33,7 +44,7 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"  corpus            {result.corpus_path} ({result.n_documents} documents)")
         typer.echo(f"  verified dataset  {result.run_dir / 'retrieval_dataset.yaml'}")
         typer.echo(f"  qrels             {result.run_dir / 'qrels' / 'test.tsv'} (also qrels.trec, qrels.jsonl)")
-        typer.echo(f"  trial log         {result.run_dir / 'trials.sqlite'}")
+        typer.echo(f"  trial log         {result.run_dir / 'trials.sqlite'} ({_calls_line(result.run_dir)})")
         if result.comparison:
             typer.echo(f"  comparison        {result.run_dir / 'evaluation' / 'compare.json'}")
         typer.echo(f"  Markdown summary  {result.report_md}")

@@ -27,7 +27,7 @@ from typing import Any
 
 from deltap.errors import DeltapError, FormatError, json_error_detail
 
-__all__ = ["VERDICTS", "CandidateResult", "CaseResult", "RunData", "TrialLogSummary", "TrialRow", "load_run_dir"]
+__all__ = ["VERDICTS", "CandidateResult", "CaseResult", "RunData", "TrialLogSummary", "TrialRow", "load_run_dir", "read_trial_log"]
 
 VERDICTS = ("relevant", "harmful", "irrelevant", "undecided")
 SOURCES = ("gold", "retrieved", "placebo")
@@ -429,8 +429,10 @@ def _pool_run(path: Path, notes: list[str]) -> dict[str, dict[str, float]]:
     return run
 
 
-def _trial_log(path: Path, notes: list[str]) -> TrialLogSummary | None:
-    """Every logged trial (for the drill-down) and the run-wide call and time figures, read-only."""
+def read_trial_log(path: str | Path, notes: list[str] | None = None) -> TrialLogSummary | None:
+    """Every logged trial (for the drill-down) and the run-wide call and time figures, read-only (``None`` when
+    ``path`` is not the mining engine's trial log; problems are appended to ``notes``)."""
+    notes = notes if notes is not None else []
     try:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     except sqlite3.Error:
@@ -560,7 +562,7 @@ def load_run_dir(path: str | Path) -> RunData:
     if trials_path.is_file():
         trial_outcomes = _trial_outcomes(trials_path, notes)
         pool_run = _pool_run(trials_path, notes)
-        trial_log = _trial_log(trials_path, notes)
+        trial_log = read_trial_log(trials_path, notes)
     else:
         notes.append("trials.sqlite not found; trial outcome counts not available")
 
