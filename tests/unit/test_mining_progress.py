@@ -41,7 +41,10 @@ def test_ceiling_shrinks_when_a_case_stops_early_and_ends_at_the_calls_made() ->
         bar(_event("s:a", 0, 0, 0, status="preflight"))
         bar(_event("s:a", 0, 8, 12))
         assert bar.ceiling() == 12 + 12 + (4 + 20) + 2 * 4
-        bar(_event("s:a", 0, 12, 16, status="mined", open_=0))  # stopped early at 12 of 20 trials
+        bar(_event("s:a", 0, 12, 16, open_=2))
+        assert bar.lines()[-1].endswith("trials 12 of ≤20, 2 candidates undecided")
+        bar(_event("s:a", 0, 12, 16, status="budget_exhausted", open_=0))  # stopped at 12 of 20 trials
+        assert "2 candidates undecided" in bar.lines()[-1]  # the final event's open=0 is not "all decided"
         assert bar.ceiling() == 16 + (4 + 20) + 2 * 4
         bar(_event("s:b", 1, 0, 16, status="preflight"))
         bar(_event("s:b", 1, 20, 40, status="budget_exhausted", open_=0))

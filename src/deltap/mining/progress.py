@@ -169,8 +169,11 @@ class MiningProgress:
         if event.get("budget") is not None:
             self.budget = int(event["budget"])
         self.trials = int(event.get("trials") or 0)
-        self.open = None if event.get("open") is None else int(event["open"])
         status = str(event.get("status") or "running")
+        if status == "running":  # a case's final event carries open=0 whatever was left undecided
+            self.open = None if event.get("open") is None else int(event["open"])
+        elif status == "preflight":
+            self.open = None
         if status in ("running", "preflight"):
             self.phase = status
         else:
