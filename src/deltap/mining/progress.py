@@ -249,8 +249,10 @@ class MiningProgress:
             for case_id in [self.case_id] if self.case_id is not None else []:
                 self.finished.setdefault(case_id, "mined")
         if self._live is not None:
+            if exc_type is not None:  # the error is the message: no progress state after it in a log
+                self._live.transient = True
             self._live.refresh()
             self._live.stop()
-            if not self._live.console.is_terminal:  # a log file gets the final state once; end its last line
+            if exc_type is None and not self._live.console.is_terminal:  # a log gets the final state once; end it
                 self._live.console.line()
             self._live = None
