@@ -32,6 +32,8 @@ _LAZY: dict[str, str] = {
     "load_beir": "deltap.loaders",
     "load_qrels": "deltap.qrels",
     "load_run": "deltap.qrels",
+    "run_to_dataframe": "deltap.frames",
+    "qrels_to_dataframe": "deltap.frames",
     # retrieval contract
     "Hit": "deltap.retrieval.base",
     "Retriever": "deltap.retrieval.base",
@@ -116,6 +118,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         evaluate,
         parse_metric,
     )
+    from deltap.frames import qrels_to_dataframe, run_to_dataframe
     from deltap.loaders import load_beir, load_cases, load_corpus
     from deltap.mining.engine import MiningConfig, MiningResult, PlaceboCalibrationWarning, mine
     from deltap.mining.simulation import simulate

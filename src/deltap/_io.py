@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from deltap.errors import DeltapError, FormatError
+from deltap.errors import DeltapError, FormatError, json_error_detail
 
 __all__ = ["atomic_write", "iter_lines", "json_loads", "read_text", "write_text_atomic"]
 
@@ -86,7 +86,7 @@ def json_loads(text: str, path: str | Path, line: int | None = None, what: str =
         raise FormatError(path, f"duplicate key {exc.key!r} in a JSON object: each key may appear once", line) from None
     except json.JSONDecodeError as exc:
         where = line if line is not None else exc.lineno
-        raise FormatError(path, f"invalid JSON ({exc.msg}){'; ' + what if what else ''}", where) from None
+        raise FormatError(path, f"invalid JSON ({json_error_detail(exc)}){'; ' + what if what else ''}", where) from None
 
 
 @contextlib.contextmanager

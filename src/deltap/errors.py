@@ -47,3 +47,15 @@ class DuplicateIdsError(DeltapError):
         self.ids = sorted(set(ids))
         shown = ", ".join(self.ids[:20]) + (f", ... ({len(self.ids)} in all)" if len(self.ids) > 20 else "")
         super().__init__(f"duplicate {what} in {where}: {shown}")
+
+
+def json_error_detail(exc: ValueError) -> str:
+    """What a :class:`json.JSONDecodeError` found, as a whole phrase with its column.
+
+    ``exc.msg`` alone can stop mid-phrase ("Unterminated string starting at"): the position is a separate field.
+    """
+    msg = str(getattr(exc, "msg", exc))
+    col = getattr(exc, "colno", None)
+    if col is None:
+        return msg
+    return f"{msg} column {col}" if msg.endswith(" at") else f"{msg} at column {col}"

@@ -174,7 +174,7 @@ def percentile(values: Sequence[float], q: float) -> float:
     return xs[lo] + (h - lo) * (xs[hi] - xs[lo])
 
 
-def _stats_ms(seconds: Sequence[float]) -> dict[str, float] | None:
+def _stats_ms(seconds: Sequence[float]) -> dict[str, Any] | None:
     if not seconds:
         return None
     ms = [s * 1000.0 for s in seconds]
@@ -184,6 +184,7 @@ def _stats_ms(seconds: Sequence[float]) -> dict[str, float] | None:
         "p95_ms": percentile(ms, 95),
         "p99_ms": percentile(ms, 99),
         "max_ms": max(ms),
+        "samples_ms": [round(x, 4) for x in ms],  # every timed search, for the HTML page's histogram
     }
 
 

@@ -28,7 +28,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from deltap._io import atomic_write, iter_lines, json_loads, read_text
 from deltap.errors import DeltapError, FormatError
@@ -279,15 +279,20 @@ def detect_qrels_format(path: str | Path) -> QrelsFormat:
     return "trec"
 
 
-def load_qrels(path: str | Path, fmt: QrelsFormat | None = None, split: str = "test") -> Qrels:
+def load_qrels(path: str | Path | Any, fmt: QrelsFormat | None = None, split: str = "test") -> Qrels:
     """Load qrels from any supported format.
 
     Args:
-        path: A BEIR TSV, a BEIR folder (reads ``qrels/<split>.tsv``), a TREC qrels file, a qrels JSONL file, or a
-            deltap verified dataset YAML.
+        path: A BEIR TSV, a BEIR folder (reads ``qrels/<split>.tsv``), a TREC qrels file, a qrels JSONL file, a
+            deltap verified dataset YAML, or a pandas DataFrame with columns ``query_id``, ``doc_id``, ``relevance``
+            (see :mod:`deltap.frames`).
         fmt: Force a format instead of guessing.
         split: BEIR split when ``path`` is a folder.
     """
+    from deltap.frames import is_dataframe, qrels_from_dataframe
+
+    if is_dataframe(path):
+        return qrels_from_dataframe(path)
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"qrels file not found: {path}")
@@ -311,8 +316,14 @@ def load_qrels(path: str | Path, fmt: QrelsFormat | None = None, split: str = "t
     return qrels
 
 
-def load_run(path: str | Path) -> Run:
-    """Load a retriever run: a TREC run file, or JSON ``{query_id: {doc_id: score}}``."""
+def load_run(path: str | Path | Any) -> Run:
+    """Load a retriever run: a TREC run file, JSON ``{query_id: {doc_id: score}}``, or a pandas DataFrame with
+    columns ``query_id``, ``doc_id``, ``score`` (see :mod:`deltap.frames`; :func:`deltap.run_to_dataframe` is the
+    way back)."""
+    from deltap.frames import is_dataframe, run_from_dataframe
+
+    if is_dataframe(path):
+        return run_from_dataframe(path)
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"run file not found: {path}")

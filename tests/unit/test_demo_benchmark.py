@@ -109,18 +109,3 @@ def test_long_texts_are_cut_visibly(corpus: Corpus) -> None:
     whole = build_demo_corpus(max_chars=None)
     assert whole.ids == corpus.ids
     assert len(whole["difflib.SequenceMatcher"].text) == corpus["difflib.SequenceMatcher"].metadata["truncated_from"]
-
-
-def test_mining_progress_follows_engine_events() -> None:
-    from deltap.mining.progress import MiningProgress
-
-    with MiningProgress(3, enabled=False) as bar:
-        bar({"case_id": "s:a", "case_index": 0, "cases": 3, "trials": 8, "budget": 22, "open": 5, "calls": 12, "status": "running"})
-        assert bar.progress.tasks[bar.trials].completed == 8 and bar.progress.tasks[bar.trials].total == 22
-        assert bar.progress.tasks[bar.cases].completed == 0
-        bar({"case_id": "s:b", "case_index": 1, "cases": 3, "trials": 0, "budget": 22, "open": 0, "calls": 30, "status": "saturated"})
-        assert bar.progress.tasks[bar.cases].completed == 2  # a and the skipped b are finished
-        assert bar.progress.tasks[bar.trials].completed == 0  # reset for the new case
-        bar({"case_id": "s:c", "case_index": 2, "cases": 3, "trials": 4, "budget": 22, "open": 3, "calls": 34, "status": "running"})
-        assert bar.progress.tasks[bar.cases].completed == 2
-    assert bar.progress.tasks[bar.cases].completed == 3  # a clean exit completes the last case

@@ -94,11 +94,12 @@ def test_ranking_breaks_ties_like_trec_eval() -> None:
 def test_hit_rate_and_recall_curve_values() -> None:
     qrels = {"q1": {"d1": 1, "d2": 2}, "q2": {"d9": 1}, "q3": {"d5": 0}}
     run = {"q1": {"d1": 0.1, "x": 0.9, "d2": 0.5}, "q2": {"y": 1.0}}
-    assert hit_at_k(qrels, run, 1) == {"q1": 0, "q2": 0}  # q3 has no relevant doc: left out
-    assert hit_at_k(qrels, run, 2) == {"q1": 1, "q2": 0}
+    # q3 has no relevant doc: it scores 0, as in `deltap evaluate` (EMPTY_QUERY_RULE), so the means agree
+    assert hit_at_k(qrels, run, 1) == {"q1": 0, "q2": 0, "q3": 0}
+    assert hit_at_k(qrels, run, 2) == {"q1": 1, "q2": 0, "q3": 0}
     curve = recall_curve(qrels, run, [1, 2, 3])
-    assert curve["hit_rate"] == [0.0, 0.5, 0.5]
-    assert curve["recall"] == [0.0, 0.25, 0.5]
+    assert curve["hit_rate"] == pytest.approx([0.0, 1 / 3, 1 / 3])
+    assert curve["recall"] == pytest.approx([0.0, 0.25 / 1.5, 0.5 / 1.5])
     assert recall_curve({"q": {"d": 0}}, run, [1]) == {"hit_rate": [], "recall": []}
 
 
@@ -316,7 +317,7 @@ def test_html_report_is_self_contained_and_complete(run_dir: Path) -> None:
     assert "W/T/L 0/1/1" in text and "p=0.5" in text  # dense vs bm25 on hit_rate@1: Fisher test, Holm-corrected
     # Convergence of hit@5: bm25 finds json.dumps (rank 1) but heapq.nsmallest only at rank 7; dense finds both.
     assert "bm25: 0.500" in text and "dense: 1.000" in text
-    details = [a for t, a in p.tags if t == "details"]
+    details = [a for t, a in p.tags if t == "details" and a.get("class") == "case"]
     assert [d["data-status"] for d in details] == ["mined", "mined", "saturated"]
 
 

@@ -8,8 +8,10 @@ from typing import NoReturn
 import typer
 
 from deltap import __version__
+from deltap.cli.help_format import HelpGroup
 
 app = typer.Typer(
+    cls=HelpGroup,
     name="deltap",
     help=(
         "deltap builds retrieval ground truth proven by task success (ΔP = P(success | doc in) − P(success | doc out)),"
@@ -18,6 +20,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain click help: it wraps every option's text at the terminal width (80 columns when piped) instead of
+    # squeezing it into a narrow boxed column, and shows flags without type markers such as <bool>.
+    rich_markup_mode=None,
+    context_settings={"max_content_width": 100, "help_option_names": ["-h", "--help"]},
 )
 
 

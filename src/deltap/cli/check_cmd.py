@@ -24,6 +24,9 @@ def check(
         False, "--calibrate", help="Propose a score threshold from in- vs out-of-scope score distributions; no gating."
     ),
     json_out: Path = typer.Option(None, "--json", help="Write the full JSON report here."),
+    html_out: Path = typer.Option(
+        None, "--html", help="Write a self-contained HTML page here: gates, latency histogram, calibration plot, queries."
+    ),
 ) -> None:
     """Check a retrieval pipeline: relevance, out-of-scope, metadata, latency, determinism. Exit 0 only if all pass."""
     from deltap.check_suite import GATES
@@ -62,6 +65,11 @@ def check(
     if json_out is not None:
         report.write_json(json_out)
         typer.echo(f"JSON report: {json_out}")
+    if html_out is not None:
+        from deltap.report.check import write_check_html
+
+        write_check_html(report, html_out)
+        typer.echo(f"HTML page: {html_out}")
     if calibrate and report.calibration is not None:
         typer.echo(f"set `score_threshold: {report.calibration['threshold']:.4f}` in {suite} (or pass --threshold)")
     # SystemExit, not typer.Exit: in non-standalone mode click returns typer.Exit's code instead of exiting, and

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
+from deltap.cli.help_format import HelpGroup
+
 if TYPE_CHECKING:
     from deltap.documents import Corpus
 
 corpus_app = typer.Typer(
+    cls=HelpGroup,
+    rich_markup_mode=None,
     help="Build a corpus (BEIR corpus.jsonl) from API symbols, installed Python modules or Markdown pages.",
     no_args_is_help=True,
 )
@@ -40,6 +46,21 @@ def _summarise(corpus: Corpus, out: Path | None) -> None:
         console.print(f"text length (chars): min {lengths[0]:,}, median {mid:,}, max {lengths[-1]:,}")
 
 
+@contextmanager
+def _notes_printed_here() -> Iterator[None]:
+    """The builders log their notes (for library users) and keep them in ``corpus.notes``; the CLI prints the
+    notes itself, so the logged copy must not reach stderr through logging's last-resort handler as well."""
+    import logging
+
+    quiet = logging.NullHandler()
+    logger = logging.getLogger("deltap.corpora")
+    logger.addHandler(quiet)
+    try:
+        yield
+    finally:
+        logger.removeHandler(quiet)
+
+
 def _write(corpus: Corpus, out: Path) -> None:
     from deltap.documents import write_corpus_jsonl
 
@@ -59,7 +80,9 @@ def corpus_api(
 
     if not symbols.is_file():
         raise FileNotFoundError(f"API-symbol YAML not found: {symbols}")
-    _write(read_api_symbols(symbols), out)
+    with _notes_printed_here():
+        corpus = read_api_symbols(symbols)
+    _write(corpus, out)
 
 
 @corpus_app.command("python")
@@ -71,7 +94,9 @@ def corpus_python(
     """One document per module, class, function and method of installed Python modules (built with inspect)."""
     from deltap.corpora.python_package import build_python_corpus
 
-    _write(build_python_corpus(modules, include_private=include_private), out)
+    with _notes_printed_here():
+        corpus = build_python_corpus(modules, include_private=include_private)
+    _write(corpus, out)
 
 
 @corpus_app.command("markdown")
@@ -93,7 +118,8 @@ def corpus_markdown(
         raise DeltapError(f"--chunk-overlap ({chunk_overlap}) must be smaller than --chunk-size ({chunk_size})")
     if not folder.is_dir():
         raise FileNotFoundError(f"Markdown folder not found: {folder}")
-    corpus = build_markdown_corpus(folder, base_url=base_url, chunk_size=chunk_size, chunk_overlap=chunk_overlap, unit=unit)  # type: ignore[arg-type]
+    with _notes_printed_here():
+        corpus = build_markdown_corpus(folder, base_url=base_url, chunk_size=chunk_size, chunk_overlap=chunk_overlap, unit=unit)  # type: ignore[arg-type]
     _write(corpus, out)
 
 

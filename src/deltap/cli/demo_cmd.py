@@ -7,14 +7,25 @@ from pathlib import Path
 import typer
 
 
+def _calls_line(run_dir: Path) -> str:
+    """The trial log's call count and solver time per call, read by the report's own reader (the figures the report
+    shows, so the terminal and the report cannot disagree)."""
+    from deltap.report.rundir import read_trial_log
+
+    log = read_trial_log(run_dir / "trials.sqlite")
+    if log is None or not log.calls:
+        return "no solver call logged"
+    return f"{log.calls} solver calls, {log.seconds_per_call:.2f} s of solver time each"
+
+
 def register(app: typer.Typer) -> None:
     """Add ``demo`` to ``app``."""
 
     @app.command("demo")
     def demo(
         out: Path = typer.Option(Path("deltap-demo"), "--out", "-o", help="Output folder (corpus, index, run, report)."),
-        cases: int = typer.Option(6, "--cases", help="How many bundled benchmark questions to mine (1-40)."),
-        budget: int = typer.Option(200, "--budget", help="Solver calls in total, split evenly over the cases (~1.25 s each locally when idle)."),
+        cases: int = typer.Option(6, "--cases", help="How many bundled benchmark questions to mine (1-56; paraphrased ones first)."),
+        budget: int = typer.Option(200, "--budget", help="Solver calls in total (a ceiling), split evenly over the cases."),
         solver: str = typer.Option("local", "--solver", help="local (SmolLM2-135M in-process), simulated, or another solver spec."),
         outcome: str = typer.Option("logprob", "--outcome", help="logprob (log-probability of the answer) or pass."),
         seed: int = typer.Option(0, "--seed", help="Run seed (placebos, trial designs, bootstrap)."),
@@ -33,7 +44,7 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"  corpus            {result.corpus_path} ({result.n_documents} documents)")
         typer.echo(f"  verified dataset  {result.run_dir / 'retrieval_dataset.yaml'}")
         typer.echo(f"  qrels             {result.run_dir / 'qrels' / 'test.tsv'} (also qrels.trec, qrels.jsonl)")
-        typer.echo(f"  trial log         {result.run_dir / 'trials.sqlite'}")
+        typer.echo(f"  trial log         {result.run_dir / 'trials.sqlite'} ({_calls_line(result.run_dir)})")
         if result.comparison:
             typer.echo(f"  comparison        {result.run_dir / 'evaluation' / 'compare.json'}")
         typer.echo(f"  Markdown summary  {result.report_md}")

@@ -11,7 +11,8 @@ from typing import Any
 
 import typer
 
-_FORMATS = ("table", "markdown", "json", "latex")
+_FORMATS = ("table", "wide", "markdown", "json", "latex")
+FORMAT_HELP = "table (fits the terminal, 80 columns when piped), wide (with intervals and every p-value), markdown, json or latex."
 
 QRELS_HELP = "Qrels: BEIR folder or TSV, TREC qrels, qrels JSONL, or a deltap verified dataset YAML."
 RUN_HELP = "A run (TREC run file or JSON {query_id: {doc_id: score}}), optionally NAME=PATH. Repeatable."
@@ -108,8 +109,16 @@ def _emit(text: str, output: Path | None) -> None:
         typer.secho(f"wrote {output}", err=True)
 
 
+def _width() -> int:
+    import shutil
+
+    return max(60, shutil.get_terminal_size((80, 24)).columns)
+
+
 def _render(obj: Any, fmt: str) -> str:
-    if fmt == "table":
+    if fmt == "table" and hasattr(obj, "to_compact"):
+        return str(obj.to_compact(width=_width()))
+    if fmt in ("table", "wide"):
         return str(obj.to_table())
     if fmt == "markdown":
         return str(obj.to_markdown())
@@ -249,6 +258,14 @@ def _run_command(
             text = json.dumps({"evaluation": result.to_dict(), "failures": report.to_dict()}, indent=2, ensure_ascii=False)
         elif fmt == "markdown":
             text += "\n\n" + report.to_markdown()
+        elif fmt == "table":
+            import textwrap
+
+            width = _width()
+            text += "\n\n" + "\n".join(
+                textwrap.fill(line, width, subsequent_indent="    ") if len(line) > width else line
+                for line in report.to_table().splitlines()
+            )
         else:
             text += "\n\n" + report.to_table()
     _emit(text, output)
@@ -270,7 +287,7 @@ def register(app: typer.Typer) -> None:
         embedder: str = typer.Option(None, "--embedder", help="Embedder for dense/hybrid (default: bundled MiniLM)."),
         save_runs: Path = typer.Option(None, "--save-runs", help="Folder to write the built runs to (TREC format)."),
         metrics: str = typer.Option(None, "--metrics", "-m", help=METRICS_HELP),
-        fmt: str = typer.Option("table", "--format", "-f", help="table, markdown, json or latex."),
+        fmt: str = typer.Option("table", "--format", "-f", help=FORMAT_HELP),
         output: Path = typer.Option(None, "--output", "-o", help="Write the report here instead of stdout."),
         per_query: Path = typer.Option(None, "--per-query", help="Write per-query values as TSV."),
         on_missing: str = typer.Option("zero", "--on-missing", help="Qrels queries absent from a run: zero, skip, error."),
@@ -305,7 +322,7 @@ def register(app: typer.Typer) -> None:
         test: str = typer.Option("fisher", "--test", help="Test for the significance marks: fisher (randomization) or t."),
         alpha: float = typer.Option(0.05, "--alpha", help="Significance level (Holm-adjusted p-values)."),
         permutations: int = typer.Option(10_000, "--permutations", min=100, help="Randomization test permutations."),
-        fmt: str = typer.Option("table", "--format", "-f", help="table, markdown, json or latex."),
+        fmt: str = typer.Option("table", "--format", "-f", help=FORMAT_HELP),
         output: Path = typer.Option(None, "--output", "-o", help="Write the report here instead of stdout."),
         per_query: Path = typer.Option(None, "--per-query", help="Write per-query values (one TSV per run)."),
         on_missing: str = typer.Option("zero", "--on-missing", help="Qrels queries absent from a run: zero, skip, error."),

@@ -149,11 +149,13 @@ def mine_command(
         config = replace(config, budget=budget)
     if gold_weight is not None:
         config = replace(config, gold_weight=gold_weight)
-    with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), console=console) as progress:
+    with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), console=console, config=config, deterministic=bool(getattr(solver, "deterministic", False))) as progress:
         warnings.simplefilter("always", PlaceboCalibrationWarning)
         result = mine(cases, corpus, solver, out=out, config=config, retriever=retriever, progress=progress, remine_changed=remine_changed)
     run = result.run
-    console.print(f"[bold]mined {run['cases']} case(s)[/bold] in {run['wall_seconds']:.1f}s, {run['calls']} calls: {run['cases_by_status']}")
+    new_calls = run.get("calls_this_process", run["calls"])
+    resumed = f" ({new_calls} made now, the rest read from the trial log)" if new_calls < run["calls"] else ""
+    console.print(f"[bold]mined {run['cases']} case(s)[/bold] in {run['wall_seconds']:.1f}s, {run['calls']} calls{resumed}: {run['cases_by_status']}")
     console.print(f"verdicts: {run['verdicts']}")
     pl = run["placebo"]
     console.print(f"placebo false-positive rate: {pl['fpr']:.3f} ({pl['labelled_relevant']} relevant + {pl['labelled_harmful']} harmful of {pl['n']}; BH reference q·R/M {pl['nominal']:.4f})")

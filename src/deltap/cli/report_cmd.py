@@ -17,6 +17,9 @@ def register(app: typer.Typer) -> None:
             None, "--out", "-o", help="Where to write (default RUN_DIR/report.html or report.md); '-' prints to stdout."
         ),
         fmt: str = typer.Option("html", "--format", "-f", help="html (self-contained page) or md (Markdown summary)."),
+        corpus: Path | None = typer.Option(
+            None, "--corpus", help="The mined corpus: lets the failure analysis test distractors outside the pools."
+        ),
     ) -> None:
         """Write a self-contained HTML report of a mining run (verdicts, forest plots, calibration, retrievers)."""
         from deltap.errors import DeltapError
@@ -26,7 +29,12 @@ def register(app: typer.Typer) -> None:
         if fmt not in {"html", "md", "markdown"}:
             raise DeltapError(f"unknown --format {fmt!r}; use html or md")
         data = load_run_dir(run_dir)
-        text = render_html(data) if fmt == "html" else render_markdown(data)
+        docs = None
+        if corpus is not None:
+            from deltap.loaders import load_corpus
+
+            docs = load_corpus(corpus)
+        text = render_html(data, corpus=docs) if fmt == "html" else render_markdown(data)
         if out is not None and str(out) == "-":
             typer.echo(text, nl=False)
             return

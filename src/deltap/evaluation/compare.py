@@ -149,6 +149,53 @@ class Report:
         parts += [f"note: {n}" for n in self.notes]
         return "\n".join(parts)
 
+    def to_compact(self, width: int = 80) -> str:
+        """Text for a terminal of ``width`` columns: means with significance marks (the columns split into blocks
+        that fit), then one line per paired test with the chosen test's Holm-adjusted p-value and win/tie/loss. The
+        intervals and both tests' raw p-values are in :meth:`to_table` (``--format wide``)."""
+        import textwrap
+
+        n = len(self.query_ids)
+        name = f"Fisher randomization test ({self.n_permutations} permutations)" if self.test == "fisher" else "paired t-test"
+        head = (
+            f"{n} queries; mean per metric. ▲/▼ = significantly better/worse than {self.baseline} ({name}, Holm over "
+            f"{(len(self.systems) - 1) * len(self.measures)} tests, α = {self.alpha}). Intervals: --format wide."
+        )
+        parts = [textwrap.fill(head, width)]
+        names = [s + (" (baseline)" if s == self.baseline else "") for s in self.systems]
+        means = {s: self.results[s].values.mean(axis=0) if len(self.query_ids) else [math.nan] * len(self.measures) for s in self.systems}
+        label_w = max(len(x) for x in [*names, "system"])
+        blocks: list[list[int]] = [[]]
+        used = label_w
+        for j, m in enumerate(self.measures):
+            col = max(len(str(m)), 7) + 2
+            if blocks[-1] and used + col > width:
+                blocks.append([])
+                used = label_w
+            blocks[-1].append(j)
+            used += col
+        for block in blocks:
+            header = ["system", *[str(self.measures[j]) for j in block]]
+            rows = [
+                [label, *[f"{means[s][j]:.4f}{self._mark(s, j) or ' '}" for j in block]]
+                for s, label in zip(self.systems, names, strict=True)
+            ]
+            parts += ["", to_text(header, rows)]
+        if len(self.systems) > 1:
+            p_holm = self.p_fisher_holm if self.test == "fisher" else self.p_t_holm
+            header = [f"vs {self.baseline}", "metric", "Δ mean", "p (Holm)", "W/T/L"]
+            rows = []
+            base = self.results[self.baseline]
+            for s in self.systems:
+                if s == self.baseline:
+                    continue
+                for j, m in enumerate(self.measures):
+                    delta = self.results[s].values[:, j].mean() - base.values[:, j].mean() if len(base.query_ids) else math.nan
+                    rows.append([s, str(m), f"{delta:+.4f}", f"{p_holm[s][j]:.3g}", f"{self.wins[s][j]}/{self.ties[s][j]}/{self.losses[s][j]}"])
+            parts += ["", to_text(header, rows, right=[False, False, True, True, True])]
+        parts += [textwrap.fill(f"note: {x}", width, subsequent_indent="  ") for x in self.notes]
+        return "\n".join(parts)
+
     def _confidence(self) -> float:
         return self.results[self.baseline].confidence
 

@@ -33,6 +33,10 @@ Coalitions = Mapping[str, Sequence[Collection[str]]]
 
 def load_qrels_like(qrels: QrelsLike) -> Mapping[str, Mapping[str, int]]:
     """Qrels dict as given, or loaded from a path with :func:`deltap.qrels.load_qrels` (any supported format)."""
+    from deltap.frames import is_dataframe, qrels_from_dataframe
+
+    if is_dataframe(qrels):
+        return qrels_from_dataframe(qrels)
     if isinstance(qrels, str | Path):
         from deltap.evaluation.trec_fast import read_qrels_fast
         from deltap.qrels import load_qrels
@@ -43,8 +47,10 @@ def load_qrels_like(qrels: QrelsLike) -> Mapping[str, Mapping[str, int]]:
 
 
 def load_run_like(run: RunLike) -> Mapping[str, Mapping[str, float]]:
-    """Run dict as given, or loaded from a TREC run / JSON file with :func:`deltap.qrels.load_run`."""
-    if isinstance(run, str | Path):
+    """Run dict as given, or loaded from a TREC run / JSON file or a DataFrame with :func:`deltap.qrels.load_run`."""
+    from deltap.frames import is_dataframe
+
+    if isinstance(run, str | Path) or is_dataframe(run):
         from deltap.qrels import load_run
 
         return load_run(run)

@@ -36,7 +36,15 @@ import numpy as np
 
 from deltap.errors import DeltapError
 
+#: The rule for qrels queries without a relevant document, in the words every output (CLI notes, demo, report)
+#: uses: one rule, stated once (see the module docstring and :func:`align_queries`).
+EMPTY_QUERY_RULE = (
+    "a question without a relevant document (every grade 0) scores 0 on every metric, as in trec_eval "
+    "(--on-empty skip leaves it out)"
+)
+
 __all__ = [
+    "EMPTY_QUERY_RULE",
     "NOT_RETRIEVED",
     "EvaluationWarning",
     "MissingPolicy",

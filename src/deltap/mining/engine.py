@@ -487,8 +487,10 @@ def mine(
         config: A :class:`MiningConfig`; keyword ``options`` override its fields (``budget=64``...).
         retriever: Source of the ``retrieved`` candidates (``None``: gold and placebo only).
         checker_factory: ``case -> Checker`` for the ``pass`` outcome; default :func:`deltap.checkers.make_checker`.
-        progress: Called with a dict after every batch (``case_id``, ``case_index``, ``cases``, ``trials``,
-            ``budget``, ``open``, ``calls``, ``status``).
+        progress: Called with a dict when a case starts (``status`` ``preflight``) and after every batch
+            (``case_id``, ``case_index``, ``cases``, ``trials``, ``budget``, ``open``, ``calls``, ``status``); then
+            once per coalition check (``phase`` ``coalition``, ``case_id``, ``calls``). ``calls`` counts the solver
+            calls this process made so far. :class:`deltap.mining.progress.MiningProgress` draws them.
         remine_changed: When resuming, re-mine from scratch exactly the cases whose inputs changed (see
             :mod:`deltap.mining.manifest`) instead of refusing the resume.
 
@@ -538,6 +540,8 @@ def mine(
                     checker = factory(res.case) if cfg.outcome == "pass" else None
                     runner = _Runner(res.case, res.pool, corpus, solver, checker, log, cfg)
                     total_calls += _coalition(res, runner, cfg, policy)
+                    if progress is not None:
+                        progress({"phase": "coalition", "case_id": res.case.case_id, "calls": total_calls})
         for res in results:  # calls = logged solver calls (the same for a resumed and an uninterrupted run)
             res.info["calls_by_kind"] = _logged_calls(log, res.case.case_id)
             res.calls = sum(res.info["calls_by_kind"].values())
@@ -634,6 +638,7 @@ def _mine_case(
         report("skipped", 0, 0)
         return res
     runner = _Runner(case, pool, corpus, solver, checker, log, cfg)
+    report("preflight", 0, m)
     design = InclusionDesign(cfg.seed, case.case_id, m, cfg.pi, cfg.design)
 
     def on_batch(status: str, trials: int, open_: int) -> None:

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from deltap.mining.engine import MiningConfig
     from deltap.mining.verdicts import VerdictPolicy
 
-__all__ = ["CaseRun", "TrialSource", "case_weights", "find_coalitions", "preflight_status", "run_case"]
+__all__ = ["CaseRun", "TrialSource", "call_ceiling", "case_weights", "find_coalitions", "preflight_status", "run_case"]
 
 #: most relevant documents a coalition search considers (2**6 subsets)
 MAX_COALITION_DOCS = 6
@@ -100,6 +100,21 @@ def case_weights(candidates: Sequence[Any], gold_weight: float) -> NDArray[np.fl
         return None
     raw = np.array([gold_weight if "gold" in c.sources else 1.0 for c in candidates], dtype=float)
     return np.asarray(raw * (raw.size / raw.sum()), dtype=float)
+
+
+def call_ceiling(cfg: Any, deterministic: bool = False) -> tuple[int, int, int]:
+    """The most solver calls one case can make, by phase: ``(preflight, design, coalition)``.
+
+    The one source of the ceiling every display shows (:func:`deltap.mining.progress.planned_calls`), read off the
+    rules of this module: the preflight asks ``preflight`` times with no document and with every candidate (once
+    each for a deterministic solver); the confirming subsets are design trials and count towards ``budget``; the
+    coalition checks stop at ``verify_trials`` calls (deterministic) or twice that (stochastic).
+    """
+    pre = 2 * (1 if deterministic else int(cfg.preflight)) if int(cfg.preflight) > 0 else 0
+    coalition = 0
+    if getattr(cfg, "coalitions", True) and int(cfg.verify_trials) > 0:
+        coalition = int(cfg.verify_trials) if deterministic else 2 * int(cfg.verify_trials)
+    return pre, int(cfg.budget), coalition
 
 
 def preflight_status(pre: dict[str, list[float]], outcome: str) -> str | None:

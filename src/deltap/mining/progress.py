@@ -1,61 +1,261 @@
-"""Progress bars for ``deltap mine`` and ``deltap demo``, fed by the mining engine's ``progress`` callback."""
+"""Progress display for ``deltap mine`` and ``deltap demo``, fed by the mining engine's ``progress`` callback.
+
+What it shows (and why each figure can be trusted):
+
+* **calls** — solver calls made by this process, against the most the run can still make (``of ≤N``). The ceiling
+  is :func:`planned_calls` per case (preflight + design trials + coalition check); it shrinks as cases stop early,
+  so the bar ends exactly where the run ends. Trials already in the trial log (a resumed run) cost no call.
+* **rate and time left** — seconds per call measured on this run (wall time / calls), and the time the remaining
+  ceiling takes at that rate: an upper bound (``≤``), because adaptive stopping usually ends cases sooner.
+* **the current case** — its full id (wrapped, never cut), the phase (preflight, design trials, coalition check),
+  trials against the case's trial budget, and how many of its candidates are still *undecided* (no label yet;
+  the case stops when none is left or its budget is spent).
+* **after the last case** — the dataset-wide step (Benjamini–Hochberg over every candidate, the placebo check on
+  the placebo documents) and the coalition checks, which make calls of their own.
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MiningProgress"]
+__all__ = ["CallPlan", "MiningProgress", "planned_calls"]
+
+
+@dataclass(frozen=True)
+class CallPlan:
+    """The most solver calls one case can make, by phase.
+
+    Attributes:
+        preflight: Calls before the design trials (``preflight`` trials with no document and with every one).
+        design: Design trials (the trial budget; adaptive stopping may use fewer).
+        coalition: Calls verifying a winning coalition (only cases with a relevant document make them).
+        preflight_confirm: Calls of an extended preflight (a case that looks saturated is confirmed, then skipped
+            without design trials, so it never exceeds :attr:`per_case`).
+    """
+
+    preflight: int
+    design: int
+    coalition: int
+    preflight_confirm: int = 0
+
+    @property
+    def per_case(self) -> int:
+        """The ceiling of one case: ``preflight + design + coalition`` (or the confirmation, if larger)."""
+        return max(self.preflight + self.design + self.coalition, self.preflight_confirm)
+
+    def describe(self) -> str:
+        """``≤33 solver calls (4 preflight, ≤25 trials, ≤4 coalition check)``."""
+        parts = [f"{self.preflight} preflight", f"≤{self.design} trials"]
+        if self.coalition:
+            parts.append(f"≤{self.coalition} coalition check")
+        return f"≤{self.per_case} solver calls ({', '.join(parts)})"
+
+
+def planned_calls(config: Any, deterministic: bool = False) -> CallPlan:
+    """The per-case call ceiling of a :class:`~deltap.mining.engine.MiningConfig` (one source for every display).
+
+    The figures come from the procedure itself (:func:`deltap.mining.procedure.call_ceiling`): ``preflight`` calls
+    with no document and with every candidate (one each for a deterministic solver), the design-trial ``budget``
+    (the preflight's confirming subsets are design trials), and the coalition checks of a case with a relevant
+    document (``verify_trials`` calls for a deterministic solver, twice that for a stochastic one).
+    """
+    from deltap.mining.procedure import call_ceiling
+
+    pre, design, coalition = call_ceiling(config, deterministic)
+    return CallPlan(preflight=pre, design=design, coalition=coalition)
+
+
+def _clock_text(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def _bar(done: float, total: float, width: int = 24) -> str:
+    share = 0.0 if total <= 0 else min(1.0, max(0.0, done / total))
+    full = int(round(share * width))
+    return "━" * full + "╺" * (width - full)
 
 
 class MiningProgress:
-    """Rich progress bars fed by the mining engine's progress callback: one for the cases, one for the current case."""
+    """A live progress display fed by the mining engine's progress callback (see the module docstring).
 
-    def __init__(self, n_cases: int, enabled: bool = True, console: Any = None) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
+    Args:
+        n_cases: Cases the run mines.
+        enabled: ``False`` shows nothing (``--no-progress``).
+        console: The :class:`rich.console.Console` to draw on (default: stderr).
+        config: The run's :class:`~deltap.mining.engine.MiningConfig`, for the call ceiling; without it the
+            ceiling comes from the events' trial budgets alone.
+        deterministic: The solver is deterministic (fewer preflight and coalition calls: :func:`planned_calls`).
+        clock: Seconds, monotonic (injectable for tests).
+    """
 
-        self.progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(bar_width=24),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            TextColumn("{task.fields[info]}"),
-            console=console,
-            disable=not enabled,
-            transient=False,
-        )
-        self.cases = self.progress.add_task("cases ", total=n_cases, info="")
-        self.trials = self.progress.add_task("trials", total=1, info="")
-        self.current: str | None = None
+    def __init__(
+        self,
+        n_cases: int,
+        enabled: bool = True,
+        console: Any = None,
+        *,
+        config: Any = None,
+        deterministic: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.n_cases = int(n_cases)
+        self.enabled = enabled
+        self.plan = planned_calls(config, deterministic) if config is not None else None
+        self.clock = clock
+        self.started = clock()
+        self.calls = 0  # solver calls made by this process
+        self.case_id: str | None = None
+        self.case_index = -1
+        self.phase = "starting"
+        self.trials = 0
+        self.budget = self.plan.design if self.plan else 0
+        self.open: int | None = None
+        self.finished: dict[str, str] = {}  # case id -> final status
+        self.coalition_done: set[str] = set()
+        self._live: Any = None
+        self._console = console
+
+    # --- the figures ---------------------------------------------------------------------------------------------
+    def ceiling(self) -> int:
+        """The most calls the whole run can have made when it ends (calls made + the most still to come)."""
+        plan = self.plan
+        pre = plan.preflight if plan else 0
+        design = plan.design if plan else self.budget
+        coalition = plan.coalition if plan else 0
+        remaining = 0
+        if self.phase in ("starting", "preflight", "running"):
+            current = 1 if self.case_id is not None and self.case_id not in self.finished else 0
+            future = max(0, self.n_cases - len(self.finished) - current)
+            if current:
+                remaining += (pre if self.phase in ("starting", "preflight") else 0) + max(0, self.budget - self.trials)
+            remaining += future * (pre + design)
+            remaining += coalition * (self.n_cases - len(self.coalition_done))
+        elif self.phase in ("dataset", "coalition"):
+            mined = sum(1 for s in self.finished.values() if s not in ("skipped", "saturated", "unsolvable", "errors"))
+            remaining += coalition * max(0, mined - len(self.coalition_done))
+        return self.calls + remaining
+
+    def seconds_per_call(self) -> float | None:
+        """Wall seconds per call on this run so far (``None`` before the first call)."""
+        return (self.clock() - self.started) / self.calls if self.calls else None
+
+    def seconds_left(self) -> float | None:
+        """An upper bound on the time left: the remaining call ceiling at the measured rate."""
+        rate = self.seconds_per_call()
+        return None if rate is None else rate * (self.ceiling() - self.calls)
+
+    # --- the engine's callback -------------------------------------------------------------------------------------
+    def __call__(self, event: dict[str, Any]) -> None:
+        phase = str(event.get("phase") or "")
+        case_id = str(event.get("case_id", ""))
+        if "calls" in event:
+            self.calls = max(self.calls, int(event.get("calls") or 0))
+        if phase == "coalition":
+            self.phase = "coalition"
+            self.case_id = case_id
+            self.coalition_done.add(case_id)
+            self._refresh()
+            return
+        if case_id != self.case_id:
+            if self.case_id is not None and self.phase != "coalition" and self.case_id not in self.finished:
+                self.finished[self.case_id] = "mined"  # events come per batch; a new case means the last one ended
+            self.case_id = case_id
+            self.trials = 0
+        self.case_index = int(event.get("case_index", self.case_index))
+        self.n_cases = int(event.get("cases") or self.n_cases)
+        if event.get("budget") is not None:
+            self.budget = int(event["budget"])
+        self.trials = int(event.get("trials") or 0)
+        status = str(event.get("status") or "running")
+        if status == "running":  # a case's final event carries open=0 whatever was left undecided
+            self.open = None if event.get("open") is None else int(event["open"])
+        elif status == "preflight":
+            self.open = None
+        if status in ("running", "preflight"):
+            self.phase = status
+        else:
+            self.finished[case_id] = status
+            self.phase = "dataset" if len(self.finished) >= self.n_cases else "running"
+        self._refresh()
+
+    # --- drawing ---------------------------------------------------------------------------------------------------
+    def lines(self) -> list[str]:
+        """The display as plain lines (each fits 80 columns except a case id longer than that, which wraps)."""
+        ceiling = self.ceiling()
+        rate = self.seconds_per_call()
+        left = self.seconds_left()
+        elapsed = _clock_text(self.clock() - self.started)
+        timing = f"{elapsed} elapsed"
+        if rate is not None:
+            timing += f" · {rate:.2f} s/call · ≤{_clock_text(left or 0.0)} left"
+        else:
+            timing += " · time left: after the first calls"
+        out = [
+            f"calls  {_bar(self.calls, ceiling)} {self.calls:,} of ≤{ceiling:,}",
+            f"       {timing}",
+        ]
+        done = len(self.finished)
+        if self.phase == "done":
+            out[0] = f"calls  {_bar(1, 1)} {self.calls:,} (done)"
+            out[1] = f"       {elapsed} elapsed" + (f" · {rate:.2f} s/call" if rate is not None else "")
+            out.append(f"cases  {_bar(1, 1)} {done} of {self.n_cases} mined")
+            return out
+        if self.phase in ("dataset", "coalition"):
+            out.append(f"cases  {_bar(done, self.n_cases)} {done} of {self.n_cases} mined")
+            if self.phase == "dataset":
+                out.append("now    dataset-wide verdicts (Benjamini–Hochberg) and the placebo check")
+            else:
+                out.append(f"now    coalition check of {self.case_id}")
+            return out
+        number = min(self.n_cases, max(1, self.case_index + 1))
+        out.append(f"cases  {_bar(done, self.n_cases)} {done} of {self.n_cases} done")
+        if self.case_id is None:
+            return out
+        if self.phase in ("starting", "preflight"):
+            detail = "preflight (no document, then every candidate)"
+        else:
+            detail = f"trials {self.trials} of ≤{self.budget}"
+            if self.open is not None:
+                detail += f", {self.open} candidate{'s' if self.open != 1 else ''} undecided"
+        out.append(f"case {number} {self.case_id}: {detail}")
+        return out
+
+    def __rich__(self) -> Any:
+        from rich.text import Text
+
+        return Text("\n".join(self.lines()), overflow="fold")
+
+    def _refresh(self) -> None:
+        if self._live is not None:
+            self._live.refresh()
 
     def __enter__(self) -> MiningProgress:
-        self.progress.start()
+        self.started = self.clock()
+        if self.enabled:
+            from rich.console import Console
+            from rich.live import Live
+
+            console = self._console if self._console is not None else Console(stderr=True)
+            self._live = Live(self, console=console, refresh_per_second=2, transient=False)
+            self._live.start()
         return self
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
-        if exc_type is None:  # the engine reports batches, not the end of the last case
-            self.progress.update(self.cases, completed=self.progress.tasks[self.cases].total)
-        self.progress.stop()
-
-    def __call__(self, event: dict[str, Any]) -> None:
-        case_id = str(event.get("case_id", ""))
-        if case_id != self.current:
-            self.current = case_id
-            self.progress.reset(self.trials, total=max(1, int(event.get("budget") or 1)))
-        # cases before this one are finished; this one too when the engine reports its final status (a skip)
-        done = int(event.get("case_index", 0)) + (1 if event.get("status") not in (None, "running") else 0)
-        short = case_id.split(":", 1)[-1]
-        self.progress.update(
-            self.trials,
-            completed=int(event.get("trials") or 0),
-            info=f"{short[:24]} · {event.get('open', '?')} open",
-        )
-        self.progress.update(self.cases, completed=min(done, int(event.get("cases") or done)),
-                             info=f"{event.get('calls', 0)} calls")
+        if exc_type is None:
+            self.phase = "done"
+            for case_id in [self.case_id] if self.case_id is not None else []:
+                self.finished.setdefault(case_id, "mined")
+        if self._live is not None:
+            if exc_type is not None:  # the error is the message: no progress state after it in a log
+                self._live.transient = True
+            self._live.refresh()
+            self._live.stop()
+            if exc_type is None and not self._live.console.is_terminal:  # a log gets the final state once; end it
+                self._live.console.line()
+            self._live = None

@@ -56,14 +56,13 @@ def hit_at_k(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[s
     """Per-query hit@K ("Recall@K" of the seed design, also called success@K).
 
     hit@K(q) = 1 if any document with grade > 0 is among the top K of the run for q, else 0. Queries of ``qrels``
-    without a relevant document are left out; queries of ``qrels`` absent from ``run`` score 0 (like trec_eval
-    ``-c``). Keys follow the order of ``qrels``.
+    without a relevant document score 0, and so do queries absent from ``run`` (like trec_eval ``-c``): the same
+    rule as ``deltap evaluate`` (:data:`deltap.evaluation.ranking.EMPTY_QUERY_RULE`), so the report's means equal
+    the evaluation's. Keys follow the order of ``qrels``.
     """
     out: dict[str, int] = {}
     for qid in qrels:
         rel = _relevant(qrels, qid)
-        if not rel:
-            continue
         top = ranked_ids(run.get(qid, {}))[:k]
         out[qid] = int(any(d in rel for d in top))
     return out
@@ -75,13 +74,14 @@ def recall_curve(
     """Mean hit@K and mean recall@K for each K in ``ks``.
 
     recall@K(q) = |relevant ∩ top K| / |relevant| (Manning, Raghavan & Schütze 2008, *Introduction to Information
-    Retrieval*, §8.3); means are over the queries of ``qrels`` that have a relevant document.
+    Retrieval*, §8.3), 0 for a query without a relevant document; means are over every query of ``qrels`` (the rule
+    of :func:`hit_at_k`).
 
     Returns:
         ``{"hit_rate": [...], "recall": [...]}``, one value per K (empty lists when no query has a relevant doc).
     """
-    queries = [q for q in qrels if _relevant(qrels, q)]
-    if not queries:
+    queries = list(qrels)
+    if not any(_relevant(qrels, q) for q in queries):
         return {"hit_rate": [], "recall": []}
     rankings = {q: ranked_ids(run.get(q, {})) for q in queries}
     hit_rate: list[float] = []
@@ -93,7 +93,7 @@ def recall_curve(
             rel = _relevant(qrels, q)
             found = sum(d in rel for d in rankings[q][:k])
             hits += found > 0
-            rec += found / len(rel)
+            rec += found / len(rel) if rel else 0.0
         hit_rate.append(hits / len(queries))
         recall.append(rec / len(queries))
     return {"hit_rate": hit_rate, "recall": recall}

@@ -1,7 +1,8 @@
 """The self-contained HTML report of a mining run (inline CSS, inline JS, inline SVG; nothing fetched).
 
 Sections: run summary, placebo calibration, retriever comparison with recall@K curves, convergence of the
-dataset-level mean hit@5, one forest plot per case, notes on anything that was missing, and a plain-words guide.
+dataset-level mean hit@5, failure analysis (why each retriever missed a question), one forest plot per case with a
+drill-down into every solver call of the case, notes on anything that was missing, and a plain-words guide.
 """
 
 from __future__ import annotations
@@ -68,6 +69,11 @@ details.case .body { padding:6px 14px 10px; overflow-x:auto; }
 .guide dt { font-weight:600; margin-top:6px; } .guide dd { margin:0 0 4px 16px; }
 svg.plot { max-width:100%; height:auto; display:block; }
 .pair { display:flex; flex-wrap:wrap; gap:18px; } .pair > div { flex:1 1 480px; min-width:0; }
+details.trials { margin:8px 0; } details.trials > summary { cursor:pointer; color:var(--accent); }
+ol.cands { columns:2; font-size:12px; margin:4px 0 8px; }
+.trialwrap { max-height:420px; overflow:auto; border:1px solid var(--line); }
+table.trials { margin:0; font-size:12px; } table.trials td, table.trials th { padding:1px 5px; text-align:center; }
+table.trials td:last-child { text-align:left; } tr.o-error td { color:#b91c1c; }
 footer { color:var(--muted); font-size:12px; padding:16px 28px; border-top:1px solid var(--line); }
 """
 
@@ -159,6 +165,31 @@ def _legend(outcome_is_logprob: bool) -> str:
 # --- sections -----------------------------------------------------------------------------------------------------
 
 
+def _time_cards(data: RunData) -> list[str]:
+    """Wall time and solver time that a rerun cannot reset.
+
+    ``run.json`` records the wall time of the session that wrote it. When that session found every trial already in
+    the log (a rerun of a finished run) its wall time says nothing about the mining, so the card says which session
+    it is; the solver time comes from the trial log itself (the sum of every logged call's latency) and so covers
+    every session.
+    """
+    cards = []
+    calls = data.total_calls()
+    this = data.summary.get("calls_this_process")
+    wall = data.get("wall_seconds")
+    if isinstance(this, int) and isinstance(calls, int) and this < calls:
+        cards.append(_card("wall time, last session", f"{_seconds(wall)} ({this:,} of {calls:,} calls)"))
+    else:
+        cards.append(_card("wall time", _seconds(wall)))
+    log = data.trial_log
+    if log is not None and log.calls:
+        cards.append(_card("solver time (all sessions)", _seconds(log.solver_seconds)))
+        per_call = log.seconds_per_call
+        if per_call is not None:
+            cards.append(_card("solver time per call", f"{per_call:.2f} s"))
+    return cards
+
+
 def _summary(data: RunData) -> str:
     cands = sum(len(c.candidates) for c in data.cases)
     tool = data.get("tool_version") or data.get("tool")
@@ -167,7 +198,7 @@ def _summary(data: RunData) -> str:
         _card("candidates judged", _fmt(cands)),
         _card("trials", _fmt(data.total_trials())),
         _card("solver calls", _fmt(data.total_calls())),
-        _card("wall time", _seconds(data.get("wall_seconds"))),
+        *_time_cards(data),
         _card("solver", _fmt(data.get("solver_id") or data.get("solver"))),
         _card("outcome", _fmt(data.outcome)),
         _card("seed", _fmt(data.get("seed"))),
@@ -308,6 +339,85 @@ def _comparison_table(view: ComparisonView) -> str:
     return "".join(out)
 
 
+def _query_rule(data: RunData, n_queries: int | None) -> str:
+    """Which questions the means are over, and the rule for those without a relevant document (stated once, in
+    :data:`deltap.evaluation.ranking.EMPTY_QUERY_RULE`, and quoted here)."""
+    from deltap.evaluation.ranking import EMPTY_QUERY_RULE
+
+    empty = [q for q, docs in data.qrels.items() if not any(g > 0 for g in docs.values())]
+    n = n_queries if n_queries is not None else len(data.qrels)
+    text = f"Means over the {n} questions of the mined qrels (the figures <code>deltap evaluate</code> gives on them)"
+    if empty:
+        text += f"; {len(empty)} of them without a relevant document: {_e(EMPTY_QUERY_RULE)}"
+    return f'<p class="na">{text}.</p>'
+
+
+FAILURE_K = 5
+
+
+def _failures(data: RunData, corpus: Any) -> str:
+    """Why each retriever missed: :func:`deltap.evaluation.failures.analyze_failures` at K = 5 over the evaluation runs."""
+    from deltap.evaluation.failures import BUCKETS, analyze_failures
+
+    out = [f'<section id="failures"><h2>Failure analysis: questions whose relevant documents all missed the top {FAILURE_K}</h2>']
+    if not data.runs:
+        out.append(_na("Failure analysis", "no retriever runs in evaluation/runs/"))
+        return "".join(out) + "</section>"
+    qrels = {q: docs for q, docs in data.qrels.items() if any(g > 0 for g in docs.values())}
+    if not qrels:
+        out.append(_na("Failure analysis", "the verified dataset has no relevant documents yet"))
+        return "".join(out) + "</section>"
+    texts: dict[str, str] = {c.doc_id: c.text for case in data.cases for c in case.candidates if c.text}
+    if corpus is not None:
+        texts.update({d.doc_id: d.full_text for d in corpus})
+    queries = {c.case_id: c.query for c in data.cases}
+    harmful = {c.case_id: [x.doc_id for x in c.candidates if x.verdict == "harmful"] for c in data.cases}
+    runs = {name: {q: run.get(q, {}) for q in qrels} for name, run in data.runs.items()}
+    try:
+        report = analyze_failures(qrels, runs, queries, texts, k=FAILURE_K, harmful=harmful)
+    except Exception as exc:  # a report never crashes on one section
+        out.append(_na("Failure analysis", f"{type(exc).__name__}: {exc}"))
+        return "".join(out) + "</section>"
+    out.append(
+        "<p>Each miss gets one primary bucket: <b>vocabulary_mismatch</b> (the best relevant document shares few of "
+        "the question's words), <b>distractor_overlap</b> (a document ranked above it shares as many words, or is "
+        "labelled harmful), <b>specificity_gap</b> (a short or generic question: many documents tie near the top), "
+        "<b>unexplained</b> (no lexical signal).</p>"
+    )
+    if corpus is None:
+        out.append('<p class="na">Document texts come from the candidates of the dataset; pass the corpus '
+                   "(<code>deltap report RUN_DIR --corpus C</code>) to also test distractors outside the pools.</p>")
+    counts = report.counts()
+    out.append("<table><tr><th>bucket</th>" + "".join(f"<th>{_e(s)}</th>" for s in report.systems) + "</tr>")
+    for bucket in BUCKETS:
+        out.append(f"<tr><td>{_e(bucket)}</td>" + "".join(f'<td class="num">{counts[s][bucket]}</td>' for s in report.systems) + "</tr>")
+    totals = {s: sum(counts[s].values()) for s in report.systems}
+    out.append("<tr><th>missed / questions with a relevant document</th>" + "".join(
+        f'<td class="num">{totals[s]} / {report.n_queries.get(s, 0)}</td>' for s in report.systems) + "</tr></table>")
+    if report.failures:
+        out.append('<table class="failures"><tr><th>retriever</th><th>question</th><th>bucket</th>'
+                   "<th>best relevant document (rank)</th><th>question words it lacks</th><th>evidence</th></tr>")
+        for f in report.failures:
+            ev = f.evidence
+            rank = ev.get("best_relevant_rank")
+            evidence = []
+            if ev.get("harmful_in_top_k"):
+                evidence.append("harmful in top K: " + ", ".join(_e(d) for d in ev["harmful_in_top_k"]))
+            if ev.get("distractor"):
+                evidence.append(f"distractor {_e(ev['distractor'])} at rank {ev.get('distractor_rank')} "
+                                f"(covers {float(ev.get('distractor_coverage') or 0):.0%} of the words)")
+            evidence.append(f"best relevant covers {float(ev.get('best_relevant_coverage') or 0):.0%}")
+            out.append(
+                f"<tr><td>{_e(f.system)}</td><td><b>{_e(f.query_id)}</b><br>{_e(f.query)}</td><td>{_e(f.bucket)}</td>"
+                f"<td><code>{_e(ev.get('best_relevant', ''))}</code> ({'not retrieved' if rank is None else rank})</td>"
+                f"<td>{_e(', '.join(ev.get('missing_terms') or []))}</td><td>{'; '.join(evidence)}</td></tr>"
+            )
+        out.append("</table>")
+    else:
+        out.append(f"<p>Every retriever put a relevant document in the top {FAILURE_K} of every question.</p>")
+    return "".join(out) + "</section>"
+
+
 def _retrievers(data: RunData) -> str:
     out = ['<section id="retrievers"><h2>Retriever comparison</h2>']
     view = read_comparison(data.evaluation)
@@ -316,6 +426,7 @@ def _retrievers(data: RunData) -> str:
         out.append(_na("The comparison table", why + " (run `deltap compare` or `deltap demo` to produce it)"))
     else:
         out.append(_comparison_table(view))
+        out.append(_query_rule(data, view.n_queries))
         rows: list[tuple[str, float | None, float | None, float | None, str]] = []
         for metric in view.metrics:
             for i, system in enumerate(view.systems):
@@ -415,10 +526,62 @@ def _case(data: RunData, case: CaseResult, margin: float | None, min_effect: flo
         )
     else:
         body.append(_na("Candidates", f"case status is {case.status!r}; it was not mined"))
+    body.append(_trials(data, case))
     return (
         f'<details class="case" open data-status="{_e(case.status)}" data-relevant="{n_rel}" data-search="{_e(search)}">'
         + head + '<div class="body">' + "".join(body) + "</div></details>"
     )
+
+
+MAX_TRIAL_ROWS = 400
+
+
+def _trials(data: RunData, case: CaseResult) -> str:
+    """The drill-down: every logged solver call of the case, with the candidates in its prompt and its outcome."""
+    log = data.trial_log
+    rows = log.trials.get(case.case_id, []) if log is not None else []
+    if not rows:
+        why = "trials.sqlite not found" if log is None else "no trial of this case is in the log"
+        return f'<details class="trials"><summary>trials: none to show</summary>{_na("The trial log", why)}</details>'
+    pool = log.pools.get(case.case_id, []) if log is not None else []
+    by_doc = {c.doc_id: c for c in case.candidates}
+    lat = [r.latency for r in rows if r.latency is not None]
+    head = (
+        f"<summary>every solver call of this case: {len(rows)} "
+        f"({', '.join(f'{n} {k}' for k, n in _kind_counts(rows).items())})"
+        + (f", {sum(lat):.1f} s of solver time" if lat else "")
+        + "</summary>"
+    )
+    legend = ["<p>Columns 1…{m} are the candidates (● = in the prompt of that call):</p><ol class=\"cands\">".replace("{m}", str(len(pool)))]
+    for doc_id in pool:
+        cand = by_doc.get(doc_id)
+        tag = f" — {_e(cand.primary_source)}, <i>{_e(cand.verdict)}</i>" if cand is not None else ""
+        legend.append(f"<li><code>{_e(doc_id)}</code>{tag}</li>")
+    legend.append("</ol>")
+    table = ['<div class="trialwrap"><table class="trials"><tr><th>call</th><th>kind</th>']
+    table += [f'<th title="{_e(d)}">{i}</th>' for i, d in enumerate(pool, start=1)]
+    table.append("<th>outcome</th><th>value</th><th>s</th><th>answer / detail</th></tr>")
+    for n, r in enumerate(rows[:MAX_TRIAL_ROWS], start=1):
+        cells = "".join(f"<td>{'●' if on else ''}</td>" for on in r.included[: len(pool)])
+        cells += "<td></td>" * max(0, len(pool) - len(r.included))
+        value = _fmt(r.value, 3)
+        note = r.answer or r.detail
+        table.append(
+            f'<tr class="o-{_e(r.outcome)}"><td class="num">{n}</td><td>{_e(r.kind)} #{r.index}</td>{cells}'
+            f'<td>{_e(r.outcome)}</td><td class="num">{value}</td><td class="num">{_fmt(r.latency, 2)}</td>'
+            f"<td>{_e(note[:120])}</td></tr>"
+        )
+    table.append("</table></div>")
+    if len(rows) > MAX_TRIAL_ROWS:
+        table.append(f'<p class="na">first {MAX_TRIAL_ROWS} of {len(rows)} calls shown; every call is in trials.sqlite.</p>')
+    return f'<details class="trials">{head}' + "".join(legend) + "".join(table) + "</details>"
+
+
+def _kind_counts(rows: Sequence[Any]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in rows:
+        out[r.kind] = out.get(r.kind, 0) + 1
+    return out
 
 
 def _cases(data: RunData) -> str:
@@ -477,8 +640,15 @@ def _notes(data: RunData) -> str:
     return f'<section id="notes"><h2>Notes on the inputs</h2><ul>{items}</ul></section>'
 
 
-def render_html(data: RunData, title: str | None = None) -> str:
-    """The whole report as one HTML string (self-contained: no external resource is referenced)."""
+def render_html(data: RunData, title: str | None = None, corpus: Any = None) -> str:
+    """The whole report as one HTML string (self-contained: no external resource is referenced).
+
+    Args:
+        data: The run, from :func:`load_run_dir`.
+        title: Page title (default: the run folder's name).
+        corpus: The corpus the run mined (a :class:`~deltap.documents.Corpus`), for the failure analysis's
+            distractor test on documents outside the candidate pools; optional.
+    """
     from deltap import __version__
 
     title = title or f"deltap report — {data.path.name}"
@@ -490,6 +660,7 @@ def render_html(data: RunData, title: str | None = None) -> str:
             ("placebo", "Placebo calibration"),
             ("retrievers", "Retrievers"),
             ("convergence", "Convergence"),
+            ("failures", "Failures"),
             ("cases", "Cases"),
             ("guide", "How to read"),
         )
@@ -505,6 +676,7 @@ def render_html(data: RunData, title: str | None = None) -> str:
         _placebo(data),
         _retrievers(data),
         _convergence(data),
+        _failures(data, corpus),
         _cases(data),
         _notes(data),
         GUIDE,
@@ -515,10 +687,13 @@ def render_html(data: RunData, title: str | None = None) -> str:
     return "\n".join(parts)
 
 
-def write_html_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
-    """Read ``run_dir`` and write its HTML report (default ``RUN_DIR/report.html``); returns the path written."""
+def write_html_report(run_dir: str | Path, out: str | Path | None = None, corpus: Any = None) -> Path:
+    """Read ``run_dir`` and write its HTML report (default ``RUN_DIR/report.html``); returns the path written.
+
+    ``corpus`` (optional) sharpens the failure analysis; see :func:`render_html`.
+    """
     data = load_run_dir(run_dir)
     path = Path(out) if out is not None else data.path / "report.html"
     from deltap._io import write_text_atomic
 
-    return write_text_atomic(path, render_html(data))
+    return write_text_atomic(path, render_html(data, corpus=corpus))

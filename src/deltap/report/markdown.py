@@ -27,12 +27,20 @@ def render_markdown(data: RunData, top_docs: int = 3) -> str:
     """The run as Markdown: summary table, verdicts, placebo calibration, retrievers, one line per case."""
     lines = [f"# deltap report — {data.path.name}", ""]
     wall = data.get("wall_seconds")
+    calls = data.total_calls()
+    this = data.summary.get("calls_this_process")
+    wall_label = "wall time (s)"
+    if isinstance(this, int) and isinstance(calls, int) and this < calls:
+        wall_label = f"wall time of the last session (s; {this} of {calls} calls)"
+    log = data.trial_log
     rows = [
         ("cases", len(data.cases)),
         ("candidates judged", sum(len(c.candidates) for c in data.cases)),
         ("trials", data.total_trials()),
-        ("solver calls", data.total_calls()),
-        ("wall time (s)", None if wall is None else f"{float(wall):.1f}"),
+        ("solver calls", calls),
+        (wall_label, None if wall is None else f"{float(wall):.1f}"),
+        ("solver time, all sessions (s)", f"{log.solver_seconds:.1f}" if log is not None and log.calls else None),
+        ("solver time per call (s)", f"{log.seconds_per_call:.2f}" if log is not None and log.seconds_per_call else None),
         ("solver", data.get("solver_id") or data.get("solver")),
         ("outcome", data.outcome),
         ("seed", data.get("seed")),
@@ -92,6 +100,11 @@ def render_markdown(data: RunData, top_docs: int = 3) -> str:
             lines.append(f"| {_cell(name)} | " + " | ".join(cells) + " |")
         lines.append("")
         lines.append("`*` significant paired difference vs the baseline.")
+        from deltap.evaluation.ranking import EMPTY_QUERY_RULE
+
+        empty = [q for q, d in data.qrels.items() if not any(g > 0 for g in d.values())]
+        if empty:
+            lines.append(f"{len(empty)} of the {len(data.qrels)} questions have no relevant document: {EMPTY_QUERY_RULE}.")
     if data.runs:
         order = [c.case_id for c in data.cases]
         finals = []

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deltap.errors import DeltapError, FormatError
+from deltap.errors import DeltapError, FormatError, json_error_detail
 
-__all__ = ["VERDICTS", "CandidateResult", "CaseResult", "RunData", "load_run_dir"]
+__all__ = ["VERDICTS", "CandidateResult", "CaseResult", "RunData", "TrialLogSummary", "TrialRow", "load_run_dir", "read_trial_log"]
 
 VERDICTS = ("relevant", "harmful", "irrelevant", "undecided")
 SOURCES = ("gold", "retrieved", "placebo")
@@ -120,6 +120,57 @@ class CaseResult:
         return Counter(c.verdict for c in self.candidates)
 
 
+@dataclass(frozen=True)
+class TrialRow:
+    """One logged solver call of a case, for the report's drill-down.
+
+    Attributes:
+        kind: ``preflight_none``, ``preflight_all``, ``design`` or ``coalition``.
+        index: The trial's index within its kind.
+        included: Which pool candidates were in the prompt (pool order; see :attr:`TrialLogSummary.pools`).
+        outcome: ``pass`` / ``fail`` / ``score`` / ``error``.
+        value: 1/0 for pass/fail, the log-probability for ``score``, ``None`` for errors.
+        latency: Seconds the solver took.
+        answer: The solver's raw answer (``pass`` outcome), cut to 300 characters.
+        detail: The checker's or the solver's note.
+    """
+
+    kind: str
+    index: int
+    included: tuple[bool, ...]
+    outcome: str
+    value: float | None
+    latency: float | None
+    answer: str = ""
+    detail: str = ""
+
+
+@dataclass
+class TrialLogSummary:
+    """What the trial log says about the whole run, over every session that wrote to it.
+
+    Attributes:
+        calls: Logged solver calls (the same figure as ``run.json``'s ``calls``).
+        solver_seconds: Sum of the solver latencies of every logged call: the time the solver worked, which a
+            rerun that resumes a complete log does not reset.
+        first, last: Unix times of the first and the last logged call.
+        pools: ``{case_id: [doc_id, ...]}`` in pool order (the order of :attr:`TrialRow.included`).
+        trials: ``{case_id: [TrialRow, ...]}`` in logging order.
+    """
+
+    calls: int = 0
+    solver_seconds: float = 0.0
+    first: float | None = None
+    last: float | None = None
+    pools: dict[str, list[str]] = field(default_factory=dict)
+    trials: dict[str, list[TrialRow]] = field(default_factory=dict)
+
+    @property
+    def seconds_per_call(self) -> float | None:
+        """Mean solver seconds per logged call (the one "s per call" figure the report and the README quote)."""
+        return self.solver_seconds / self.calls if self.calls else None
+
+
 @dataclass
 class RunData:
     """Everything a report shows, read from one run directory.
@@ -137,6 +188,7 @@ class RunData:
             ``trials.sqlite``: the retrieved candidates with their ranks. Lets the convergence plot work for any
             mining run, with or without an ``evaluation/`` folder.
         notes: Human-readable notes on what was missing or could not be read.
+        trial_log: Calls, solver time and every trial per case from ``trials.sqlite`` (``None`` without it).
     """
 
     path: Path
@@ -149,6 +201,7 @@ class RunData:
     trial_outcomes: dict[str, int] = field(default_factory=dict)
     pool_run: dict[str, dict[str, float]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    trial_log: TrialLogSummary | None = None
 
     # --- derived figures -------------------------------------------------------------------------------------
     def get(self, key: str, default: Any = None) -> Any:
@@ -378,6 +431,62 @@ def _pool_run(path: Path, notes: list[str]) -> dict[str, dict[str, float]]:
     return run
 
 
+def read_trial_log(path: str | Path, notes: list[str] | None = None) -> TrialLogSummary | None:
+    """Every logged trial (for the drill-down) and the run-wide call and time figures, read-only (``None`` when
+    ``path`` is not the mining engine's trial log; problems are appended to ``notes``)."""
+    notes = notes if notes is not None else []
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+    out = TrialLogSummary()
+    try:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "trials" not in tables:
+            return None
+        columns = {r[1] for r in con.execute('PRAGMA table_info("trials")')}
+        if not {"case_id", "kind", "trial_index", "inclusion", "outcome", "value", "latency", "created"} <= columns:
+            return None  # not the mining engine's trial log: no per-trial detail to show
+        if "pools" in tables:
+            for case_id, pool_json in con.execute("SELECT case_id, pool_json FROM pools"):
+                try:
+                    pool = json.loads(pool_json)
+                    out.pools[str(case_id)] = [str(c["doc_id"]) for c in pool.get("candidates", [])]
+                except (TypeError, KeyError, AttributeError, json.JSONDecodeError):
+                    continue
+        rows = con.execute(
+            "SELECT case_id, kind, trial_index, inclusion, outcome, value, latency, "
+            + ("answer, detail, " if {"answer", "detail"} <= columns else "'', '', ")
+            + "created FROM trials ORDER BY created, rowid"
+        ).fetchall()
+    except sqlite3.Error as exc:
+        notes.append(f"trials.sqlite trials could not be read ({exc}); the trial drill-down is not available")
+        return None
+    finally:
+        con.close()
+    for case_id, kind, index, inclusion, outcome, value, latency, answer, detail, created in rows:
+        lat = _num(latency)
+        out.calls += 1
+        out.solver_seconds += lat or 0.0
+        t = _num(created)
+        if t is not None:
+            out.first = t if out.first is None else min(out.first, t)
+            out.last = t if out.last is None else max(out.last, t)
+        out.trials.setdefault(str(case_id), []).append(
+            TrialRow(
+                kind=str(kind),
+                index=int(index),
+                included=tuple(ch == "1" for ch in str(inclusion or "")),
+                outcome=str(outcome),
+                value=_num(value),
+                latency=lat,
+                answer=str(answer or "")[:300],
+                detail=str(detail or "")[:300],
+            )
+        )
+    return out
+
+
 def load_run_dir(path: str | Path) -> RunData:
     """Read a run directory for reporting.
 
@@ -409,7 +518,7 @@ def load_run_dir(path: str | Path) -> RunData:
             else:
                 notes.append("run.json is not a JSON object; run summary taken from the dataset only")
         except json.JSONDecodeError as exc:
-            notes.append(f"run.json is not valid JSON ({exc.msg} at line {exc.lineno}); run summary taken from the dataset")
+            notes.append(f"run.json is not valid JSON ({json_error_detail(exc)}, line {exc.lineno}); run summary taken from the dataset")
         except UnicodeDecodeError:
             notes.append("run.json is not valid UTF-8; run summary taken from the dataset")
     else:
@@ -439,7 +548,7 @@ def load_run_dir(path: str | Path) -> RunData:
             if evaluation is None:
                 notes.append("evaluation/compare.json is not a JSON object; retriever comparison not available")
         except json.JSONDecodeError as exc:
-            notes.append(f"evaluation/compare.json is not valid JSON ({exc.msg}); retriever comparison not available")
+            notes.append(f"evaluation/compare.json is not valid JSON ({json_error_detail(exc)}, line {exc.lineno}); retriever comparison not available")
         except UnicodeDecodeError:
             notes.append("evaluation/compare.json is not valid UTF-8; retriever comparison not available")
 
@@ -455,9 +564,11 @@ def load_run_dir(path: str | Path) -> RunData:
     trial_outcomes: dict[str, int] = {}
     trials_path = root / "trials.sqlite"
     pool_run: dict[str, dict[str, float]] = {}
+    trial_log: TrialLogSummary | None = None
     if trials_path.is_file():
         trial_outcomes = _trial_outcomes(trials_path, notes)
         pool_run = _pool_run(trials_path, notes)
+        trial_log = read_trial_log(trials_path, notes)
     else:
         notes.append("trials.sqlite not found; trial outcome counts not available")
 
@@ -472,4 +583,5 @@ def load_run_dir(path: str | Path) -> RunData:
         trial_outcomes=trial_outcomes,
         pool_run=pool_run,
         notes=notes,
+        trial_log=trial_log,
     )
