@@ -40,7 +40,7 @@ def test_simulated_demo_writes_every_output(simulated_demo: tuple[Path, list[str
     assert [ln for ln in lines if ln.startswith("[")] == [
         "[1/5] corpus: documenting 12 standard-library modules",
         "[2/5] retrievers: BM25, dense (embedded Qdrant), hybrid (RRF)",
-        "[3/5] mining: 5 cases × ≤40 solver calls (4 preflight, ≤32 trials, ≤4 coalition check) = ≤200 of --budget 200; "
+        "[3/5] mining: 5 cases × ≤40 solver calls (4 preflight, ≤28 trials, ≤8 coalition check) = ≤200 of --budget 200; "
         "solver=simulated, outcome=logprob",
         "[4/5] evaluation: bm25, dense, hybrid against the mined qrels",
         "[5/5] report",
