@@ -179,7 +179,7 @@ def mine_command(
 
 
 def simulate_command(
-    scenario: list[str] = typer.Option([], "--scenario", help="Scenario(s): S1, harmful, interaction, saturated, logprob, logprob_text, logprob_sparse, m60, null, mixed (default: all)."),
+    scenario: list[str] = typer.Option([], "--scenario", help="Scenario(s): S1, harmful, interaction, saturated, logprob, logprob_text, logprob_sparse, logprob_tilted, logprob_tilted_similar, m60, null, mixed (default: all)."),
     design: list[str] = typer.Option([], "--design", help="Designs: naive:N, fixed:N, adaptive, adaptive:BUDGET, each optionally /bernoulli (coin-flip inclusion), /placebo or /zero (the null), /gwW (gold weight W) and @q (default: the benchmark set)."),
     replications: int = typer.Option(1000, "--replications", "-r", help="Replications per (scenario, design)."),
     seed: int = typer.Option(0, "--seed", help="Seed."),

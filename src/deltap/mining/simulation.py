@@ -79,6 +79,11 @@ class Scenario:
         text_effect_share: Share of documents that have such an effect (the rest have none): below 1 the text
             effects are sparse and heavy-tailed, as measured on SmolLM2 (most placebos ~0, a few ±1-1.7 nats).
         placebos: The last ``placebos`` candidates are placebo documents (nulls whose source the engine knows).
+        topic_scale: Text effects of the case's own candidates (gold and retrieved: documents on the case's topic)
+            are this many times those of random corpus text. Above 1 the assumption of the placebo null — retrieved
+            nulls behave like random placebos — is false; see ``similar_placebos``.
+        similar_placebos: The placebos are drawn from the case's topic too (``--placebo-kind similar``: far down the
+            retriever's ranking), so their text effects have ``topic_scale`` as well.
         gold: Candidates the case names as gold (prior information; ``None``: the planted relevant ones). The rest
             (but the placebos) are retrieved candidates.
         description: One line for the table.
@@ -94,6 +99,8 @@ class Scenario:
     text_effect_sd: float = 0.0
     text_effect_share: float = 1.0
     placebos: int = 0
+    topic_scale: float = 1.0
+    similar_placebos: bool = False
     gold: tuple[int, ...] | None = None
     description: str = ""
 
@@ -119,6 +126,9 @@ class Scenario:
         effects = self.text_effect_sd * rng.standard_normal((R, self.m))
         if self.text_effect_share < 1.0:
             effects = np.where(rng.random((R, self.m)) < self.text_effect_share, effects, 0.0)
+        if self.topic_scale != 1.0:
+            on_topic = ~self.placebo_mask if not self.similar_placebos else np.ones(self.m, dtype=bool)
+            effects = effects * np.where(on_topic, self.topic_scale, 1.0)
         return np.asarray(effects, dtype=float)
 
     def truth(self) -> NDArray[np.int8]:
@@ -178,6 +188,17 @@ SCENARIOS: dict[str, Scenario] = {
         text_effect_share=0.2, placebos=5,
         description="the real SmolLM2 shape: a fifth of the documents move the log-prob (SD 1.5 nats), the rest do "
         "not; +4.0/+3.0 real effects, noise SD 0.3, 5 placebos",
+    ),
+    "logprob_tilted": Scenario(
+        "logprob_tilted", 20, {0: 4.0, 1: 3.0}, base=-6.0, outcome="logprob", noise=0.3, text_effect_sd=1.5,
+        text_effect_share=0.2, placebos=5, topic_scale=1.75,
+        description="logprob_sparse, but the case's own candidates (on its topic) move the log-prob 1.75× more than "
+        "random text, and the 5 placebos are random text (--placebo-kind random)",
+    ),
+    "logprob_tilted_similar": Scenario(
+        "logprob_tilted_similar", 20, {0: 4.0, 1: 3.0}, base=-6.0, outcome="logprob", noise=0.3, text_effect_sd=1.5,
+        text_effect_share=0.2, placebos=5, topic_scale=1.75, similar_placebos=True,
+        description="logprob_tilted with placebos drawn from the case's topic (--placebo-kind similar)",
     ),
     "m60": Scenario("m60", 60, {0: 0.4, 1: 0.3}, base=0.1, description="S1 with 60 candidates"),
     "null": Scenario("null", 20, {}, base=0.3, description="no relevant document (global null), base 0.3"),
