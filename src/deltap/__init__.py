@@ -68,8 +68,8 @@ _LAZY: dict[str, str] = {
     "run_demo": "deltap.demo",
     "DemoConfig": "deltap.demo",
     # pipeline check
-    "check_pipeline": "deltap.pipeline_check",
-    "CheckReport": "deltap.pipeline_check",
+    "check_pipeline": "deltap.check",
+    "PipelineCheckResult": "deltap.check",
     # mining
     "mine": "deltap.mining.engine",
     "MiningConfig": "deltap.mining.engine",
@@ -101,6 +101,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deltap.cases import Case, CheckerSpec
+    from deltap.check import PipelineCheckResult, check_pipeline
     from deltap.checkers import make_checker
     from deltap.checkers.base import Checker, CheckResult
     from deltap.dataset import Dataset, read_dataset, write_dataset
@@ -122,7 +123,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deltap.loaders import load_beir, load_cases, load_corpus
     from deltap.mining.engine import MiningConfig, MiningResult, PlaceboCalibrationWarning, mine
     from deltap.mining.simulation import simulate
-    from deltap.pipeline_check import CheckReport, check_pipeline
     from deltap.prompts import render_prompt
     from deltap.qrels import Qrels, Run, load_qrels, load_run
     from deltap.report import load_run_dir, write_html_report, write_markdown_report

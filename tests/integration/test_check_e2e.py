@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
+from deltap.check import PipelineCheckResult, check_pipeline
 from deltap.corpora.markdown import build_markdown_corpus
 from deltap.documents import Corpus, Document, write_corpus_jsonl
-from deltap.pipeline_check import CheckReport, check_pipeline
 from deltap.retrieval.base import Hit
 
 pytestmark = pytest.mark.integration
@@ -219,7 +219,7 @@ def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
     return code, out, err
 
 
-def _status(report: CheckReport) -> dict[str, str]:
+def _status(report: PipelineCheckResult) -> dict[str, str]:
     return {c.gate + ":" + c.criterion: c.status for c in report.criteria}
 
 

@@ -60,7 +60,7 @@ def test_page_of_a_calibration_run(book_corpus: Corpus) -> None:  # noqa: F811
 
 
 def test_cli_writes_the_page(book_corpus: Corpus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
-    import deltap.pipeline_check as pc
+    import deltap.check as pc
     from deltap.cli.app import main
 
     report = run(book_corpus)

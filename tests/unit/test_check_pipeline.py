@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from deltap.check import PipelineCheckResult, check_pipeline
 from deltap.corpora.markdown import build_markdown_corpus
 from deltap.documents import Corpus, write_corpus_jsonl
 from deltap.errors import DeltapError
-from deltap.pipeline_check import CheckReport, check_pipeline
 from deltap.retrieval.base import Hit
 
 BOOK = {
@@ -132,7 +132,7 @@ SUITE: dict[str, Any] = {
 }
 
 
-def run(book: Corpus, suite: Mapping[str, Any] | None = None, **kw: Any) -> CheckReport:
+def run(book: Corpus, suite: Mapping[str, Any] | None = None, **kw: Any) -> PipelineCheckResult:
     clock = Clock()
     fake_kw = {k: kw.pop(k) for k in list(kw) if k in ("embed_ms", "search_ms", "overhead_ms", "drift", "mutate",
                                                         "report_split", "score_offset")}
@@ -150,7 +150,7 @@ def run(book: Corpus, suite: Mapping[str, Any] | None = None, **kw: Any) -> Chec
     return report
 
 
-def status(report: CheckReport) -> dict[str, str]:
+def status(report: PipelineCheckResult) -> dict[str, str]:
     return {c.criterion: c.status for c in report.criteria}
 
 
@@ -409,7 +409,7 @@ def cli_env(tmp_path: Path, book_corpus: Corpus, monkeypatch: pytest.MonkeyPatch
         return r
 
     monkeypatch.setattr(deltap.retrieval, "open_index", fake_open, raising=False)
-    monkeypatch.setattr("deltap.pipeline_check.time.perf_counter", clock)
+    monkeypatch.setattr("deltap.check.run.time.perf_counter", clock)
     (tmp_path / "index").mkdir()
     write_corpus_jsonl(book_corpus, tmp_path / "corpus.jsonl")
     suite = {**SUITE, "index": {"store": "index", "corpus": "corpus.jsonl"}}

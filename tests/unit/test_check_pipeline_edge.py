@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from deltap.check import PipelineCheckResult, check_pipeline
 from deltap.corpora.markdown import build_markdown_corpus
 from deltap.documents import Corpus
-from deltap.pipeline_check import CheckReport, check_pipeline
 from deltap.retrieval import build_retriever
 from tests.unit.test_check_pipeline import BOOK, SUITE
 
@@ -35,7 +35,7 @@ def _index(corpus: Corpus, path: Path) -> Path:
     return path / "store"
 
 
-def _check(store: Path, corpus: Corpus, monkeypatch: pytest.MonkeyPatch, suite: dict[str, Any] | None = None, **kw: Any) -> CheckReport:
+def _check(store: Path, corpus: Corpus, monkeypatch: pytest.MonkeyPatch, suite: dict[str, Any] | None = None, **kw: Any) -> PipelineCheckResult:
     import deltap.retrieval.dense as dense
 
     ticks = itertools.count()
@@ -44,7 +44,7 @@ def _check(store: Path, corpus: Corpus, monkeypatch: pytest.MonkeyPatch, suite: 
     return check_pipeline(dict(suite or SUITE), store=store, corpus=corpus, clock=lambda: 0.002 * next(outer), **kw)
 
 
-def _status(report: CheckReport) -> dict[str, str]:
+def _status(report: PipelineCheckResult) -> dict[str, str]:
     return {c.criterion: c.status for c in report.criteria}
 
 

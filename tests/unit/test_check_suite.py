@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from deltap.check_suite import DEFAULT_OUT_OF_SCOPE, load_suite, parse_suite, starter_suite_yaml
+from deltap.check import percentile, propose_threshold
+from deltap.check.suite import DEFAULT_OUT_OF_SCOPE, load_suite, parse_suite, starter_suite_yaml
 from deltap.documents import Corpus, Document
 from deltap.errors import DeltapError, FormatError
-from deltap.pipeline_check import percentile, propose_threshold
 
 GOOD = """\
 top_k: 3

@@ -29,9 +29,8 @@ def check(
     ),
 ) -> None:
     """Check a retrieval pipeline: relevance, out-of-scope, metadata, latency, determinism. Exit 0 only if all pass."""
-    from deltap.check_suite import GATES
+    from deltap.check import GATES, check_pipeline
     from deltap.errors import DeltapError
-    from deltap.pipeline_check import check_pipeline
 
     bad = [g for g in skip if g not in GATES]
     if bad:
@@ -84,7 +83,7 @@ def init_check(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
 ) -> None:
     """Write a starter check suite from a corpus (sections and sample queries) for you to edit."""
-    from deltap.check_suite import starter_suite_yaml
+    from deltap.check.suite import starter_suite_yaml
     from deltap.errors import DeltapError
     from deltap.loaders import load_corpus
 

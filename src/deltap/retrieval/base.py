@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Hit", "Retriever", "validate_query"]
+__all__ = ["Closeable", "Hit", "Retriever", "TimedRetriever", "validate_query"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,24 @@ class Retriever(Protocol):
         self, queries: Sequence[str], k: int = 10, filter: Mapping[str, Any] | None = None
     ) -> list[list[Hit]]:
         """:meth:`search` for many queries (backends batch the expensive part, e.g. query embedding)."""
+        ...
+
+
+@runtime_checkable
+class TimedRetriever(Protocol):
+    """A retriever that says how its last ``search`` / ``search_batch`` call split its time (a capability: the pipeline
+    check gates embedding + search latency with it, and falls back to end-to-end time for retrievers without it)."""
+
+    last_embed_seconds: float
+    last_search_seconds: float
+
+
+@runtime_checkable
+class Closeable(Protocol):
+    """A retriever (or store) that holds a resource to release: an embedded index lock, a server connection."""
+
+    def close(self) -> None:
+        """Release the resource; the object is not used afterwards."""
         ...
 
 

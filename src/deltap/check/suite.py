@@ -172,12 +172,6 @@ def load_suite(path: str | Path) -> CheckSuite:
     return parse_suite(data, source=str(path))
 
 
-def _where(source: str, entry: Mapping[str, Any] | None, line: int | None = None) -> tuple[str, int | None]:
-    if line is None and isinstance(entry, Mapping):
-        line = entry.get(_LINE)
-    return source, line
-
-
 def _err(source: str, msg: str, line: int | None) -> FormatError:
     return FormatError(source, msg, line)
 
