@@ -8,8 +8,9 @@ The public API mirrors the CLI. Names are imported lazily (no heavy imports, no 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from deltap._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -54,12 +55,12 @@ _LAZY: dict[str, str] = {
     # evaluation
     "evaluate": "deltap.evaluation",
     "compare": "deltap.evaluation",
-    "Report": "deltap.evaluation",
+    "Comparison": "deltap.evaluation",
     "EvalResult": "deltap.evaluation",
     "Measure": "deltap.evaluation",
     "parse_metric": "deltap.evaluation",
     "analyze_failures": "deltap.evaluation",
-    "FailureReport": "deltap.evaluation",
+    "FailureAnalysis": "deltap.evaluation",
     "EvaluationWarning": "deltap.evaluation",
     # reports and the demo
     "load_run_dir": "deltap.report",
@@ -83,20 +84,7 @@ _LAZY: dict[str, str] = {
     "write_dataset": "deltap.dataset",
 }
 
-__all__ = sorted([*_LAZY, "__version__"])
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'deltap' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY, extra=["__version__"])
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
@@ -109,11 +97,11 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deltap.documents import Corpus, Document
     from deltap.errors import DeltapError, DuplicateIdsError, FormatError, MissingIdsError
     from deltap.evaluation import (
+        Comparison,
         EvalResult,
         EvaluationWarning,
-        FailureReport,
+        FailureAnalysis,
         Measure,
-        Report,
         analyze_failures,
         compare,
         evaluate,

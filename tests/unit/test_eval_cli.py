@@ -136,7 +136,7 @@ def test_one_shot_builds_runs_with_retrievers(tmp_path: Path, capsys: pytest.Cap
 def test_fast_qrels_reader_equals_exact_reader(tmp_path: Path, text: str, request: pytest.FixtureRequest) -> None:
     """Clean files take the fast path with the exact reader's result; anything else falls back to the exact reader."""
     from deltap.errors import FormatError
-    from deltap.evaluation.evaluate import load_qrels_like
+    from deltap.evaluation.scores import load_qrels_like
     from deltap.evaluation.trec_fast import read_qrels_fast
     from deltap.qrels import load_qrels
 

@@ -1,4 +1,4 @@
-"""Statistics (Holm, paired t, randomization test, calibration under the null) and compare()'s Report."""
+"""Statistics (Holm, paired t, randomization test, calibration under the null) and compare()'s Comparison."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from scipy import stats as sps
 
 from deltap.errors import DeltapError
-from deltap.evaluation import Report, compare
+from deltap.evaluation import Comparison, compare
 from deltap.evaluation.stats import holm, paired_t_test, randomization_test
 
 
@@ -71,7 +71,7 @@ def _planted(n: int = 60, seed: int = 0) -> tuple[dict, dict, dict, dict]:
 def test_compare_finds_the_planted_improvement_only() -> None:
     qrels, base, better, same = _planted()
     report = compare(qrels, {"base": base, "better": better, "noise": same}, ["ndcg@10", "MRR"], n_permutations=2000)
-    assert isinstance(report, Report)
+    assert isinstance(report, Comparison)
     assert report.significant("better", "ndcg@10") and report.significant("better", "MRR")
     assert not report.significant("noise", "ndcg@10")
     assert report.p_value("better", "ndcg@10") >= report.p_value("better", "ndcg@10", adjusted=False)

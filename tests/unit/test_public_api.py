@@ -9,12 +9,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import deltap
 
+#: packages whose names are lazy (deltap/_lazy.py): each keeps a table, and TYPE_CHECKING imports for type checkers
+LAZY_PACKAGES = ("deltap", "deltap.evaluation", "deltap.retrieval")
 
-def _type_checking_imports() -> dict[str, str]:
-    """``name -> module`` of the ``if TYPE_CHECKING:`` imports in ``deltap/__init__.py`` (what IDEs and mypy see)."""
-    tree = ast.parse(Path(deltap.__file__).read_text(encoding="utf-8"))
+
+def _type_checking_imports(package: str = "deltap") -> dict[str, str]:
+    """``name -> module`` of the ``if TYPE_CHECKING:`` imports in the package's ``__init__.py`` (what IDEs and mypy
+    see)."""
+    tree = ast.parse(Path(importlib.import_module(package).__file__ or "").read_text(encoding="utf-8"))
     out: dict[str, str] = {}
     for node in tree.body:
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
@@ -34,6 +40,17 @@ def test_all_matches_the_lazy_table_and_the_typed_imports() -> None:
     assert typed == lazy, {n: (lazy.get(n), typed.get(n)) for n in set(lazy) | set(typed) if lazy.get(n) != typed.get(n)}
     assert deltap.__all__ == sorted(deltap.__all__) and len(set(deltap.__all__)) == len(deltap.__all__)
     assert dir(deltap) == deltap.__all__
+
+
+@pytest.mark.parametrize("package", LAZY_PACKAGES[1:])
+def test_subpackage_names_agree_with_their_typed_imports(package: str) -> None:
+    mod = importlib.import_module(package)
+    lazy = dict(mod._LAZY)
+    typed = {n: m for n, m in _type_checking_imports(package).items() if n in lazy or m != "deltap.retrieval.base"}
+    assert typed == lazy, {n: (lazy.get(n), typed.get(n)) for n in set(lazy) | set(typed) if lazy.get(n) != typed.get(n)}
+    assert set(lazy) <= set(mod.__all__)
+    for name, module_name in lazy.items():
+        assert getattr(mod, name) is getattr(importlib.import_module(module_name), name), (package, name)
 
 
 def test_every_public_name_resolves_to_its_defining_module() -> None:

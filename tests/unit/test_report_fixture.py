@@ -180,7 +180,7 @@ def write_contract_run(root: Path, *, with_evaluation: bool = True) -> Path:
         }
         for name, r in runs.items():
             write_trec_run(r, root / "evaluation" / "runs" / f"{name}.trec", tag=name)
-        # The shape of deltap.evaluation's Report.to_dict().
+        # The shape of deltap.evaluation's Comparison.to_dict().
         compare = {
             "baseline": "bm25",
             "n_queries": 2,

@@ -1,15 +1,20 @@
 """``deltap evaluate`` and ``deltap compare``: score retriever runs against qrels.
 
-Heavy modules (numpy, scipy, retrievers) are imported inside the command bodies so ``deltap --help`` stays fast.
+The commands only parse and print: judgements and runs are read by :mod:`deltap.evaluation.sources`, scored by
+:func:`deltap.evaluation.comparison.score_runs`, and every default comes from :mod:`deltap.evaluation.settings`. The
+options both verbs share are declared once, below. Heavy modules (numpy, scipy, retrievers) are imported inside the
+command bodies so ``deltap --help`` stays fast.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
+
+from deltap.evaluation.settings import ComparisonSettings, EvaluationSettings, RetrievalSettings
 
 _FORMATS = ("table", "wide", "markdown", "json", "latex")
 FORMAT_HELP = "table (fits the terminal, 80 columns when piped), wide (with intervals and every p-value), markdown, json or latex."
@@ -18,12 +23,37 @@ QRELS_HELP = "Qrels: BEIR folder or TSV, TREC qrels, qrels JSONL, or a deltap ve
 RUN_HELP = "A run (TREC run file or JSON {query_id: {doc_id: score}}), optionally NAME=PATH. Repeatable."
 METRICS_HELP = (
     "Comma-separated measures, e.g. 'ndcg@10,recall@100,P@10,MRR,MAP'. hit_rate@K is the design's 'Recall@K' "
-    "(any relevant doc in the top K); recall@K is classical recall. Default: hit_rate@10,recall@10,P@10,MRR@10,"
-    "ndcg@10,MAP,R-prec."
+    "(any relevant doc in the top K); recall@K is classical recall. Default: " + ",".join(EvaluationSettings.metrics) + "."
 )
+
+# Options shared by `evaluate` and `compare` (declared once; defaults come from the settings objects).
+Qrels = Annotated[Path, typer.Option("--qrels", help=QRELS_HELP)]
+Runs = Annotated[list[str], typer.Option("--run", help=RUN_HELP)]
+CorpusOpt = Annotated[Path | None, typer.Option("--corpus", help="Corpus for --retriever/--failures (BEIR folder, corpus.jsonl, API YAML).")]
+RetrieverOpt = Annotated[str | None, typer.Option("--retriever", help="Build runs with these retrievers: bm25,dense,hybrid,random.")]
+QueriesOpt = Annotated[Path | None, typer.Option("--queries", help="queries.jsonl when the qrels carry no query text.")]
+Depth = Annotated[int, typer.Option("--depth", min=1, help="Documents retrieved per query by --retriever.")]
+Store = Annotated[str | None, typer.Option("--store", help="Vector store folder or Qdrant URL for dense/hybrid.")]
+EmbedderOpt = Annotated[str | None, typer.Option("--embedder", help="Embedder for dense/hybrid (default: bundled MiniLM).")]
+SaveRuns = Annotated[Path | None, typer.Option("--save-runs", help="Folder to write the built runs to (TREC format).")]
+Metrics = Annotated[str | None, typer.Option("--metrics", "-m", help=METRICS_HELP)]
+Format = Annotated[str, typer.Option("--format", "-f", help=FORMAT_HELP)]
+Output = Annotated[Path | None, typer.Option("--output", "-o", help="Write the report here instead of stdout.")]
+OnMissing = Annotated[str, typer.Option("--on-missing", help="Qrels queries absent from a run: zero, skip, error.")]
+OnEmpty = Annotated[str, typer.Option("--on-empty", help="Qrels queries without relevant docs: zero, skip, error.")]
+Bootstrap = Annotated[int, typer.Option("--bootstrap", min=0, help="Bootstrap resamples for the CIs (0 = none).")]
+Confidence = Annotated[float, typer.Option("--confidence", help="CI coverage.")]
+Seed = Annotated[int, typer.Option("--seed", help="Seed for bootstrap, tests and random retrievers.")]
+Failures = Annotated[int, typer.Option("--failures", min=0, help="Also bucket failures at this K (0 = off).")]
+Split = Annotated[str, typer.Option("--split", help="BEIR qrels split.")]
+
+_EVAL = EvaluationSettings()
+_CMP = ComparisonSettings()
+_RET = RetrievalSettings()
 
 
 def _named_runs(items: list[str]) -> dict[str, Path]:
+    """``--run NAME=PATH`` / ``--run PATH`` (named by the file's stem), each file checked to exist."""
     from deltap.errors import DeltapError
 
     out: dict[str, Path] = {}
@@ -39,64 +69,15 @@ def _named_runs(items: list[str]) -> dict[str, Path]:
     return out
 
 
-def _build_runs(
-    kinds: str,
-    corpus_path: Path | None,
-    qrels_path: Path,
-    queries_path: Path | None,
-    judged_queries: dict[str, str],
-    query_ids: list[str],
-    depth: int,
-    store: str | None,
-    embedder: str | None,
-    seed: int,
-    save_runs: Path | None,
-    judged_docs: set[str] | None = None,
-) -> dict[str, dict[str, dict[str, float]]]:
-    """Build one run per retriever kind over the judged queries (the one-shot mode)."""
+def _corpus_path(corpus: Path | None, qrels: Path, what: str) -> Path:
+    """``--corpus``, or the qrels' own BEIR folder."""
     from deltap.errors import DeltapError
-    from deltap.loaders import load_corpus
 
-    if corpus_path is None:
-        if qrels_path.is_dir():
-            corpus_path = qrels_path
-        else:
-            raise DeltapError("--retriever needs --corpus (a BEIR folder, corpus.jsonl or API-symbol YAML)")
-    queries = dict(judged_queries)
-    if queries_path is not None:
-        from deltap.cases import read_queries_jsonl
-
-        queries.update(read_queries_jsonl(queries_path))
-    missing = [q for q in query_ids if q not in queries]
-    if missing:
-        shown = ", ".join(missing[:10])
-        raise DeltapError(
-            f"{len(missing)} judged queries have no text ({shown}); pass --queries queries.jsonl "
-            "(or use a BEIR folder / qrels JSONL / dataset YAML that carries the query text)"
-        )
-    corpus = load_corpus(corpus_path)
-    _require_judged(corpus, judged_docs or set(), qrels_path)
-    from deltap.retrieval import build_retriever
-
-    runs: dict[str, dict[str, dict[str, float]]] = {}
-    texts = [queries[q] for q in query_ids]
-    for kind in [k.strip() for k in kinds.split(",") if k.strip()]:
-        typer.secho(f"building {kind} run: {len(texts)} queries over {len(corpus)} documents, top {depth}", err=True, fg="cyan")
-        options: dict[str, Any] = {}
-        retriever = build_retriever(kind, corpus, store=store, embedder=embedder, seed=seed, **options)
-        hits = retriever.search_batch(texts, k=depth)
-        runs[kind] = {q: {h.doc_id: float(h.score) for h in hs} for q, hs in zip(query_ids, hits, strict=True)}
-        if save_runs is not None:
-            from deltap.qrels import write_trec_run
-
-            path = write_trec_run(runs[kind], save_runs / f"{kind}.trec", tag=kind)
-            typer.secho(f"wrote {path}", err=True)
-    return runs
-
-
-def _require_judged(corpus: Any, judged_docs: set[str], qrels_path: Path) -> None:
-    """Judged documents the corpus lacks can never be retrieved: refuse instead of silently capping recall."""
-    corpus.require(judged_docs, f"document ids judged in {qrels_path}", hint="evaluate against the corpus the qrels were made for")
+    if corpus is not None:
+        return corpus
+    if qrels.is_dir():
+        return qrels
+    raise DeltapError(f"{what} needs --corpus (a BEIR folder, corpus.jsonl or API-symbol YAML)")
 
 
 def _emit(text: str, output: Path | None) -> None:
@@ -127,149 +108,110 @@ def _render(obj: Any, fmt: str) -> str:
     return str(obj.to_latex())
 
 
-def _run_command(
-    *,
-    qrels: Path,
-    run: list[str],
-    corpus: Path | None,
-    retriever: str | None,
-    queries: Path | None,
-    depth: int,
-    store: str | None,
-    embedder: str | None,
-    save_runs: Path | None,
-    metrics: str | None,
-    fmt: str,
-    output: Path | None,
-    per_query: Path | None,
-    on_missing: str,
-    on_empty: str,
-    bootstrap: int,
-    confidence: float,
-    seed: int,
-    failures: int,
-    split: str,
-    compare_mode: bool,
-    baseline: str | None = None,
-    test: str = "fisher",
-    alpha: float = 0.05,
-    permutations: int = 10_000,
-) -> None:
-    import warnings
-
+def _gather_runs(qrels: Path, run: list[str], corpus: Path | None, queries: Path | None, retrieval: RetrievalSettings, save_runs: Path | None, judgements: Any) -> dict[str, Any]:
+    """The runs of ``--run`` files and those built by ``--retriever`` (saved as TREC files with ``--save-runs``)."""
     from deltap.errors import DeltapError
-    from deltap.evaluation.measures import DEFAULT_METRICS, parse_metrics
-    from deltap.evaluation.ranking import EvaluationWarning
-    from deltap.evaluation.sources import load_judgements
 
-    if fmt not in _FORMATS:
-        raise DeltapError(f"--format must be one of {', '.join(_FORMATS)}, got {fmt!r}")
-    measures = parse_metrics(metrics or list(DEFAULT_METRICS))
-    judgements = load_judgements(qrels, split=split)
     runs: dict[str, Any] = dict(_named_runs(run))
-    if retriever:
-        built = _build_runs(
-            retriever, corpus, qrels, queries, judgements.queries, list(judgements.qrels), depth, store, embedder, seed, save_runs,
-            judged_docs={d for docs in judgements.qrels.values() for d in docs},
-        )
+    if retrieval.kinds:
+        from deltap.evaluation.sources import retrieve_runs
+        from deltap.loaders import load_corpus
+
+        extra = None
+        if queries is not None:
+            from deltap.cases import read_queries_jsonl
+
+            extra = read_queries_jsonl(queries)
+        built = retrieve_runs(
+            judgements, load_corpus(_corpus_path(corpus, qrels, "--retriever")), retrieval, extra,
+            progress=lambda line: typer.secho(line, err=True, fg="cyan"),
+        )  # fmt: skip
+        if save_runs is not None:
+            from deltap.qrels import write_trec_run
+
+            for kind, built_run in built.items():
+                typer.secho(f"wrote {write_trec_run(built_run, save_runs / f'{kind}.trec', tag=kind)}", err=True)
         clash = set(built) & set(runs)
         if clash:
             raise DeltapError(f"run names clash with retriever names: {', '.join(sorted(clash))}; rename with --run NAME=PATH")
         runs.update(built)
-    if not runs:
-        raise DeltapError("nothing to evaluate: give --run FILE (repeatable) or --retriever bm25,dense,hybrid with --corpus")
-    if compare_mode and len(runs) < 2:
-        raise DeltapError("compare needs at least two runs (--run A --run B, or --retriever bm25,dense)")
-    coalitions = judgements.coalitions or None
+    return runs
 
-    with warnings.catch_warnings():
-        # the notes are part of every rendered output; do not print them twice
-        warnings.simplefilter("ignore", EvaluationWarning)
-        if len(runs) == 1 and not compare_mode:
-            from deltap.evaluation.evaluate import evaluate
 
-            name, the_run = next(iter(runs.items()))
-            result: Any = evaluate(
-                judgements.qrels,
-                the_run,
-                measures,
-                coalitions=coalitions,
-                on_missing=on_missing,  # type: ignore[arg-type]
-                on_empty=on_empty,  # type: ignore[arg-type]
-                confidence=confidence,
-                n_resamples=bootstrap,
-                seed=seed,
-                run_name=name,
-            )
-            if per_query is not None:
-                from deltap._io import write_text_atomic
+def _write_per_query(result: Any, per_query: Path) -> None:
+    from deltap._io import write_text_atomic
 
-                write_text_atomic(per_query, result.per_query_tsv())
-                typer.secho(f"wrote per-query values to {per_query}", err=True)
-        else:
-            from deltap.evaluation.compare import compare
+    if hasattr(result, "results"):  # a comparison: one TSV per run
+        for sysname, res in result.results.items():
+            target = per_query.with_name(f"{per_query.stem}.{sysname}{per_query.suffix or '.tsv'}")
+            write_text_atomic(target, res.per_query_tsv())
+            typer.secho(f"wrote per-query values of {sysname} to {target}", err=True)
+    else:
+        write_text_atomic(per_query, result.per_query_tsv())
+        typer.secho(f"wrote per-query values to {per_query}", err=True)
 
-            result = compare(
-                judgements.qrels,
-                runs,
-                measures,
-                baseline=baseline,
-                test=test,  # type: ignore[arg-type]
-                alpha=alpha,
-                coalitions=coalitions,
-                on_missing=on_missing,  # type: ignore[arg-type]
-                on_empty=on_empty,  # type: ignore[arg-type]
-                confidence=confidence,
-                n_resamples=bootstrap,
-                n_permutations=permutations,
-                seed=seed,
-            )
-            if per_query is not None:
-                from deltap._io import write_text_atomic
 
-                for sysname, res in result.results.items():
-                    target = per_query.with_name(f"{per_query.stem}.{sysname}{per_query.suffix or '.tsv'}")
-                    write_text_atomic(target, res.per_query_tsv())
-                    typer.secho(f"wrote per-query values of {sysname} to {target}", err=True)
+def _with_failures(text: str, result: Any, fmt: str, k: int, qrels: Path, corpus: Path | None, judgements: Any, runs: dict[str, Any]) -> str:
+    """``text`` followed by the failure analysis at ``k`` in the same format (JSON: one object with both)."""
+    from deltap.errors import DeltapError
+    from deltap.evaluation.failures import analyze_failures
+    from deltap.evaluation.sources import require_judged
+    from deltap.loaders import load_corpus
+
+    if not judgements.queries:
+        raise DeltapError("--failures needs the corpus (--corpus) and query texts (a BEIR folder, qrels JSONL or dataset)")
+    failure_corpus = load_corpus(_corpus_path(corpus, qrels, "--failures"))
+    require_judged(failure_corpus, judgements)
+    analysis = analyze_failures(judgements.qrels, runs, judgements.queries, failure_corpus, k=k, harmful=judgements.harmful or None)
+    if fmt == "json":
+        import json
+
+        return json.dumps({"evaluation": result.to_dict(), "failures": analysis.to_dict()}, indent=2, ensure_ascii=False)
+    if fmt == "markdown":
+        return text + "\n\n" + analysis.to_markdown()
+    if fmt == "table":
+        import textwrap
+
+        width = _width()
+        lines = analysis.to_table().splitlines()
+        return text + "\n\n" + "\n".join(textwrap.fill(ln, width, subsequent_indent="    ") if len(ln) > width else ln for ln in lines)
+    return text + "\n\n" + analysis.to_table()
+
+
+def _run_command(
+    qrels: Path, run: list[str], corpus: Path | None, queries: Path | None, retrieval: RetrievalSettings,
+    save_runs: Path | None, settings: EvaluationSettings, comparison: ComparisonSettings | None, fmt: str,
+    output: Path | None, per_query: Path | None, failures: int, split: str,
+) -> None:  # fmt: skip
+    from deltap.errors import DeltapError
+    from deltap.evaluation.comparison import score_runs
+    from deltap.evaluation.sources import load_judgements
+
+    if fmt not in _FORMATS:
+        raise DeltapError(f"--format must be one of {', '.join(_FORMATS)}, got {fmt!r}")
+    judgements = load_judgements(qrels, split=split)
+    runs = _gather_runs(qrels, run, corpus, queries, retrieval, save_runs, judgements)
+    result = score_runs(judgements, runs, settings, comparison)
+    if per_query is not None:
+        _write_per_query(result, per_query)
     text = _render(result, fmt)
     if fmt == "latex" and result.notes:
         for note in result.notes:
             typer.secho(f"note: {note}", err=True, fg="yellow")
     if failures > 0:
-        from deltap.evaluation.failures import analyze_failures
-        from deltap.loaders import load_corpus
-
-        corpus_path = corpus if corpus is not None else (qrels if qrels.is_dir() else None)
-        if corpus_path is None or not judgements.queries:
-            raise DeltapError("--failures needs the corpus (--corpus) and query texts (a BEIR folder, qrels JSONL or dataset)")
-        failure_corpus = load_corpus(corpus_path)
-        _require_judged(failure_corpus, {d for docs in judgements.qrels.values() for d in docs}, qrels)
-        report = analyze_failures(
-            judgements.qrels,
-            runs,
-            judgements.queries,
-            failure_corpus,
-            k=failures,
-            harmful=judgements.harmful or None,
-        )
-        if fmt == "json":
-            import json
-
-            text = json.dumps({"evaluation": result.to_dict(), "failures": report.to_dict()}, indent=2, ensure_ascii=False)
-        elif fmt == "markdown":
-            text += "\n\n" + report.to_markdown()
-        elif fmt == "table":
-            import textwrap
-
-            width = _width()
-            text += "\n\n" + "\n".join(
-                textwrap.fill(line, width, subsequent_indent="    ") if len(line) > width else line
-                for line in report.to_table().splitlines()
-            )
-        else:
-            text += "\n\n" + report.to_table()
+        text = _with_failures(text, result, fmt, failures, qrels, corpus, judgements, runs)
     _emit(text, output)
     sys.stdout.flush()
+
+
+def _settings(metrics: str | None, on_missing: str, on_empty: str, bootstrap: int, confidence: float, seed: int) -> EvaluationSettings:
+    chosen = tuple(m.strip() for m in metrics.split(",") if m.strip()) if metrics else _EVAL.metrics
+    return EvaluationSettings(chosen, on_missing, on_empty, confidence, bootstrap, seed)  # type: ignore[arg-type]
+
+
+def _retrieval(retriever: str | None, depth: int, store: str | None, embedder: str | None, seed: int) -> RetrievalSettings:
+    kinds = tuple(k.strip() for k in (retriever or "").split(",") if k.strip())
+    return RetrievalSettings(kinds, depth, store, embedder, seed)
 
 
 def register(app: typer.Typer) -> None:
@@ -277,67 +219,65 @@ def register(app: typer.Typer) -> None:
 
     @app.command("evaluate")
     def evaluate_cmd(
-        qrels: Path = typer.Option(..., "--qrels", help=QRELS_HELP),
-        run: list[str] = typer.Option([], "--run", help=RUN_HELP),
-        corpus: Path = typer.Option(None, "--corpus", help="Corpus for --retriever/--failures (BEIR folder, corpus.jsonl, API YAML)."),
-        retriever: str = typer.Option(None, "--retriever", help="Build runs with these retrievers: bm25,dense,hybrid,random."),
-        queries: Path = typer.Option(None, "--queries", help="queries.jsonl when the qrels carry no query text."),
-        depth: int = typer.Option(100, "--depth", min=1, help="Documents retrieved per query by --retriever."),
-        store: str = typer.Option(None, "--store", help="Vector store folder or Qdrant URL for dense/hybrid."),
-        embedder: str = typer.Option(None, "--embedder", help="Embedder for dense/hybrid (default: bundled MiniLM)."),
-        save_runs: Path = typer.Option(None, "--save-runs", help="Folder to write the built runs to (TREC format)."),
-        metrics: str = typer.Option(None, "--metrics", "-m", help=METRICS_HELP),
-        fmt: str = typer.Option("table", "--format", "-f", help=FORMAT_HELP),
-        output: Path = typer.Option(None, "--output", "-o", help="Write the report here instead of stdout."),
-        per_query: Path = typer.Option(None, "--per-query", help="Write per-query values as TSV."),
-        on_missing: str = typer.Option("zero", "--on-missing", help="Qrels queries absent from a run: zero, skip, error."),
-        on_empty: str = typer.Option("zero", "--on-empty", help="Qrels queries without relevant docs: zero, skip, error."),
-        bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Bootstrap resamples for the CIs (0 = none)."),
-        confidence: float = typer.Option(0.95, "--confidence", help="CI coverage."),
-        seed: int = typer.Option(0, "--seed", help="Seed for bootstrap, tests and random retrievers."),
-        failures: int = typer.Option(0, "--failures", min=0, help="Also bucket failures at this K (0 = off)."),
-        split: str = typer.Option("test", "--split", help="BEIR qrels split."),
+        qrels: Qrels,
+        run: Runs = [],  # noqa: B006 - typer reads the default, never mutates it
+        corpus: CorpusOpt = None,
+        retriever: RetrieverOpt = None,
+        queries: QueriesOpt = None,
+        depth: Depth = _RET.depth,
+        store: Store = _RET.store,
+        embedder: EmbedderOpt = _RET.embedder,
+        save_runs: SaveRuns = None,
+        metrics: Metrics = None,
+        fmt: Format = "table",
+        output: Output = None,
+        per_query: Annotated[Path | None, typer.Option("--per-query", help="Write per-query values as TSV.")] = None,
+        on_missing: OnMissing = _EVAL.on_missing,
+        on_empty: OnEmpty = _EVAL.on_empty,
+        bootstrap: Bootstrap = _EVAL.n_resamples,
+        confidence: Confidence = _EVAL.confidence,
+        seed: Seed = _EVAL.seed,
+        failures: Failures = 0,
+        split: Split = "test",
     ) -> None:
         """Score one run (per-query values, means, bootstrap CIs); with several runs, a comparison report."""
         _run_command(
-            qrels=qrels, run=run, corpus=corpus, retriever=retriever, queries=queries, depth=depth, store=store,
-            embedder=embedder, save_runs=save_runs, metrics=metrics, fmt=fmt, output=output, per_query=per_query,
-            on_missing=on_missing, on_empty=on_empty, bootstrap=bootstrap, confidence=confidence, seed=seed,
-            failures=failures, split=split, compare_mode=False,
-        )
+            qrels, run, corpus, queries, _retrieval(retriever, depth, store, embedder, seed), save_runs,
+            _settings(metrics, on_missing, on_empty, bootstrap, confidence, seed), None, fmt, output, per_query,
+            failures, split,
+        )  # fmt: skip
 
     @app.command("compare")
     def compare_cmd(
-        qrels: Path = typer.Option(..., "--qrels", help=QRELS_HELP),
-        run: list[str] = typer.Option([], "--run", help=RUN_HELP),
-        corpus: Path = typer.Option(None, "--corpus", help="Corpus for --retriever/--failures."),
-        retriever: str = typer.Option(None, "--retriever", help="Build runs with these retrievers: bm25,dense,hybrid,random."),
-        queries: Path = typer.Option(None, "--queries", help="queries.jsonl when the qrels carry no query text."),
-        depth: int = typer.Option(100, "--depth", min=1, help="Documents retrieved per query by --retriever."),
-        store: str = typer.Option(None, "--store", help="Vector store folder or Qdrant URL for dense/hybrid."),
-        embedder: str = typer.Option(None, "--embedder", help="Embedder for dense/hybrid."),
-        save_runs: Path = typer.Option(None, "--save-runs", help="Folder to write the built runs to (TREC format)."),
-        metrics: str = typer.Option(None, "--metrics", "-m", help=METRICS_HELP),
-        baseline: str = typer.Option(None, "--baseline", help="Baseline run name (default: the first)."),
-        test: str = typer.Option("fisher", "--test", help="Test for the significance marks: fisher (randomization) or t."),
-        alpha: float = typer.Option(0.05, "--alpha", help="Significance level (Holm-adjusted p-values)."),
-        permutations: int = typer.Option(10_000, "--permutations", min=100, help="Randomization test permutations."),
-        fmt: str = typer.Option("table", "--format", "-f", help=FORMAT_HELP),
-        output: Path = typer.Option(None, "--output", "-o", help="Write the report here instead of stdout."),
-        per_query: Path = typer.Option(None, "--per-query", help="Write per-query values (one TSV per run)."),
-        on_missing: str = typer.Option("zero", "--on-missing", help="Qrels queries absent from a run: zero, skip, error."),
-        on_empty: str = typer.Option("zero", "--on-empty", help="Qrels queries without relevant docs: zero, skip, error."),
-        bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Bootstrap resamples for the CIs (0 = none)."),
-        confidence: float = typer.Option(0.95, "--confidence", help="CI coverage."),
-        seed: int = typer.Option(0, "--seed", help="Seed for bootstrap, tests and random retrievers."),
-        failures: int = typer.Option(0, "--failures", min=0, help="Also bucket failures at this K (0 = off)."),
-        split: str = typer.Option("test", "--split", help="BEIR qrels split."),
+        qrels: Qrels,
+        run: Runs = [],  # noqa: B006 - typer reads the default, never mutates it
+        corpus: CorpusOpt = None,
+        retriever: RetrieverOpt = None,
+        queries: QueriesOpt = None,
+        depth: Depth = _RET.depth,
+        store: Store = _RET.store,
+        embedder: EmbedderOpt = _RET.embedder,
+        save_runs: SaveRuns = None,
+        metrics: Metrics = None,
+        baseline: Annotated[str | None, typer.Option("--baseline", help="Baseline run name (default: the first).")] = _CMP.baseline,
+        test: Annotated[str, typer.Option("--test", help="Test for the significance marks: fisher (randomization) or t.")] = _CMP.test,
+        alpha: Annotated[float, typer.Option("--alpha", help="Significance level (Holm-adjusted p-values).")] = _CMP.alpha,
+        permutations: Annotated[int, typer.Option("--permutations", min=100, help="Randomization test permutations.")] = _CMP.n_permutations,
+        fmt: Format = "table",
+        output: Output = None,
+        per_query: Annotated[Path | None, typer.Option("--per-query", help="Write per-query values (one TSV per run).")] = None,
+        on_missing: OnMissing = _EVAL.on_missing,
+        on_empty: OnEmpty = _EVAL.on_empty,
+        bootstrap: Bootstrap = _EVAL.n_resamples,
+        confidence: Confidence = _EVAL.confidence,
+        seed: Seed = _EVAL.seed,
+        failures: Failures = 0,
+        split: Split = "test",
     ) -> None:
         """Compare runs against a baseline: means, CIs, paired t and randomization tests (Holm), win/tie/loss."""
         _run_command(
-            qrels=qrels, run=run, corpus=corpus, retriever=retriever, queries=queries, depth=depth, store=store,
-            embedder=embedder, save_runs=save_runs, metrics=metrics, fmt=fmt, output=output, per_query=per_query,
-            on_missing=on_missing, on_empty=on_empty, bootstrap=bootstrap, confidence=confidence, seed=seed,
-            failures=failures, split=split, compare_mode=True, baseline=baseline, test=test, alpha=alpha,
-            permutations=permutations,
-        )
+            qrels, run, corpus, queries, _retrieval(retriever, depth, store, embedder, seed), save_runs,
+            _settings(metrics, on_missing, on_empty, bootstrap, confidence, seed),
+            ComparisonSettings(baseline, test, alpha, permutations),  # type: ignore[arg-type]
+            fmt, output, per_query, failures, split,
+        )  # fmt: skip

@@ -1,36 +1,53 @@
 """Evaluation: IR metrics against qrels, retriever comparison with significance tests, failure analysis.
 
-* :func:`evaluate` — one run: per-query values, means, bootstrap confidence intervals.
-* :func:`compare` — several runs: a :class:`Report` with paired tests against a baseline (Holm-corrected).
+* :func:`evaluate` — one run: per-query values, means, bootstrap confidence intervals (:mod:`.scores`).
+* :func:`compare` — several runs: a :class:`Comparison` with paired tests against a baseline, Holm-corrected
+  (:mod:`.comparison`); :func:`score_runs` does one or the other from the settings objects (:mod:`.settings`).
 * :func:`analyze_failures` — why relevant documents missed the top K (vocabulary mismatch, specificity gap,
-  distractor overlap), with the evidence.
+  distractor overlap), with the evidence (:mod:`.failures`).
+* :func:`load_judgements` / :func:`retrieve_runs` — qrels with their side information, runs built by retrievers
+  (:mod:`.sources`).
 * :func:`parse_metric` — ``"ndcg@10"`` → :class:`Measure`.
 
-Importing this package loads numpy and scipy; ``import deltap`` does not (its names are lazy).
+Names are lazy: ``import deltap.evaluation.settings`` (what the CLI needs for its defaults) does not load numpy or
+scipy; using :func:`evaluate` does.
 """
 
-# Eager on purpose: the submodules ``evaluate`` and ``compare`` share their function's name, and a lazy
-# ``__getattr__`` would hand out the module once the submodule had been imported.
-from deltap.evaluation.compare import Report, compare
-from deltap.evaluation.evaluate import EvalResult, evaluate
-from deltap.evaluation.failures import Failure, FailureReport, analyze_failures
-from deltap.evaluation.measures import DEFAULT_METRICS, Measure, parse_metric, parse_metrics
-from deltap.evaluation.ranking import EvaluationWarning
-from deltap.evaluation.sources import Judgements, load_judgements
+from __future__ import annotations
 
-__all__ = [
-    "DEFAULT_METRICS",
-    "EvalResult",
-    "EvaluationWarning",
-    "Failure",
-    "FailureReport",
-    "Judgements",
-    "Measure",
-    "Report",
-    "analyze_failures",
-    "compare",
-    "evaluate",
-    "load_judgements",
-    "parse_metric",
-    "parse_metrics",
-]
+from typing import TYPE_CHECKING
+
+from deltap._lazy import lazy_exports
+
+_LAZY: dict[str, str] = {
+    "Comparison": "deltap.evaluation.comparison",
+    "compare": "deltap.evaluation.comparison",
+    "score_runs": "deltap.evaluation.comparison",
+    "EvalResult": "deltap.evaluation.scores",
+    "evaluate": "deltap.evaluation.scores",
+    "Failure": "deltap.evaluation.failures",
+    "FailureAnalysis": "deltap.evaluation.failures",
+    "analyze_failures": "deltap.evaluation.failures",
+    "DEFAULT_METRICS": "deltap.evaluation.measures",
+    "Measure": "deltap.evaluation.measures",
+    "parse_metric": "deltap.evaluation.measures",
+    "parse_metrics": "deltap.evaluation.measures",
+    "EvaluationWarning": "deltap.evaluation.ranking",
+    "ComparisonSettings": "deltap.evaluation.settings",
+    "EvaluationSettings": "deltap.evaluation.settings",
+    "RetrievalSettings": "deltap.evaluation.settings",
+    "Judgements": "deltap.evaluation.sources",
+    "load_judgements": "deltap.evaluation.sources",
+    "retrieve_runs": "deltap.evaluation.sources",
+}
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from deltap.evaluation.comparison import Comparison, compare, score_runs
+    from deltap.evaluation.failures import Failure, FailureAnalysis, analyze_failures
+    from deltap.evaluation.measures import DEFAULT_METRICS, Measure, parse_metric, parse_metrics
+    from deltap.evaluation.ranking import EvaluationWarning
+    from deltap.evaluation.scores import EvalResult, evaluate
+    from deltap.evaluation.settings import ComparisonSettings, EvaluationSettings, RetrievalSettings
+    from deltap.evaluation.sources import Judgements, load_judgements, retrieve_runs

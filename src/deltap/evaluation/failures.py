@@ -33,10 +33,10 @@ from typing import Any
 
 from deltap.documents import Corpus
 from deltap.evaluation._render import to_markdown, to_text
-from deltap.evaluation.evaluate import QrelsLike, RunLike, load_qrels_like, load_run_like
 from deltap.evaluation.ranking import validate_qrels
+from deltap.evaluation.scores import QrelsLike, RunLike, load_qrels_like, load_run_like
 
-__all__ = ["BUCKETS", "Failure", "FailureReport", "analyze_failures", "content_terms"]
+__all__ = ["BUCKETS", "Failure", "FailureAnalysis", "analyze_failures", "content_terms"]
 
 BUCKETS = ("vocabulary_mismatch", "distractor_overlap", "specificity_gap", "unexplained")
 
@@ -82,7 +82,7 @@ class Failure:
 
 
 @dataclass(frozen=True)
-class FailureReport:
+class FailureAnalysis:
     """Failures of one or several runs, with counts per bucket and per run."""
 
     k: int
@@ -174,7 +174,7 @@ def analyze_failures(
     distractor_threshold: float = 0.5,
     short_query_terms: int = 2,
     margin_threshold: float = 0.05,
-) -> FailureReport:
+) -> FailureAnalysis:
     """Bucket every query whose relevant documents all missed the top ``k`` of each run (see the module docstring).
 
     Args:
@@ -279,4 +279,4 @@ def analyze_failures(
     if missing_text:
         shown = ", ".join(sorted(missing_text)[:10])
         raise DeltapError(f"{len(missing_text)} failed queries have no text in `queries`: {shown}; pass every query's text")
-    return FailureReport(k=k, systems=tuple(runs), n_queries=n_queries, failures=tuple(failures))
+    return FailureAnalysis(k=k, systems=tuple(runs), n_queries=n_queries, failures=tuple(failures))

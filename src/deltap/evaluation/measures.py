@@ -25,6 +25,7 @@ import numpy as np
 from deltap.errors import DeltapError
 from deltap.evaluation.metrics import METRICS, Metric
 from deltap.evaluation.ranking import Ranking
+from deltap.evaluation.settings import DEFAULT_METRICS
 
 __all__ = ["DEFAULT_METRICS", "Measure", "parse_metric", "parse_metrics"]
 
@@ -38,7 +39,6 @@ for _m in METRICS.values():
         _ALIASES[_a] = _m.name
 
 #: The metrics ``deltap evaluate`` reports when none are given.
-DEFAULT_METRICS: tuple[str, ...] = ("hit_rate@10", "recall@10", "P@10", "MRR@10", "ndcg@10", "MAP", "R-prec")
 
 
 @dataclass(frozen=True, order=True)

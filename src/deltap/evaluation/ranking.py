@@ -30,11 +30,11 @@ import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Literal
 
 import numpy as np
 
 from deltap.errors import DeltapError
+from deltap.evaluation.settings import MissingPolicy
 
 #: The rule for qrels queries without a relevant document, in the words every output (CLI notes, demo, report)
 #: uses: one rule, stated once (see the module docstring and :func:`align_queries`).
@@ -58,7 +58,6 @@ __all__ = [
 #: Rank given to judged documents the run does not contain (larger than any cutoff).
 NOT_RETRIEVED = np.iinfo(np.int64).max
 
-MissingPolicy = Literal["zero", "skip", "error"]
 
 # Targets are compared against padded score rows in chunks of about this many cells (bounded memory).
 _CHUNK_CELLS = 4_000_000

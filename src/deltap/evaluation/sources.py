@@ -8,18 +8,26 @@ and documents labelled harmful.
   ``pairs[].query``, coalitions from ``pairs[].coalitions`` (else ``pairs[].coalition``), harmful documents from candidates whose
   ``empirical_relevance`` or ``verdict`` is harmful.
 * BEIR TSV / TREC qrels files: qrels only.
+
+Runs come from files (:func:`deltap.qrels.load_run`) or are built here by retrievers over the judged queries
+(:func:`retrieve_runs`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from deltap.errors import DeltapError
 from deltap.qrels import Qrels, detect_qrels_format, load_qrels
 
-__all__ = ["Judgements", "load_judgements"]
+if TYPE_CHECKING:
+    from deltap.documents import Corpus
+    from deltap.evaluation.settings import RetrievalSettings
+
+__all__ = ["Judgements", "load_judgements", "require_judged", "retrieve_runs"]
 
 
 @dataclass
@@ -31,6 +39,11 @@ class Judgements:
     coalitions: dict[str, list[frozenset[str]]] = field(default_factory=dict)
     harmful: dict[str, set[str]] = field(default_factory=dict)
     source: str = ""
+
+    @property
+    def judged_docs(self) -> set[str]:
+        """Every document id the qrels judge (any grade)."""
+        return {d for docs in self.qrels.values() for d in docs}
 
 
 def _coalition_list(value: Any) -> list[frozenset[str]]:
@@ -78,3 +91,52 @@ def load_judgements(path: str | Path, split: str = "test") -> Judgements:
             if bad:
                 out.harmful[pid] = bad
     return out
+
+
+def require_judged(corpus: Corpus, judgements: Judgements) -> None:
+    """Judged documents the corpus lacks can never be retrieved: refuse (listing them) instead of silently capping
+    recall."""
+    corpus.require(
+        judgements.judged_docs, f"document ids judged in {judgements.source}", hint="evaluate against the corpus the qrels were made for"
+    )
+
+
+def retrieve_runs(
+    judgements: Judgements,
+    corpus: Corpus,
+    settings: RetrievalSettings,
+    queries: Mapping[str, str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, dict[str, dict[str, float]]]:
+    """One run per retriever kind of ``settings`` over the judged queries: ``{kind: {query_id: {doc_id: score}}}``.
+
+    Args:
+        judgements: The judged queries (their texts come from the judgements, then ``queries``).
+        corpus: The documents to retrieve from (every judged document must be in it).
+        settings: Which retrievers, how deep, and the dense store / embedder.
+        queries: Query texts the judgements lack (``queries.jsonl``).
+        progress: Called with one line before each retriever runs.
+
+    Raises:
+        DeltapError: a judged query without text, or a judged document absent from the corpus.
+    """
+    from deltap.retrieval import build_retriever
+
+    texts_by_id = {**judgements.queries, **(queries or {})}
+    query_ids = list(judgements.qrels)
+    missing = [q for q in query_ids if q not in texts_by_id]
+    if missing:
+        raise DeltapError(
+            f"{len(missing)} judged queries have no text ({', '.join(missing[:10])}); pass --queries queries.jsonl "
+            "(or use a BEIR folder / qrels JSONL / dataset YAML that carries the query text)"
+        )
+    require_judged(corpus, judgements)
+    texts = [texts_by_id[q] for q in query_ids]
+    runs: dict[str, dict[str, dict[str, float]]] = {}
+    for kind in settings.kinds:
+        if progress is not None:
+            progress(f"building {kind} run: {len(texts)} queries over {len(corpus)} documents, top {settings.depth}")
+        retriever = build_retriever(kind, corpus, store=settings.store, embedder=settings.embedder, seed=settings.seed)
+        hits = retriever.search_batch(texts, k=settings.depth)
+        runs[kind] = {q: {h.doc_id: float(h.score) for h in hs} for q, hs in zip(query_ids, hits, strict=True)}
+    return runs

@@ -1,6 +1,6 @@
 """Read a saved retriever comparison (``evaluation/compare.json``) into rows the reports can show.
 
-The file is ``deltap.evaluation``'s ``Report.to_dict()``. It is read defensively: unknown keys are ignored, and a
+The file is ``deltap.evaluation``'s ``Comparison.to_dict()``. It is read defensively: unknown keys are ignored, and a
 shape that cannot be understood gives ``None`` (the report then says the comparison is not available).
 """
 
@@ -95,7 +95,7 @@ def _mapping(value: Any) -> Mapping[str, Any]:
 
 
 def _deltap_rows(systems: Mapping[str, Any], test: str) -> list[ComparisonRow]:
-    """Rows of deltap's own ``Report.to_dict()``: per system ``means``, ``ci`` and (not for the baseline) ``tests``.
+    """Rows of deltap's own ``Comparison.to_dict()``: per system ``means``, ``ci`` and (not for the baseline) ``tests``.
 
     The p-value shown is the Holm-corrected one of the report's chosen test (``fisher`` or ``t``).
     """
@@ -128,7 +128,7 @@ def _deltap_rows(systems: Mapping[str, Any], test: str) -> list[ComparisonRow]:
 
 
 def read_comparison(data: Mapping[str, Any] | None) -> ComparisonView | None:
-    """Understand a ``Report.to_dict()``.
+    """Understand a ``Comparison.to_dict()``.
 
     Accepted shapes: deltap's own ``{"systems": {name: {"means": {metric: v}, "ci": {metric: [lo, hi]},
     "tests": {metric: {"p_fisher_holm", "significant", "wins", ...}}}}}``; ``{"systems": {name: {metric: entry}}}``;

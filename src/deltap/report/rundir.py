@@ -6,7 +6,7 @@ The layout is the mining engine's output contract::
     RUN_DIR/run.json                    run summary: solver, outcome, calls, wall time, placebo calibration
     RUN_DIR/trials.sqlite               the trial log
     RUN_DIR/qrels/test.tsv              BEIR qrels (also qrels.trec, qrels.jsonl)
-    RUN_DIR/evaluation/compare.json     ``Report.to_dict()`` of a retriever comparison (optional)
+    RUN_DIR/evaluation/compare.json     ``Comparison.to_dict()`` of a retriever comparison (optional)
     RUN_DIR/evaluation/runs/<name>.trec one TREC run per retriever (optional)
 
 Everything except ``retrieval_dataset.yaml`` is optional. A missing or malformed optional part never crashes the

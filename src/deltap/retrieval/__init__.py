@@ -13,9 +13,9 @@ the document's metadata. Heavy libraries (bm25s, torch, qdrant) are imported onl
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from deltap._lazy import lazy_exports
 from deltap.retrieval.base import Hit, Retriever, validate_query
 
 _LAZY: dict[str, str] = {
@@ -43,46 +43,7 @@ _LAZY: dict[str, str] = {
     "IndexMismatchError": "deltap.retrieval.stores",
 }
 
-__all__ = [
-    "BM25Retriever",
-    "CohereEmbedder",
-    "DEFAULT_COLLECTION",
-    "DenseRetriever",
-    "EdgeStore",
-    "Embedder",
-    "EmbeddingCache",
-    "HashingEmbedder",
-    "Hit",
-    "HybridRetriever",
-    "IndexInfo",
-    "IndexMismatchError",
-    "IndexReport",
-    "QdrantClientStore",
-    "RandomRetriever",
-    "Retriever",
-    "SentenceTransformerEmbedder",
-    "build_retriever",
-    "index_corpus",
-    "load_embedder",
-    "open_index",
-    "open_store",
-    "rrf_fuse",
-    "tokenize",
-    "validate_query",
-]
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'deltap.retrieval' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY, extra=["Hit", "Retriever", "validate_query"])
 
 
 if TYPE_CHECKING:  # pragma: no cover

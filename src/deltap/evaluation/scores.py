@@ -22,6 +22,7 @@ import numpy as np
 from deltap.evaluation._render import latex_escape, to_latex, to_markdown, to_text
 from deltap.evaluation.measures import DEFAULT_METRICS, Measure, parse_metrics
 from deltap.evaluation.ranking import MissingPolicy, Ranking, align_queries, rank_from_dicts, validate_qrels
+from deltap.evaluation.settings import EvaluationSettings
 from deltap.evaluation.stats import bootstrap_ci
 
 __all__ = ["EvalResult", "QrelsLike", "RunLike", "evaluate", "load_qrels_like", "load_run_like"]
@@ -208,11 +209,11 @@ def evaluate(
     metrics: str | Measure | Iterable[str | Measure] = DEFAULT_METRICS,
     *,
     coalitions: Coalitions | None = None,
-    on_missing: MissingPolicy = "zero",
-    on_empty: MissingPolicy = "zero",
-    confidence: float = 0.95,
-    n_resamples: int = 1000,
-    seed: int = 0,
+    on_missing: MissingPolicy = EvaluationSettings.on_missing,
+    on_empty: MissingPolicy = EvaluationSettings.on_empty,
+    confidence: float = EvaluationSettings.confidence,
+    n_resamples: int = EvaluationSettings.n_resamples,
+    seed: int = EvaluationSettings.seed,
     run_name: str | None = None,
 ) -> EvalResult:
     """Evaluate one run against qrels: per-query values, means, bootstrap confidence intervals.

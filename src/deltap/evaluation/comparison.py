@@ -11,27 +11,38 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from deltap.errors import DeltapError
 from deltap.evaluation._render import latex_escape, to_latex, to_markdown, to_text
-from deltap.evaluation.evaluate import EvalResult, QrelsLike, RunLike, _open_run, _rank, compute_values, load_qrels_like
 from deltap.evaluation.measures import DEFAULT_METRICS, Measure, parse_metrics
-from deltap.evaluation.ranking import MissingPolicy, align_queries, validate_qrels
+from deltap.evaluation.ranking import EvaluationWarning, MissingPolicy, align_queries, validate_qrels
+from deltap.evaluation.scores import (
+    EvalResult,
+    QrelsLike,
+    RunLike,
+    _open_run,
+    _rank,
+    compute_values,
+    evaluate,
+    load_qrels_like,
+)
+from deltap.evaluation.settings import ComparisonSettings, EvaluationSettings, TestName
+from deltap.evaluation.sources import Judgements
 from deltap.evaluation.stats import bootstrap_ci, holm, paired_t_test, randomization_test
 
-__all__ = ["Report", "compare"]
+__all__ = ["Comparison", "compare", "score_runs"]
 
-TestName = Literal["fisher", "t"]
 _TIE_TOL = 1e-12
 
 
 @dataclass(frozen=True)
-class Report:
+class Comparison:
     """Comparison of several runs against a baseline.
 
     Attributes:
@@ -284,17 +295,17 @@ def compare(
     runs: Mapping[str, RunLike] | Sequence[RunLike],
     metrics: str | Measure | Iterable[str | Measure] = DEFAULT_METRICS,
     *,
-    baseline: str | None = None,
-    test: TestName = "fisher",
-    alpha: float = 0.05,
+    baseline: str | None = ComparisonSettings.baseline,
+    test: TestName = ComparisonSettings.test,
+    alpha: float = ComparisonSettings.alpha,
     coalitions: Mapping[str, Sequence[Collection[str]]] | None = None,
-    on_missing: MissingPolicy = "zero",
-    on_empty: MissingPolicy = "zero",
-    confidence: float = 0.95,
-    n_resamples: int = 1000,
-    n_permutations: int = 10_000,
-    seed: int = 0,
-) -> Report:
+    on_missing: MissingPolicy = EvaluationSettings.on_missing,
+    on_empty: MissingPolicy = EvaluationSettings.on_empty,
+    confidence: float = EvaluationSettings.confidence,
+    n_resamples: int = EvaluationSettings.n_resamples,
+    n_permutations: int = ComparisonSettings.n_permutations,
+    seed: int = EvaluationSettings.seed,
+) -> Comparison:
     """Compare runs against a baseline on the same queries.
 
     Args:
@@ -389,7 +400,7 @@ def compare(
         flat = holm(np.concatenate([raw[s] for s in others]))
         return {s: flat[i * len(measures) : (i + 1) * len(measures)] for i, s in enumerate(others)}
 
-    return Report(
+    return Comparison(
         systems=systems,
         baseline=base,
         measures=tuple(measures),
@@ -407,3 +418,43 @@ def compare(
         seed=seed,
         notes=tuple(notes),
     )
+
+
+_DEFAULTS = EvaluationSettings()
+
+
+def score_runs(
+    judgements: Judgements,
+    runs: Mapping[str, Any],
+    settings: EvaluationSettings = _DEFAULTS,
+    comparison: ComparisonSettings | None = None,
+) -> EvalResult | Comparison:
+    """Evaluate the one run of ``runs``, or compare the runs against a baseline (several runs, or ``comparison`` given;
+    without ``comparison`` the comparison takes the :class:`~deltap.evaluation.settings.ComparisonSettings` defaults).
+
+    The judgements' coalitions feed ``set_recall@K``. The evaluation notes (queries missing from a run, queries
+    without a relevant document) are in the result's ``notes``, not repeated as warnings.
+
+    Raises:
+        DeltapError: no run, or a comparison of fewer than two runs.
+    """
+    if not runs:
+        raise DeltapError("nothing to evaluate: give --run FILE (repeatable) or --retriever bm25,dense,hybrid with --corpus")
+    if comparison is not None and len(runs) < 2:
+        raise DeltapError("compare needs at least two runs (--run A --run B, or --retriever bm25,dense)")
+    measures = parse_metrics(list(settings.metrics))
+    coalitions = judgements.coalitions or None
+    common: dict[str, Any] = {
+        "coalitions": coalitions, "on_missing": settings.on_missing, "on_empty": settings.on_empty,
+        "confidence": settings.confidence, "n_resamples": settings.n_resamples, "seed": settings.seed,
+    }  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EvaluationWarning)  # the notes are part of every rendered output
+        if comparison is None and len(runs) == 1:
+            name, run = next(iter(runs.items()))
+            return evaluate(judgements.qrels, run, measures, run_name=name, **common)
+        comparison = comparison or ComparisonSettings()
+        return compare(
+            judgements.qrels, dict(runs), measures, baseline=comparison.baseline, test=comparison.test,
+            alpha=comparison.alpha, n_permutations=comparison.n_permutations, **common,
+        )  # fmt: skip
