@@ -21,7 +21,7 @@ from typing import IO, Any
 
 from deltap.errors import DeltapError, FormatError, json_error_detail
 
-__all__ = ["atomic_write", "iter_lines", "json_loads", "read_text", "write_text_atomic"]
+__all__ = ["atomic_write", "iter_jsonl", "iter_lines", "json_loads", "read_text", "record_id", "write_text_atomic"]
 
 
 def _decode(raw: bytes, path: str | Path, line: int | None, offset_line: int = 0) -> str:
@@ -55,6 +55,40 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             yield lineno, _decode(raw, path, lineno)
+
+
+def iter_jsonl(path: str | Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for every non-blank line of a JSON Lines file (one object per line, keys unique).
+
+    Args:
+        path: The file.
+        what: What a line holds, for the error message (``"one corpus record per line"``).
+
+    Raises:
+        FormatError: bytes that are not UTF-8, invalid JSON, a repeated key, or a line that is not an object.
+    """
+    for lineno, raw in iter_lines(path):
+        line = raw.strip()
+        if not line:
+            continue
+        obj = json_loads(line, path, lineno, f"expected {what}")
+        if not isinstance(obj, dict):
+            raise FormatError(path, f"expected a JSON object, got {type(obj).__name__}", lineno)
+        yield lineno, obj
+
+
+def record_id(obj: dict[str, Any], keys: tuple[str, ...], path: str | Path, lineno: int) -> str:
+    """The record's id: the first of ``keys`` present (an integer id becomes its decimal text).
+
+    Raises:
+        FormatError: the id is missing, empty or not a string (named by the first key).
+    """
+    value = next((obj[k] for k in keys if k in obj), None)
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value:
+        raise FormatError(path, f'missing or empty "{keys[0]}" (a string)', lineno)
+    return value
 
 
 class DuplicateKeyError(ValueError):

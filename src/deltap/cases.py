@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
-from deltap._io import atomic_write, iter_lines, json_loads, read_text
+from deltap._io import atomic_write, iter_jsonl, read_text, record_id
 from deltap.errors import DuplicateIdsError, FormatError, MissingIdsError
 
 if TYPE_CHECKING:
@@ -286,19 +286,9 @@ def read_queries_jsonl(path: str | Path) -> dict[str, str]:
     path = Path(path)
     queries: dict[str, str] = {}
     dupes: list[str] = []
-    for lineno, raw in iter_lines(path):
-        line = raw.strip()
-        if not line:
-            continue
-        obj = json_loads(line, path, lineno, "expected one query record per line")
-        if not isinstance(obj, dict):
-            raise FormatError(path, f"expected a JSON object, got {type(obj).__name__}", lineno)
-        qid = obj.get("_id", obj.get("query_id"))
-        if isinstance(qid, int) and not isinstance(qid, bool):
-            qid = str(qid)
+    for lineno, obj in iter_jsonl(path, "one query record per line"):
+        qid = record_id(obj, ("_id", "query_id"), path, lineno)
         text = obj.get("text", obj.get("query"))
-        if not isinstance(qid, str) or not qid:
-            raise FormatError(path, 'missing or empty "_id" (a string)', lineno)
         if not isinstance(text, str):
             raise FormatError(path, '"text" must be a string', lineno)
         if qid in queries:
@@ -384,9 +374,3 @@ def resolve_gold(
         )
     return out, missing
 
-
-def iter_gold_pairs(cases: Iterable[Case]) -> Iterator[tuple[str, str]]:
-    """``(case_id, doc_id)`` for every gold document of every case."""
-    for case in cases:
-        for d in case.gold_doc_ids:
-            yield case.case_id, d

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from deltap._io import atomic_write, iter_lines, json_loads
+from deltap._io import atomic_write, iter_jsonl, record_id
 from deltap.errors import DuplicateIdsError, FormatError, MissingIdsError
 
 __all__ = ["Corpus", "Document", "read_corpus_jsonl", "write_corpus_jsonl"]
@@ -141,18 +141,8 @@ def read_corpus_jsonl(path: str | Path, name: str | None = None) -> Corpus:
     """
     path = Path(path)
     docs: list[Document] = []
-    for lineno, raw in iter_lines(path):
-        line = raw.strip()
-        if not line:
-            continue
-        obj = json_loads(line, path, lineno, "expected one corpus record per line")
-        if not isinstance(obj, dict):
-            raise FormatError(path, f"expected a JSON object, got {type(obj).__name__}", lineno)
-        doc_id = obj.get("_id", obj.get("doc_id"))
-        if isinstance(doc_id, int) and not isinstance(doc_id, bool):
-            doc_id = str(doc_id)
-        if not isinstance(doc_id, str) or not doc_id:
-            raise FormatError(path, 'missing or empty "_id" (a string)', lineno)
+    for lineno, obj in iter_jsonl(path, "one corpus record per line"):
+        doc_id = record_id(obj, ("_id", "doc_id"), path, lineno)
         text = obj.get("text", "")
         title = obj.get("title", "") or ""
         metadata = obj.get("metadata")

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from deltap._io import atomic_write, iter_lines, json_loads, read_text
+from deltap._io import atomic_write, iter_jsonl, iter_lines, json_loads, read_text, record_id
 from deltap.errors import DeltapError, FormatError
 
 __all__ = [
@@ -210,18 +210,8 @@ def read_qrels_jsonl(path: str | Path) -> list[QrelsRecord]:
     path = Path(path)
     records: list[QrelsRecord] = []
     seen: set[str] = set()
-    for lineno, raw in iter_lines(path):
-        line = raw.strip()
-        if not line:
-            continue
-        obj = json_loads(line, path, lineno, "expected one qrels record per line")
-        if not isinstance(obj, dict):
-            raise FormatError(path, f"expected a JSON object, got {type(obj).__name__}", lineno)
-        qid = obj.get("query_id")
-        if isinstance(qid, int) and not isinstance(qid, bool):
-            qid = str(qid)
-        if not isinstance(qid, str) or not qid:
-            raise FormatError(path, 'missing or empty "query_id" (a string)', lineno)
+    for lineno, obj in iter_jsonl(path, "one qrels record per line"):
+        qid = record_id(obj, ("query_id",), path, lineno)
         if qid in seen:
             raise FormatError(path, f"duplicate query_id {qid!r}", lineno)
         seen.add(qid)
