@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from deltap._lazy import lazy_exports
-
-__version__ = "0.1.0"
+from deltap._version import __version__
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {

@@ -80,3 +80,16 @@ def test_unknown_attribute() -> None:
         assert "no_such_name" in str(exc)
     else:  # pragma: no cover
         raise AssertionError("expected AttributeError")
+
+
+def test_the_version_is_written_once() -> None:
+    # deltap/_version.py is the one source: pyproject.toml declares the version dynamic (hatch reads that file), and
+    # the installed metadata agrees with the package.
+    import importlib.metadata
+    import tomllib
+
+    root = Path(deltap.__file__).resolve().parents[2]
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["hatch"]["version"]["path"] == "src/deltap/_version.py"
+    assert importlib.metadata.version("deltap") == deltap.__version__

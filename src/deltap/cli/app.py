@@ -7,7 +7,7 @@ from typing import NoReturn
 
 import typer
 
-from deltap import __version__
+from deltap._version import __version__
 from deltap.cli.help_format import HelpGroup
 
 app = typer.Typer(

@@ -501,7 +501,7 @@ def mine(
         DeltapError: bad options, a run directory written with different result-affecting options or (without
             ``remine_changed``) for cases whose inputs changed, or one another process is mining.
     """
-    from deltap import __version__
+    from deltap._version import __version__
     from deltap.dataset import write_dataset, write_dataset_qrels
 
     cfg = replace(config or MiningConfig(), **options) if options else (config or MiningConfig())

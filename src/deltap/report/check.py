@@ -234,7 +234,7 @@ def _queries_section(data: Mapping[str, Any]) -> str:
 
 def render_check_html(report: Any, title: str | None = None) -> str:
     """The page as one HTML string. ``report`` is a :class:`~deltap.check.PipelineCheckResult` or its ``to_dict()``."""
-    from deltap import __version__
+    from deltap._version import __version__
     from deltap.report.html import CSS
 
     data = _as_dict(report)

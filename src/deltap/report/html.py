@@ -649,7 +649,7 @@ def render_html(data: RunData, title: str | None = None, corpus: Any = None) -> 
         corpus: The corpus the run mined (a :class:`~deltap.documents.Corpus`), for the failure analysis's
             distractor test on documents outside the candidate pools; optional.
     """
-    from deltap import __version__
+    from deltap._version import __version__
 
     title = title or f"deltap report — {data.path.name}"
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
