@@ -86,7 +86,8 @@ def test_the_version_is_written_once() -> None:
     # deltap/_version.py is the one source: pyproject.toml declares the version dynamic (hatch reads that file), and
     # the installed metadata agrees with the package.
     import importlib.metadata
-    import tomllib
+
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is in the standard library from Python 3.11")
 
     root = Path(deltap.__file__).resolve().parents[2]
     project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
