@@ -8,8 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from deltap.check import gates
 from deltap.check.calibration import propose_threshold
+from deltap.check.gates import determinism, judge_queries, latency, latency_figures, metadata, out_of_scope, relevance
 from deltap.check.passes import open_index_for_check, run_passes
 from deltap.check.result import PipelineCheckResult
 from deltap.check.suite import GATES, CheckSuite, load_suite, parse_suite
@@ -115,21 +115,21 @@ def check_pipeline(
         "corpus": getattr(corpus, "name", None),
         "calibrate": calibrate,
     }
-    judged = gates.judge_queries(s, passes.first, corpus)
+    judged = judge_queries(s, passes.first, corpus)
     if calibrate:
         in_scores = [passes.first[q.query_id][0].score for q in s.in_scope if passes.first[q.query_id]]
         out_scores = [v for v in judged.out_top.values() if v is not None]
         return PipelineCheckResult(s.source, label, [], judged.records, {}, settings, propose_threshold(in_scores, out_scores))
 
-    latency = gates.latency_figures(passes)
+    timings = latency_figures(passes)
     criteria = [
-        *gates.relevance(s, judged, passes.first),
-        *gates.out_of_scope(s, judged),
-        *gates.metadata(s, passes.first, corpus),
-        *gates.latency(s, latency, timed),
-        *gates.determinism(s, passes, queries),
+        *relevance(s, judged, passes.first),
+        *out_of_scope(s, judged),
+        *metadata(s, passes.first, corpus),
+        *latency(s, timings, timed),
+        *determinism(s, passes, queries),
     ]
-    return PipelineCheckResult(s.source, label, criteria, judged.records, latency, settings, None)
+    return PipelineCheckResult(s.source, label, criteria, judged.records, timings, settings, None)
 
 
 def _relative_to_suite(value: str, source: str) -> str:
