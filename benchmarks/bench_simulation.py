@@ -31,6 +31,8 @@ PLAN: list[tuple[str, list[str]]] = [
     ("logprob", ["fixed:128/gw1", "fixed:96", "adaptive:128/gw1", "adaptive"]),
     ("logprob_text", ["fixed:128/zero", "fixed:96", "adaptive:128/gw1", "adaptive"]),
     ("logprob_sparse", ["fixed:128/zero", "fixed:96", "adaptive:128/gw1", "adaptive"]),
+    ("logprob_tilted", ["fixed:96", "adaptive"]),
+    ("logprob_tilted_similar", ["fixed:96", "adaptive"]),
     ("m60", ["fixed:128/gw1", "fixed:96", "adaptive:128/gw1", "adaptive"]),
     ("null", ["fixed:96", "adaptive:128/gw1", "adaptive"]),
 ]
