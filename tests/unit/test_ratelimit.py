@@ -36,9 +36,9 @@ def limiter(clock: FakeClock, **kw: Any) -> RateLimiter:
 
 def test_requests_are_paced_to_the_rate_after_the_burst() -> None:
     clock = FakeClock()
-    lim = limiter(clock, requests_per_minute=60)  # one a second, burst of one second = 1 request
+    lim = limiter(clock, requests_per_minute=60)  # one a second, no burst by default
     assert [lim.reserve() for _ in range(5)] == [0.0, 1.0, 2.0, 3.0, 4.0]
-    fast = limiter(FakeClock(), requests_per_minute=600)  # 10/s: a second's burst is 10 requests
+    fast = limiter(FakeClock(), requests_per_minute=600, burst_seconds=1.0)  # 10/s: a second's burst is 10 requests
     waits = [fast.reserve() for _ in range(13)]
     assert waits[:10] == [0.0] * 10
     assert waits[10:] == pytest.approx([0.1, 0.2, 0.3])
@@ -46,7 +46,7 @@ def test_requests_are_paced_to_the_rate_after_the_burst() -> None:
 
 def test_the_bucket_refills_with_time() -> None:
     clock = FakeClock()
-    lim = limiter(clock, requests_per_minute=600)
+    lim = limiter(clock, requests_per_minute=600, burst_seconds=1.0)
     for _ in range(10):
         assert lim.reserve() == 0.0
     clock.now = 0.5  # half a second later: 5 requests' worth refilled
@@ -55,10 +55,12 @@ def test_the_bucket_refills_with_time() -> None:
 
 def test_tokens_per_minute_paces_by_size_and_a_request_larger_than_the_burst_waits_for_a_full_bucket() -> None:
     clock = FakeClock()
-    lim = limiter(clock, tokens_per_minute=6000)  # 100 tokens/s, burst 100
+    lim = limiter(clock, tokens_per_minute=6000, burst_seconds=1.0)  # 100 tokens/s, burst 100
     assert lim.reserve(50) == 0.0 and lim.reserve(50) == 0.0
     assert lim.reserve(50) == pytest.approx(0.5)
-    big = limiter(FakeClock(), tokens_per_minute=6000)
+    strict = limiter(FakeClock(), tokens_per_minute=6000)  # no burst: each request waits for the last one's tokens
+    assert [strict.reserve(50) for _ in range(3)] == pytest.approx([0.0, 0.5, 1.0])
+    big = limiter(FakeClock(), tokens_per_minute=6000, burst_seconds=1.0)
     assert big.reserve(10) == 0.0
     assert big.reserve(300) == pytest.approx(0.1)  # waits until the bucket is full again, then goes into debt
     assert big.reserve(100) == pytest.approx(3.1)  # the debt of 200 tokens is 2 s, then a full bucket: 1 s more
@@ -66,12 +68,12 @@ def test_tokens_per_minute_paces_by_size_and_a_request_larger_than_the_burst_wai
 
 def test_settle_books_the_real_usage() -> None:
     clock = FakeClock()
-    lim = limiter(clock, tokens_per_minute=6000)
+    lim = limiter(clock, tokens_per_minute=6000, burst_seconds=1.0)
     assert lim.reserve(100) == 0.0
     assert lim.reserve(100) == pytest.approx(1.0)
     lim.settle(100, 10)  # the second request used 10 tokens, not 100: 0.9 s given back
     assert lim.reserve(100) == pytest.approx(1.1)
-    lim2 = limiter(FakeClock(), tokens_per_minute=6000)
+    lim2 = limiter(FakeClock(), tokens_per_minute=6000, burst_seconds=1.0)
     lim2.reserve(100)
     lim2.settle(100, 400)  # used more than reserved: the next waits for the overdraft too
     assert lim2.reserve(100) == pytest.approx(4.0)
@@ -79,15 +81,15 @@ def test_settle_books_the_real_usage() -> None:
 
 def test_both_limits_apply_and_the_stricter_one_wins() -> None:
     clock = FakeClock()
-    lim = limiter(clock, requests_per_minute=60, tokens_per_minute=60_000)  # 1 req/s, 1000 tok/s
+    lim = limiter(clock, requests_per_minute=60, tokens_per_minute=60_000, burst_seconds=1.0)  # 1 req/s, 1000 tok/s
     assert [lim.reserve(10) for _ in range(3)] == [0.0, 1.0, 2.0]  # requests bind
-    lim = limiter(FakeClock(), requests_per_minute=6000, tokens_per_minute=600)  # 100 req/s, 10 tok/s
+    lim = limiter(FakeClock(), requests_per_minute=6000, tokens_per_minute=600, burst_seconds=1.0)  # 100 req/s, 10 tok/s
     assert [lim.reserve(10) for _ in range(3)] == pytest.approx([0.0, 1.0, 2.0])  # tokens bind
 
 
 def test_retry_after_pauses_every_caller_even_one_already_booked() -> None:
     clock = FakeClock()
-    lim = limiter(clock, requests_per_minute=600)
+    lim = limiter(clock, requests_per_minute=600, burst_seconds=1.0)
     lim.penalize(5.0)
     assert lim.reserve() == pytest.approx(5.0)
     # A caller that booked a slot before the 429 arrived still waits out the pause.
@@ -135,13 +137,14 @@ def test_acquire_async_waits_with_asyncio_sleep(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_no_sixty_second_window_ever_exceeds_the_limit() -> None:
-    """Requests arriving in bursts and lulls (seeded): the sends never exceed rpm + burst in any 60 s window."""
+    """Requests arriving in bursts and lulls (seeded): with the default strict pace the sends never exceed the limit in
+    any window of 60 s, nor of 1 s (a provider may count over either), and the rate is held."""
     import random
 
     rng = random.Random(7)
     clock = FakeClock()
     rpm = 120
-    lim = limiter(clock, requests_per_minute=rpm)  # burst 2
+    lim = limiter(clock, requests_per_minute=rpm)
     sends = []
     t = 0.0
     for _ in range(2000):
@@ -149,17 +152,18 @@ def test_no_sixty_second_window_ever_exceeds_the_limit() -> None:
         clock.now = t
         sends.append(t + lim.reserve())
     sends.sort()
-    j = 0
-    for i, s in enumerate(sends):
-        while sends[j] <= s - 60.0:
-            j += 1
-        assert i - j + 1 <= rpm + 2
+    for window, most in ((60.0, rpm), (1.0, rpm // 60)):
+        j = 0
+        for i, s in enumerate(sends):
+            while sends[j] <= s - window + 1e-9:  # the half-open window (s - window, s]
+                j += 1
+            assert i - j + 1 <= most
     assert len(sends) / (sends[-1] - sends[0]) == pytest.approx(rpm / 60, rel=0.02)  # and it holds the rate
 
 
 def test_threads_share_one_limiter_safely() -> None:
     clock = FakeClock()
-    lim = RateLimiter(RateLimits(requests_per_minute=600), clock=clock, sleep=lambda s: None)
+    lim = RateLimiter(RateLimits(requests_per_minute=600, burst_seconds=1.0), clock=clock, sleep=lambda s: None)
     waits: list[float] = []
     guard = threading.Lock()
 
@@ -202,7 +206,7 @@ def test_openai_solver_books_each_attempt_and_shares_retry_after(server: tuple[s
     url, holder = server
     holder[0] = Script((429, {"retry-after": "2"}, {"error": {"message": "rate limited"}}, 0.0), (200, {}, chat_body(), 0.0))
     clock = FakeClock()
-    lim = RateLimiter(RateLimits(requests_per_minute=600, tokens_per_minute=60_000), clock=clock, sleep=clock.sleep)
+    lim = RateLimiter(RateLimits(requests_per_minute=600, tokens_per_minute=60_000, burst_seconds=1.0), clock=clock, sleep=clock.sleep)
     retry = RetryPolicy(max_attempts=3, base_delay=0.01, sleep=lambda s: None)
     solver = OpenAISolver(model="m", base_url=url, retry=retry, timeout=5.0, limiter=lim)
     ans = solver.answer(SolveRequest("c1", "What is the base class?"))

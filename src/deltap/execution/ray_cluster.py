@@ -9,8 +9,8 @@
   with as many cases in flight as replicas, a hash leaves about a third of the replicas idle (the expected share of
   empty bins, ``(1 - 1/n)^n``), least-loaded assignment none.
 * **Workers die, trials do not.** Actors restart (``max_restarts``) and Ray retries the batch they were running
-  (``max_task_retries``); when an actor is gone for good the executor starts a replacement and sends the batch
-  again (``batch_retries``), and only then does the batch come back as :class:`~deltap.solvers.base.SolverError`
+  (``max_task_retries``); a batch sent while its replica restarts waits for it, and when a replica is gone for
+  good the executor starts a replacement and sends the batch again (``batch_retries`` in all), and only then does the batch come back as :class:`~deltap.solvers.base.SolverError`
   values (``error`` trials, asked again when the run resumes). Whatever happens on the cluster, the driver receives
   one result per request and alone writes the trial log, so a retried batch is never counted twice.
 * **Rate limits shared by the whole cluster.** When the driver's solver has a rate limiter
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from deltap.errors import DeltapError
@@ -126,7 +127,8 @@ class RayExecutor:
             model computes), 0 otherwise (a client waits on the network).
         max_restarts: Times Ray restarts a replica whose process died.
         max_task_retries: Times Ray retries a batch whose replica died while running it.
-        batch_retries: Times the executor sends a batch again on a new replica when its replica is gone for good.
+        batch_retries: Times the executor sends a batch again: after waiting for a replica that is restarting (0.5 s,
+            doubling, at most 5 s), or on a new replica when its replica is gone for good.
         init_options: Extra ``ray.init`` keywords when the executor starts a local cluster (e.g. ``num_cpus``).
         actor_options: Extra ``ray.remote`` options of the replicas (e.g. ``{"num_gpus": 1}``, ``runtime_env``).
         namespace: Ray namespace of the run's named actors (the limiters).
@@ -141,7 +143,7 @@ class RayExecutor:
         cpus_per_worker: float | None = None,
         max_restarts: int = 3,
         max_task_retries: int = 3,
-        batch_retries: int = 2,
+        batch_retries: int = 4,
         init_options: dict[str, Any] | None = None,
         actor_options: dict[str, Any] | None = None,
         namespace: str | None = None,
@@ -169,6 +171,7 @@ class RayExecutor:
         self._actors: list[Any] = []
         self._limiters: list[Any] = []
         self._load: list[int] = []
+        self._busy: list[int] = []  # batches in flight per replica
         self._pinned: dict[str, int] = {}
         self._lock = threading.Lock()
         self._replaced = 0
@@ -206,6 +209,7 @@ class RayExecutor:
         self._limiter_names = names
         self._actors = [self._new_actor() for _ in range(self.workers)]
         self._load = [0] * self.workers
+        self._busy = [0] * self.workers
         self._pinned = {}
         self._solver_id = str(getattr(solver, "id", type(solver).__name__))
         ids = ray.get([a.solver_id.remote() for a in self._actors])
@@ -240,7 +244,7 @@ class RayExecutor:
                 ray.kill(actor)
             except Exception:  # noqa: BLE001 - already gone: nothing to stop
                 pass
-        self._actors, self._limiters, self._pinned, self._load = [], [], {}, []
+        self._actors, self._limiters, self._pinned, self._load, self._busy = [], [], {}, [], []
         if self._started_ray:
             ray.shutdown()
             self._started_ray = False
@@ -268,24 +272,42 @@ class RayExecutor:
 
         index = self._assign(batch.case_id)
         last: BaseException | None = None
-        for _ in range(self.batch_retries + 1):
+        for attempt in range(self.batch_retries + 1):
             actor = self._actors[index]
+            with self._lock:
+                self._busy[index] += 1
             try:
                 return list(ray.get(actor.run.remote(batch)))
             except RayTaskError as exc:  # a bug inside the solver: raise it as it would be raised in-process
                 raise exc.as_instanceof_cause() from None
-            except (ActorDiedError, ActorUnavailableError, RayActorError) as exc:
+            except ActorUnavailableError as exc:  # restarting (Ray restarts it): wait for it rather than replace it
+                last = exc
+                time.sleep(min(0.5 * 2**attempt, 5.0))
+            except (ActorDiedError, RayActorError) as exc:  # gone for good: a new replica takes its place
                 last = exc
                 with self._lock:
                     if self._actors[index] is actor:  # the first thread to see it dead replaces it
                         self._actors[index] = self._new_actor()
                         self._replaced += 1
+            finally:
+                with self._lock:
+                    self._busy[index] -= 1
         from deltap.solvers.base import SolverError
 
         error = SolverError(f"Ray worker lost {self.batch_retries + 1} times running case {batch.case_id}: {type(last).__name__}")
         return [error] * len(batch)
 
     # -- inspection --------------------------------------------------------------------------------------------------
+    @property
+    def started(self) -> bool:
+        """Whether the replicas are up (between :meth:`start` and :meth:`close`)."""
+        return bool(self._actors)
+
+    def in_flight(self) -> list[int]:
+        """Batches each replica is running now."""
+        with self._lock:
+            return list(self._busy)
+
     def worker_pids(self) -> list[int]:
         """The process id of every replica (for tests and operators)."""
         return [int(p) for p in self._ray.get([a.pid.remote() for a in self._actors])]

@@ -5,7 +5,9 @@ Hosted LLMs are bounded by their provider's limits, not by our CPU: a run that s
 for more than the configured rate in the first place, and shares a server's ``Retry-After`` with every caller.
 
 **Reservations (GCRA).** Each limit is a token bucket — ``requests_per_minute`` (cost 1 per request) and
-``tokens_per_minute`` (cost: the request's estimated tokens) — holding at most ``burst_seconds`` worth of its rate.
+``tokens_per_minute`` (cost: the request's estimated tokens) — holding at most ``burst_seconds`` worth of its rate
+(default none: one request at a time, strictly paced; a bucket of ``C`` lets ``C - 1`` requests more than the rate
+through in any window, which a provider that counts over a sliding window refuses).
 :meth:`RateLimiter.reserve` books the earliest time at which every bucket can pay and returns the seconds to wait
 until then; the caller sleeps (in its own thread, or ``await``\\ s in asyncio) and sends. Booking is first come, first
 served and costs one lock (or one round trip to a limiter actor on Ray): nobody polls. This is the generic cell rate
@@ -51,22 +53,23 @@ class RateLimits:
     Args:
         requests_per_minute: Requests per minute (``None``: no request limit).
         tokens_per_minute: Prompt + completion tokens per minute (``None``: no token limit).
-        burst_seconds: How much of the rate may be spent at once, in seconds of it (1.0: at most a second's worth
-            of requests back to back, then the steady pace). Providers enforce their per-minute limits over shorter
-            windows too; a small burst never trips them.
+        burst_seconds: How much of the rate may be spent at once, in seconds of it (0, the default: no burst, every
+            request paced; 1.0: a second's worth back to back, then the steady pace). Providers enforce per-minute
+            limits over shorter windows too (OpenAI: "60,000 requests/minute may be enforced as 1,000 requests/second"),
+            so the strict pace is the one that never trips them.
     """
 
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
-    burst_seconds: float = 1.0
+    burst_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("requests_per_minute", "tokens_per_minute"):
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise DeltapError(f"{name} must be positive, got {value}")
-        if not self.burst_seconds > 0:
-            raise DeltapError(f"burst_seconds must be positive, got {self.burst_seconds}")
+        if not self.burst_seconds >= 0:
+            raise DeltapError(f"burst_seconds must be at least 0, got {self.burst_seconds}")
 
     @property
     def active(self) -> bool:
