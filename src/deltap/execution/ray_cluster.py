@@ -181,6 +181,10 @@ class RayExecutor:
 
     # -- lifecycle ---------------------------------------------------------------------------------------------------
     def start(self, solver: Solver) -> None:
+        """Start Ray (unless this process already did) and the replicas; a no-op when they are up for this solver
+        (start them ahead of a run to keep their start-up out of its timing)."""
+        if self._actors and self._solver_id == str(getattr(solver, "id", type(solver).__name__)):
+            return
         ray = self._ray = _import_ray()
         if not ray.is_initialized():
             options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
