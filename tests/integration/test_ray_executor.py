@@ -180,3 +180,18 @@ def test_one_limiter_actor_paces_every_replica() -> None:
     assert result.run["cases_by_status"] == {"unsolvable": 4}  # 2 preflight + 12 confirming calls each
     assert server.refused == [] and len(server.accepted) == 56
     assert server.accepted[-1] - server.accepted[0] >= 5.0
+
+
+def test_deltap_mine_executor_ray_gives_the_in_process_result(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The CLI path: ``deltap mine --executor ray --workers 2`` (the driver's solver and the replicas' built from one
+    SolverSpec) writes the trials and dataset of ``deltap mine`` in-process."""
+    from deltap.cli.app import main
+    from tests.unit.test_mining_cli import _files
+
+    corpus, bench = _files(tmp_path)
+    base = ["mine", str(bench), "--corpus", str(corpus), "--retriever", "none", "--solver", "simulated", "--budget", "32", "--placebo", "3"]
+    main([*base, "--out", str(tmp_path / "inprocess")])
+    main([*base, "--out", str(tmp_path / "ray"), "--executor", "ray", "--workers", "2"])
+    assert "executed: ray, 2 worker(s), 2 case(s) in flight" in capsys.readouterr().err
+    assert rows(tmp_path / "ray") == rows(tmp_path / "inprocess")
+    assert artefacts(tmp_path / "ray") == artefacts(tmp_path / "inprocess")
