@@ -195,3 +195,45 @@ def test_deltap_mine_executor_ray_gives_the_in_process_result(tmp_path: Path, ca
     assert "executed: ray, 2 worker(s), 2 case(s) in flight" in capsys.readouterr().err
     assert rows(tmp_path / "ray") == rows(tmp_path / "inprocess")
     assert artefacts(tmp_path / "ray") == artefacts(tmp_path / "inprocess")
+
+
+def test_the_local_model_in_two_replicas_gives_the_in_process_trials(tmp_path: Path) -> None:
+    """The real SmolLM2 solver built from ``SolverSpec("local")`` in two replicas (one CPU each, the model loaded once
+    per replica, one case per replica): the same log-probabilities, to the last bit, as in-process — llama.cpp's
+    results do not depend on what its KV cache held before (flash attention off)."""
+    pytest.importorskip("llama_cpp")
+    from deltap.cases import Case, CheckerSpec
+    from deltap.documents import Corpus, Document
+
+    try:
+        spec = SolverSpec("local", {"n_threads": 1})
+        solver = spec.build()
+    except DeltapError as exc:  # the model package is not installed
+        pytest.skip(str(exc))
+    corpus = Corpus([
+        Document("json.dumps", "json.dumps(obj): serialize obj to a JSON formatted str."),
+        Document("heapq.nsmallest", "heapq.nsmallest(n, iterable): return the n smallest elements."),
+        Document("math.gcd", "math.gcd(a, b): greatest common divisor."),
+        Document("shlex.quote", "shlex.quote(s): return a shell-escaped version of the string s."),
+        Document("base64.b64encode", "base64.b64encode(s): encode bytes using Base64."),
+    ])
+    cases = [
+        Case(f"c{i}", q, gold_doc_ids=(g,), checker=CheckerSpec("string_match", {"answers": [g]}), reference_answer=g)
+        for i, (q, g) in enumerate([("Which function makes a string safe for a shell?", "shlex.quote"),
+                                    ("Which function turns a Python object into JSON text?", "json.dumps")])
+    ]
+    cfg = MiningConfig(outcome="logprob", budget=16, first_look=8, batch=8, n_placebo=2, seed=0, k=0)
+    import warnings
+
+    from deltap.mining.engine import PlaceboCalibrationWarning
+
+    with warnings.catch_warnings():  # 4 placebos are too few for the placebo check: not what this test is about
+        warnings.simplefilter("ignore", PlaceboCalibrationWarning)
+        mine(cases, corpus, solver, out=tmp_path / "inprocess", config=cfg)
+        executor = RayExecutor(spec, workers=2)
+        result = mine(cases, corpus, spec.build(), out=tmp_path / "ray", config=cfg, executor=executor)
+    assert result.run["execution"]["cases_in_flight"] == 2  # one replica per case
+    reference = rows(tmp_path / "inprocess")
+    assert len(reference) >= 30 and any(r[7] == "score" for r in reference)
+    assert rows(tmp_path / "ray") == reference
+    assert artefacts(tmp_path / "ray") == artefacts(tmp_path / "inprocess")
