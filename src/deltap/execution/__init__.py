@@ -25,17 +25,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from deltap._lazy import lazy_exports
+
 if TYPE_CHECKING:
     from deltap.execution.base import Batch, Executor, SolverSpec, solve_batch
     from deltap.execution.local import InProcessExecutor
     from deltap.execution.ray_cluster import RayExecutor
 
-__all__ = ["EXECUTORS", "Batch", "Executor", "InProcessExecutor", "RayExecutor", "SolverSpec", "make_executor", "solve_batch"]
-
 #: the executor kinds ``deltap mine --executor`` accepts
 EXECUTORS = ("inprocess", "ray")
 
-_WHERE = {
+_LAZY: dict[str, str] = {
     "Batch": "deltap.execution.base",
     "Executor": "deltap.execution.base",
     "SolverSpec": "deltap.execution.base",
@@ -44,13 +44,7 @@ _WHERE = {
     "RayExecutor": "deltap.execution.ray_cluster",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        import importlib
-
-        return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'deltap.execution' has no attribute {name!r}")
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY, extra=["EXECUTORS", "make_executor"])
 
 
 def make_executor(kind: str = "inprocess", **options: Any) -> Any:
