@@ -73,7 +73,35 @@ def mine_command(
     limit: int | None = typer.Option(None, "--limit", help="Mine only the first N cases."),
     case_ids: str | None = typer.Option(None, "--cases", help="Comma-separated case ids to mine."),
     force: bool = typer.Option(False, "--force", help="Mine saturated/unsolvable cases anyway."),
-    workers: int = typer.Option(1, "--workers", help="Concurrent solver calls (remote solvers)."),
+    workers: int | None = typer.Option(
+        None, "--workers",
+        help="In-process: solver calls in flight (remote solvers; default 1). Ray: solver replicas, each loading its "
+        "model once (default 2). Results never depend on it.",
+    ),
+    executor_kind: str = typer.Option(
+        "inprocess", "--executor",
+        help="Where solver calls run: inprocess (this process, threads) or ray (a Ray cluster: pip install 'deltap[ray]').",
+    ),
+    ray_address: str | None = typer.Option(
+        None, "--ray-address",
+        help="--executor ray: the cluster, auto (a running one on this machine) or ray://HOST:10001; default: start a local "
+        "cluster for the run.",
+    ),
+    cases_in_flight: int | None = typer.Option(
+        None, "--cases-in-flight",
+        help="Cases mined at once (default: one per worker slot; 1 for the local solver in-process).",
+    ),
+    calls_per_worker: int | None = typer.Option(
+        None, "--calls-per-worker",
+        help="--executor ray: batches one replica runs at once (clients of a remote server; default 1).",
+    ),
+    requests_per_minute: float | None = typer.Option(
+        None, "--requests-per-minute", "--rpm",
+        help="openai/gemini: the endpoint's request limit; every worker of the run shares one pace and honours Retry-After.",
+    ),
+    tokens_per_minute: float | None = typer.Option(
+        None, "--tokens-per-minute", "--tpm", help="openai/gemini: the endpoint's token limit (prompt + completion), shared the same way.",
+    ),
     no_coalitions: bool = typer.Option(False, "--no-coalitions", help="Skip interaction pairs and coalition trials."),
     skip_missing: bool = typer.Option(True, "--skip-missing/--strict-gold", help="Drop gold ids not in the corpus (counted) instead of failing."),
     sim_effect: float = typer.Option(0.3, "--sim-effect", help="simulated solver: effect of each gold document."),
@@ -127,35 +155,56 @@ def mine_command(
 
         with console.status(f"building the {retriever_kind} retriever over {len(corpus)} documents..."):
             retriever = build_retriever(retriever_kind, corpus, store=index, seed=seed)
+    from deltap.execution import EXECUTORS
+    from deltap.execution.base import SolverSpec
+
+    if executor_kind not in EXECUTORS:
+        raise DeltapError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor_kind!r}")
+    if executor_kind != "ray" and (ray_address is not None or calls_per_worker is not None):
+        raise DeltapError("--ray-address and --calls-per-worker need --executor ray")
     options = _parse_options(solver_option)
     if model:
         options.setdefault("model", model)
+    for key, value in (("requests_per_minute", requests_per_minute), ("tokens_per_minute", tokens_per_minute)):
+        if value is not None:
+            if solver_kind not in ("openai", "gemini"):
+                raise DeltapError(f"--{key.replace('_', '-')} paces the openai and gemini solvers, not {solver_kind!r}")
+            options[key] = value
     if solver_kind == "simulated":
-        from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
+        from deltap.solvers.simulated import SimulatedTruth
 
         truth = {c.case_id: SimulatedTruth(sim_base, {g: sim_effect for g in c.gold_doc_ids}) for c in cases}
         answers = {c.case_id: c.reference_answer or "" for c in cases}
-        solver: Any = SimulatedSolver(truth, answers, outcome=outcome, seed=seed, **options)  # type: ignore[arg-type]
-    else:
-        from deltap.solvers import make_solver
-
-        solver = make_solver(solver_kind, **options)
+        options = {"truth": truth, "answers": answers, "outcome": outcome, "seed": seed, **options}
+    # One recipe for the driver's solver and for every Ray replica: they cannot disagree.
+    spec = SolverSpec(solver_kind, options)
+    solver: Any = spec.build()
     config = MiningConfig(
         outcome=outcome,  # type: ignore[arg-type]
         seed=seed, q=q, pi=pi, design=design, null=null, min_effect=min_effect, context_order=context_order, k=k if retriever else 0, n_placebo=placebo, placebo_kind=placebo_kind,
-        max_candidates=max_candidates, force=force, coalitions=not no_coalitions, workers=workers,
+        max_candidates=max_candidates, force=force, coalitions=not no_coalitions,
     )
-    if budget is not None:
-        config = replace(config, budget=budget)
-    if gold_weight is not None:
-        config = replace(config, gold_weight=gold_weight)
+    overrides: dict[str, Any] = {"budget": budget, "gold_weight": gold_weight, "cases_in_flight": cases_in_flight}
+    if executor_kind == "inprocess":
+        overrides["workers"] = workers
+    config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
+    executor: Any = None
+    if executor_kind == "ray":
+        from deltap.execution.ray_cluster import RayExecutor
+
+        ray_options: dict[str, Any] = {"workers": workers, "address": ray_address, "calls_per_worker": calls_per_worker}
+        executor = RayExecutor(spec, **{k: v for k, v in ray_options.items() if v is not None})
     with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), console=console, config=config, deterministic=bool(getattr(solver, "deterministic", False))) as progress:
         warnings.simplefilter("always", PlaceboCalibrationWarning)
-        result = mine(cases, corpus, solver, out=out, config=config, retriever=retriever, progress=progress, remine_changed=remine_changed)
+        result = mine(cases, corpus, solver, out=out, config=config, retriever=retriever, progress=progress, remine_changed=remine_changed,
+                      executor=executor)
     run = result.run
     new_calls = run.get("calls_this_process", run["calls"])
     resumed = f" ({new_calls} made now, the rest read from the trial log)" if new_calls < run["calls"] else ""
     console.print(f"[bold]mined {run['cases']} case(s)[/bold] in {run['wall_seconds']:.1f}s, {run['calls']} calls{resumed}: {run['cases_by_status']}")
+    ex = run.get("execution") or {}
+    if ex.get("executor") == "ray" or int(ex.get("cases_in_flight") or 1) > 1:
+        console.print(f"executed: {ex.get('executor')}, {ex.get('workers')} worker(s), {ex.get('cases_in_flight')} case(s) in flight")
     console.print(f"verdicts: {run['verdicts']}")
     pl = run["placebo"]
     console.print(f"placebo false-positive rate: {pl['fpr']:.3f} ({pl['labelled_relevant']} relevant + {pl['labelled_harmful']} harmful of {pl['n']}; BH reference q·R/M {pl['nominal']:.4f})")

@@ -33,16 +33,22 @@ Run directory (``out``)::
 
 Infrastructure errors (``SolverError``, a checker's ``error`` outcome) are logged as ``error`` trials and never
 counted as failures; a case whose error rate exceeds ``max_error_rate`` stops with status ``errors``.
+
+Where the calls run is the **executor**'s business (:mod:`deltap.execution`: in this process by default, or on a
+Ray cluster). This module stays the driver: it renders every request, hands one look of one case at a time to the
+executor, checks and logs the results, and mines ``cases_in_flight`` cases at once (one driver thread each; the
+trial log serializes their writes). Each case's decisions depend only on its own trials, so the results are the
+same for any executor, worker count or arrival order.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -74,6 +80,7 @@ if TYPE_CHECKING:
     from deltap.checkers.base import Checker
     from deltap.dataset import Dataset
     from deltap.documents import Corpus
+    from deltap.execution.base import Executor
     from deltap.retrieval.base import Retriever
     from deltap.solvers.base import Solver, SolveRequest
 
@@ -132,7 +139,11 @@ class MiningConfig:
         force: Mine saturated/unsolvable cases anyway.
         coalitions: Look for interaction pairs and a minimal winning coalition.
         verify_trials: Trials that verify a coalition.
-        workers: Concurrent solver calls (remote solvers); local batch solvers get whole batches instead.
+        workers: Concurrent solver calls of the default in-process executor (remote solvers); a solver that is not
+            thread-safe (the local model) gets whole batches, one at a time. Not a result: any value gives the same
+            trials.
+        cases_in_flight: Cases mined at once (one driver thread each). Default: the executor's slots (in-process:
+            ``workers``, or 1 for a solver that is not thread-safe; Ray: replicas × calls per replica). Not a result.
         max_error_rate: A case stops (status ``errors``) when more than this fraction of its calls fail (after 5).
         prior_nonnull: Prior share of candidates with an effect, used only by the stopping heuristic.
         prior_scale: Prior SD of effects for the stopping heuristic (default 0.3 pass, 1.5 nats logprob).
@@ -165,6 +176,7 @@ class MiningConfig:
     coalitions: bool = True
     verify_trials: int = 6
     workers: int = 1
+    cases_in_flight: int | None = None
     max_error_rate: float = 0.2
     prior_nonnull: float = 0.2
     prior_scale: float | None = None
@@ -173,6 +185,8 @@ class MiningConfig:
 
     #: what result-affecting options were, implicitly, in trial logs written before they existed
     LEGACY: ClassVar[dict[str, Any]] = {"design": "bernoulli", "null": "zero", "placebo_kind": "random", "gold_weight": 1.0}
+    #: options of how the calls are made, never of what they return (left out of the dataset's metadata)
+    EXECUTION_KEYS = ("workers", "cases_in_flight")
     RESULT_KEYS = ("outcome", "budget", "seed", "q", "pi", "k", "n_placebo", "placebo_kind", "max_candidates", "first_look", "batch", "preflight", "preflight_confirm", "design", "null", "context_order", "gold_weight")
 
     def __post_init__(self) -> None:
@@ -197,6 +211,10 @@ class MiningConfig:
             raise DeltapError(f"placebo_kind must be one of {', '.join(PLACEBO_KINDS)}, got {self.placebo_kind!r}")
         if self.context_order not in CONTEXT_ORDERS:
             raise DeltapError(f"context_order must be one of {', '.join(CONTEXT_ORDERS)}, got {self.context_order!r}")
+        if self.workers < 1:
+            raise DeltapError(f"workers must be at least 1, got {self.workers}")
+        if self.cases_in_flight is not None and self.cases_in_flight < 1:
+            raise DeltapError(f"cases_in_flight must be at least 1, got {self.cases_in_flight}")
 
     def policy(self) -> VerdictPolicy:
         return default_policy(self.outcome, self.q, self.min_effect, self.margin)
@@ -258,6 +276,10 @@ class _Runner:
     The :class:`~deltap.mining.procedure.TrialSource` of ``mine()``. A **deterministic** solver (``solver.deterministic``:
     a greedy local model) is never asked the same prompt twice within a case: a trial whose prompt hash was already
     answered is logged with that answer (``detail`` starts with ``cached:``) and costs no call.
+
+    The calls themselves go to ``executor`` (one :class:`~deltap.execution.base.Batch` per look); ``tally`` counts
+    the calls of every case of the run (the progress display's figure) and ``stop`` ends the case between batches
+    when the run is stopped.
     """
 
     def __init__(
@@ -269,10 +291,19 @@ class _Runner:
         checker: Checker | None,
         log: TrialLog,
         cfg: MiningConfig,
+        executor: Executor | None = None,
+        tally: _Tally | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         from deltap.prompts import request_from_case
 
         self.case, self.pool, self.solver, self.checker, self.log, self.cfg = case, pool, solver, checker, log, cfg
+        if executor is None:
+            from deltap.execution.local import InProcessExecutor
+
+            executor = InProcessExecutor(cfg.workers)
+            executor.start(solver)
+        self.executor, self.tally, self.stop = executor, tally or _Tally(), stop
         self.docs = [corpus[d] for d in pool.doc_ids]
         lengths = [len(d.text) for d in self.docs] if cfg.context_order == "length" else None
         self.order = canonical_order(pool.doc_ids, lengths)
@@ -323,40 +354,26 @@ class _Runner:
                     src = self.answered[h]
                     rec = replace(src, kind=kind, trial_index=i, seed=s, latency=0.0,
                                   detail=f"cached: same prompt as {src.kind} {src.trial_index}")
-                self.log.append(rec)  # written before the trial counts
+                rec = self.log.append_once(rec)  # written before the trial counts; a key is counted once
                 self.existing[(kind, i)] = rec
         return [self.existing[(kind, i)] for i in indices]
 
     def _call(self, reqs: list[SolveRequest]) -> list[Any]:
-        from deltap.solvers.base import SolverError
+        from deltap.execution.base import Batch
 
+        if not reqs:
+            return []
+        if self.stop is not None and self.stop.is_set():
+            from deltap.execution.concurrent import Cancelled
+
+            raise Cancelled()
         self.calls += len(reqs)
-        if self.cfg.outcome == "logprob":
-            ref = self.case.reference_answer or ""
-            many = getattr(self.solver, "score_many", None)
-            if callable(many) and len(reqs) > 1:
-                return list(many(reqs, ref))
-
-            def one(r: SolveRequest) -> Any:
-                try:
-                    return self.solver.score(r, ref)
-                except SolverError as exc:
-                    return exc
-        else:
-            many = getattr(self.solver, "answer_many", None)
-            if callable(many) and len(reqs) > 1:
-                return list(many(reqs))
-
-            def one(r: SolveRequest) -> Any:
-                try:
-                    return self.solver.answer(r)
-                except SolverError as exc:
-                    return exc
-
-        if self.cfg.workers > 1 and len(reqs) > 1:
-            with ThreadPoolExecutor(max_workers=self.cfg.workers) as ex:
-                return list(ex.map(one, reqs))
-        return [one(r) for r in reqs]
+        self.tally.add(len(reqs))
+        ref = (self.case.reference_answer or "") if self.cfg.outcome == "logprob" else ""
+        results = self.executor.run(Batch(self.case.case_id, self.cfg.outcome, tuple(reqs), ref))
+        if len(results) != len(reqs):
+            raise RuntimeError(f"executor returned {len(results)} results for {len(reqs)} requests of case {self.case.case_id}")
+        return results
 
     def _record(self, kind: str, i: int, seed: int, incl: NDArray[np.bool_], phash: str, res: Any) -> TrialRecord:
         solver_id = str(getattr(self.solver, "id", type(self.solver).__name__))
@@ -385,6 +402,31 @@ class _Runner:
         if check.outcome == "error":
             self.errors += 1
         return rec(res.text, check.outcome, value, float(res.latency), checker_id, check.detail[:500])
+
+
+class _Tally:
+    """Solver calls made by this process over every case (driver threads add to it at once)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.value = 0
+
+    def add(self, n: int) -> None:
+        with self._lock:
+            self.value += n
+
+
+def _serialized(progress: ProgressFn | None) -> ProgressFn | None:
+    """The progress callback, called by one driver thread at a time."""
+    if progress is None:
+        return None
+    lock = threading.Lock()
+
+    def call(event: dict[str, Any]) -> None:
+        with lock:
+            progress(event)
+
+    return call
 
 
 _OVERFLOW = re.compile(r"(context|n_ctx|token limit).*(exceed|too long|maximum)|(exceed|too long|maximum).*(context|n_ctx)", re.I)
@@ -474,6 +516,7 @@ def mine(
     checker_factory: Callable[[Case], Checker] | None = None,
     progress: ProgressFn | None = None,
     remine_changed: bool = False,
+    executor: Executor | None = None,
     **options: Any,
 ) -> MiningResult:
     """Mine which candidate documents change each case's success, with honest statistics.
@@ -493,6 +536,9 @@ def mine(
             calls this process made so far. :class:`deltap.mining.progress.MiningProgress` draws them.
         remine_changed: When resuming, re-mine from scratch exactly the cases whose inputs changed (see
             :mod:`deltap.mining.manifest`) instead of refusing the resume.
+        executor: Where the solver calls run (:mod:`deltap.execution`); default an
+            :class:`~deltap.execution.local.InProcessExecutor` with ``workers`` threads. ``mine()`` starts it with
+            ``solver`` and closes it when the run ends. Results do not depend on it.
 
     Returns:
         A :class:`MiningResult`.
@@ -525,23 +571,24 @@ def mine(
     factory = checker_factory or _default_checker
     policy = cfg.policy()
     rule = cfg.rule()
-    results: list[CaseResult] = []
-    total_calls = 0
     calls_before_run = log.count()
+    if executor is None:
+        from deltap.execution.local import InProcessExecutor
+
+        executor = InProcessExecutor(cfg.workers)
     try:
-        for ci, case in enumerate(cases):
-            res = _mine_case(case, ci, len(cases), corpus, solver, factory, retriever, log, cfg, rule, progress, total_calls)
-            total_calls += res.calls
-            results.append(res)
+        executor.start(solver)
+    except BaseException:
+        log.close()
+        raise
+    lanes = _Lanes(executor, cfg, _serialized(progress), len(cases))
+    try:
+        results = lanes.map(
+            lambda item: _mine_case(item[1], item[0], corpus, solver, factory, retriever, log, cfg, rule, lanes), list(enumerate(cases))
+        )
         null_info = _dataset_verdicts(results, cfg, policy)
         if cfg.coalitions:
-            for res in results:
-                if res.X is not None:
-                    checker = factory(res.case) if cfg.outcome == "pass" else None
-                    runner = _Runner(res.case, res.pool, corpus, solver, checker, log, cfg)
-                    total_calls += _coalition(res, runner, cfg, policy)
-                    if progress is not None:
-                        progress({"phase": "coalition", "case_id": res.case.case_id, "calls": total_calls})
+            lanes.map(lambda res: _coalition_case(res, corpus, solver, factory, log, cfg, policy, lanes), [r for r in results if r.X is not None])
         for res in results:  # calls = logged solver calls (the same for a resumed and an uninterrupted run)
             res.info["calls_by_kind"] = _logged_calls(log, res.case.case_id)
             res.calls = sum(res.info["calls_by_kind"].values())
@@ -551,6 +598,7 @@ def mine(
         run = _run_summary(results, cfg, policy, solver_id, placebo, __version__, started, ended)
         run["calls_this_process"] = log.count() - calls_before_run
         run["resume"] = resumed
+        run["execution"] = {**executor.describe(), "cases_in_flight": lanes.limit}
         if out_path is not None:
             out_path.mkdir(parents=True, exist_ok=True)
             write_dataset(dataset, out_path / "retrieval_dataset.yaml")
@@ -562,7 +610,10 @@ def mine(
 
             write_text_atomic(out_path / "run.json", json.dumps(run, indent=2, sort_keys=False) + "\n")
     finally:
-        log.close()
+        try:
+            executor.close()
+        finally:
+            log.close()
     if placebo["warning"]:
         warnings.warn(
             placebo["check"]["message"]
@@ -587,21 +638,47 @@ def mine(
     return MiningResult(dataset, results, run, out_path)
 
 
-def _mine_case(
+@dataclass
+class _Prepared:
+    """A case with its pool drawn and its checker built, ready for the per-case procedure."""
+
+    res: CaseResult
+    checker: Checker | None = None
+    ready: bool = False  # False: skipped before any trial (``res.info["reason"]`` says why)
+
+
+class _Lanes:
+    """The cases in flight: the executor, the run's call tally, the progress callback and the stop signal."""
+
+    def __init__(self, executor: Executor, cfg: MiningConfig, progress: ProgressFn | None, n_cases: int) -> None:
+        self.executor, self.progress, self.n_cases = executor, progress, n_cases
+        self.limit = cfg.cases_in_flight if cfg.cases_in_flight is not None else max(1, int(executor.slots))
+        self.tally = _Tally()
+        self.stop = threading.Event()
+        # Pools are drawn one at a time: retrievers (an embedded Qdrant, an embedding model) and a local solver's
+        # tokenizer are not made to be called from several threads at once.
+        self.prepare_lock = threading.Lock()
+
+    def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+        from deltap.execution.concurrent import map_cases
+
+        return map_cases(fn, items, self.limit, self.stop)
+
+    def report(self, event: dict[str, Any]) -> None:
+        """Send ``event`` with ``calls``: the solver calls this process made so far, over every case."""
+        if self.progress is not None:
+            self.progress({**event, "calls": self.tally.value})
+
+
+def _prepare_case(
     case: Case,
-    ci: int,
-    n_cases: int,
     corpus: Corpus,
     solver: Solver,
     factory: Callable[[Case], Checker],
     retriever: Retriever | None,
     log: TrialLog,
     cfg: MiningConfig,
-    rule: StoppingRule,
-    progress: ProgressFn | None,
-    calls_before: int,
-) -> CaseResult:
-    t0 = time.perf_counter()
+) -> _Prepared:
     stored = log.get_pool(case.case_id)
     if stored is not None:
         pool = Pool.from_dict(stored)
@@ -613,31 +690,49 @@ def _mine_case(
     res = CaseResult(case, pool, "skipped")
     if stored.get("context"):
         res.info["context"] = stored["context"]
-    m = len(pool.candidates)
-    schedule = cfg.schedule(m)
-
-    def report(status: str, trials: int, open_: int) -> None:
-        if progress is not None:
-            progress({"case_id": case.case_id, "case_index": ci, "cases": n_cases, "trials": trials, "budget": schedule.budget,
-                      "open": open_, "calls": calls_before + res.calls, "status": status})
-
-    if m == 0:
+    if not pool.candidates:
         res.info["reason"] = "no candidates (no gold, retrieved or placebo document)"
-        report("skipped", 0, 0)
-        return res
+        return _Prepared(res)
     checker: Checker | None = None
     if cfg.outcome == "pass":
         try:
             checker = factory(case)
         except DeltapError as exc:
             res.info["reason"] = f"no usable checker: {exc}"
-            report("skipped", 0, 0)
-            return res
+            return _Prepared(res)
     elif not case.reference_answer:
         res.info["reason"] = "the logprob outcome needs a reference answer"
+        return _Prepared(res)
+    return _Prepared(res, checker, True)
+
+
+def _mine_case(
+    case: Case,
+    ci: int,
+    corpus: Corpus,
+    solver: Solver,
+    factory: Callable[[Case], Checker],
+    retriever: Retriever | None,
+    log: TrialLog,
+    cfg: MiningConfig,
+    rule: StoppingRule,
+    lanes: _Lanes,
+) -> CaseResult:
+    t0 = time.perf_counter()
+    with lanes.prepare_lock:
+        prep = _prepare_case(case, corpus, solver, factory, retriever, log, cfg)
+    res = prep.res
+    m = len(res.pool.candidates)
+    schedule = cfg.schedule(m)
+
+    def report(status: str, trials: int, open_: int) -> None:
+        lanes.report({"case_id": case.case_id, "case_index": ci, "cases": lanes.n_cases, "trials": trials, "budget": schedule.budget,
+                      "open": open_, "status": status, "in_flight": lanes.limit})
+
+    if not prep.ready:
         report("skipped", 0, 0)
         return res
-    runner = _Runner(case, pool, corpus, solver, checker, log, cfg)
+    runner = _Runner(case, res.pool, corpus, solver, prep.checker, log, cfg, lanes.executor, lanes.tally, lanes.stop)
     report("preflight", 0, m)
     design = InclusionDesign(cfg.seed, case.case_id, m, cfg.pi, cfg.design)
 
@@ -645,11 +740,34 @@ def _mine_case(
         res.calls, res.errors = runner.calls, runner.errors
         report(status, trials, open_)
 
-    run = run_case(runner, design, cfg, rule, on_batch, case_weights(pool.candidates, cfg.gold_weight))
+    try:
+        run = run_case(runner, design, cfg, rule, on_batch, case_weights(res.pool.candidates, cfg.gold_weight))
+    finally:
+        lanes.executor.release(case.case_id)
     _fill(res, run)
     res.calls, res.errors = runner.calls, runner.errors
     res.wall_seconds = time.perf_counter() - t0
     return res
+
+
+def _coalition_case(
+    res: CaseResult,
+    corpus: Corpus,
+    solver: Solver,
+    factory: Callable[[Case], Checker],
+    log: TrialLog,
+    cfg: MiningConfig,
+    policy: VerdictPolicy,
+    lanes: _Lanes,
+) -> None:
+    """The coalition checks of one mined case (after the dataset-wide verdicts)."""
+    checker = factory(res.case) if cfg.outcome == "pass" else None
+    runner = _Runner(res.case, res.pool, corpus, solver, checker, log, cfg, lanes.executor, lanes.tally, lanes.stop)
+    try:
+        _coalition(res, runner, cfg, policy)
+    finally:
+        lanes.executor.release(res.case.case_id)
+    lanes.report({"phase": "coalition", "case_id": res.case.case_id})
 
 
 def _fill(res: CaseResult, run: CaseRun) -> None:
@@ -972,7 +1090,8 @@ def _build_dataset(results: list[CaseResult], corpus: Corpus, cfg: MiningConfig,
             " trials (m = the case's candidates); each case's own looks are in its metadata"
         ),
         "placebo_calibration": placebo,
-        "config": cfg.to_dict(),
+        # how the run was executed (workers, cases in flight) is not what the dataset is: it goes to run.json only
+        "config": {k: v for k, v in cfg.to_dict().items() if k not in MiningConfig.EXECUTION_KEYS},
     }
     return Dataset(metadata, pairs)
 

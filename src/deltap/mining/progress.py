@@ -10,6 +10,8 @@ What it shows (and why each figure can be trusted):
 * **the current case** — its full id (wrapped, never cut), the phase (preflight, design trials, coalition check),
   trials against the case's trial budget, and how many of its candidates are still *undecided* (no label yet;
   the case stops when none is left or its budget is spent).
+* **cases in flight** — a run that mines several cases at once (``cases_in_flight``, events carry ``in_flight``)
+  counts each active case's remaining ceiling, shows how many are in flight, and the case of the latest event.
 * **after the last case** — the dataset-wide step (Benjamini–Hochberg over every candidate, the placebo check on
   the placebo documents) and the coalition checks, which make calls of their own.
 """
@@ -118,6 +120,8 @@ class MiningProgress:
         self.open: int | None = None
         self.finished: dict[str, str] = {}  # case id -> final status
         self.coalition_done: set[str] = set()
+        self.in_flight = 1  # cases the engine mines at once (from the events)
+        self.active: dict[str, tuple[str, int, int]] = {}  # case id -> (phase, trials, budget) of unfinished cases
         self._live: Any = None
         self._console = console
 
@@ -130,10 +134,10 @@ class MiningProgress:
         coalition = plan.coalition if plan else 0
         remaining = 0
         if self.phase in ("starting", "preflight", "running"):
-            current = 1 if self.case_id is not None and self.case_id not in self.finished else 0
-            future = max(0, self.n_cases - len(self.finished) - current)
-            if current:
-                remaining += (pre if self.phase in ("starting", "preflight") else 0) + max(0, self.budget - self.trials)
+            active = {c: v for c, v in self.active.items() if c not in self.finished}
+            future = max(0, self.n_cases - len(self.finished) - len(active))
+            for phase, trials, budget in active.values():
+                remaining += (pre if phase in ("starting", "preflight") else 0) + max(0, budget - trials)
             remaining += future * (pre + design)
             remaining += coalition * (self.n_cases - len(self.coalition_done))
         elif self.phase in ("dataset", "coalition"):
@@ -156,6 +160,8 @@ class MiningProgress:
         case_id = str(event.get("case_id", ""))
         if "calls" in event:
             self.calls = max(self.calls, int(event.get("calls") or 0))
+        if event.get("in_flight") is not None:
+            self.in_flight = max(1, int(event["in_flight"]))
         if phase == "coalition":
             self.phase = "coalition"
             self.case_id = case_id
@@ -163,8 +169,9 @@ class MiningProgress:
             self._refresh()
             return
         if case_id != self.case_id:
-            if self.case_id is not None and self.phase != "coalition" and self.case_id not in self.finished:
+            if self.in_flight <= 1 and self.case_id is not None and self.phase != "coalition" and self.case_id not in self.finished:
                 self.finished[self.case_id] = "mined"  # events come per batch; a new case means the last one ended
+                self.active.pop(self.case_id, None)
             self.case_id = case_id
             self.trials = 0
         self.case_index = int(event.get("case_index", self.case_index))
@@ -179,8 +186,10 @@ class MiningProgress:
             self.open = None
         if status in ("running", "preflight"):
             self.phase = status
+            self.active[case_id] = (status, self.trials, self.budget)
         else:
             self.finished[case_id] = status
+            self.active.pop(case_id, None)
             self.phase = "dataset" if len(self.finished) >= self.n_cases else "running"
         self._refresh()
 
@@ -214,7 +223,8 @@ class MiningProgress:
                 out.append(f"now    coalition check of {self.case_id}")
             return out
         number = min(self.n_cases, max(1, self.case_index + 1))
-        out.append(f"cases  {_bar(done, self.n_cases)} {done} of {self.n_cases} done")
+        flying = sum(1 for c in self.active if c not in self.finished)
+        out.append(f"cases  {_bar(done, self.n_cases)} {done} of {self.n_cases} done" + (f" · {flying} in flight" if self.in_flight > 1 else ""))
         if self.case_id is None:
             return out
         if self.phase in ("starting", "preflight"):

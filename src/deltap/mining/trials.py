@@ -23,6 +23,12 @@ keeps a second ``deltap mine`` out of a run directory that is being mined.
 Every insert is its own committed transaction in WAL mode, so a ``kill -9`` loses at most the call in flight; a
 rerun reads the log, skips what is there, and — because every trial's subset and the simulated randomness are
 functions of the trial seed — produces exactly the result of an uninterrupted run.
+
+One writer, many threads: a run that mines several cases at once (:mod:`deltap.execution`) shares one
+:class:`TrialLog` between its driver threads. Every method holds the log's lock, so SQLite sees one statement at a
+time from one connection; and :meth:`TrialLog.append_once` is idempotent by trial key (the first record written for
+``(case_id, kind, trial_index)`` is the one that counts), so a batch that a distributed executor retried can never
+be counted twice.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import functools
 import json
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -99,7 +106,8 @@ def _guarded(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
         @functools.wraps(fn)
         def inner(*args: P.args, **kwargs: P.kwargs) -> R:
             try:
-                return fn(*args, **kwargs)
+                with args[0]._mutex:  # type: ignore[attr-defined]  # one statement at a time across threads
+                    return fn(*args, **kwargs)
             except sqlite3.Error as exc:
                 path = getattr(args[0], "path", "trial log")
                 raise DeltapError(f"{path}: cannot {what}: {_explain(exc)}") from None
@@ -178,6 +186,7 @@ class TrialLog:
     def __init__(self, path: str | Path, lock: bool = True) -> None:
         self.path = Path(path)
         self._lock: IO[str] | None = None
+        self._mutex = threading.RLock()
         #: ``(case_id, pool dict) -> manifest``: set by the engine so a pool is never stored without its manifest
         self.manifest_for: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
         memory = str(path) == ":memory:"
@@ -189,7 +198,8 @@ class TrialLog:
             if lock:
                 self._acquire()
         try:
-            self._db = sqlite3.connect(str(self.path), isolation_level=None, timeout=30.0)
+            # check_same_thread=False: driver threads of concurrent cases share this connection, serialized by _mutex
+            self._db = sqlite3.connect(str(self.path), isolation_level=None, timeout=30.0, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
@@ -231,12 +241,13 @@ class TrialLog:
 
     def close(self) -> None:
         """Fold the WAL into the database file (so ``trials.sqlite`` alone is complete) and close."""
-        try:
-            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        except sqlite3.Error:  # another reader holds the WAL: it stays beside the file, still consistent
-            pass
-        self._db.close()
-        self._release()
+        with self._mutex:
+            try:
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error:  # another reader holds the WAL: it stays beside the file, still consistent
+                pass
+            self._db.close()
+            self._release()
 
     # -- configuration -------------------------------------------------------------------------------------------
     @_guarded("read the run configuration")
@@ -300,6 +311,31 @@ class TrialLog:
                 rec.outcome, rec.value, rec.latency, rec.solver_id, rec.checker_id, rec.detail, time.time(),
             ),
         )
+
+    @_guarded("write a trial")
+    def append_once(self, rec: TrialRecord) -> TrialRecord:
+        """Write one trial unless its key ``(case_id, kind, trial_index)`` is already logged; return the logged one.
+
+        Idempotent by trial key: the first record written for a key is the one that counts, so a retried batch (a
+        worker that died after its results were sent, a job run twice by a distributed executor) can never be
+        counted twice, and every caller sees the same record for a key.
+        """
+        cur = self._db.execute(
+            "INSERT INTO trials (case_id, kind, trial_index, seed, inclusion, prompt_hash, answer, outcome, value, "
+            "latency, solver_id, checker_id, detail, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (case_id, kind, trial_index) DO NOTHING",
+            (
+                rec.case_id, rec.kind, rec.trial_index, rec.seed, rec.inclusion, rec.prompt_hash, rec.answer,
+                rec.outcome, rec.value, rec.latency, rec.solver_id, rec.checker_id, rec.detail, time.time(),
+            ),
+        )
+        if cur.rowcount == 1:
+            return rec
+        row = self._db.execute(
+            f"SELECT {_COLUMNS.replace(', created', '')} FROM trials WHERE case_id = ? AND kind = ? AND trial_index = ?",
+            (rec.case_id, rec.kind, rec.trial_index),
+        ).fetchone()
+        return TrialRecord(*row)
 
     @_guarded("read the trials")
     def trials(self, case_id: str, kind: str | None = None) -> list[TrialRecord]:

@@ -17,6 +17,7 @@ from typing import Any
 from deltap.errors import DeltapError
 from deltap.prompts import PromptTemplate, render_prompt
 from deltap.solvers.base import Answer, Score, SolveRequest
+from deltap.solvers.ratelimit import Limiter, RateLimits, estimate_tokens, paced, shared_limiter, sharing_retry_after
 from deltap.solvers.retry import RetryPolicy, parse_retry_after
 
 __all__ = ["GeminiSolver"]
@@ -57,6 +58,10 @@ class GeminiSolver:
         max_tokens: Per benchmark type overrides.
         template: Prompt template overrides.
         client: A preconfigured ``google.genai.Client``.
+        requests_per_minute: The model's request limit: calls are paced to it by a limiter shared by every solver of
+            the run for this model (:mod:`deltap.solvers.ratelimit`; not part of the id).
+        tokens_per_minute: The model's token limit (prompt + output), paced the same way.
+        limiter: A limiter to use instead.
     """
 
     def __init__(
@@ -70,6 +75,9 @@ class GeminiSolver:
         max_tokens: Mapping[str, int] | None = None,
         template: PromptTemplate | None = None,
         client: Any = None,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        limiter: Limiter | None = None,
     ) -> None:
         try:
             from google import genai
@@ -91,6 +99,8 @@ class GeminiSolver:
         self.template = template
         self.attempts = 0
         self.id = f"gemini:{model}:temperature=0:seed={seed}"
+        limits = RateLimits(requests_per_minute, tokens_per_minute)
+        self.limiter: Any = limiter if limiter is not None else (shared_limiter(f"gemini:{model}", limits) if limits.active else None)
 
     def answer(self, request: SolveRequest) -> Answer:
         messages = render_prompt(request, self.template)
@@ -111,7 +121,10 @@ class GeminiSolver:
             return resp
 
         start = time.perf_counter()
-        resp, attempts = self.retry.call(call, _retryable, _retry_after, what=f"Gemini {self.model}")
+        reserve = estimate_tokens(messages, config.max_output_tokens or 0)
+        attempt = paced(self.limiter, call, reserve, _total_tokens)
+        retry_after = sharing_retry_after(self.limiter, _retry_after)
+        resp, attempts = self.retry.call(attempt, _retryable, retry_after, what=f"Gemini {self.model}")
         latency = time.perf_counter() - start
         text = _text_of(resp)
         meta = getattr(resp, "usage_metadata", None)
@@ -136,6 +149,10 @@ class GeminiSolver:
     def describe(self) -> dict[str, Any]:
         return {"backend": "gemini", "model": self.model, "seed": self.seed, "temperature": 0,
                 "max_tokens": dict(self.max_tokens)}
+
+
+def _total_tokens(resp: Any) -> int:
+    return int(getattr(getattr(resp, "usage_metadata", None), "total_token_count", 0) or 0)
 
 
 def _text_of(resp: Any) -> str:

@@ -159,6 +159,8 @@ class LlamaCppSolver:
 
     #: greedy decoding: the same prompt always gets the same answer (``mine()`` never asks a prompt twice)
     deterministic = True
+    #: one model and one KV cache: executors call it one batch at a time (:mod:`deltap.execution`)
+    thread_safe = False
 
     def __init__(
         self,

@@ -28,6 +28,7 @@ from urllib.parse import urlparse
 from deltap.errors import DeltapError
 from deltap.prompts import PromptTemplate, render_prompt
 from deltap.solvers.base import Answer, Score, SolveRequest, SolverError
+from deltap.solvers.ratelimit import Limiter, RateLimits, estimate_tokens, paced, shared_limiter, sharing_retry_after
 from deltap.solvers.retry import RetryPolicy, parse_retry_after
 
 __all__ = ["OpenAISolver", "chatml"]
@@ -73,6 +74,10 @@ def _retry_after(exc: BaseException) -> float | None:
     return parse_retry_after(getattr(response, "headers", None))
 
 
+def _total_tokens(resp: Any) -> int:
+    return int(getattr(getattr(resp, "usage", None), "total_tokens", 0) or 0)
+
+
 class OpenAISolver:
     """OpenAI-compatible chat solver (see the module docstring).
 
@@ -95,6 +100,10 @@ class OpenAISolver:
         client: A preconfigured ``openai.OpenAI`` (tests); overrides ``base_url``/``api_key``/``timeout``.
         extra_body: Server-specific request fields sent with every chat request (part of the solver id), e.g.
             ``{"repeat_penalty": 1.0}`` for llama.cpp's server, whose default 1.1 makes "temperature 0" non-greedy.
+        requests_per_minute: The endpoint's request limit: calls are paced to it by a limiter shared by every
+            solver of the run for this endpoint and model (:mod:`deltap.solvers.ratelimit`; not part of the id).
+        tokens_per_minute: The endpoint's token limit (prompt + completion), paced the same way.
+        limiter: A limiter to use instead (tests, or one shared by hand).
     """
 
     def __init__(
@@ -116,6 +125,9 @@ class OpenAISolver:
         self_check_tolerance: float = 0.05,
         client: Any = None,
         extra_body: Mapping[str, Any] | None = None,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        limiter: Limiter | None = None,
     ) -> None:
         if score_method not in ("echo", "prompt_logprobs"):
             raise DeltapError(f"score_method must be 'echo' or 'prompt_logprobs', got {score_method!r}")
@@ -151,6 +163,10 @@ class OpenAISolver:
         host = urlparse(self.base_url).netloc or self.base_url
         extra = "".join(f":{k}={v}" for k, v in sorted(self.extra_body.items()))
         self.id = f"openai:{host}:{model}:temperature=0:seed={seed}{extra}"
+        limits = RateLimits(requests_per_minute, tokens_per_minute)
+        self.limiter: Any = limiter if limiter is not None else (
+            shared_limiter(f"openai:{host}:{model}", limits) if limits.active else None
+        )
 
     # -- answer ----------------------------------------------------------------------------------------------
     def answer(self, request: SolveRequest) -> Answer:
@@ -172,7 +188,9 @@ class OpenAISolver:
             return resp
 
         start = time.perf_counter()
-        resp, attempts = self.retry.call(call, _retryable, _retry_after, what=f"chat completion on {self.base_url}")
+        attempt = paced(self.limiter, call, estimate_tokens(messages, max_tokens), _total_tokens)
+        retry_after = sharing_retry_after(self.limiter, _retry_after)
+        resp, attempts = self.retry.call(attempt, _retryable, retry_after, what=f"chat completion on {self.base_url}")
         latency = time.perf_counter() - start
         usage = getattr(resp, "usage", None)
         counts = {
@@ -200,7 +218,9 @@ class OpenAISolver:
                 extra_body={"prompt_logprobs": 0},
             )
 
-        resp, _ = self.retry.call(call, _retryable, _retry_after, what=f"scoring on {self.base_url}")
+        attempt = paced(self.limiter, call, len(full) // 4 + 2, _total_tokens)
+        retry_after = sharing_retry_after(self.limiter, _retry_after)
+        resp, _ = self.retry.call(attempt, _retryable, retry_after, what=f"scoring on {self.base_url}")
         try:
             choice = resp.choices[0]
             if self.score_method == "echo":
