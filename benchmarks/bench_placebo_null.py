@@ -40,7 +40,8 @@ import numpy as np
 from deltap.cases import Case
 from deltap.documents import Corpus, Document
 from deltap.mining import empirical_null
-from deltap.mining.engine import PlaceboCalibrationWarning, mine
+from deltap.mining.engine import mine
+from deltap.mining.results import PlaceboCalibrationWarning
 from deltap.retrieval.base import Hit
 from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
 

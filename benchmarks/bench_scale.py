@@ -37,7 +37,8 @@ from deltap.cases import Case, CheckerSpec  # noqa: E402
 from deltap.documents import Corpus, Document  # noqa: E402
 from deltap.execution.base import SolverSpec  # noqa: E402
 from deltap.execution.local import InProcessExecutor  # noqa: E402
-from deltap.mining.engine import MiningConfig, mine  # noqa: E402
+from deltap.mining.config import MiningConfig  # noqa: E402
+from deltap.mining.engine import mine  # noqa: E402
 from deltap.solvers.simulated import SimulatedTruth  # noqa: E402
 
 

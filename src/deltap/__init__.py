@@ -72,9 +72,9 @@ _LAZY: dict[str, str] = {
     "PipelineCheckResult": "deltap.check",
     # mining
     "mine": "deltap.mining.engine",
-    "MiningConfig": "deltap.mining.engine",
-    "MiningResult": "deltap.mining.engine",
-    "PlaceboCalibrationWarning": "deltap.mining.engine",
+    "MiningConfig": "deltap.mining.config",
+    "MiningResult": "deltap.mining.results",
+    "PlaceboCalibrationWarning": "deltap.mining.results",
     "simulate": "deltap.mining.simulation",
     "SimulatedSolver": "deltap.solvers.simulated",
     "SimulatedTruth": "deltap.solvers.simulated",
@@ -108,7 +108,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from deltap.frames import qrels_to_dataframe, run_to_dataframe
     from deltap.loaders import load_beir, load_cases, load_corpus
-    from deltap.mining.engine import MiningConfig, MiningResult, PlaceboCalibrationWarning, mine
+    from deltap.mining.config import MiningConfig
+    from deltap.mining.engine import mine
+    from deltap.mining.results import MiningResult, PlaceboCalibrationWarning
     from deltap.mining.simulation import simulate
     from deltap.prompts import render_prompt
     from deltap.qrels import Qrels, Run, load_qrels, load_run

@@ -347,8 +347,8 @@ def _build_dense(corpus: Corpus, out: Path, config: DemoConfig) -> Any:
 
 
 def _mining_config(config: DemoConfig, per_case: int) -> Any:
-    """The engine's :class:`~deltap.mining.engine.MiningConfig` for ``per_case`` design trials per case."""
-    from deltap.mining.engine import MiningConfig
+    """The engine's :class:`~deltap.mining.config.MiningConfig` for ``per_case`` design trials per case."""
+    from deltap.mining.config import MiningConfig
 
     first_look = max(4, min(16, per_case // 2))
     return MiningConfig(
@@ -366,7 +366,8 @@ def _mining_config(config: DemoConfig, per_case: int) -> Any:
 
 def _mine(config: DemoConfig, corpus: Corpus, cases: Sequence[Case], solver: Any, retriever: Any, run_dir: Path, mining: Any, say: Say) -> None:
     """Mine ``cases`` into ``run_dir`` with :func:`deltap.mining.engine.mine` (resumes an existing trial log)."""
-    from deltap.mining.engine import PlaceboCalibrationWarning, mine
+    from deltap.mining.engine import mine
+    from deltap.mining.results import PlaceboCalibrationWarning
 
     det = bool(getattr(solver, "deterministic", False))
     with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), config.progress, config=mining, deterministic=det) as bar:

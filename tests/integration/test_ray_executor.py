@@ -24,7 +24,8 @@ import deltap  # noqa: E402
 from deltap.errors import DeltapError  # noqa: E402
 from deltap.execution.base import SolverSpec  # noqa: E402
 from deltap.execution.ray_cluster import RAY_ENV, RayExecutor  # noqa: E402
-from deltap.mining.engine import MiningConfig, mine  # noqa: E402
+from deltap.mining.config import MiningConfig  # noqa: E402
+from deltap.mining.engine import mine  # noqa: E402
 from deltap.solvers.simulated import SimulatedSolver  # noqa: E402
 from tests.unit.test_execution import artefacts, job, rows  # noqa: E402
 
@@ -225,7 +226,7 @@ def test_the_local_model_in_two_replicas_gives_the_in_process_trials(tmp_path: P
     cfg = MiningConfig(outcome="logprob", budget=16, first_look=8, batch=8, n_placebo=2, seed=0, k=0)
     import warnings
 
-    from deltap.mining.engine import PlaceboCalibrationWarning
+    from deltap.mining.results import PlaceboCalibrationWarning
 
     with warnings.catch_warnings():  # 4 placebos are too few for the placebo check: not what this test is about
         warnings.simplefilter("ignore", PlaceboCalibrationWarning)

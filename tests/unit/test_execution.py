@@ -20,7 +20,8 @@ from deltap.errors import DeltapError
 from deltap.execution.base import Batch, SolverSpec, solve_batch
 from deltap.execution.concurrent import map_cases
 from deltap.execution.local import InProcessExecutor
-from deltap.mining.engine import MiningConfig, mine
+from deltap.mining.config import MiningConfig
+from deltap.mining.engine import mine
 from deltap.mining.progress import MiningProgress
 from deltap.mining.trials import TrialLog, TrialRecord
 from deltap.solvers.base import SolveRequest

@@ -112,7 +112,8 @@ def test_compare_table_fits_80_columns_and_wide_keeps_the_intervals(
 
 @pytest.fixture(scope="module")
 def mined_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Corpus, object]:
-    from deltap.mining.engine import MiningConfig, mine
+    from deltap.mining.config import MiningConfig
+    from deltap.mining.engine import mine
     from deltap.qrels import read_beir_qrels, write_trec_run
     from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
 

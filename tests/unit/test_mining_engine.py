@@ -13,7 +13,9 @@ import pytest
 from deltap.cases import Case, CheckerSpec
 from deltap.documents import Corpus, Document
 from deltap.errors import DeltapError
-from deltap.mining.engine import MiningConfig, PlaceboCalibrationWarning, mine
+from deltap.mining.config import MiningConfig
+from deltap.mining.engine import mine
+from deltap.mining.results import PlaceboCalibrationWarning
 from deltap.qrels import load_qrels
 from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
 
@@ -180,7 +182,7 @@ def test_case_with_too_many_errors_stops(corpus: Corpus) -> None:
     assert res.dataset.pairs[0]["metadata"]["status"] == "errors"
 
 
-@pytest.mark.filterwarnings("ignore::deltap.mining.engine.PlaceboCalibrationWarning")  # seed 2: a placebo at budget 48
+@pytest.mark.filterwarnings("ignore::deltap.mining.results.PlaceboCalibrationWarning")  # seed 2: a placebo at budget 48
 def test_same_seed_same_result_different_seed_different_subsets(corpus: Corpus) -> None:
     truths = {"s": SimulatedTruth(0.2, {"d00": 0.4})}
     a = mine([_case("s")], corpus, _solver(truths), budget=48, n_placebo=3, seed=1)

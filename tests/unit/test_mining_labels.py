@@ -85,7 +85,7 @@ class _Ranked:
 def test_similar_placebos_come_from_far_down_the_ranking() -> None:
     # Issue 14 item 2: placebos that look like the candidates (same topic: the retriever's ranks 21-100).
     from deltap.errors import DeltapError
-    from deltap.mining.engine import MiningConfig
+    from deltap.mining.config import MiningConfig
     from deltap.mining.pool import SIMILAR_RANKS, build_pool
 
     big = Corpus([Document(f"x{i:03d}", f"text {i}") for i in range(300)])
@@ -128,7 +128,7 @@ def test_similar_placebos_see_what_retrieved_nulls_do() -> None:
     def run(kind: str) -> tuple[int, int, float]:
         import warnings
 
-        from deltap.mining.engine import PlaceboCalibrationWarning
+        from deltap.mining.results import PlaceboCalibrationWarning
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PlaceboCalibrationWarning)

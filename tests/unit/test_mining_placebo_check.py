@@ -13,9 +13,10 @@ from scipy import stats
 
 from deltap.cases import Case
 from deltap.documents import Corpus, Document
-from deltap.mining import engine
-from deltap.mining.engine import PlaceboCalibrationWarning, mine
+from deltap.mining import labels
+from deltap.mining.engine import mine
 from deltap.mining.placebo_check import check_from_dict, placebo_check, summary_lines
+from deltap.mining.results import PlaceboCalibrationWarning
 from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
 
 
@@ -106,12 +107,12 @@ def test_deltap_mine_ends_with_the_check(tmp_path: Path, capsys: pytest.CaptureF
     text = run("ok")
     lines = [ln for ln in text.splitlines() if ln.strip()]
     assert any(ln.startswith("placebo check passed") for ln in lines[-3:]), text
-    real = engine.placebo_check
+    real = labels.placebo_check
 
     def always_fails(*args: Any, **kw: Any) -> Any:  # the same function at alpha > 1: every check fails
         return real(*args, **{**kw, "alpha": 1.01})
 
-    monkeypatch.setattr(engine, "placebo_check", always_fails)
+    monkeypatch.setattr(labels, "placebo_check", always_fails)
     text = run("bad")
     lines = [ln for ln in text.splitlines() if ln.strip()]
     assert any(ln.startswith("placebo check FAILED") for ln in lines[-3:]), text

@@ -137,7 +137,7 @@ def test_gold_prior_weight_is_a_weighted_bh_that_keeps_the_fdr() -> None:
     gold documents are not the relevant ones."""
     from dataclasses import replace as dc_replace
 
-    from deltap.mining.engine import _prior_weights
+    from deltap.mining.labels import prior_weights
 
     sc = SCENARIOS["S1"]
     plain = run_design(sc, "fixed:80/gw1", 240, 5)
@@ -150,7 +150,7 @@ def test_gold_prior_weight_is_a_weighted_bh_that_keeps_the_fdr() -> None:
     # the weights average 1 over the dataset's candidates
     cases, corpus, solver, retriever = engine_inputs(sc, 3, 0)
     res = mine(cases, corpus, solver, retriever=retriever, config=design_config(sc, "fixed:40/gw4", 0))
-    w = _prior_weights([r for r in res.cases], res.dataset.metadata["config"]["gold_weight"])
+    w = prior_weights([r for r in res.cases], res.dataset.metadata["config"]["gold_weight"])
     flat = np.concatenate(w)
     assert flat.mean() == pytest.approx(1.0) and flat.max() / flat.min() == pytest.approx(4.0)
 

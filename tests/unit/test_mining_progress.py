@@ -7,7 +7,8 @@ import io
 
 import pytest
 
-from deltap.mining.engine import MiningConfig, mine
+from deltap.mining.config import MiningConfig
+from deltap.mining.engine import mine
 from deltap.mining.progress import CallPlan, MiningProgress, planned_calls
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from deltap.mining.engine import MiningConfig
+from deltap.mining.config import MiningConfig
 from deltap.mining.simulation import SCENARIOS, Scenario, run_design, simulate
 
 

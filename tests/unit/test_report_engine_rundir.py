@@ -21,7 +21,9 @@ import yaml
 
 from deltap.cases import Case, CheckerSpec
 from deltap.documents import Corpus, Document
-from deltap.mining.engine import MiningConfig, PlaceboCalibrationWarning, mine
+from deltap.mining.config import MiningConfig
+from deltap.mining.engine import mine
+from deltap.mining.results import PlaceboCalibrationWarning
 from deltap.qrels import load_qrels
 from deltap.report import load_run_dir, render_html, render_markdown
 from deltap.report.figures import wilson_interval

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from deltap.mining.engine import MiningConfig, _placebo_calibration
+from deltap.mining.config import MiningConfig
+from deltap.mining.labels import placebo_calibration
 from deltap.mining.verdicts import EMPIRICAL, VerdictPolicy, default_policy, grade, verdict
 
 P = VerdictPolicy()  # q 0.05, min_effect 0.1, margin 0.1, grades (0.1, 0.2, 0.4)
@@ -187,7 +188,7 @@ def _results(n_placebo: int, rel: int, harm: int, coef: float = 0.2, others: int
 )
 def test_placebo_binomial_reference(n: int, rel: int, harm: int, others: int, others_rejected: int, warn: bool) -> None:
     cfg = MiningConfig()
-    out = _placebo_calibration(_results(n, rel, harm, others=others, others_rejected=others_rejected), cfg)  # type: ignore[arg-type]
+    out = placebo_calibration(_results(n, rel, harm, others=others, others_rejected=others_rejected), cfg)  # type: ignore[arg-type]
     k = rel + harm
     R, M = k + others_rejected, n + others + 1
     assert (out["n"], out["labelled_relevant"], out["labelled_harmful"]) == (n, rel, harm)
@@ -203,7 +204,7 @@ def test_placebo_binomial_reference(n: int, rel: int, harm: int, others: int, ot
 
 
 def test_placebo_reference_without_placebos() -> None:
-    out = _placebo_calibration([], MiningConfig(q=0.1, outcome="logprob"))
+    out = placebo_calibration([], MiningConfig(q=0.1, outcome="logprob"))
     assert {k: out[k] for k in ("n", "labelled_relevant", "labelled_harmful", "fpr", "p_value_above_nominal", "warning")} == {
         "n": 0, "labelled_relevant": 0, "labelled_harmful": 0, "fpr": 0.0, "p_value_above_nominal": 1.0, "warning": False}
     assert "no placebo" in out["check"]["message"]
@@ -212,7 +213,7 @@ def test_placebo_reference_without_placebos() -> None:
 def test_placebo_reference_follows_q() -> None:
     # 2 of 20 rejected with R = 22 of 200: at q = 0.1 the reference is 0.011, P(Binomial(20, 0.011) >= 2) = 0.0197 ->
     # still a warning; the reference scales with q.
-    out = _placebo_calibration(_results(20, 2, 0, others=179, others_rejected=20), MiningConfig(q=0.1))  # type: ignore[arg-type]
+    out = placebo_calibration(_results(20, 2, 0, others=179, others_rejected=20), MiningConfig(q=0.1))  # type: ignore[arg-type]
     assert out["nominal"] == pytest.approx(0.1 * 22 / 200)
     assert out["p_value_above_nominal"] == pytest.approx(_binom_tail(2, 20, 0.011), rel=1e-9)
     assert out["warning"] is True

@@ -123,8 +123,10 @@ def mine_command(
 
     from deltap.errors import DeltapError
     from deltap.loaders import load_cases, load_corpus
-    from deltap.mining.engine import MiningConfig, PlaceboCalibrationWarning, mine
+    from deltap.mining.config import MiningConfig
+    from deltap.mining.engine import mine
     from deltap.mining.progress import MiningProgress
+    from deltap.mining.results import PlaceboCalibrationWarning
 
     console = Console(stderr=True)
     if outcome not in ("pass", "logprob"):
@@ -247,7 +249,7 @@ def simulate_command(
     from rich.console import Console
     from rich.table import Table
 
-    from deltap.mining.engine import MiningConfig
+    from deltap.mining.config import MiningConfig
     from deltap.mining.simulation import DEFAULT_DESIGNS, MIXTURES, SCENARIOS, run_design, run_mixture
 
     names = scenario or [*SCENARIOS, *MIXTURES]

@@ -30,7 +30,7 @@ from deltap.errors import DeltapError
 if TYPE_CHECKING:
     from deltap.cases import Case
     from deltap.documents import Corpus
-    from deltap.mining.engine import MiningConfig
+    from deltap.mining.config import MiningConfig
     from deltap.mining.trials import TrialLog
     from deltap.retrieval.base import Retriever
     from deltap.solvers.base import Solver

@@ -1,7 +1,7 @@
 """The per-case procedure of ``deltap mine``: preflight, design trials look by look, the stopping rule, coalitions.
 
 One implementation, two sources of trials. :func:`deltap.mining.engine.mine` runs it against a real solver through
-the trial log (``engine._Runner``); the simulation benchmark (:mod:`deltap.mining.simulation`) runs it against a
+the trial log (:class:`~deltap.mining.runner.TrialRunner`); the simulation benchmark (:mod:`deltap.mining.simulation`) runs it against a
 planted truth (:class:`deltap.solvers.simulated.SimulatedSolver`'s own draws). Both count calls the same way, so
 the benchmark measures the product: preflight, design trials and coalition checks.
 
@@ -50,7 +50,7 @@ from deltap.mining.design import InclusionDesign
 from deltap.mining.estimate import z_statistics
 
 if TYPE_CHECKING:
-    from deltap.mining.engine import MiningConfig
+    from deltap.mining.config import MiningConfig
     from deltap.mining.verdicts import VerdictPolicy
 
 __all__ = ["CaseRun", "TrialSource", "call_ceiling", "case_weights", "find_coalitions", "preflight_status", "run_case"]
@@ -93,7 +93,7 @@ class CaseRun:
 def case_weights(candidates: Sequence[Any], gold_weight: float) -> NDArray[np.float64] | None:
     """Prior weights of one case's candidates (gold ``gold_weight``, others 1, mean 1), or ``None`` when all equal.
 
-    The final step rescales over the whole dataset (:func:`deltap.mining.engine._prior_weights`); within a case this
+    The final step rescales over the whole dataset (:func:`deltap.mining.labels.prior_weights`); within a case this
     is the same up to the dataset's share of gold candidates.
     """
     if gold_weight == 1.0 or not candidates:

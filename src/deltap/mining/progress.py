@@ -57,7 +57,7 @@ class CallPlan:
 
 
 def planned_calls(config: Any, deterministic: bool = False) -> CallPlan:
-    """The per-case call ceiling of a :class:`~deltap.mining.engine.MiningConfig` (one source for every display).
+    """The per-case call ceiling of a :class:`~deltap.mining.config.MiningConfig` (one source for every display).
 
     The figures come from the procedure itself (:func:`deltap.mining.procedure.call_ceiling`): ``preflight`` calls
     with no document and with every candidate (one each for a deterministic solver), the design-trial ``budget``
@@ -90,7 +90,7 @@ class MiningProgress:
         n_cases: Cases the run mines.
         enabled: ``False`` shows nothing (``--no-progress``).
         console: The :class:`rich.console.Console` to draw on (default: stderr).
-        config: The run's :class:`~deltap.mining.engine.MiningConfig`, for the call ceiling; without it the
+        config: The run's :class:`~deltap.mining.config.MiningConfig`, for the call ceiling; without it the
             ceiling comes from the events' trial budgets alone.
         deterministic: The solver is deterministic (fewer preflight and coalition calls: :func:`planned_calls`).
         clock: Seconds, monotonic (injectable for tests).

@@ -19,7 +19,7 @@ Designs compared:
 * ``naive:N`` — the seed's design (kept vectorised here; it is not the product): fixed N trials with independent
   coin flips, relevant when the difference in means ΔP > 0.1.
 * ``fixed:N`` — the engine with one look at N trials, no preflight and no coalition search.
-* ``adaptive`` / ``adaptive:BUDGET`` — ``deltap mine``'s defaults (:class:`~deltap.mining.engine.MiningConfig`).
+* ``adaptive`` / ``adaptive:BUDGET`` — ``deltap mine``'s defaults (:class:`~deltap.mining.config.MiningConfig`).
 
 Options after a ``/``: ``bernoulli``/``orthogonal`` (inclusion design), ``zero``/``placebo`` (the null), ``gwW``
 (prior weight ``W`` of gold candidates in the weighted BH step); ``@q`` sets the FDR level. Mixtures shuffle their
@@ -41,9 +41,10 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from deltap.mining.config import NULLS, MiningConfig
 from deltap.mining.design import DESIGNS, InclusionDesign, trial_seed
-from deltap.mining.engine import NULLS, CaseResult, MiningConfig
 from deltap.mining.estimate import diff_in_means
+from deltap.mining.results import CaseResult
 
 __all__ = [
     "MIXTURES",
@@ -406,7 +407,7 @@ def _mine_replications(
 ) -> tuple[list[tuple[_Replications, int, CaseResult]], list[NDArray[np.int64]]]:
     """Mine every replication with the engine's per-case procedure, then run the engine's dataset step (null, BH,
     verdicts) and coalition search on each dataset. Returns the results and the datasets (as result indices)."""
-    from deltap.mining.engine import _coalition, _dataset_verdicts, _fill
+    from deltap.mining.labels import dataset_verdicts, record_coalitions
     from deltap.mining.pool import Pool
     from deltap.mining.procedure import case_weights, run_case
 
@@ -420,7 +421,7 @@ def _mine_replications(
             design = InclusionDesign(cfg.seed, cid, reps.sc.m, cfg.pi, cfg.design)
             run = run_case(src, design, cfg, rules[id(cfg)], None, case_weights(reps.candidates, cfg.gold_weight))
             res = CaseResult(reps.case(r), Pool(cid, reps.candidates), "skipped")
-            _fill(res, run)
+            res.absorb(run)
             res.calls, res.errors = src.calls, src.errors
             results.append((reps, r, res))
             sources.append(src)
@@ -432,12 +433,12 @@ def _mine_replications(
     policy = cfg0.policy()
     for block in blocks:
         members = [results[j][2] for j in block]
-        _dataset_verdicts(members, cfg0, policy)
+        dataset_verdicts(members, cfg0, policy)
         if cfg0.coalitions:
             for j in block:
                 res = results[j][2]
                 if res.X is not None:
-                    _coalition(res, sources[j], cfg0, policy)
+                    record_coalitions(res, sources[j], cfg0, policy)
     return results, blocks
 
 

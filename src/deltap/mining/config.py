@@ -1,0 +1,158 @@
+"""The options of a mining run (:class:`MiningConfig`): every knob of ``deltap mine``, its default, and which ones
+a resumed run must match."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from deltap.errors import DeltapError
+from deltap.mining.adaptive import LookSchedule, StoppingRule, look_schedule
+from deltap.mining.design import CONTEXT_ORDERS, DESIGNS
+from deltap.mining.pool import PLACEBO_KINDS
+from deltap.mining.verdicts import VerdictPolicy, default_policy
+
+__all__ = ["MiningConfig", "NULLS", "Outcome", "default_null"]
+
+
+Outcome = Literal["pass", "logprob"]
+
+#: choices of :attr:`MiningConfig.null`
+NULLS = ("zero", "placebo")
+
+def default_null(outcome: str, placebos: int = 1) -> str:
+    """``placebo`` for ``logprob`` (a deterministic score moves with any text), ``zero`` for ``pass`` or without
+    placebo documents."""
+    return "placebo" if outcome == "logprob" and placebos > 0 else "zero"
+
+@dataclass(frozen=True)
+class MiningConfig:
+    """Options of a mining run (the ones marked *result* must match when resuming a run directory).
+
+    Args:
+        outcome: ``pass`` (checker verdict, 0/1) or ``logprob`` (log-probability of the reference answer). *result*
+        budget: Maximum design trials per case (the final look). Default 90: with the preflight and the coalition
+            checks about 94 calls per case on the simulation's S1 (``benchmarks/README.md``). *result*
+        seed: Run seed. *result*
+        q: Dataset-wide FDR level of Benjamini–Hochberg. *result*
+        pi: Inclusion probability of each candidate. *result*
+        min_effect: Smallest effect labelled relevant/harmful (default 0.1 for pass, 0.5 nats for logprob).
+        margin: Equivalence margin of ``irrelevant`` (default = ``min_effect``).
+        k: Retrieved candidates per case. *result*
+        n_placebo: Placebo candidates per case. *result*
+        placebo_kind: How placebos are drawn: ``random`` (uniform over the corpus) or ``similar`` (from far down the
+            retriever's ranking: same topic as the candidates; see :mod:`deltap.mining.pool`). *result*
+        max_candidates: Pool cap. *result*
+        first_look: Trials before the first look (a case with m candidates takes interim looks only from 2m + 1 trials). *result*
+        batch: Trials between looks. *result*
+        preflight: Trials with no document and with all candidates (one each for a deterministic solver). *result*
+        preflight_confirm: When both look saturated/unsolvable, this many design trials (random half subsets; they
+            count towards the budget if the case goes on) must agree before the case is skipped: distractors can sink
+            the all-candidates prompt while one document helps alone. *result*
+        design: Which candidates each design trial includes: ``orthogonal`` (randomised Hadamard blocks: each trial a
+            uniformly random subset, every block balanced and orthogonal — the same estimand as ``bernoulli`` with a
+            tighter regression; needs ``pi`` = 0.5) or ``bernoulli`` (independent coin flips with probability
+            ``pi``). See :mod:`deltap.mining.design`. *result*
+        null: What a candidate's effect is tested against: ``zero`` (no effect at all) or ``placebo`` (the
+            distribution of the placebo documents' effects over the run — "moves the outcome more than random text
+            does"; see :mod:`deltap.mining.empirical_null`; needs at least 10 placebo estimates, else ``zero`` is used
+            and the dataset says so). Default: ``placebo`` for ``logprob``, ``zero`` for ``pass``. *result*
+        context_order: Order of the documents in every prompt of a case: ``length`` (longest first, ties by id — the
+            fewest prompt tokens for the local solver's prefix reuse) or ``id``. Never depends on provenance. *result*
+        force: Mine saturated/unsolvable cases anyway.
+        coalitions: Look for interaction pairs and a minimal winning coalition.
+        verify_trials: Trials that verify a coalition.
+        workers: Concurrent solver calls of the default in-process executor (remote solvers); a solver that is not
+            thread-safe (the local model) gets whole batches, one at a time. Not a result: any value gives the same
+            trials.
+        cases_in_flight: Cases mined at once (one driver thread each). Default: the executor's slots (in-process:
+            ``workers``, or 1 for a solver that is not thread-safe; Ray: replicas × calls per replica). Not a result.
+        max_error_rate: A case stops (status ``errors``) when more than this fraction of its calls fail (after 5).
+        prior_nonnull: Prior share of candidates with an effect, used only by the stopping heuristic.
+        prior_scale: Prior SD of effects for the stopping heuristic (default 0.3 pass, 1.5 nats logprob).
+        futility_power: Predictive power below which an open candidate no longer keeps a case running.
+        gold_weight: Prior weight of gold candidates in the dataset-wide weighted Benjamini–Hochberg step (fixed before
+            any trial; every weight is rescaled so the weights of the dataset average 1, which keeps the FDR at q).
+            Default 8: on the simulation's S1 it lifts recall from 0.80 to 0.91 at the same calls; when the gold
+            documents are in fact nulls, recall on the relevant retrieved ones drops (0.80 → 0.71) and the FDR holds. *result*
+    """
+
+    outcome: Outcome = "pass"
+    budget: int = 90
+    seed: int = 0
+    q: float = 0.05
+    pi: float = 0.5
+    min_effect: float | None = None
+    margin: float | None = None
+    k: int = 10
+    n_placebo: int = 5
+    placebo_kind: str = "random"
+    max_candidates: int = 30
+    first_look: int = 32
+    batch: int = 16
+    preflight: int = 1
+    preflight_confirm: int = 12
+    design: str = "orthogonal"
+    null: str | None = None
+    context_order: str = "length"
+    force: bool = False
+    coalitions: bool = True
+    verify_trials: int = 6
+    workers: int = 1
+    cases_in_flight: int | None = None
+    max_error_rate: float = 0.2
+    prior_nonnull: float = 0.2
+    prior_scale: float | None = None
+    futility_power: float = 0.02
+    gold_weight: float = 8.0
+
+    #: what result-affecting options were, implicitly, in trial logs written before they existed
+    LEGACY: ClassVar[dict[str, Any]] = {"design": "bernoulli", "null": "zero", "placebo_kind": "random", "gold_weight": 1.0}
+    #: options of how the calls are made, never of what they return (left out of the dataset's metadata)
+    EXECUTION_KEYS = ("workers", "cases_in_flight")
+    RESULT_KEYS = ("outcome", "budget", "seed", "q", "pi", "k", "n_placebo", "placebo_kind", "max_candidates", "first_look", "batch", "preflight", "preflight_confirm", "design", "null", "context_order", "gold_weight")
+
+    def __post_init__(self) -> None:
+        if self.outcome not in ("pass", "logprob"):
+            raise DeltapError(f"outcome must be 'pass' or 'logprob', got {self.outcome!r}")
+        if self.budget < 4:
+            raise DeltapError(f"budget must be at least 4 trials per case, got {self.budget}")
+        if not 0 < self.q < 1:
+            raise DeltapError(f"q must be in (0, 1), got {self.q}")
+        if not 0 < self.pi < 1:
+            raise DeltapError(f"pi must be in (0, 1), got {self.pi}")
+        if self.null is not None and self.null not in NULLS:
+            raise DeltapError(f"null must be one of {', '.join(NULLS)}, got {self.null!r}")
+        if self.design not in DESIGNS:
+            raise DeltapError(f"design must be one of {', '.join(DESIGNS)}, got {self.design!r}")
+        if self.design == "orthogonal" and self.pi != 0.5:
+            raise DeltapError(
+                f"the orthogonal design includes each candidate in half of the trials (pi 0.5), got pi {self.pi}; "
+                "use design='bernoulli' (--design bernoulli) for another inclusion probability"
+            )
+        if self.placebo_kind not in PLACEBO_KINDS:
+            raise DeltapError(f"placebo_kind must be one of {', '.join(PLACEBO_KINDS)}, got {self.placebo_kind!r}")
+        if self.context_order not in CONTEXT_ORDERS:
+            raise DeltapError(f"context_order must be one of {', '.join(CONTEXT_ORDERS)}, got {self.context_order!r}")
+        if self.workers < 1:
+            raise DeltapError(f"workers must be at least 1, got {self.workers}")
+        if self.cases_in_flight is not None and self.cases_in_flight < 1:
+            raise DeltapError(f"cases_in_flight must be at least 1, got {self.cases_in_flight}")
+
+    def policy(self) -> VerdictPolicy:
+        return default_policy(self.outcome, self.q, self.min_effect, self.margin)
+
+    def resolved_null(self) -> str:
+        return self.null or default_null(self.outcome, self.n_placebo)
+
+    def schedule(self, candidates: int = 0) -> LookSchedule:
+        """The planned looks of a case with ``candidates`` candidates (interim looks need ``2m + 1`` trials)."""
+        return look_schedule(self.budget, self.first_look, self.batch, candidates)
+
+    def rule(self) -> StoppingRule:
+        pol = self.policy()
+        scale = self.prior_scale if self.prior_scale is not None else (1.5 if self.outcome == "logprob" else 0.3)
+        return StoppingRule(self.q, self.prior_nonnull, scale, self.futility_power, pol.margin, significance_stops=self.resolved_null() == "zero")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__dataclass_fields__}

@@ -1,0 +1,239 @@
+"""From estimates to labels, over the whole dataset: the null (zero, or the placebo null fitted from every placebo
+of the run), repeated p-values, the prior weights and the dataset-wide weighted Benjamini–Hochberg step, verdicts
+with the interval each rests on, grades, the placebo check, and the winning coalitions of each case."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from deltap.mining.config import MiningConfig
+from deltap.mining.empirical_null import MIN_PLACEBOS, RECOMMENDED_PLACEBOS, fit_placebo_null, leave_one_out, null_z
+from deltap.mining.estimate import benjamini_hochberg, diff_in_means, ols_hc
+from deltap.mining.placebo_check import placebo_check
+from deltap.mining.procedure import TrialSource, find_coalitions
+from deltap.mining.results import CaseResult
+from deltap.mining.verdicts import VerdictPolicy, grade, repeated_interval, verdict
+
+__all__ = ["dataset_verdicts", "placebo_calibration", "placebo_null", "prior_weights", "record_coalitions"]
+
+
+def placebo_null(mined: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
+    """Fit the placebo null and re-test every candidate against it (``cfg.null`` resolved to ``placebo``).
+
+    Each pure placebo is tested against the null fitted without it, so the placebo calibration stays out of
+    sample. With fewer than ``MIN_PLACEBOS`` placebo estimates the zero-null p-values are kept and the returned
+    summary says why.
+    """
+
+    requested = cfg.resolved_null()
+    info: dict[str, Any] = {"requested": requested, "used": "zero", "unit": "nats" if cfg.outcome == "logprob" else "probability"}
+    if requested != "placebo":
+        return info
+    owners = [(r, j) for r in mined for j, c in enumerate(r.pool.candidates) if c.is_placebo and r.fits]
+    coef = np.array([r.fits[-1][0][j] for r, j in owners], dtype=float)
+    se = np.array([r.fits[-1][1][j] for r, j in owners], dtype=float)
+    if coef.size < MIN_PLACEBOS:
+        info["reason"] = f"{coef.size} placebo estimates in the run, {MIN_PLACEBOS} needed to fit the placebo null: tested against zero"
+        info.update(too_few=True, recommended=RECOMMENDED_PLACEBOS)
+        return info
+    if coef.size < RECOMMENDED_PLACEBOS:
+        info["reason"] = (
+            f"only {coef.size} placebo estimates in the run: the placebo null's tail (what random text does at the"
+            f" p-values BH uses) is poorly known below {RECOMMENDED_PLACEBOS}; its uncertainty is propagated, which costs"
+            " power — use more placebos (--placebo) or more cases"
+        )
+    info.update(too_few=bool(coef.size < RECOMMENDED_PLACEBOS), recommended=RECOMMENDED_PLACEBOS)
+    fit = fit_placebo_null(coef, se)
+    own = dict(zip([(id(r), j) for r, j in owners], leave_one_out(coef, se), strict=True))
+    for r in mined:
+        m = len(r.pool.candidates)
+        params = np.array([own.get((id(r), j), fit).params() for j in range(m)])
+        r.info["_null_params"] = params  # for the verdict intervals (not written out)
+        z_path = np.stack([null_z(c, e, df, *params.T) for c, e, df in r.fits], axis=-1)
+        schedule = cfg.schedule(m)  # the path ends at the case's stopping look, as for the zero null
+        r.p_rep = np.stack([schedule.repeated_p_value(z_path, 1), schedule.repeated_p_value(z_path, -1)])
+    info.update({"used": "placebo", **fit.to_dict()})
+    return info
+
+def prior_weights(mined: Sequence[CaseResult], gold_weight: float) -> list[NDArray[np.float64]]:
+    """Prior weights of the weighted Benjamini–Hochberg step, per case: gold candidates ``gold_weight``, every other
+    candidate 1, rescaled so the weights of the dataset's tested candidates average 1.
+
+    Weighted BH rejects ``p_j ≤ w_j k q / M`` (equivalently runs BH on ``p_j / w_j``); with weights fixed before
+    any trial and averaging 1 it keeps the FDR at ``q`` (Genovese, Roeder & Wasserman 2006, "False discovery
+    control with p-value weighting", Biometrika 93:509-524), and it spends more of ``q`` where relevance is a
+    priori likely — on the documents the benchmark names as gold. Used in the relevant family only (the harmful
+    family is unweighted). Placebos keep the base weight (their labels are the run's false-positive check).
+    """
+    raw = [np.array([gold_weight if "gold" in c.sources else 1.0 for c in r.pool.candidates], dtype=float) for r in mined]
+    total = sum(float(w.sum()) for w in raw)
+    n = sum(w.size for w in raw)
+    return [w * (n / total) for w in raw] if n else raw
+
+def dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: VerdictPolicy) -> dict[str, Any]:
+    """Dataset-wide BH (one family per direction) over every mined candidate, then verdicts, grades, estimates.
+
+    Returns the summary of the null the candidates were tested against.
+    """
+    mined = [r for r in results if r.X is not None and r.y is not None and len(r.y) and r.p_rep is not None]
+    null_info = placebo_null(mined, cfg)
+    qv_sides = []
+    # Weighted BH in the relevant family (p / w; all weights 1 unless gold_weight != 1); the harmful family stays
+    # unweighted: there is no prior that gold documents are distractors.
+    weights = prior_weights(mined, cfg.gold_weight)
+    weight_of = {id(r): w for r, w in zip(mined, weights, strict=True)}
+    for side in (0, 1):
+        parts = [r.p_rep[side] / (w if side == 0 else 1.0) for r, w in zip(mined, weights, strict=True)]  # type: ignore[index]
+        flat = np.concatenate(parts) if mined else np.zeros(0)
+        qv_sides.append(benjamini_hochberg(flat, cfg.q)[1] if flat.size else np.zeros(0))
+    # BH's threshold in each direction, q·R/M: the level of the intervals the verdicts rest on
+    n_tests = max(int(qv_sides[0].size), 1)
+    alpha_side = [cfg.q * max(int(np.sum(qv <= cfg.q)), 1) / n_tests for qv in qv_sides]
+    pos = 0
+    binary = cfg.outcome == "pass"
+    for r in results:
+        m = len(r.pool.candidates)
+        if r not in mined:
+            r.candidates = [_candidate_row(r, j, None, None, None, None, "undecided", None) for j in range(m)]
+            continue
+        assert r.X is not None and r.y is not None and r.p_rep is not None
+        reg = ols_hc(r.X, r.y)  # HC2: the reported effect and its robust interval
+        dm = diff_in_means(r.X, r.y, binary=binary)
+        q_rel, q_harm = qv_sides[0][pos : pos + m], qv_sides[1][pos : pos + m]
+        pos += m
+        schedule = cfg.schedule(m)
+        params = r.info.pop("_null_params", None)
+        w_r = weight_of[id(r)]
+        # the relevant bound at each candidate's weighted BH level (p_j <= w_j q R / M), the harmful one unweighted
+        low = np.full(m, -np.inf)
+        for wv in np.unique(w_r):
+            low_w, high = repeated_interval(
+                r.fits, schedule.times[: len(r.fits)], schedule.critical_b(min(alpha_side[0] * float(wv), 0.5)),
+                schedule.critical_b(alpha_side[1]), params,
+            )
+            low = np.where(w_r == wv, low_w, low)
+        rows = []
+        for j in range(m):
+            coef = float(reg.coef[j])
+            side = 0 if coef >= 0 else 1
+            qv = float(q_rel[j] if side == 0 else q_harm[j])
+            v = verdict(coef, float(reg.se[j]), qv, policy, (float(low[j]), float(high[j])))
+            row = _candidate_row(r, j, reg, dm, float(r.p_rep[side][j]), qv, v, grade(coef, v, policy))
+            if v == "irrelevant":
+                z90 = 1.6448536269514722
+                row["verdict_interval"] = {"low": _f(coef - z90 * reg.se[j]), "high": _f(coef + z90 * reg.se[j]), "level": 0.90,
+                                           "rests_on": f"equivalence (two one-sided tests at 5%, HC2 SE) within ±{policy.margin:g}"}
+            else:
+                row["verdict_interval"] = {
+                    "low": _f(low[j]), "high": _f(high[j]), "level": round(1 - min(alpha_side[0] * float(w_r[j]), 0.5) - alpha_side[1], 6),
+                    "rests_on": f"repeated confidence interval over the looks at BH's level q·R/M ({alpha_side[0]:.3g} relevant, "
+                    f"{alpha_side[1]:.3g} harmful)" + (", net of the placebo null" if null_info.get("used") == "placebo" else ""),
+                }
+            rows.append(row)
+        r.candidates = rows
+        r.info["intercept"] = float(reg.intercept)
+    return null_info
+
+def _f(x: Any) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+def _candidate_row(r: CaseResult, j: int, reg: Any, dm: Any, pv: float | None, qv: float | None, v: str, g: int | None) -> dict[str, Any]:
+    cand = r.pool.candidates[j]
+    row: dict[str, Any] = {"doc_id": cand.doc_id, "sources": list(cand.sources), "verdict": v, "grade": g}
+    if reg is None:
+        row.update({k: None for k in ("delta_p", "ci_low", "ci_high", "p_in", "p_out", "p_value", "q_value")})
+        row.update({"n_in": 0, "n_out": 0})
+        return row
+    z = 1.959963984540054
+    row.update(
+        {
+            "delta_p": _f(dm.delta[j]),
+            "ci_low": _f(dm.ci_low[j]),
+            "ci_high": _f(dm.ci_high[j]),
+            "p_in": _f(dm.p_in[j]),
+            "p_out": _f(dm.p_out[j]),
+            "n_in": int(dm.n_in[j]),
+            "n_out": int(dm.n_out[j]),
+            "p_value": pv,
+            "q_value": qv,
+            "regression_effect": {
+                "coef": _f(reg.coef[j]),
+                "se": _f(reg.se[j]),
+                "ci_low": _f(reg.coef[j] - z * reg.se[j]),
+                "ci_high": _f(reg.coef[j] + z * reg.se[j]),
+                "p_value_fixed": _f(reg.p_value[j]),
+            },
+        }
+    )
+    return row
+
+def record_coalitions(res: CaseResult, source: TrialSource, cfg: MiningConfig, policy: VerdictPolicy) -> int:
+    """Interaction pairs and every verified minimal winning coalition of a mined case; returns the calls made."""
+    from deltap.mining.coalitions import interaction_pairs
+
+    assert res.X is not None and res.y is not None
+    effects = [float((c.get("regression_effect") or {}).get("coef") or 0.0) for c in res.candidates]
+    relevant = [j for j, c in enumerate(res.candidates) if c["verdict"] == "relevant"]
+    if not relevant:
+        return 0
+    promising = sorted(range(len(effects)), key=lambda j: -effects[j])[:6]
+    cand = sorted(set(relevant) | {j for j in promising if effects[j] >= policy.min_effect})
+    pairs = [p for p in interaction_pairs(res.X, res.y, cand) if p.significant]
+    res.info["interaction_pairs"] = [
+        {"docs": [res.pool.candidates[p.i].doc_id, res.pool.candidates[p.j].doc_id], "effect": p.effect, "se": p.se, "p_value": p.p_value}
+        for p in pairs
+    ]
+    before = source.calls
+    coalitions, checks = find_coalitions(source, res.X, res.y, effects, relevant, res.preflight, cfg, policy, [(p.i, p.j) for p in pairs])
+    ids = res.pool.doc_ids
+    res.info["coalition_check"] = [{"docs": [ids[j] for j in c.pop("members")], **c} for c in checks]
+    res.coalitions = [[ids[j] for j in c] for c in coalitions]
+    res.coalition = res.coalitions[0] if res.coalitions else None
+    made = source.calls - before
+    res.info.setdefault("calls_by_kind", {})["coalition"] = made
+    res.calls += made
+    return made
+
+def placebo_calibration(results: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
+    """Placebo false-positive rate, effect sizes and the placebo check (:func:`~deltap.mining.placebo_check.placebo_check`:
+    an exact binomial test against BH's reference rate ``q·R/M``, the one result every output prints)."""
+    n = rel = harm = rejected = 0
+    rejections = tests = 0
+    effects: list[float] = []  # |regression effect| of every placebo: how much random text moves this solver
+    for r in results:
+        if r.X is None:
+            continue
+        for c, row in zip(r.pool.candidates, r.candidates, strict=True):
+            if row.get("q_value") is None:
+                continue
+            tests += 1
+            significant = float(row["q_value"]) <= cfg.q
+            rejections += significant
+            if c.is_placebo:
+                n += 1
+                rejected += significant
+                rel += row["verdict"] == "relevant"
+                harm += row["verdict"] == "harmful"
+                coef = (row.get("regression_effect") or {}).get("coef")
+                if coef is not None:
+                    effects.append(abs(float(coef)))
+    fpr = (rel + harm) / n if n else 0.0
+    check = placebo_check(n, rejected, rejections, tests, cfg.q, labelled=rel + harm)
+    out: dict[str, Any] = {
+        "n": n, "labelled_relevant": rel, "labelled_harmful": harm, "fpr": fpr, "nominal": check.expected_rate,
+        "p_value_above_nominal": check.p_value, "warning": check.failed, "check": check.to_dict(),
+    }
+    if effects:
+        out["effect_abs"] = {
+            "median": float(np.median(effects)),
+            "p90": float(np.quantile(effects, 0.9)),
+            "max": float(max(effects)),
+            "unit": "nats" if cfg.outcome == "logprob" else "probability",
+        }
+    return out

@@ -1,0 +1,183 @@
+"""What a mining run writes: the verified dataset (``retrieval_dataset.yaml``), its qrels, and the run summary
+(``run.json``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from deltap.mining.config import MiningConfig
+from deltap.mining.results import CaseResult
+from deltap.mining.verdicts import EMPIRICAL, VerdictPolicy
+
+if TYPE_CHECKING:
+    from deltap.dataset import Dataset
+    from deltap.documents import Corpus
+
+__all__ = ["build_dataset", "placebo_warning", "run_summary", "write_run_directory"]
+
+
+def _base_rate(r: CaseResult) -> float | None:
+    v = r.preflight.get("preflight_none")
+    return float(np.mean(v)) if v else None
+
+def build_dataset(results: list[CaseResult], corpus: Corpus, cfg: MiningConfig, policy: VerdictPolicy, solver_id: str, placebo: dict[str, Any], version: str, started: float) -> Dataset:
+    import datetime as dt
+
+    from deltap.dataset import Dataset
+
+    pairs = []
+    for r in results:
+        cands = []
+        for row in r.candidates:
+            doc = corpus.get(row["doc_id"])
+            entry = {
+                "doc_id": row["doc_id"],
+                "fqn": row["doc_id"],
+                "text": doc.text if doc is not None else "",
+                "source": row["sources"],
+                "empirical_relevance": EMPIRICAL[row["verdict"]],
+                "verdict": row["verdict"],
+            }
+            entry.update({k: row.get(k) for k in ("delta_p", "ci_low", "ci_high", "p_in", "p_out", "n_in", "n_out", "p_value", "q_value", "grade")})
+            if "regression_effect" in row:
+                entry["regression_effect"] = row["regression_effect"]
+            if "verdict_interval" in row:
+                entry["verdict_interval"] = row["verdict_interval"]
+            cands.append(entry)
+        n_plac = sum(1 for c in r.pool.candidates if c.is_placebo)
+        plac_fp = sum(1 for c, row in zip(r.pool.candidates, r.candidates, strict=True) if c.is_placebo and row["verdict"] in ("relevant", "harmful"))
+        meta = {
+            "trials": int(len(r.y)) if r.y is not None else 0,
+            "base_success_rate": _base_rate(r),
+            "mean_outcome": float(np.mean(r.y)) if r.y is not None and len(r.y) else None,
+            "status": r.status,
+            "placebo_false_positive_rate": (plac_fp / n_plac) if n_plac and r.X is not None else None,
+            "seed": cfg.seed,
+            "calls": r.calls,
+            "errors": r.errors,
+            "wall_seconds": round(r.wall_seconds, 3),
+            "missing_gold": list(dict.fromkeys([*(r.case.metadata.get("gold_missing") or []), *r.pool.missing_gold])),
+            "dropped_candidates": r.pool.dropped,
+            "preflight": r.preflight,
+            **{k: v for k, v in r.info.items() if k in ("reason", "looks", "interaction_pairs", "coalition_check", "intercept", "context", "calls_by_kind")},
+        }
+        pairs.append({
+            "id": r.case.case_id,
+            "query": r.case.query,
+            "reference_answer": r.case.reference_answer,
+            "candidates": cands,
+            "coalition": r.coalition,
+            "coalitions": r.coalitions,
+            "metadata": meta,
+        })
+    metadata = {
+        "tool": "deltap",
+        "tool_version": version,
+        "created": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(timespec="seconds"),
+        "solver": solver_id,
+        "outcome": cfg.outcome,
+        "seed": cfg.seed,
+        "q": cfg.q,
+        "budget": cfg.budget,
+        "pi": cfg.pi,
+        "min_effect": policy.min_effect,
+        "margin": policy.margin,
+        "grade_mapping": policy.grade_mapping(),
+        "multiple_testing": (
+            "Benjamini-Hochberg over every (case, candidate) of the dataset, one family per direction (relevant: effect > 0,"
+            " harmful: effect < 0), on one-sided group-sequential repeated p-values (O'Brien-Fleming shape, planned looks)"
+        ),
+        "null": (
+            "placebo: each effect tested against the distribution of the placebo documents' effects (center, spread and"
+            " any heavy tail in placebo_calibration.null; each placebo against the fit without it)"
+            if placebo.get("null", {}).get("used") == "placebo"
+            else "zero: each effect tested against no effect" + (f" ({placebo['null']['reason']})" if placebo.get("null", {}).get("reason") else "")
+        ),
+        "estimator": (
+            "OLS on all inclusion indicators (linear probability model for pass); tests use the classical OLS SE with t tails,"
+            " regression_effect reports the robust HC2 SE; delta_p/CI = difference in means (Newcombe hybrid score CI for"
+            " pass, Welch for logprob)"
+        ),
+        "looks": (
+            f"every {cfg.batch} trials from {cfg.first_look} to the budget {cfg.budget}, interim looks only from 2m + 1"
+            " trials (m = the case's candidates); each case's own looks are in its metadata"
+        ),
+        "placebo_calibration": placebo,
+        # how the run was executed (workers, cases in flight) is not what the dataset is: it goes to run.json only
+        "config": {k: v for k, v in cfg.to_dict().items() if k not in MiningConfig.EXECUTION_KEYS},
+    }
+    return Dataset(metadata, pairs)
+
+def run_summary(results: list[CaseResult], cfg: MiningConfig, policy: VerdictPolicy, solver_id: str, placebo: dict[str, Any], version: str, started: float, ended: float) -> dict[str, Any]:
+    import datetime as dt
+
+    by_status: dict[str, int] = {}
+    verdicts: dict[str, int] = {"relevant": 0, "harmful": 0, "irrelevant": 0, "undecided": 0}
+    for r in results:
+        by_status[r.status] = by_status.get(r.status, 0) + 1
+        if r.X is not None:
+            for row in r.candidates:
+                verdicts[row["verdict"]] += 1
+    iso = lambda t: dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="seconds")  # noqa: E731
+    return {
+        "tool": "deltap",
+        "tool_version": version,
+        "solver": solver_id,
+        "outcome": cfg.outcome,
+        "seed": cfg.seed,
+        "budget": cfg.budget,
+        "q": cfg.q,
+        "pi": cfg.pi,
+        "min_effect": policy.min_effect,
+        "started": iso(started),
+        "ended": iso(ended),
+        "wall_seconds": round(ended - started, 3),
+        "calls": int(sum(r.calls for r in results)),
+        "cases": len(results),
+        "cases_by_status": by_status,
+        "verdicts": verdicts,
+        "placebo": {k: placebo[k] for k in ("n", "labelled_relevant", "labelled_harmful", "fpr", "nominal", "effect_abs", "null", "check", "warning") if k in placebo},
+    }
+
+
+def write_run_directory(out: Path, dataset: Dataset, run: dict[str, Any]) -> None:
+    """Write the run directory's outputs, each atomically: ``retrieval_dataset.yaml``, the qrels (``qrels/test.tsv``
+    with ``qrels/provenance.json``, ``qrels.trec``, ``qrels.jsonl``) and ``run.json``."""
+    import json
+
+    from deltap._io import write_text_atomic
+    from deltap.dataset import write_dataset, write_dataset_qrels
+
+    out.mkdir(parents=True, exist_ok=True)
+    write_dataset(dataset, out / "retrieval_dataset.yaml")
+    prov = {k: dataset.metadata[k] for k in ("tool", "tool_version", "solver", "outcome", "seed", "q", "budget", "pi", "min_effect", "grade_mapping")}
+    write_dataset_qrels(dataset, out, prov)
+    write_text_atomic(out / "run.json", json.dumps(run, indent=2, sort_keys=False) + "\n")
+
+
+def placebo_warning(placebo: dict[str, Any], null_info: dict[str, Any]) -> str:
+    """The :class:`~deltap.mining.results.PlaceboCalibrationWarning` of a run whose placebo check failed: the check's
+    message, how far random text moved the outcome, and what the placebo null could not absorb."""
+    from deltap.mining.empirical_null import describe_null
+
+    return (
+        placebo["check"]["message"]
+        + "; the solver may react to any extra text, or the candidate generation is unsound"
+        + (
+            f"; placebo effects reach {placebo['effect_abs']['max']:.2f} {placebo['effect_abs']['unit']} "
+            f"(90th percentile {placebo['effect_abs']['p90']:.2f}): a --min-effect above that would label only "
+            "documents that move the outcome more than random text does"
+            if "effect_abs" in placebo
+            else ""
+        )
+        + (
+            f"; the placebo null ({describe_null(null_info)}) did not absorb them: most placebos barely move "
+            "the outcome and a few move it a lot (heavy-tailed text effects; with few placebos the fit cannot "
+            "tell such a tail from outliers) — more placebos (--placebo) sharpen both the null and this check"
+            if null_info.get("used") == "placebo"
+            else ""
+        )
+    )
