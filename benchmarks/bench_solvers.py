@@ -56,7 +56,7 @@ def build_case(n_candidates: int, trials: int, seed: int, order: str = "length",
     """
     import deltap
     from deltap.mining.design import canonical_order
-    from deltap.prompts import request_from_case
+    from deltap.mining.runner import request_from_case
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -81,9 +81,9 @@ def bench_local(trials: int, seed: int, score_check: int, order: str = "length",
 
     from llama_cpp import Llama
 
-    from deltap.prompts import render_prompt
     from deltap.solvers.base import Answer, Score
     from deltap.solvers.llama_cpp import LlamaCppSolver, default_model_path
+    from deltap.solvers.prompts import render_prompt
 
     case, pool, all_subsets, request_from_case = build_case(20, max(trials, 128), seed, order)
     subsets = all_subsets[:trials]

@@ -47,7 +47,7 @@ _LAZY: dict[str, str] = {
     "SolverError": "deltap.solvers.base",
     "make_solver": "deltap.solvers",
     "solve_many": "deltap.solvers",
-    "render_prompt": "deltap.prompts",
+    "render_prompt": "deltap.solvers.prompts",
     "Checker": "deltap.checkers.base",
     "CheckResult": "deltap.checkers.base",
     "make_checker": "deltap.checkers",
@@ -112,11 +112,11 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deltap.mining.engine import mine
     from deltap.mining.results import MiningResult, PlaceboCalibrationWarning
     from deltap.mining.simulation import simulate
-    from deltap.prompts import render_prompt
     from deltap.qrels import Qrels, Run, load_qrels, load_run
     from deltap.report import load_run_dir, write_html_report, write_markdown_report
     from deltap.retrieval.base import Hit, Retriever
     from deltap.retrieval.factory import build_retriever, open_index
     from deltap.solvers import make_solver, solve_many
     from deltap.solvers.base import Answer, Score, Solver, SolveRequest, SolverError
+    from deltap.solvers.prompts import render_prompt
     from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth

@@ -233,9 +233,10 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
     from types import SimpleNamespace
 
     from deltap.mining.procedure import call_ceiling
+    from deltap.solvers.base import is_deterministic
 
     solver = _make_solver(config, cases)
-    det = bool(getattr(solver, "deterministic", False))
+    det = is_deterministic(solver)
     pre, _, coalition = call_ceiling(SimpleNamespace(preflight=PREFLIGHT, budget=0, coalitions=True, verify_trials=VERIFY_TRIALS), det)
     per_case = config.budget // len(cases) - pre - coalition
     if per_case < 8:
@@ -368,8 +369,9 @@ def _mine(config: DemoConfig, corpus: Corpus, cases: Sequence[Case], solver: Any
     """Mine ``cases`` into ``run_dir`` with :func:`deltap.mining.engine.mine` (resumes an existing trial log)."""
     from deltap.mining.engine import mine
     from deltap.mining.results import PlaceboCalibrationWarning
+    from deltap.solvers.base import is_deterministic
 
-    det = bool(getattr(solver, "deterministic", False))
+    det = is_deterministic(solver)
     with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), config.progress, config=mining, deterministic=det) as bar:
         warnings.simplefilter("always", PlaceboCalibrationWarning)
         mine(list(cases), corpus, solver, out=run_dir, config=mining, retriever=retriever, progress=bar)

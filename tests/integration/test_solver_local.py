@@ -10,10 +10,10 @@ import pytest
 pytest.importorskip("llama_cpp")
 
 from deltap.documents import Document  # noqa: E402
-from deltap.prompts import render_prompt  # noqa: E402
 from deltap.solvers import make_solver, solve_many  # noqa: E402
 from deltap.solvers.base import Answer, Score, SolveRequest, SolverError  # noqa: E402
 from deltap.solvers.llama_cpp import LlamaCppSolver, default_model_path, library_has_amx  # noqa: E402
+from deltap.solvers.prompts import render_prompt  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from deltap.cache import CachedSolver, ResponseCache
 from deltap.documents import Document
 from deltap.solvers import asolve_many, make_solver, score_many, solve_many
 from deltap.solvers.base import Answer, Score, SolveRequest, SolverError
+from deltap.solvers.caching import CachedSolver, ResponseCache
 
 
 class FakeSolver:

@@ -199,7 +199,7 @@ def test_score_by_echo_sums_the_continuation_tokens(server: tuple[str, list[Scri
     s.template = None
     req = SolveRequest("c", "u")
     # the test's prompt must match what the solver renders: use a template with these exact messages
-    from deltap.prompts import PromptTemplate
+    from deltap.solvers.prompts import PromptTemplate
 
     s.template = PromptTemplate(system="s", user="{question}")
     score = s.score(req, "BaseAgent")

@@ -127,6 +127,7 @@ def mine_command(
     from deltap.mining.engine import mine
     from deltap.mining.progress import MiningProgress
     from deltap.mining.results import PlaceboCalibrationWarning
+    from deltap.solvers.base import is_deterministic
 
     console = Console(stderr=True)
     if outcome not in ("pass", "logprob"):
@@ -196,7 +197,7 @@ def mine_command(
 
         ray_options: dict[str, Any] = {"workers": workers, "address": ray_address, "calls_per_worker": calls_per_worker}
         executor = RayExecutor(spec, **{k: v for k, v in ray_options.items() if v is not None})
-    with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), console=console, config=config, deterministic=bool(getattr(solver, "deterministic", False))) as progress:
+    with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), console=console, config=config, deterministic=is_deterministic(solver)) as progress:
         warnings.simplefilter("always", PlaceboCalibrationWarning)
         result = mine(cases, corpus, solver, out=out, config=config, retriever=retriever, progress=progress, remine_changed=remine_changed,
                       executor=executor)

@@ -10,16 +10,17 @@ until the driver has it (the trial log has one writer).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from deltap.solvers.base import Answer, Score, SolveRequest, SolverError
+from deltap.solvers.concurrency import Mapper, answer_all, score_all
 
 if TYPE_CHECKING:
     from deltap.solvers.base import Solver
 
-__all__ = ["Batch", "Executor", "Result", "SolverSpec", "is_thread_safe", "solve_batch"]
+__all__ = ["Batch", "Executor", "Result", "SolverSpec", "solve_batch"]
 
 #: what a request becomes: an answer (``pass``), a score (``logprob``) or the infrastructure error it ended with
 Result = Union[Answer, Score, SolverError]  # noqa: UP007 - a runtime alias, evaluated on Python 3.10 too
@@ -77,38 +78,13 @@ class Executor(Protocol):
         ...
 
 
-def is_thread_safe(solver: Any) -> bool:
-    """Whether ``solver`` may be called from several threads at once (its declared ``thread_safe``, default yes).
-
-    The local llama.cpp solver declares ``thread_safe = False``: one model, one KV cache, CPU-bound.
-    """
-    return bool(getattr(solver, "thread_safe", True))
-
-
-def _one(solver: Any, outcome: str, reference: str) -> Callable[[SolveRequest], Result]:
-    def call(request: SolveRequest) -> Result:
-        try:
-            return solver.score(request, reference) if outcome == "logprob" else solver.answer(request)
-        except SolverError as exc:
-            return exc
-
-    return call
-
-
-def solve_batch(
-    solver: Any, batch: Batch, mapper: Callable[[Callable[[SolveRequest], Result], Iterable[SolveRequest]], Iterator[Result]] = map
-) -> list[Result]:
-    """Every result of ``batch`` from ``solver``, in request order (errors as values).
-
-    A solver with ``score_many`` / ``answer_many`` (the local one: prefix-trie order, KV reuse) gets the whole batch
-    at once; otherwise each request is one call, mapped with ``mapper`` (``map``: one after the other; a thread
-    pool's ``map``: concurrently). Any exception other than :class:`SolverError` is a bug and propagates.
-    """
-    requests = list(batch.requests)
-    many = getattr(solver, "score_many" if batch.outcome == "logprob" else "answer_many", None)
-    if callable(many) and len(requests) > 1:
-        return list(many(requests, batch.reference) if batch.outcome == "logprob" else many(requests))
-    return list(mapper(_one(solver, batch.outcome, batch.reference), requests))
+def solve_batch(solver: Any, batch: Batch, mapper: Mapper[Any, Any] = map) -> list[Result]:
+    """Every result of ``batch`` from ``solver``, in request order (errors as values): the solvers' own batching
+    (:func:`deltap.solvers.concurrency.answer_all` / :func:`~deltap.solvers.concurrency.score_all`), with ``mapper``
+    for solvers without a batch method (``map``: one after the other; a thread pool's ``map``: concurrently)."""
+    if batch.outcome == "logprob":
+        return list(score_all(solver, batch.requests, batch.reference, mapper))
+    return list(answer_all(solver, batch.requests, mapper))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from deltap.errors import DeltapError
-from deltap.execution.base import Batch, Result, is_thread_safe, solve_batch
+from deltap.execution.base import Batch, Result, solve_batch
+from deltap.solvers.base import is_thread_safe
 
 if TYPE_CHECKING:
     from deltap.solvers.base import Solver

@@ -27,7 +27,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from deltap.errors import DeltapError
-from deltap.execution.base import Batch, Result, SolverSpec, is_thread_safe, solve_batch
+from deltap.execution.base import Batch, Result, SolverSpec, solve_batch
+from deltap.solvers.base import is_thread_safe, solver_id
 
 if TYPE_CHECKING:
     from deltap.solvers.base import Solver
@@ -64,7 +65,7 @@ class _SolverReplica:
         self.solver = spec.build()
 
     def solver_id(self) -> str:
-        return str(getattr(self.solver, "id", type(self.solver).__name__))
+        return solver_id(self.solver)
 
     def pid(self) -> int:
         return os.getpid()
@@ -183,7 +184,7 @@ class RayExecutor:
     def start(self, solver: Solver) -> None:
         """Start Ray (unless this process already did) and the replicas; a no-op when they are up for this solver
         (start them ahead of a run to keep their start-up out of its timing)."""
-        if self._actors and self._solver_id == str(getattr(solver, "id", type(solver).__name__)):
+        if self._actors and self._solver_id == solver_id(solver):
             return
         ray = self._ray = _import_ray()
         if not ray.is_initialized():
@@ -215,7 +216,7 @@ class RayExecutor:
         self._load = [0] * self.workers
         self._busy = [0] * self.workers
         self._pinned = {}
-        self._solver_id = str(getattr(solver, "id", type(solver).__name__))
+        self._solver_id = solver_id(solver)
         ids = ray.get([a.solver_id.remote() for a in self._actors])
         wrong = sorted({i for i in ids if i != self._solver_id})
         if wrong:

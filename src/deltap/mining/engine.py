@@ -70,6 +70,7 @@ from deltap.mining.results import CaseResult, MiningResult, PlaceboCalibrationWa
 from deltap.mining.runner import CallTally, TrialRunner, fit_context, logged_calls
 from deltap.mining.trials import TrialLog
 from deltap.mining.verdicts import VerdictPolicy
+from deltap.solvers.base import solver_id
 
 if TYPE_CHECKING:
     from deltap.cases import Case
@@ -154,9 +155,9 @@ def mine(
         check_writable_ids(cases, corpus)
     log = TrialLog(out_path / "trials.sqlite" if out_path is not None else ":memory:")  # locks the run directory
     started = time.time()
-    solver_id = getattr(solver, "id", type(solver).__name__)
+    solver_name = solver_id(solver)
     try:
-        log.check_config({**cfg.to_dict(), "null": cfg.resolved_null(), "solver": solver_id}, (*MiningConfig.RESULT_KEYS, "solver"), legacy=MiningConfig.LEGACY)
+        log.check_config({**cfg.to_dict(), "null": cfg.resolved_null(), "solver": solver_name}, (*MiningConfig.RESULT_KEYS, "solver"), legacy=MiningConfig.LEGACY)
         resumed = prepare_resume(log, cases, corpus, solver, retriever, cfg, remine_changed)
     except BaseException:
         log.close()
@@ -187,8 +188,8 @@ def mine(
             res.calls = sum(res.info["calls_by_kind"].values())
         placebo = {**placebo_calibration(results, cfg), "null": null_info}
         ended = time.time()
-        dataset = build_dataset(results, corpus, cfg, policy, solver_id, placebo, __version__, started)
-        run = run_summary(results, cfg, policy, solver_id, placebo, __version__, started, ended)
+        dataset = build_dataset(results, corpus, cfg, policy, solver_name, placebo, __version__, started)
+        run = run_summary(results, cfg, policy, solver_name, placebo, __version__, started, ended)
         run["calls_this_process"] = log.count() - calls_before_run
         run["resume"] = resumed
         run["execution"] = {**executor.describe(), "cases_in_flight": lanes.limit}

@@ -26,6 +26,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from deltap.errors import DeltapError
+from deltap.solvers.base import solver_id
 
 if TYPE_CHECKING:
     from deltap.cases import Case
@@ -64,10 +65,6 @@ def retriever_id(retriever: Retriever | None) -> str:
     return str(getattr(retriever, "name", None) or type(retriever).__name__)
 
 
-def solver_id(solver: Solver) -> str:
-    return str(getattr(solver, "id", type(solver).__name__))
-
-
 def case_manifest(
     case: Case,
     doc_ids: Sequence[str],
@@ -82,7 +79,8 @@ def case_manifest(
         ``{field: value}`` for every name in :data:`FIELDS`; ``candidates`` maps each pooled doc id to the digest of
         its text (or :data:`MISSING`).
     """
-    from deltap.prompts import DEFAULT_TEMPLATE, prompt_hash, render_prompt, request_from_case
+    from deltap.mining.runner import request_from_case
+    from deltap.solvers.prompts import DEFAULT_TEMPLATE, prompt_hash, render_prompt
 
     template = getattr(solver, "template", None) or DEFAULT_TEMPLATE
     candidates: dict[str, str] = {}

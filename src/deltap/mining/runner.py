@@ -8,6 +8,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,15 +19,16 @@ from deltap.mining.config import MiningConfig
 from deltap.mining.design import canonical_order, trial_seed
 from deltap.mining.pool import Pool
 from deltap.mining.trials import TrialLog, TrialRecord
+from deltap.solvers.base import ContextWindow, ReferenceTokens, is_deterministic, solver_id
 
 if TYPE_CHECKING:
     from deltap.cases import Case
     from deltap.checkers.base import Checker
-    from deltap.documents import Corpus
+    from deltap.documents import Corpus, Document
     from deltap.execution.base import Executor
     from deltap.solvers.base import Solver, SolveRequest
 
-__all__ = ["CallTally", "TrialRunner", "fit_context", "is_cached", "is_overflow", "logged_calls"]
+__all__ = ["CallTally", "TrialRunner", "fit_context", "is_cached", "is_overflow", "logged_calls", "request_from_case"]
 
 
 class TrialRunner:
@@ -54,8 +56,6 @@ class TrialRunner:
         tally: CallTally | None = None,
         stop: threading.Event | None = None,
     ) -> None:
-        from deltap.prompts import request_from_case
-
         self.case, self.pool, self.solver, self.checker, self.log, self.cfg = case, pool, solver, checker, log, cfg
         if executor is None:
             from deltap.execution.local import InProcessExecutor
@@ -68,7 +68,7 @@ class TrialRunner:
         self.order = canonical_order(pool.doc_ids, lengths)
         self.base: SolveRequest = request_from_case(case)
         self.existing: dict[tuple[str, int], TrialRecord] = {(r.kind, r.trial_index): r for r in log.trials(case.case_id)}
-        self.deterministic = bool(getattr(solver, "deterministic", False))
+        self.deterministic = is_deterministic(solver)
         self.answered: dict[str, TrialRecord] = {
             r.prompt_hash: r for r in self.existing.values() if r.prompt_hash and not r.is_error and not is_cached(r)
         }
@@ -88,7 +88,7 @@ class TrialRunner:
 
     def get(self, kind: str, indices: Sequence[int], inclusion: Callable[[int, int], NDArray[np.bool_]]) -> list[TrialRecord]:
         """Records for ``(kind, i)``, running (and logging) the missing ones as one batch."""
-        from deltap.prompts import prompt_hash, render_prompt
+        from deltap.solvers.prompts import prompt_hash, render_prompt
 
         missing = [i for i in indices if (kind, i) not in self.existing]
         if missing:
@@ -135,12 +135,12 @@ class TrialRunner:
         return results
 
     def _record(self, kind: str, i: int, seed: int, incl: NDArray[np.bool_], phash: str, res: Any) -> TrialRecord:
-        solver_id = str(getattr(self.solver, "id", type(self.solver).__name__))
+        solver_name = solver_id(self.solver)
         checker_id = str(getattr(self.checker, "id", "")) if self.checker is not None else ""
         incl_s = "".join("1" if b else "0" for b in incl)
 
         def rec(answer: str | None, outcome: str, value: float | None, latency: float, checker: str, detail: str) -> TrialRecord:
-            return TrialRecord(self.case.case_id, kind, i, seed, incl_s, phash, answer, outcome, value, latency, solver_id, checker, detail)
+            return TrialRecord(self.case.case_id, kind, i, seed, incl_s, phash, answer, outcome, value, latency, solver_name, checker, detail)
 
         if isinstance(res, Exception) and is_overflow(res):
             self.overflows += 1
@@ -183,23 +183,21 @@ def fit_context(pool: Pool, case: Case, corpus: Corpus, solver: Solver, cfg: Min
     """Drop candidates until the every-candidate prompt fits the solver's context window — once per case, before any
     trial, so no trial can overflow (every other subset's prompt is shorter).
 
-    Needs a solver that says its window (``n_ctx``) and counts a request's prompt tokens (``tokens(request)``, as the
-    local llama.cpp solver does); others return ``(pool, None)`` and an overflow becomes the case's outcome
+    Needs a :class:`~deltap.solvers.base.ContextWindow` solver (it says its window and counts a request's prompt
+    tokens, as the local llama.cpp solver does); others return ``(pool, None)`` and an overflow becomes the case's outcome
     (``context_overflow``) instead. Dropped first: retrieved candidates from the worst rank, then placebos, then gold
     (last first); the answer's room is kept free (``max_tokens`` of the benchmark type for ``pass``, the reference's
     tokens for ``logprob``).
     """
-    from deltap.prompts import request_from_case
-
-    n_ctx, count = getattr(solver, "n_ctx", None), getattr(solver, "tokens", None)
-    if not isinstance(n_ctx, int) or not callable(count) or not pool.candidates:
+    if not isinstance(solver, ContextWindow) or not pool.candidates:
         return pool, None
+    n_ctx, count = int(solver.n_ctx), solver.tokens
     if cfg.outcome == "pass":
-        mt = dict(getattr(solver, "max_tokens", None) or {})
+        mt = dict(solver.max_tokens or {})
         reserve = int(mt.get(case.benchmark_type) or max(mt.values(), default=0))
     else:
-        ref = getattr(solver, "reference_tokens", None)
-        reserve = len(ref(case.reference_answer)) if callable(ref) and case.reference_answer else 0
+        ref = case.reference_answer
+        reserve = len(solver.reference_tokens(ref)) if isinstance(solver, ReferenceTokens) and ref else 0
     base = request_from_case(case)
 
     def size(cands: list[Any]) -> int:
@@ -237,3 +235,34 @@ def logged_calls(log: TrialLog, case_id: str) -> dict[str, int]:
             kind = "preflight" if r.kind.startswith("preflight") else r.kind
             out[kind] = out.get(kind, 0) + 1
     return out
+
+
+def request_from_case(case: Case, documents: Sequence[Document] = ()) -> SolveRequest:
+    """The :class:`~deltap.solvers.base.SolveRequest` for a case and a context subset.
+
+    Fills ``options`` for multiple choice and, for ``fix_error`` cases, ``extra["unfixed_code"]`` from the checker's
+    ``unfixed_file`` (read here, once per call: callers running many trials should build one request and
+    ``dataclasses.replace`` its ``documents``).
+
+    Raises:
+        DeltapError: the ``unfixed_file`` of a ``fix_error`` case cannot be read.
+    """
+    from deltap.solvers.base import SolveRequest
+
+    options = case.metadata.get("options") or case.checker.params.get("options")
+    extra: dict[str, Any] = {}
+    if case.benchmark_type == "fix_error":
+        path = case.checker.params.get("unfixed_file")
+        if path:
+            try:
+                extra["unfixed_code"] = Path(path).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise DeltapError(f"case {case.case_id!r}: cannot read unfixed_file {path}: {exc.strerror}") from None
+    return SolveRequest(
+        case_id=case.case_id,
+        question=case.query,
+        documents=tuple(documents),
+        benchmark_type=case.benchmark_type,
+        options=dict(options) if options else None,
+        extra=extra,
+    )

@@ -11,7 +11,7 @@ kind           backend
 ``simulated``  ``deltap.solvers.simulated.SimulatedSolver``: known success probabilities (testing statistics)
 ============== =================================================================================================
 
-``cache=<path>`` wraps the solver in a :class:`~deltap.cache.CachedSolver`. For many calls use
+``cache=<path>`` wraps the solver in a :class:`~deltap.solvers.caching.CachedSolver`. For many calls use
 :func:`solve_many` / :func:`score_many` (bounded concurrency, input order, errors as values); they hand a whole
 batch to a solver's ``answer_many`` / ``score_many`` when it has them (the local solver: prefix-trie order and KV
 reuse across the trials of a case).
@@ -74,7 +74,7 @@ def make_solver(kind: str = "local", cache: str | Path | None = None, **options:
     _check_options(kind, cls, options)
     solver = cls(**options)
     if cache is not None:
-        from deltap.cache import CachedSolver
+        from deltap.solvers.caching import CachedSolver
 
         solver = CachedSolver(solver, cache)
     return solver

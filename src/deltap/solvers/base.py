@@ -2,18 +2,41 @@
 
 The solver never sees where a document came from (gold / retrieved / placebo): a :class:`SolveRequest` carries only
 the question, the documents in canonical order, the benchmark type and its options.
+
+Beyond :class:`Solver`, a backend declares what else it can do by implementing a capability protocol (callers test
+``isinstance(solver, Capability)``, never probe attributes): :class:`BatchAnswerer` / :class:`BatchScorer` (a whole
+batch at once: the local model walks the batch's prompt prefixes once), :class:`ContextWindow` (counts a request's
+prompt tokens against its window: mining fits every pool inside it) and :class:`ReferenceTokens`,
+:class:`TextScorer` (log-probability of a
+continuation of raw text). Two traits are declared as class attributes with a default: ``deterministic`` (greedy
+decoding: the same prompt always gets the same answer; default ``False``) and ``thread_safe`` (may be called from
+several threads at once; default ``True``), read by :func:`is_deterministic` and :func:`is_thread_safe`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from deltap.documents import Document
 
-__all__ = ["Answer", "Score", "SolveRequest", "Solver", "SolverError"]
+__all__ = [
+    "Answer",
+    "BatchAnswerer",
+    "BatchScorer",
+    "ContextWindow",
+    "ReferenceTokens",
+    "Score",
+    "SolveRequest",
+    "Solver",
+    "SolverError",
+    "TextScorer",
+    "is_deterministic",
+    "is_thread_safe",
+    "solver_id",
+]
 
 
 @dataclass(frozen=True)
@@ -83,3 +106,74 @@ class Solver(Protocol):
     def score(self, request: SolveRequest, reference: str) -> Score:
         """Log-probability of ``reference`` as the answer. Raises ``NotImplementedError`` where unsupported."""
         ...
+
+
+@runtime_checkable
+class BatchAnswerer(Protocol):
+    """A solver that answers a whole batch at once (results in request order, failures as values)."""
+
+    def answer_many(self, requests: Sequence[SolveRequest]) -> list[Answer | SolverError]:
+        """One :class:`Answer` or :class:`SolverError` per request."""
+        ...
+
+
+@runtime_checkable
+class BatchScorer(Protocol):
+    """A solver that scores a whole batch at once (one reference for all, or one per request)."""
+
+    def score_many(self, requests: Sequence[SolveRequest], reference: str | Sequence[str]) -> list[Score | SolverError]:
+        """One :class:`Score` or :class:`SolverError` per request."""
+        ...
+
+
+@runtime_checkable
+class ContextWindow(Protocol):
+    """A solver that knows its context window and counts tokens the way it will evaluate them.
+
+    Attributes:
+        n_ctx: The window, in tokens.
+        max_tokens: Answer tokens kept free per benchmark type (``pass`` outcome).
+    """
+
+    n_ctx: int
+    max_tokens: Mapping[str, int]
+
+    def tokens(self, request: SolveRequest) -> list[int]:
+        """The prompt tokens of ``request`` (chat template applied)."""
+        ...
+
+
+@runtime_checkable
+class ReferenceTokens(Protocol):
+    """A scoring solver that counts the tokens of a reference answer as it scores them (``logprob`` outcome: the
+    room a :class:`ContextWindow` keeps free for them)."""
+
+    def reference_tokens(self, reference: str) -> list[int]:
+        """The tokens of ``reference``."""
+        ...
+
+
+@runtime_checkable
+class TextScorer(Protocol):
+    """Scores raw text: the log-probability of ``continuation`` after ``prompt`` (an OpenAI-compatible server's
+    completions endpoint with ``echo``, or the local model), used to check a chat endpoint's scores."""
+
+    def score_text(self, prompt: str, continuation: str) -> float:
+        """Sum of the log-probabilities of ``continuation``'s tokens, in nats."""
+        ...
+
+
+def is_deterministic(solver: object) -> bool:
+    """The solver's declared ``deterministic`` trait (default ``False``)."""
+    return bool(getattr(solver, "deterministic", False))
+
+
+def is_thread_safe(solver: object) -> bool:
+    """The solver's declared ``thread_safe`` trait (default ``True``; the local llama.cpp solver: one model and one
+    KV cache, declares ``False``)."""
+    return bool(getattr(solver, "thread_safe", True))
+
+
+def solver_id(solver: object) -> str:
+    """The solver's ``id`` (backend, model and decoding parameters), or its class name when it has none."""
+    return str(getattr(solver, "id", type(solver).__name__))

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from deltap.errors import DeltapError
-from deltap.prompts import PromptTemplate, render_prompt
 from deltap.solvers.base import Answer, Score, SolveRequest
+from deltap.solvers.prompts import PromptTemplate, render_prompt
 from deltap.solvers.ratelimit import Limiter, RateLimits, estimate_tokens, paced, shared_limiter, sharing_retry_after
 from deltap.solvers.retry import RetryPolicy, parse_retry_after
 

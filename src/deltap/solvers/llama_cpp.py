@@ -45,8 +45,8 @@ from typing import Any
 import numpy as np
 
 from deltap.errors import DeltapError
-from deltap.prompts import PromptTemplate, render_prompt
 from deltap.solvers.base import Answer, Score, SolveRequest, SolverError
+from deltap.solvers.prompts import PromptTemplate, render_prompt
 
 __all__ = ["DEFAULT_MAX_TOKENS", "LlamaCppSolver", "default_model_path", "library_has_amx"]
 
@@ -235,7 +235,7 @@ class LlamaCppSolver:
 
     # -- prompt -> tokens -------------------------------------------------------------------------------------
     def prompt_text(self, request: SolveRequest) -> str:
-        """The exact prompt string (the model's chat template applied to :func:`~deltap.prompts.render_prompt`)."""
+        """The exact prompt string (the model's chat template applied to :func:`~deltap.solvers.prompts.render_prompt`)."""
         return self._format(render_prompt(request, self.template))[0]
 
     def _format(self, messages: Sequence[Mapping[str, str]]) -> tuple[str, bool]:

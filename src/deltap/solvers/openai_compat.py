@@ -22,12 +22,12 @@ import json
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import urlparse
 
 from deltap.errors import DeltapError
-from deltap.prompts import PromptTemplate, render_prompt
-from deltap.solvers.base import Answer, Score, SolveRequest, SolverError
+from deltap.solvers.base import Answer, Score, SolveRequest, SolverError, TextScorer
+from deltap.solvers.prompts import PromptTemplate, render_prompt
 from deltap.solvers.ratelimit import Limiter, RateLimits, estimate_tokens, paced, shared_limiter, sharing_retry_after
 from deltap.solvers.retry import RetryPolicy, parse_retry_after
 
@@ -45,10 +45,6 @@ def chatml(messages: Sequence[Mapping[str, str]]) -> str:
     """ChatML (SmolLM2, Qwen): ``<|im_start|>role\\ncontent<|im_end|>\\n`` per message, then the assistant header."""
     body = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
     return body + "<|im_start|>assistant\n"
-
-
-class TextScorer(Protocol):
-    def score_text(self, prompt: str, continuation: str) -> float: ...
 
 
 class _Malformed(Exception):

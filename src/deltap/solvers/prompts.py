@@ -35,10 +35,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from deltap.errors import DeltapError, FormatError
+from deltap.errors import FormatError
 
 if TYPE_CHECKING:
-    from deltap.cases import Case
     from deltap.documents import Document
     from deltap.solvers.base import SolveRequest
 
@@ -52,7 +51,6 @@ __all__ = [
     "render_context",
     "render_document",
     "render_prompt",
-    "request_from_case",
 ]
 
 Message = dict[str, str]
@@ -216,34 +214,3 @@ def prompt_hash(messages: Sequence[Mapping[str, str]] | str) -> str:
     """SHA-256 (hex) of a prompt: the canonical JSON of the messages, or the string itself."""
     payload = messages if isinstance(messages, str) else json.dumps(list(messages), sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-
-def request_from_case(case: Case, documents: Sequence[Document] = ()) -> SolveRequest:
-    """The :class:`~deltap.solvers.base.SolveRequest` for a case and a context subset.
-
-    Fills ``options`` for multiple choice and, for ``fix_error`` cases, ``extra["unfixed_code"]`` from the checker's
-    ``unfixed_file`` (read here, once per call: callers running many trials should build one request and
-    ``dataclasses.replace`` its ``documents``).
-
-    Raises:
-        DeltapError: the ``unfixed_file`` of a ``fix_error`` case cannot be read.
-    """
-    from deltap.solvers.base import SolveRequest
-
-    options = case.metadata.get("options") or case.checker.params.get("options")
-    extra: dict[str, Any] = {}
-    if case.benchmark_type == "fix_error":
-        path = case.checker.params.get("unfixed_file")
-        if path:
-            try:
-                extra["unfixed_code"] = Path(path).read_text(encoding="utf-8")
-            except OSError as exc:
-                raise DeltapError(f"case {case.case_id!r}: cannot read unfixed_file {path}: {exc.strerror}") from None
-    return SolveRequest(
-        case_id=case.case_id,
-        question=case.query,
-        documents=tuple(documents),
-        benchmark_type=case.benchmark_type,
-        options=dict(options) if options else None,
-        extra=extra,
-    )

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from deltap.prompts import prompt_hash, render_prompt
 from deltap.solvers.base import Answer, Score, SolveRequest, SolverError
+from deltap.solvers.prompts import prompt_hash, render_prompt
 
 __all__ = ["CachedSolver", "ResponseCache"]
 
