@@ -30,7 +30,7 @@ _LAZY: dict[str, str] = {
     "load_corpus": "deltap.loaders",
     "load_cases": "deltap.loaders",
     "load_beir": "deltap.loaders",
-    "load_qrels": "deltap.qrels",
+    "load_qrels": "deltap.judgements",
     "load_run": "deltap.qrels",
     "run_to_dataframe": "deltap.frames",
     "qrels_to_dataframe": "deltap.frames",
@@ -107,12 +107,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         parse_metric,
     )
     from deltap.frames import qrels_to_dataframe, run_to_dataframe
+    from deltap.judgements import load_qrels
     from deltap.loaders import load_beir, load_cases, load_corpus
     from deltap.mining.config import MiningConfig
     from deltap.mining.engine import mine
     from deltap.mining.results import MiningResult, PlaceboCalibrationWarning
     from deltap.mining.simulation import simulate
-    from deltap.qrels import Qrels, Run, load_qrels, load_run
+    from deltap.qrels import Qrels, Run, load_run
     from deltap.report import load_run_dir, write_html_report, write_markdown_report
     from deltap.retrieval.base import Hit, Retriever
     from deltap.retrieval.factory import build_retriever, open_index

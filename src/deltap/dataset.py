@@ -165,7 +165,7 @@ def dataset_qrels_records(dataset: Dataset) -> list[QrelsRecord]:
 
 
 def read_dataset_qrels(path: str | Path) -> Qrels:
-    """Qrels of a ``retrieval_dataset.yaml`` (what :func:`deltap.qrels.load_qrels` calls for ``.yaml`` files)."""
+    """Qrels of a ``retrieval_dataset.yaml`` (what :func:`deltap.judgements.load_qrels` calls for ``.yaml`` files)."""
     return dataset_qrels(read_dataset(path))
 
 

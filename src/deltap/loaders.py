@@ -14,6 +14,7 @@ from typing import Literal
 from deltap.cases import Case, CheckerSpec, read_benchmark_yaml, read_queries_jsonl, resolve_gold
 from deltap.documents import Corpus, read_corpus_jsonl
 from deltap.errors import DeltapError, MissingIdsError
+from deltap.judgements import Judgements
 from deltap.qrels import Qrels, read_beir_qrels
 
 __all__ = ["BeirDataset", "load_beir", "load_cases", "load_corpus"]
@@ -21,16 +22,25 @@ __all__ = ["BeirDataset", "load_beir", "load_cases", "load_corpus"]
 
 @dataclass
 class BeirDataset:
-    """A BEIR folder in memory: corpus, queries ``{query_id: text}`` and qrels for one split."""
+    """A BEIR folder in memory: the corpus and the judgements of one split (qrels with their query texts)."""
 
     corpus: Corpus
-    queries: dict[str, str]
-    qrels: Qrels
+    judgements: Judgements
     split: str
 
     @property
+    def queries(self) -> dict[str, str]:
+        """``{query_id: text}`` of every query in ``queries.jsonl``."""
+        return self.judgements.queries
+
+    @property
+    def qrels(self) -> Qrels:
+        """The split's qrels."""
+        return self.judgements.qrels
+
+    @property
     def n_judgements(self) -> int:
-        return sum(len(v) for v in self.qrels.values())
+        return self.judgements.n_judgements
 
 
 def load_beir(folder: str | Path, split: str = "test", on_missing: Literal["error", "skip"] = "error") -> BeirDataset:
@@ -64,7 +74,7 @@ def load_beir(folder: str | Path, split: str = "test", on_missing: Literal["erro
     if bad_q or bad_d:
         bad_set = set(bad_d)
         qrels = {q: {d: g for d, g in docs.items() if d not in bad_set} for q, docs in qrels.items() if q in queries}
-    return BeirDataset(corpus=corpus, queries=queries, qrels=qrels, split=split)
+    return BeirDataset(corpus, Judgements(qrels, queries, source=str(qrels_path)), split)
 
 
 def _looks_like_api_yaml(path: Path) -> bool:

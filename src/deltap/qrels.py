@@ -28,7 +28,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from deltap._io import atomic_write, iter_jsonl, iter_lines, json_loads, read_text, record_id
 from deltap.errors import DeltapError, FormatError
@@ -37,8 +37,6 @@ __all__ = [
     "Qrels",
     "QrelsRecord",
     "Run",
-    "detect_qrels_format",
-    "load_qrels",
     "load_run",
     "read_beir_qrels",
     "read_qrels_jsonl",
@@ -52,8 +50,6 @@ __all__ = [
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
-
-QrelsFormat = Literal["beir", "trec", "jsonl", "dataset"]
 
 #: the largest relevance grade accepted (a 32-bit signed integer: no reader or metric overflows on it)
 MAX_GRADE = 2**31 - 1
@@ -248,62 +244,6 @@ def write_qrels_jsonl(records: list[QrelsRecord], path: str | Path) -> Path:
             obj.update(rec.extra)
             fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
     return path
-
-
-def detect_qrels_format(path: str | Path) -> QrelsFormat:
-    """Guess a qrels file's format from its name and first non-empty line."""
-    path = Path(path)
-    if path.is_dir():
-        return "beir"
-    name = path.name.lower()
-    if name.endswith((".yaml", ".yml")):
-        return "dataset"
-    if name.endswith(".jsonl") or name.endswith(".json"):
-        return "jsonl"
-    with path.open("rb") as fh:  # bytes: a bad byte is the reader's error to report, with its line
-        for raw in fh:
-            if raw.strip():
-                if b"\t" in raw and len(raw.rstrip(b"\r\n").split(b"\t")) == 3:
-                    return "beir"
-                return "trec"
-    return "trec"
-
-
-def load_qrels(path: str | Path | Any, fmt: QrelsFormat | None = None, split: str = "test") -> Qrels:
-    """Load qrels from any supported format.
-
-    Args:
-        path: A BEIR TSV, a BEIR folder (reads ``qrels/<split>.tsv``), a TREC qrels file, a qrels JSONL file, a
-            deltap verified dataset YAML, or a pandas DataFrame with columns ``query_id``, ``doc_id``, ``relevance``
-            (see :mod:`deltap.frames`).
-        fmt: Force a format instead of guessing.
-        split: BEIR split when ``path`` is a folder.
-    """
-    from deltap.frames import is_dataframe, qrels_from_dataframe
-
-    if is_dataframe(path):
-        return qrels_from_dataframe(path)
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"qrels file not found: {path}")
-    fmt = fmt or detect_qrels_format(path)
-    if fmt == "beir":
-        if path.is_dir():
-            path = path / "qrels" / f"{split}.tsv"
-        qrels = read_beir_qrels(path)
-    elif fmt == "trec":
-        qrels = read_trec_qrels(path)
-    elif fmt == "jsonl":
-        qrels = {r.query_id: dict(r.relevant_docs) for r in read_qrels_jsonl(path)}
-    elif fmt == "dataset":
-        from deltap.dataset import read_dataset_qrels
-
-        qrels = read_dataset_qrels(path)
-    else:
-        raise ValueError(f"unknown qrels format {fmt!r}")
-    if not any(qrels.values()):
-        raise FormatError(path, "no judgements in the file (an empty qrels file): every measure would be undefined")
-    return qrels
 
 
 def load_run(path: str | Path | Any) -> Run:

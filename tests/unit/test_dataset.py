@@ -8,7 +8,8 @@ import pytest
 
 from deltap.dataset import Dataset, dataset_qrels, read_dataset, read_dataset_qrels, write_dataset, write_dataset_qrels
 from deltap.errors import FormatError
-from deltap.qrels import load_qrels, read_qrels_jsonl
+from deltap.judgements import load_qrels
+from deltap.qrels import read_qrels_jsonl
 
 
 def _dataset() -> Dataset:

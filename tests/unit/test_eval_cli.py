@@ -138,7 +138,7 @@ def test_fast_qrels_reader_equals_exact_reader(tmp_path: Path, text: str, reques
     from deltap.errors import FormatError
     from deltap.evaluation.scores import load_qrels_like
     from deltap.evaluation.trec_fast import read_qrels_fast
-    from deltap.qrels import load_qrels
+    from deltap.judgements import load_qrels
 
     path = _write(tmp_path / "qrels.txt", text)
     fast = read_qrels_fast(path)

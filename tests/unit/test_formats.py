@@ -11,10 +11,9 @@ import pytest
 from deltap.cases import read_queries_jsonl, write_queries_jsonl
 from deltap.documents import Corpus, Document, read_corpus_jsonl, write_corpus_jsonl
 from deltap.errors import DuplicateIdsError, FormatError
+from deltap.judgements import detect_qrels_format, load_qrels
 from deltap.qrels import (
     QrelsRecord,
-    detect_qrels_format,
-    load_qrels,
     load_run,
     read_beir_qrels,
     read_qrels_jsonl,

@@ -13,10 +13,10 @@ import pytest
 from deltap.cases import Case, CheckerSpec
 from deltap.documents import Corpus, Document
 from deltap.errors import DeltapError
+from deltap.judgements import load_qrels
 from deltap.mining.config import MiningConfig
 from deltap.mining.engine import mine
 from deltap.mining.results import PlaceboCalibrationWarning
-from deltap.qrels import load_qrels
 from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
 
 

@@ -100,7 +100,7 @@ def test_unsolvable_is_not_called_when_a_subset_helps() -> None:
 def test_or_structure_gives_two_minimal_coalitions_and_set_recall_uses_them(tmp_path: Any) -> None:
     """Either of two documents suffices: two coalitions {d00} and {d01}, never {d00, d01}, and a run that retrieves
     only one of them covers the query."""
-    from deltap.evaluation.sources import load_judgements
+    from deltap.judgements import load_judgements
 
     corpus = Corpus([Document(f"d{i:02d}", f"text {i}") for i in range(20)])
     truths = {f"o{i}": SimulatedTruth(0.05, {"d00": 0.85, "d01": 0.85}, {("d00", "d01"): -0.85}) for i in range(3)}

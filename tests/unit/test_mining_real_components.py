@@ -16,9 +16,9 @@ import pytest
 
 from deltap.cases import Case, CheckerSpec
 from deltap.documents import Corpus, Document
+from deltap.judgements import load_qrels
 from deltap.mining.engine import mine
 from deltap.mining.verdicts import EMPIRICAL, default_policy, grade, verdict
-from deltap.qrels import load_qrels
 from deltap.retrieval.bm25 import BM25Retriever
 from deltap.solvers.base import Score, SolveRequest
 from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth

@@ -21,10 +21,10 @@ import yaml
 
 from deltap.cases import Case, CheckerSpec
 from deltap.documents import Corpus, Document
+from deltap.judgements import load_qrels
 from deltap.mining.config import MiningConfig
 from deltap.mining.engine import mine
 from deltap.mining.results import PlaceboCalibrationWarning
-from deltap.qrels import load_qrels
 from deltap.report import load_run_dir, render_html, render_markdown
 from deltap.report.figures import wilson_interval
 from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth

@@ -185,7 +185,7 @@ def _run_command(
 ) -> None:  # fmt: skip
     from deltap.errors import DeltapError
     from deltap.evaluation.comparison import score_runs
-    from deltap.evaluation.sources import load_judgements
+    from deltap.judgements import load_judgements
 
     if fmt not in _FORMATS:
         raise DeltapError(f"--format must be one of {', '.join(_FORMATS)}, got {fmt!r}")

@@ -5,8 +5,8 @@
   (:mod:`.comparison`); :func:`score_runs` does one or the other from the settings objects (:mod:`.settings`).
 * :func:`analyze_failures` — why relevant documents missed the top K (vocabulary mismatch, specificity gap,
   distractor overlap), with the evidence (:mod:`.failures`).
-* :func:`load_judgements` / :func:`retrieve_runs` — qrels with their side information, runs built by retrievers
-  (:mod:`.sources`).
+* :func:`load_judgements` — qrels with their side information (:mod:`deltap.judgements`); :func:`retrieve_runs` —
+  runs built by retrievers (:mod:`.sources`).
 * :func:`parse_metric` — ``"ndcg@10"`` → :class:`Measure`.
 
 Names are lazy: ``import deltap.evaluation.settings`` (what the CLI needs for its defaults) does not load numpy or
@@ -36,8 +36,8 @@ _LAZY: dict[str, str] = {
     "ComparisonSettings": "deltap.evaluation.settings",
     "EvaluationSettings": "deltap.evaluation.settings",
     "RetrievalSettings": "deltap.evaluation.settings",
-    "Judgements": "deltap.evaluation.sources",
-    "load_judgements": "deltap.evaluation.sources",
+    "Judgements": "deltap.judgements",
+    "load_judgements": "deltap.judgements",
     "retrieve_runs": "deltap.evaluation.sources",
 }
 
@@ -50,4 +50,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deltap.evaluation.ranking import EvaluationWarning
     from deltap.evaluation.scores import EvalResult, evaluate
     from deltap.evaluation.settings import ComparisonSettings, EvaluationSettings, RetrievalSettings
-    from deltap.evaluation.sources import Judgements, load_judgements, retrieve_runs
+    from deltap.evaluation.sources import retrieve_runs
+    from deltap.judgements import Judgements, load_judgements

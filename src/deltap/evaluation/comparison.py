@@ -33,8 +33,8 @@ from deltap.evaluation.scores import (
     load_qrels_like,
 )
 from deltap.evaluation.settings import ComparisonSettings, EvaluationSettings, TestName
-from deltap.evaluation.sources import Judgements
 from deltap.evaluation.stats import bootstrap_ci, holm, paired_t_test, randomization_test
+from deltap.judgements import Judgements
 
 __all__ = ["Comparison", "compare", "score_runs"]
 

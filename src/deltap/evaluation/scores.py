@@ -33,14 +33,14 @@ Coalitions = Mapping[str, Sequence[Collection[str]]]
 
 
 def load_qrels_like(qrels: QrelsLike) -> Mapping[str, Mapping[str, int]]:
-    """Qrels dict as given, or loaded from a path with :func:`deltap.qrels.load_qrels` (any supported format)."""
+    """Qrels dict as given, or loaded from a path with :func:`deltap.judgements.load_qrels` (any supported format)."""
     from deltap.frames import is_dataframe, qrels_from_dataframe
 
     if is_dataframe(qrels):
         return qrels_from_dataframe(qrels)
     if isinstance(qrels, str | Path):
         from deltap.evaluation.trec_fast import read_qrels_fast
-        from deltap.qrels import load_qrels
+        from deltap.judgements import load_qrels
 
         fast = read_qrels_fast(qrels)
         return fast if fast is not None else load_qrels(qrels)
@@ -220,7 +220,7 @@ def evaluate(
 
     Args:
         qrels: ``{query_id: {doc_id: grade}}`` (integer grades >= 0), or a path to qrels in any format
-            :func:`deltap.qrels.load_qrels` reads (BEIR TSV or folder, TREC, JSONL, deltap dataset YAML).
+            :func:`deltap.judgements.load_qrels` reads (BEIR TSV or folder, TREC, JSONL, deltap dataset YAML).
         run: ``{query_id: {doc_id: score}}`` (finite scores, higher = better), or a TREC run / JSON file.
         metrics: Measure strings (``"ndcg@10"``, ``"P@5"``, ``"MRR"``...) or :class:`Measure` objects, a list or
             a comma-separated string.

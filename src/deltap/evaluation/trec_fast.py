@@ -349,7 +349,7 @@ def read_qrels_fast(path: str | Path) -> dict[str, dict[str, int]] | None:
     might judge differently (other whitespace, a wrong column count, a non-integer or negative grade, a duplicate
     pair): the caller then reads the file with those readers, which raise their usual error naming the line.
     """
-    from deltap.qrels import detect_qrels_format
+    from deltap.judgements import detect_qrels_format
 
     path = Path(path)
     if not path.is_file() or path.stat().st_size == 0 or _has_bom(path):

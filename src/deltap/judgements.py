@@ -1,0 +1,154 @@
+"""Judgements: qrels from any source, with whatever side information the source records.
+
+* :func:`load_qrels` reads qrels from every supported format, picking the reader from what the path looks like
+  (:func:`detect_qrels_format`): a BEIR folder or TSV, a TREC qrels file, a qrels JSONL file, a deltap verified
+  dataset YAML, or a pandas DataFrame.
+* :func:`load_judgements` reads the same sources into a :class:`Judgements`: the qrels plus, where the file has them,
+  query texts, winning coalitions and documents labelled harmful —
+
+  * BEIR folder: qrels ``qrels/<split>.tsv``, queries ``queries.jsonl``;
+  * qrels JSONL: ``relevant_docs``, ``query``, and optional ``coalitions`` (every winning coalition: a list of lists
+    of doc ids) or ``coalition`` (a list of doc ids, or a list of such lists) per record;
+  * deltap verified dataset YAML: queries from ``pairs[].query``, coalitions from ``pairs[].coalitions`` (else
+    ``pairs[].coalition``), harmful documents from candidates whose ``empirical_relevance`` or ``verdict`` is harmful;
+  * BEIR TSV / TREC qrels files: qrels only.
+
+:class:`Judgements` is the one container of qrels with their queries (a BEIR folder in memory is a corpus plus
+judgements: :class:`deltap.loaders.BeirDataset`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from deltap.errors import FormatError
+from deltap.qrels import Qrels, read_beir_qrels, read_qrels_jsonl, read_trec_qrels
+
+__all__ = ["Judgements", "QrelsFormat", "detect_qrels_format", "load_judgements", "load_qrels"]
+
+QrelsFormat = Literal["beir", "trec", "jsonl", "dataset"]
+
+
+def detect_qrels_format(path: str | Path) -> QrelsFormat:
+    """Guess a qrels file's format from its name and first non-empty line."""
+    path = Path(path)
+    if path.is_dir():
+        return "beir"
+    name = path.name.lower()
+    if name.endswith((".yaml", ".yml")):
+        return "dataset"
+    if name.endswith(".jsonl") or name.endswith(".json"):
+        return "jsonl"
+    with path.open("rb") as fh:  # bytes: a bad byte is the reader's error to report, with its line
+        for raw in fh:
+            if raw.strip():
+                if b"\t" in raw and len(raw.rstrip(b"\r\n").split(b"\t")) == 3:
+                    return "beir"
+                return "trec"
+    return "trec"
+
+
+def load_qrels(path: str | Path | Any, fmt: QrelsFormat | None = None, split: str = "test") -> Qrels:
+    """Load qrels from any supported format.
+
+    Args:
+        path: A BEIR TSV, a BEIR folder (reads ``qrels/<split>.tsv``), a TREC qrels file, a qrels JSONL file, a
+            deltap verified dataset YAML, or a pandas DataFrame with columns ``query_id``, ``doc_id``, ``relevance``
+            (see :mod:`deltap.frames`).
+        fmt: Force a format instead of guessing.
+        split: BEIR split when ``path`` is a folder.
+    """
+    from deltap.frames import is_dataframe, qrels_from_dataframe
+
+    if is_dataframe(path):
+        return qrels_from_dataframe(path)
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"qrels file not found: {path}")
+    fmt = fmt or detect_qrels_format(path)
+    if fmt == "beir":
+        if path.is_dir():
+            path = path / "qrels" / f"{split}.tsv"
+        qrels = read_beir_qrels(path)
+    elif fmt == "trec":
+        qrels = read_trec_qrels(path)
+    elif fmt == "jsonl":
+        qrels = {r.query_id: dict(r.relevant_docs) for r in read_qrels_jsonl(path)}
+    elif fmt == "dataset":
+        from deltap.dataset import read_dataset_qrels
+
+        qrels = read_dataset_qrels(path)
+    else:
+        raise ValueError(f"unknown qrels format {fmt!r}")
+    if not any(qrels.values()):
+        raise FormatError(path, "no judgements in the file (an empty qrels file): every measure would be undefined")
+    return qrels
+
+
+@dataclass
+class Judgements:
+    """Qrels and whatever else the source file records about its queries."""
+
+    qrels: Qrels
+    queries: dict[str, str] = field(default_factory=dict)
+    coalitions: dict[str, list[frozenset[str]]] = field(default_factory=dict)
+    harmful: dict[str, set[str]] = field(default_factory=dict)
+    source: str = ""
+
+    @property
+    def n_judgements(self) -> int:
+        """Judged (query, document) pairs, any grade."""
+        return sum(len(v) for v in self.qrels.values())
+
+    @property
+    def judged_docs(self) -> set[str]:
+        """Every document id the qrels judge (any grade)."""
+        return {d for docs in self.qrels.values() for d in docs}
+
+
+def _coalition_list(value: Any) -> list[frozenset[str]]:
+    if not value:
+        return []
+    if isinstance(value, Sequence) and not isinstance(value, str) and all(isinstance(v, str) for v in value):
+        return [frozenset(value)]
+    return [frozenset(str(d) for d in c) for c in value if c]
+
+
+def load_judgements(path: str | Path, split: str = "test") -> Judgements:
+    """Load qrels and side information from any supported qrels source (see the module docstring)."""
+    path = Path(path)
+    fmt = detect_qrels_format(path) if path.exists() else None
+    qrels = load_qrels(path, split=split)
+    out = Judgements(qrels=qrels, source=str(path))
+    if fmt == "beir" and path.is_dir() and (path / "queries.jsonl").is_file():
+        from deltap.cases import read_queries_jsonl
+
+        out.queries = read_queries_jsonl(path / "queries.jsonl")
+    elif fmt == "jsonl":
+        for rec in read_qrels_jsonl(path):
+            if rec.query:
+                out.queries[rec.query_id] = rec.query
+            coal = _coalition_list(rec.extra.get("coalitions") or rec.extra.get("coalition"))
+            if coal:
+                out.coalitions[rec.query_id] = coal
+    elif fmt == "dataset":
+        from deltap.dataset import read_dataset
+
+        for pair in read_dataset(path).pairs:
+            pid = str(pair.get("id"))
+            if pair.get("query"):
+                out.queries[pid] = str(pair["query"])
+            coal = _coalition_list(pair.get("coalitions") or pair.get("coalition"))  # every winning coalition
+            if coal:
+                out.coalitions[pid] = coal
+            bad = {
+                str(c.get("doc_id") or c.get("fqn"))
+                for c in pair.get("candidates", [])
+                if str(c.get("empirical_relevance") or "").upper() == "HARMFUL" or str(c.get("verdict") or "").lower() == "harmful"
+            }
+            if bad:
+                out.harmful[pid] = bad
+    return out
