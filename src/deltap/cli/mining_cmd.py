@@ -7,9 +7,11 @@ stays fast.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
+
+from deltap.mining.config import MiningConfig
 
 
 def register(app: typer.Typer) -> None:
@@ -35,95 +37,122 @@ def _parse_options(items: list[str]) -> dict[str, Any]:
     return out
 
 
+# Options `mine` and `simulate` share (declared once); every default comes from MiningConfig, the library's own.
+_CFG = MiningConfig()
+Seed = Annotated[int, typer.Option("--seed", help="Run seed (trial subsets, placebos).")]
+Q = Annotated[float, typer.Option("--q", help="Dataset-wide Benjamini-Hochberg FDR level (per direction).")]
+Budget = Annotated[
+    int,
+    typer.Option("--budget", help=f"Maximum design trials per case (default {_CFG.budget}: about 94 calls per case with preflight and coalition checks)."),
+]
+
+
 def mine_command(
-    cases_path: Path = typer.Argument(..., metavar="CASES", help="Benchmark YAML (or BEIR folder with reference answers)."),
-    corpus_path: Path = typer.Option(..., "--corpus", help="Corpus: BEIR folder, corpus.jsonl or API-symbol YAML."),
-    out: Path = typer.Option(..., "--out", help="Run directory (created; an existing one is resumed)."),
-    index: str | None = typer.Option(None, "--index", help="Dense index folder or Qdrant URL (reused across runs)."),
-    retriever_kind: str = typer.Option("dense", "--retriever", help="dense, bm25, hybrid or none: source of the retrieved candidates."),
-    k: int = typer.Option(10, "--k", help="Retrieved candidates per case."),
-    placebo: int = typer.Option(5, "--placebo", help="Placebo candidates per case (the control group; the placebo null wants >= 50 over the run)."),
-    placebo_kind: str = typer.Option("random", "--placebo-kind", help="random (uniform over the corpus) or similar (from the retriever's ranks 21-100: same topic as the candidates)."),
-    max_candidates: int = typer.Option(30, "--max-candidates", help="Pool cap (gold and placebo kept first)."),
-    solver_kind: str = typer.Option("local", "--solver", help="local (SmolLM2 in-process), openai, gemini or simulated."),
-    model: str | None = typer.Option(None, "--model", help="Model name/path for the solver."),
-    solver_option: list[str] = typer.Option([], "--solver-option", help="Extra solver option key=value (repeatable)."),
-    outcome: str = typer.Option("pass", "--outcome", help="pass (checker verdict) or logprob (log-prob of the reference)."),
-    budget: int | None = typer.Option(None, "--budget", help="Maximum design trials per case (default 90: about 94 calls per case with preflight and coalition checks)."),
-    gold_weight: float | None = typer.Option(
-        None, "--gold-weight",
-        help="Prior weight of gold candidates in the weighted Benjamini-Hochberg step (fixed in advance; weights average 1, "
-        "so the FDR stays at --q). Default 8; 1 treats gold like any candidate.",
-    ),
-    seed: int = typer.Option(0, "--seed", help="Run seed (trial subsets, placebos)."),
-    q: float = typer.Option(0.05, "--q", help="Dataset-wide Benjamini-Hochberg FDR level (per direction)."),
-    pi: float = typer.Option(0.5, "--pi", help="Inclusion probability of each candidate (other than 0.5 needs --design bernoulli)."),
-    null: str | None = typer.Option(
-        None, "--null",
-        help="What effects are tested against: zero (no effect) or placebo (the placebo documents' effects: 'moves the outcome "
-        "more than random text does'). Default: placebo for --outcome logprob, zero for pass.",
-    ),
-    design: str = typer.Option(
-        "orthogonal", "--design",
-        help="Which candidates each trial includes: orthogonal (randomised Hadamard blocks: every trial a uniformly random subset, "
-        "each block balanced and orthogonal, a tighter regression) or bernoulli (independent coin flips with probability --pi).",
-    ),
-    context_order: str = typer.Option("length", "--context-order", help="Document order in every prompt: length (longest first; fewest tokens with the local solver's prefix reuse) or id."),
-    min_effect: float | None = typer.Option(None, "--min-effect", help="Smallest effect labelled relevant (0.1 pass, 0.5 nats logprob)."),
-    limit: int | None = typer.Option(None, "--limit", help="Mine only the first N cases."),
-    case_ids: str | None = typer.Option(None, "--cases", help="Comma-separated case ids to mine."),
-    force: bool = typer.Option(False, "--force", help="Mine saturated/unsolvable cases anyway."),
-    workers: int | None = typer.Option(
-        None, "--workers",
-        help="In-process: solver calls in flight (remote solvers; default 1). Ray: solver replicas, each loading its "
-        "model once (default 2). Results never depend on it.",
-    ),
-    executor_kind: str = typer.Option(
-        "inprocess", "--executor",
-        help="Where solver calls run: inprocess (this process, threads) or ray (a Ray cluster: pip install 'deltap[ray]').",
-    ),
-    ray_address: str | None = typer.Option(
-        None, "--ray-address",
-        help="--executor ray: the cluster, auto (a running one on this machine) or ray://HOST:10001; default: start a local "
-        "cluster for the run.",
-    ),
-    cases_in_flight: int | None = typer.Option(
-        None, "--cases-in-flight",
-        help="Cases mined at once (default: one per worker slot; 1 for the local solver in-process).",
-    ),
-    calls_per_worker: int | None = typer.Option(
-        None, "--calls-per-worker",
-        help="--executor ray: batches one replica runs at once (clients of a remote server; default 1).",
-    ),
-    requests_per_minute: float | None = typer.Option(
-        None, "--requests-per-minute", "--rpm",
-        help="openai/gemini: the endpoint's request limit; every worker of the run shares one pace and honours Retry-After.",
-    ),
-    tokens_per_minute: float | None = typer.Option(
-        None, "--tokens-per-minute", "--tpm", help="openai/gemini: the endpoint's token limit (prompt + completion), shared the same way.",
-    ),
-    no_coalitions: bool = typer.Option(False, "--no-coalitions", help="Skip interaction pairs and coalition trials."),
-    skip_missing: bool = typer.Option(True, "--skip-missing/--strict-gold", help="Drop gold ids not in the corpus (counted) instead of failing."),
-    sim_effect: float = typer.Option(0.3, "--sim-effect", help="simulated solver: effect of each gold document."),
-    sim_base: float = typer.Option(0.1, "--sim-base", help="simulated solver: success rate without gold documents."),
-    remine_changed: bool = typer.Option(
-        False, "--remine-changed",
-        help="Resuming a run directory: re-mine from scratch exactly the cases whose inputs changed (question, reference, "
-        "checker, prompt, candidate texts, retriever, solver...) instead of refusing the resume.",
-    ),
+    cases_path: Annotated[Path, typer.Argument(metavar="CASES", help="Benchmark YAML (or BEIR folder with reference answers).")],
+    corpus_path: Annotated[Path, typer.Option("--corpus", help="Corpus: BEIR folder, corpus.jsonl or API-symbol YAML.")],
+    out: Annotated[Path, typer.Option("--out", help="Run directory (created; an existing one is resumed).")],
+    index: Annotated[str | None, typer.Option("--index", help="Dense index folder or Qdrant URL (reused across runs).")] = None,
+    retriever_kind: Annotated[str, typer.Option("--retriever", help="dense, bm25, hybrid or none: source of the retrieved candidates.")] = "dense",
+    k: Annotated[int, typer.Option("--k", help="Retrieved candidates per case.")] = _CFG.k,
+    placebo: Annotated[int, typer.Option("--placebo", help="Placebo candidates per case (the control group; the placebo null wants >= 50 over the run).")] = _CFG.n_placebo,
+    placebo_kind: Annotated[str, typer.Option("--placebo-kind", help="random (uniform over the corpus) or similar (from the retriever's ranks 21-100: same topic as the candidates).")] = _CFG.placebo_kind,
+    max_candidates: Annotated[int, typer.Option("--max-candidates", help="Pool cap (gold and placebo kept first).")] = _CFG.max_candidates,
+    solver_kind: Annotated[str, typer.Option("--solver", help="local (SmolLM2 in-process), openai, gemini or simulated.")] = "local",
+    model: Annotated[str | None, typer.Option("--model", help="Model name/path for the solver.")] = None,
+    solver_option: Annotated[list[str], typer.Option("--solver-option", help="Extra solver option key=value (repeatable).")] = [],  # noqa: B006 - typer reads it, never mutates it
+    outcome: Annotated[str, typer.Option("--outcome", help="pass (checker verdict) or logprob (log-prob of the reference).")] = _CFG.outcome,
+    budget: Budget = _CFG.budget,
+    gold_weight: Annotated[
+        float,
+        typer.Option(
+            "--gold-weight",
+            help="Prior weight of gold candidates in the weighted Benjamini-Hochberg step (fixed in advance; weights average 1, "
+            "so the FDR stays at --q). 1 treats gold like any candidate.",
+        ),
+    ] = _CFG.gold_weight,
+    seed: Seed = _CFG.seed,
+    q: Q = _CFG.q,
+    pi: Annotated[float, typer.Option("--pi", help="Inclusion probability of each candidate (other than 0.5 needs --design bernoulli).")] = _CFG.pi,
+    null: Annotated[
+        str | None,
+        typer.Option(
+            "--null",
+            help="What effects are tested against: zero (no effect) or placebo (the placebo documents' effects: 'moves the outcome "
+            "more than random text does'). Default: placebo for --outcome logprob, zero for pass.",
+        ),
+    ] = _CFG.null,
+    design: Annotated[
+        str,
+        typer.Option(
+            "--design",
+            help="Which candidates each trial includes: orthogonal (randomised Hadamard blocks: every trial a uniformly random subset, "
+            "each block balanced and orthogonal, a tighter regression) or bernoulli (independent coin flips with probability --pi).",
+        ),
+    ] = _CFG.design,
+    context_order: Annotated[str, typer.Option("--context-order", help="Document order in every prompt: length (longest first; fewest tokens with the local solver's prefix reuse) or id.")] = _CFG.context_order,
+    min_effect: Annotated[float | None, typer.Option("--min-effect", help="Smallest effect labelled relevant (0.1 pass, 0.5 nats logprob).")] = _CFG.min_effect,
+    limit: Annotated[int | None, typer.Option("--limit", help="Mine only the first N cases.")] = None,
+    case_ids: Annotated[str | None, typer.Option("--cases", help="Comma-separated case ids to mine.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Mine saturated/unsolvable cases anyway.")] = _CFG.force,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            help="In-process: solver calls in flight (remote solvers; default 1). Ray: solver replicas, each loading its "
+            "model once (default 2). Results never depend on it.",
+        ),
+    ] = None,
+    executor_kind: Annotated[
+        str, typer.Option("--executor", help="Where solver calls run: inprocess (this process, threads) or ray (a Ray cluster: pip install 'deltap[ray]').")
+    ] = "inprocess",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address",
+            help="--executor ray: the cluster, auto (a running one on this machine) or ray://HOST:10001; default: start a local "
+            "cluster for the run.",
+        ),
+    ] = None,
+    cases_in_flight: Annotated[
+        int | None, typer.Option("--cases-in-flight", help="Cases mined at once (default: one per worker slot; 1 for the local solver in-process).")
+    ] = _CFG.cases_in_flight,
+    calls_per_worker: Annotated[
+        int | None, typer.Option("--calls-per-worker", help="--executor ray: batches one replica runs at once (clients of a remote server; default 1).")
+    ] = None,
+    requests_per_minute: Annotated[
+        float | None,
+        typer.Option(
+            "--requests-per-minute", "--rpm",
+            help="openai/gemini: the endpoint's request limit; every worker of the run shares one pace and honours Retry-After.",
+        ),
+    ] = None,
+    tokens_per_minute: Annotated[
+        float | None,
+        typer.Option("--tokens-per-minute", "--tpm", help="openai/gemini: the endpoint's token limit (prompt + completion), shared the same way."),
+    ] = None,
+    no_coalitions: Annotated[bool, typer.Option("--no-coalitions", help="Skip interaction pairs and coalition trials.")] = not _CFG.coalitions,
+    skip_missing: Annotated[bool, typer.Option("--skip-missing/--strict-gold", help="Drop gold ids not in the corpus (counted) instead of failing.")] = True,
+    sim_effect: Annotated[float, typer.Option("--sim-effect", help="simulated solver: effect of each gold document.")] = 0.3,
+    sim_base: Annotated[float, typer.Option("--sim-base", help="simulated solver: success rate without gold documents.")] = 0.1,
+    remine_changed: Annotated[
+        bool,
+        typer.Option(
+            "--remine-changed",
+            help="Resuming a run directory: re-mine from scratch exactly the cases whose inputs changed (question, reference, "
+            "checker, prompt, candidate texts, retriever, solver...) instead of refusing the resume.",
+        ),
+    ] = False,
 ) -> None:
     """Mine which documents raise each case's success probability (ΔP), with honest statistics.
 
     Writes RUN_DIR/retrieval_dataset.yaml, trials.sqlite, qrels/test.tsv, qrels.trec, qrels.jsonl and run.json.
     """
     import warnings
-    from dataclasses import replace
 
     from rich.console import Console
 
     from deltap.errors import DeltapError
     from deltap.loaders import load_cases, load_corpus
-    from deltap.mining.config import MiningConfig
     from deltap.mining.engine import mine
     from deltap.mining.progress import MiningProgress
     from deltap.mining.results import PlaceboCalibrationWarning
@@ -174,29 +203,25 @@ def mine_command(
                 raise DeltapError(f"--{key.replace('_', '-')} paces the openai and gemini solvers, not {solver_kind!r}")
             options[key] = value
     if solver_kind == "simulated":
-        from deltap.solvers.simulated import SimulatedTruth
+        from deltap.solvers.simulated import planted_truth
 
-        truth = {c.case_id: SimulatedTruth(sim_base, {g: sim_effect for g in c.gold_doc_ids}) for c in cases}
-        answers = {c.case_id: c.reference_answer or "" for c in cases}
-        options = {"truth": truth, "answers": answers, "outcome": outcome, "seed": seed, **options}
+        options = {**planted_truth(cases, sim_effect, sim_base), "outcome": outcome, "seed": seed, **options}
     # One recipe for the driver's solver and for every Ray replica: they cannot disagree.
     spec = SolverSpec(solver_kind, options)
     solver: Any = spec.build()
     config = MiningConfig(
         outcome=outcome,  # type: ignore[arg-type]
-        seed=seed, q=q, pi=pi, design=design, null=null, min_effect=min_effect, context_order=context_order, k=k if retriever else 0, n_placebo=placebo, placebo_kind=placebo_kind,
-        max_candidates=max_candidates, force=force, coalitions=not no_coalitions,
-    )
-    overrides: dict[str, Any] = {"budget": budget, "gold_weight": gold_weight, "cases_in_flight": cases_in_flight}
-    if executor_kind == "inprocess":
-        overrides["workers"] = workers
-    config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
+        budget=budget, seed=seed, q=q, pi=pi, design=design, null=null, min_effect=min_effect, context_order=context_order,
+        k=k if retriever else 0, n_placebo=placebo, placebo_kind=placebo_kind, max_candidates=max_candidates, force=force,
+        coalitions=not no_coalitions, gold_weight=gold_weight, cases_in_flight=cases_in_flight,
+        workers=workers if executor_kind == "inprocess" and workers is not None else _CFG.workers,
+    )  # fmt: skip
     executor: Any = None
     if executor_kind == "ray":
-        from deltap.execution.ray_cluster import RayExecutor
+        from deltap.execution import make_executor
 
-        ray_options: dict[str, Any] = {"workers": workers, "address": ray_address, "calls_per_worker": calls_per_worker}
-        executor = RayExecutor(spec, **{k: v for k, v in ray_options.items() if v is not None})
+        ray_options = {"workers": workers, "address": ray_address, "calls_per_worker": calls_per_worker}
+        executor = make_executor("ray", spec=spec, **{k: v for k, v in ray_options.items() if v is not None})
     with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), console=console, config=config, deterministic=is_deterministic(solver)) as progress:
         warnings.simplefilter("always", PlaceboCalibrationWarning)
         result = mine(cases, corpus, solver, out=out, config=config, retriever=retriever, progress=progress, remine_changed=remine_changed,

@@ -1,29 +1,41 @@
 """The options of a mining run (:class:`MiningConfig`): every knob of ``deltap mine``, its default, and which ones
-a resumed run must match."""
+a resumed run must match.
+
+Plain data with no heavy import (the CLI reads its option defaults from here without loading numpy); the choices of
+the enumerated options are defined here too.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from deltap.errors import DeltapError
-from deltap.mining.adaptive import LookSchedule, StoppingRule, look_schedule
-from deltap.mining.design import CONTEXT_ORDERS, DESIGNS
-from deltap.mining.pool import PLACEBO_KINDS
-from deltap.mining.verdicts import VerdictPolicy, default_policy
 
-__all__ = ["MiningConfig", "NULLS", "Outcome", "default_null"]
+if TYPE_CHECKING:
+    from deltap.mining.adaptive import LookSchedule, StoppingRule
+    from deltap.mining.verdicts import VerdictPolicy
+
+__all__ = ["CONTEXT_ORDERS", "DESIGNS", "NULLS", "PLACEBO_KINDS", "MiningConfig", "Outcome", "default_null"]
 
 
 Outcome = Literal["pass", "logprob"]
 
 #: choices of :attr:`MiningConfig.null`
 NULLS = ("zero", "placebo")
+#: choices of :attr:`MiningConfig.design` (:mod:`deltap.mining.design`)
+DESIGNS = ("orthogonal", "bernoulli")
+#: choices of :attr:`MiningConfig.context_order` (:func:`deltap.mining.design.canonical_order`)
+CONTEXT_ORDERS = ("length", "id")
+#: choices of :attr:`MiningConfig.placebo_kind` (:mod:`deltap.mining.pool`)
+PLACEBO_KINDS = ("random", "similar")
+
 
 def default_null(outcome: str, placebos: int = 1) -> str:
     """``placebo`` for ``logprob`` (a deterministic score moves with any text), ``zero`` for ``pass`` or without
     placebo documents."""
     return "placebo" if outcome == "logprob" and placebos > 0 else "zero"
+
 
 @dataclass(frozen=True)
 class MiningConfig:
@@ -140,6 +152,8 @@ class MiningConfig:
             raise DeltapError(f"cases_in_flight must be at least 1, got {self.cases_in_flight}")
 
     def policy(self) -> VerdictPolicy:
+        from deltap.mining.verdicts import default_policy
+
         return default_policy(self.outcome, self.q, self.min_effect, self.margin)
 
     def resolved_null(self) -> str:
@@ -147,9 +161,13 @@ class MiningConfig:
 
     def schedule(self, candidates: int = 0) -> LookSchedule:
         """The planned looks of a case with ``candidates`` candidates (interim looks need ``2m + 1`` trials)."""
+        from deltap.mining.adaptive import look_schedule
+
         return look_schedule(self.budget, self.first_look, self.batch, candidates)
 
     def rule(self) -> StoppingRule:
+        from deltap.mining.adaptive import StoppingRule
+
         pol = self.policy()
         scale = self.prior_scale if self.prior_scale is not None else (1.5 if self.outcome == "logprob" else 0.3)
         return StoppingRule(self.q, self.prior_nonnull, scale, self.futility_power, pol.margin, significance_stops=self.resolved_null() == "zero")

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from deltap.mining.config import CONTEXT_ORDERS, DESIGNS
+
 __all__ = [
     "CONTEXT_ORDERS",
     "DESIGNS",
@@ -46,10 +48,6 @@ __all__ = [
     "trial_seed",
 ]
 
-#: choices of :attr:`MiningConfig.context_order`
-CONTEXT_ORDERS = ("length", "id")
-#: choices of :attr:`MiningConfig.design`
-DESIGNS = ("orthogonal", "bernoulli")
 
 
 def trial_seed(run_seed: int, case_id: str, index: int, kind: str = "design") -> int:

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from deltap.mining.config import PLACEBO_KINDS
+
 if TYPE_CHECKING:
     from deltap.cases import Case
     from deltap.documents import Corpus
@@ -38,8 +40,6 @@ if TYPE_CHECKING:
 __all__ = ["PLACEBO_KINDS", "SIMILAR_RANKS", "Candidate", "Pool", "build_pool"]
 
 SOURCES = ("gold", "retrieved", "placebo")
-#: how placebo documents are drawn: uniformly from the corpus, or from far down the retriever's ranking
-PLACEBO_KINDS = ("random", "similar")
 #: ranks (1-based, inclusive) of the retriever's ranking that ``similar`` placebos are drawn from
 SIMILAR_RANKS = (21, 100)
 

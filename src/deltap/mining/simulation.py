@@ -41,8 +41,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from deltap.mining.config import NULLS, MiningConfig
-from deltap.mining.design import DESIGNS, InclusionDesign, trial_seed
+from deltap.mining.config import DESIGNS, NULLS, MiningConfig
+from deltap.mining.design import InclusionDesign, trial_seed
 from deltap.mining.estimate import diff_in_means
 from deltap.mining.results import CaseResult
 

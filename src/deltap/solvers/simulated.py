@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 
 from deltap.solvers.base import Answer, Score, SolveRequest
 
-__all__ = ["SimulatedSolver", "SimulatedTruth"]
+__all__ = ["SimulatedSolver", "SimulatedTruth", "planted_truth"]
 
 
 @dataclass(frozen=True)
@@ -207,3 +207,12 @@ class SimulatedSolver:
 
     def __repr__(self) -> str:
         return f"SimulatedSolver({self.id})"
+
+
+
+def planted_truth(cases: Sequence[Any], effect: float, base: float) -> dict[str, Any]:
+    """The options of a :class:`SimulatedSolver` in which each case's gold documents move the outcome by ``effect``
+    from ``base`` and every other document by nothing, answering each case's reference answer: ``truth`` and
+    ``answers`` (what ``deltap mine --solver simulated --sim-effect E --sim-base B`` plants)."""
+    truth = {c.case_id: SimulatedTruth(base, {g: effect for g in c.gold_doc_ids}) for c in cases}
+    return {"truth": truth, "answers": {c.case_id: c.reference_answer or "" for c in cases}}
