@@ -10,7 +10,6 @@ Tables:
   ``value`` (1/0 for pass/fail, the log-probability for ``score``, NULL for errors), ``latency``, ``solver_id``,
   ``checker_id``, ``detail``, ``created``. ``kind`` is ``preflight_none``, ``preflight_all``, ``design`` or
   ``coalition``.
-* ``cases(case_id, status, info_json)`` — the final status of each finished case.
 * ``manifests(case_id, manifest_json)`` — what the case's trials were made from (:mod:`deltap.mining.manifest`),
   written with its pool, before its first trial; a resume that changes it is refused or re-mines the case.
 * ``trial_history`` — trials no longer counted, kept as history: ``error`` trials retired at the start of a resumed
@@ -71,7 +70,6 @@ CREATE TABLE IF NOT EXISTS trials (
     created REAL NOT NULL,
     PRIMARY KEY (case_id, kind, trial_index)
 );
-CREATE TABLE IF NOT EXISTS cases (case_id TEXT PRIMARY KEY, status TEXT NOT NULL, info_json TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS manifests (case_id TEXT PRIMARY KEY, manifest_json TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS trial_history (
     case_id TEXT NOT NULL,
@@ -355,18 +353,6 @@ class TrialLog:
     def count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM trials").fetchone()[0])
 
-    # -- case status -----------------------------------------------------------------------------------------------
-    @_guarded("write a case status")
-    def set_status(self, case_id: str, status: str, info: dict[str, Any]) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO cases (case_id, status, info_json) VALUES (?, ?, ?)", (case_id, status, json.dumps(info))
-        )
-
-    @_guarded("read a case status")
-    def status(self, case_id: str) -> tuple[str, dict[str, Any]] | None:
-        row = self._db.execute("SELECT status, info_json FROM cases WHERE case_id = ?", (case_id,)).fetchone()
-        return None if row is None else (row[0], json.loads(row[1]))
-
     # -- manifests and history -------------------------------------------------------------------------------------
     @_guarded("read the case manifests")
     def manifests(self) -> dict[str, dict[str, Any]]:
@@ -395,20 +381,18 @@ class TrialLog:
                 (time.time(),),
             )
             n = self._db.execute("DELETE FROM trials WHERE outcome = 'error'").rowcount
-            if n:  # a case stopped for errors is mined again
-                self._db.execute("DELETE FROM cases WHERE status = 'errors'")
         return int(n)
 
     @_guarded("forget a changed case")
     def forget_case(self, case_id: str, reason: str) -> int:
-        """Start ``case_id`` over: its trials move to ``trial_history``; its pool, manifest and status are dropped."""
+        """Start ``case_id`` over: its trials move to ``trial_history``; its pool and manifest are dropped."""
         with self._db:
             self._db.execute(
                 f"INSERT INTO trial_history ({_COLUMNS}, retired, reason) SELECT {_COLUMNS}, ?, ? FROM trials WHERE case_id = ?",
                 (time.time(), reason, case_id),
             )
             n = self._db.execute("DELETE FROM trials WHERE case_id = ?", (case_id,)).rowcount
-            for table in ("pools", "manifests", "cases"):
+            for table in ("pools", "manifests"):
                 self._db.execute(f"DELETE FROM {table} WHERE case_id = ?", (case_id,))  # noqa: S608 - fixed names
         return int(n)
 

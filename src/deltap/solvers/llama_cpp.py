@@ -234,10 +234,6 @@ class LlamaCppSolver:
             self.id += ":extra_buffers=off"
 
     # -- prompt -> tokens -------------------------------------------------------------------------------------
-    def prompt_text(self, request: SolveRequest) -> str:
-        """The exact prompt string (the model's chat template applied to :func:`~deltap.solvers.prompts.render_prompt`)."""
-        return self._format(render_prompt(request, self.template))[0]
-
     def _format(self, messages: Sequence[Mapping[str, str]]) -> tuple[str, bool]:
         result = self._formatter(messages=[dict(m) for m in messages])  # type: ignore[misc]
         return result.prompt, bool(result.added_special)
