@@ -94,15 +94,29 @@ class RunRecords:
 
     @classmethod
     def parse(cls, data: bytes, nonce: str, overflow: bool = False) -> RunRecords:
+        """Parse the channel's bytes; never raises: whatever is not one of the plugin's records is ``tampering``.
+
+        The candidate can write to the pipe (it shares the process), so every line is hostile input: a line must
+        start with the plugin's exact prefix (its nonce) before it is parsed at all, so that no JSON the candidate
+        chose (e.g. a nesting depth that makes ``json.loads`` recurse out of the stack) reaches the parser without
+        the nonce, and every field must have the type and the values the plugin writes.
+        """
         rec = cls()
         if overflow:
             rec.tampering.append(f"more than {_MAX_CHANNEL_BYTES} bytes on the result channel")
+        prefix = b'{"nonce": "' + nonce.encode("ascii") + b'", '
         for raw in data.split(b"\n"):
             if not raw.strip():
                 continue
+            if not raw.startswith(prefix):
+                rec.tampering.append(
+                    "a record on the result channel has the wrong nonce"
+                    if raw.startswith(b'{"nonce": ') else "a line on the result channel is not deltap's"
+                )
+                continue
             try:
                 obj = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 rec.tampering.append("a line on the result channel is not deltap's")
                 continue
             if not isinstance(obj, dict) or obj.get("nonce") != nonce:
@@ -112,24 +126,27 @@ class RunRecords:
             if rec.finished:
                 rec.tampering.append(f"a {kind!r} record after pytest finished")
                 continue
+            bad = _malformed(obj)
+            if bad:
+                rec.tampering.append(f"a malformed {kind!r} record on the result channel ({bad})")
+                continue
             if kind == "start":
                 if rec.started:
                     rec.tampering.append("pytest started twice")
                 rec.started = True
             elif kind == "collected":
-                rec.collected = [str(i) for i in obj.get("ids") or []]
+                rec.collected = list(obj["ids"])
             elif kind == "collect_error":
-                rec.collect_errors.append(str(obj.get("id")))
+                rec.collect_errors.append(obj["id"])
             elif kind == "report":
-                test_id, when = str(obj.get("id")), str(obj.get("when"))
+                test_id, when = obj["id"], obj["when"]
                 phases = rec.phases.setdefault(test_id, {})
                 if when in phases:
                     rec.tampering.append(f"{test_id} reported its {when} twice")
-                phases[when] = "xfail" if obj.get("xfail") else str(obj.get("outcome"))
+                phases[when] = "xfail" if obj["xfail"] else obj["outcome"]
             elif kind == "finish":
                 rec.finished = True
-                status = obj.get("exitstatus")
-                rec.exitstatus = status if isinstance(status, int) else None
+                rec.exitstatus = obj["exitstatus"]
             else:
                 rec.tampering.append(f"unknown record kind {kind!r}")
         return rec
@@ -149,6 +166,37 @@ class RunRecords:
         if phases.get("setup") == phases.get("call") == phases.get("teardown") == "passed":
             return "passed"
         return "not run"
+
+
+_PHASES = ("setup", "call", "teardown")
+_OUTCOMES = ("passed", "failed", "skipped")
+
+
+def _malformed(obj: dict[str, Any]) -> str:
+    """Why a record's fields are not what deltap's plugin writes (``""`` when they are)."""
+
+    def is_int(v: object) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    kind = obj.get("kind")
+    if kind == "start" and not is_int(obj.get("pid")):
+        return "pid"
+    if kind == "collected":
+        ids = obj.get("ids")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            return "ids"
+    if kind in ("collect_error", "report") and not isinstance(obj.get("id"), str):
+        return "id"
+    if kind == "report":
+        if obj.get("when") not in _PHASES:
+            return "when"
+        if obj.get("outcome") not in _OUTCOMES:
+            return "outcome"
+        if not isinstance(obj.get("xfail"), bool):
+            return "xfail"
+    if kind == "finish" and not is_int(obj.get("exitstatus")):
+        return "exitstatus"
+    return ""
 
 
 def _static_test_names(source: bytes) -> set[str]:
@@ -432,6 +480,10 @@ class PytestChecker:
         code = extract_code(answer or "")
         if code is None:
             return CheckResult("fail", None, "empty answer")
+        try:
+            code.encode("utf-8")
+        except UnicodeEncodeError as exc:  # e.g. a lone surrogate from a JSON "\\ud800": no file can hold it
+            return CheckResult("fail", None, f"the answer is not valid text ({exc.reason} at character {exc.start})")
         result, _, _ = self._run(code, self._required)
         return CheckResult(result.outcome, None, result.detail, result.info)
 
