@@ -115,6 +115,63 @@ def test_the_reference_solution_on_disk_is_not_visible(median_case: tuple[Case, 
     assert result.outcome == "fail", result.detail
 
 
+GREP_THE_MOUNTS_FOR_A_RIGHT_MEDIAN = r'''
+import os
+import re
+
+
+def median(xs):
+    return sorted(xs)[len(xs) // 2]
+
+
+def _mount_points():
+    with open("/proc/self/mountinfo") as fh:
+        return sorted({line.split()[4] for line in fh})
+
+
+def _right_median():
+    """Every directory the sandbox shows (its mounts; under "/" all but the system dirs), grepped for a median that
+    handles even lengths."""
+    budget = 300_000
+    skip = {"site-packages", "dist-packages", ".git", "__pycache__", "node_modules", ".venv", ".pyenv"}
+    system = {"/proc", "/sys", "/dev", "/usr", "/etc", "/lib", "/lib64", "/bin", "/sbin", "/boot"}
+    for top in _mount_points():
+        if top in system or top.startswith(("/proc/", "/sys/", "/dev/")):
+            continue
+        for here, dirs, files in os.walk(top):
+            budget -= len(dirs) + len(files)
+            if budget < 0:
+                return None
+            dirs[:] = [d for d in dirs if d not in skip and os.path.join(here, d) not in system]
+            for name in files:
+                if not name.endswith(".py") or name.startswith("fixed"):  # the case's own files: another test
+                    continue
+                try:
+                    with open(os.path.join(here, name), errors="replace") as fh:
+                        text = fh.read(1 << 20)
+                except OSError:
+                    continue
+                for block in re.findall(r"^def median\(.*?(?=^\S|\Z)", text, re.M | re.S):
+                    if "% 2" in block and "raise ValueError" in block:
+                        return block
+    return None
+
+
+_block = _right_median()
+if _block:
+    exec(_block, globals())
+'''
+
+
+@pytest.mark.xfail(strict=True, reason='scored pass: the caller\'s sys.path (pytest puts the project root there) is bound into the sandbox, so the project\'s own copy of the right median is found and executed')
+def test_the_callers_checkout_is_not_visible(median_case: tuple[Case, PytestChecker]) -> None:
+    """This very suite holds the right median (``_case.FIXED``) in the caller's project, which pytest puts on the
+    caller's ``sys.path``: the sandbox must not bind it."""
+    case, checker = median_case
+    result = _case.check(case, checker, GREP_THE_MOUNTS_FOR_A_RIGHT_MEDIAN)
+    assert result.outcome == "fail", result.detail
+
+
 @pytest.mark.xfail(strict=True, reason='escaped: a host Unix socket is reachable (the network namespace does not cover filesystem sockets)')
 def test_host_unix_sockets_are_unreachable(median_case: tuple[Case, PytestChecker], median_dir: Path) -> None:
     path = median_dir / "service.sock"
