@@ -143,7 +143,7 @@ class RunRecords:
                 phases = rec.phases.setdefault(test_id, {})
                 if when in phases:
                     rec.tampering.append(f"{test_id} reported its {when} twice")
-                phases[when] = "xfail" if obj["xfail"] else obj["outcome"]
+                phases[when] = "xfail" if obj.get("xfail") else obj["outcome"]
             elif kind == "finish":
                 rec.finished = True
                 rec.exitstatus = obj["exitstatus"]
@@ -179,7 +179,7 @@ def _malformed(obj: dict[str, Any]) -> str:
         return isinstance(v, int) and not isinstance(v, bool)
 
     kind = obj.get("kind")
-    if kind == "start" and not is_int(obj.get("pid")):
+    if kind == "start" and "pid" in obj and not is_int(obj["pid"]):
         return "pid"
     if kind == "collected":
         ids = obj.get("ids")
@@ -192,7 +192,7 @@ def _malformed(obj: dict[str, Any]) -> str:
             return "when"
         if obj.get("outcome") not in _OUTCOMES:
             return "outcome"
-        if not isinstance(obj.get("xfail"), bool):
+        if not isinstance(obj.get("xfail", False), bool):
             return "xfail"
     if kind == "finish" and not is_int(obj.get("exitstatus")):
         return "exitstatus"
