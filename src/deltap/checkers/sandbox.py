@@ -12,16 +12,20 @@ is reported by :func:`protections`, and ``python -m deltap.checkers.sandbox`` pr
 Layers, strongest backend first:
 
 * **bubblewrap** (``bwrap``, Debian package ``bubblewrap``, used when installed and permitted): new mount, PID,
-  network, IPC and UTS namespaces; ``--die-with-parent``; ``--new-session`` (no terminal injection). The whole
-  host is bound **read-only**; ``/root``, ``/home`` and the invoking user's home and working directory are hidden
-  behind empty tmpfs mounts (only the interpreter's own directories are bound back, read-only); ``/tmp``,
-  ``/dev/shm`` and ``/var/tmp`` are **private size-limited tmpfs** mounts that vanish with the run (their sizes
-  sum to :attr:`SandboxLimits.disk_bytes`: the disk bound of the whole sandbox). The caller's ``workdir`` appears
-  at the same path inside the private ``/tmp`` with its files bound read-only; new files the code writes land in
-  the tmpfs. As root, bwrap sets the mounts up and then ``setpriv`` switches to ``nobody`` (uid 65534) with
-  **every capability dropped** (effective, permitted, inheritable, ambient and the bounding set) and
-  ``no_new_privs``; as a normal user, bwrap maps the user to itself in a new user namespace with no
-  capabilities.
+  network, IPC and UTS namespaces; ``--die-with-parent``; ``--new-session`` (no terminal injection). The new
+  root is empty except for an **allow-list bound read-only**: ``/usr``, ``/bin``, ``/sbin``, ``/lib*``, ``/etc``,
+  ``/sys`` (and ``/nix``, ``/gnu`` stores), plus the directories the sandbox's interpreter needs (asked of it in
+  the clean environment: prefixes, stdlib, site-packages, ``.pth`` entries — not this process's ``sys.path``,
+  which holds the caller's project) and the caller's ``readonly`` dirs. Homes, ``/var``, ``/opt``, ``/srv``,
+  ``/run`` (and the Unix sockets of host services there), the working directory and every benchmark's files do
+  not exist inside. ``/tmp``, ``/dev/shm`` and ``/var/tmp`` are **private size-limited tmpfs** mounts that vanish
+  with the run (their sizes sum to :attr:`SandboxLimits.disk_bytes`: the disk bound of the whole sandbox). The
+  caller's ``workdir`` appears at the same path inside the private ``/tmp`` with its files bound read-only; new
+  files the code writes land in the tmpfs. A **seccomp** filter refuses the kernel keyring syscalls (a key would
+  outlive the run: the one state not in a file, a process or a namespace) and foreign syscall ABIs. As root,
+  bwrap sets the mounts up and then ``setpriv`` switches to ``nobody`` (uid 65534) with **every capability
+  dropped** (effective, permitted, inheritable, ambient and the bounding set) and ``no_new_privs``; as a normal
+  user, bwrap maps the user to itself in a new user namespace with no capabilities.
 * **legacy** (no usable bwrap): ``unshare`` (network + PID namespaces) and, as root, ``setpriv`` to ``nobody``
   with no capabilities (only when the interpreter is reachable by ``nobody``). The host filesystem is then only
   protected by file permissions; ``/tmp`` is shared.
@@ -29,7 +33,8 @@ Layers, strongest backend first:
   cgroup bounds the memory (``memory.max`` / ``memory.limit_in_bytes``, tmpfs pages included) and the process
   count (``pids.max``) of the whole sandbox; everything in it is killed at the end.
 * **rlimits** (always, per process): CPU seconds, address space (``RLIMIT_AS`` = ``memory_bytes``), file size,
-  open files, no core dumps, ``RLIMIT_NPROC`` (per user: the process bound when there is no pids cgroup).
+  open files, no core dumps; ``RLIMIT_NPROC`` only when there is no pids cgroup (it counts every process of the
+  user on the machine, so beside a pids cgroup it would let concurrent sandboxes starve each other's forks).
 * **wall-clock timeout** (always): the process tree (session, PID namespace, cgroup) is killed with ``SIGKILL``.
 * **clean environment** (always): ``PATH``, ``HOME``/``TMPDIR`` (the work dir), ``LANG`` and a few Python
   switches; nothing from the parent (no API keys, no tokens).
@@ -50,7 +55,7 @@ import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -579,6 +584,7 @@ def run_sandboxed(
     env: Mapping[str, str] | None = None,
     readonly: Sequence[str | Path] = (),
     pass_fds: Sequence[int] = (),
+    on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
 ) -> SandboxResult:
     """Run ``argv`` inside ``workdir`` with every available isolation layer (see the module docstring).
 
@@ -593,6 +599,8 @@ def run_sandboxed(
         env: Extra environment variables (added to the clean environment; never the parent's).
         readonly: Host directories the code must see read-only at the same path (e.g. tests, plugins).
         pass_fds: File descriptors the code inherits (e.g. a result pipe).
+        on_start: Called with the process right after it started (in this thread): e.g. to close this process's
+            copies of the descriptors it passed, or to keep a handle to kill the sandbox's process group early.
     """
     limits = limits or SandboxLimits()
     avail = isolation_available()
@@ -675,6 +683,8 @@ def run_sandboxed(
             except (OSError, subprocess.SubprocessError) as exc:
                 error = f"could not start the sandbox: {type(exc).__name__}: {exc}"
             else:
+                if on_start is not None:
+                    on_start(proc)
                 try:
                     returncode = proc.wait(timeout=limits.wall_seconds)
                 except subprocess.TimeoutExpired:

@@ -46,12 +46,15 @@ def median_case(median_dir: Path) -> tuple[Case, PytestChecker]:
 
 
 def probe(median_case: tuple[Case, PytestChecker], body: str) -> int:
-    """Run ``body`` at import of a wrong candidate; returns the exit status it reported (42 escaped, 43 contained)."""
+    """Run ``body`` at import of a wrong candidate; returns the exit status it reported (42 escaped, 43 contained).
+    The checker's mode (``auto``) puts the candidate in its own sandbox, which is where these escapes start from."""
     case, checker = median_case
     result = _case.check(case, checker, _case.WRONG + "\n\nimport os\n\n" + body)
     assert result.outcome == "fail", result.detail
-    status = result.info["returncode"]
-    assert status in (ESCAPED, CONTAINED), f"the probe broke (exit status {status}): {result.info['output'][-1500:]}"
+    # In separate-process mode the candidate is its own sandbox's process: its exit status is recorded apart.
+    status = result.info["candidate_returncode" if checker._separate else "returncode"]
+    output = result.info.get("candidate_output", "") + result.info["output"]
+    assert status in (ESCAPED, CONTAINED), f"the probe broke (exit status {status}): {output[-1500:]}"
     return int(status)
 
 
