@@ -27,9 +27,32 @@ class Unsupported(TypeError):
     """A value that is not plain data (an object, a generator, a subclass of a built-in type, a cycle)."""
 
 
-def _enc(obj: Any, depth: int) -> Any:
+def _same_equality(obj: Any) -> Any:
+    """For the candidate's side: a built-in value that compares with built-ins exactly as ``obj`` does, for the
+    few non-plain types a right answer plausibly returns where the reference returns a plain value (a numpy
+    scalar, a ``Counter``/``defaultdict``, an ``IntEnum``/``StrEnum`` member); ``obj`` itself for anything else.
+    Deliberately not: ``OrderedDict`` (order-sensitive against another ``OrderedDict``), plain ``Enum`` members
+    (unequal to their value), numpy arrays (their ``==`` is elementwise), iterators."""
+    import collections
+    import enum
+
+    t = type(obj)
+    if t is collections.Counter or t is collections.defaultdict:
+        return dict(obj)
+    if isinstance(obj, enum.Enum) and isinstance(obj, int | str) and type(obj.value) in (int, str):
+        return obj.value
+    if t.__module__ == "numpy" and getattr(obj, "ndim", None) == 0 and hasattr(obj, "item"):
+        value = obj.item()
+        if type(value) in (bool, int, float, complex):
+            return value
+    return obj
+
+
+def _enc(obj: Any, depth: int, lenient: bool = False) -> Any:
     if depth > MAX_DEPTH:
         raise Unsupported("nested too deeply (or a cycle)")
+    if lenient:
+        obj = _same_equality(obj)
     t = type(obj)
     if obj is None:
         return ["n"]
@@ -49,16 +72,17 @@ def _enc(obj: Any, depth: int) -> Any:
         return ["a", obj.hex()]
     tag = "l" if t is list else "t" if t is tuple else "S" if t is set else "F" if t is frozenset else ""
     if tag:
-        return [tag, [_enc(x, depth + 1) for x in obj]]
+        return [tag, [_enc(x, depth + 1, lenient) for x in obj]]
     if t is dict:
-        return ["d", [[_enc(k, depth + 1), _enc(v, depth + 1)] for k, v in obj.items()]]
+        return ["d", [[_enc(k, depth + 1, lenient), _enc(v, depth + 1, lenient)] for k, v in obj.items()]]
     raise Unsupported(f"a {t.__module__}.{t.__qualname__} is not plain data")
 
 
-def encode(obj: Any) -> Any:
-    """The JSON-ready form of ``obj``; raises :class:`Unsupported` for anything but exact built-in plain values."""
+def encode(obj: Any, lenient: bool = False) -> Any:
+    """The JSON-ready form of ``obj``; raises :class:`Unsupported` for anything but exact built-in plain values
+    (``lenient``: after :func:`_same_equality`, for what the candidate's side sends)."""
     try:
-        return _enc(obj, 0)
+        return _enc(obj, 0, lenient)
     except RecursionError:
         raise Unsupported("nested too deeply") from None
 

@@ -8,14 +8,22 @@ candidate work; the test side trusts only the plain values it decodes.
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-import io
 import os
-import sys
-from typing import Any
 
-import deltap_plain as plain  # copied beside this file in the sandbox
+# Tell the checker this process started before importing anything a module of the candidate's name could shadow
+# (its directory is on sys.path): only what the interpreter loaded at startup (os, sys) is used up to here.
+if __name__ == "__main__":
+    _status_fd = int(os.environ.pop("DELTAP_REMOTE_STATUS_FD"))
+    os.write(_status_fd, b"S")
+    os.close(_status_fd)
+
+import contextlib  # noqa: E402
+import importlib  # noqa: E402
+import io  # noqa: E402
+import sys  # noqa: E402
+from typing import Any  # noqa: E402
+
+import deltap_plain as plain  # noqa: E402 - copied beside this file in the sandbox
 
 _MUTABLE = (list, dict, set, bytearray)
 
@@ -46,7 +54,7 @@ def _describe_module(module: Any) -> dict[str, Any]:
             functions.append([name, value.__doc__ if isinstance(value.__doc__, str) else None])
         else:
             try:
-                values.append([name, plain.encode(value)])
+                values.append([name, plain.encode(value, lenient=True)])
             except plain.Unsupported:
                 opaque.append(name)  # a class, a submodule, an object: not usable across the boundary
     names = getattr(module, "__all__", None)
@@ -66,7 +74,7 @@ def _mutations(args: list[Any], kwargs: dict[str, Any]) -> list[Any]:
     for key, value in [*enumerate(args), *kwargs.items()]:
         if type(value) in _MUTABLE:
             with contextlib.suppress(plain.Unsupported):
-                out.append([key, plain.encode(value)])
+                out.append([key, plain.encode(value, lenient=True)])
     return out
 
 
@@ -81,7 +89,7 @@ def _call(module: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> li
     except BaseException as exc:  # noqa: BLE001 - every exception is the candidate's answer
         return ["raise", _describe_exception(exc), _mutations(args, kwargs), out.getvalue(), err.getvalue()]
     try:
-        encoded = plain.encode(result)
+        encoded = plain.encode(result, lenient=True)
     except plain.Unsupported as exc:
         return ["unsupported", f"return value ({exc})", out.getvalue(), err.getvalue()]
     return ["return", encoded, _mutations(args, kwargs), out.getvalue(), err.getvalue()]
@@ -90,9 +98,6 @@ def _call(module: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> li
 def main() -> None:
     module_name = sys.argv[1]
     req_fd, resp_fd = (int(x) for x in os.environ.pop("DELTAP_REMOTE_FDS").split(","))
-    status_fd = int(os.environ.pop("DELTAP_REMOTE_STATUS_FD"))
-    os.write(status_fd, b"S")  # tells the checker this process started (before any candidate code runs)
-    os.close(status_fd)
     module = None
     while True:
         message = plain.recv(req_fd)
