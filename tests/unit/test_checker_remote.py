@@ -319,3 +319,15 @@ def test_the_candidate_side_sends_honest_equivalents_of_a_few_common_types() -> 
     assert type(sent(numpy.float64(2.5))) is float and sent(numpy.int64(3)) == 3
     with pytest.raises(plain.Unsupported):
         plain.encode(numpy.array([1, 2]), lenient=True)
+
+
+def test_reserved_module_names_and_unknown_modes_are_refused(tmp_path: Any) -> None:
+    from deltap.checkers.pytest_checker import PytestChecker
+    from deltap.errors import DeltapError
+
+    test_file = tmp_path / "test_x.py"
+    test_file.write_text("def test_x():\n    pass\n")
+    with pytest.raises(DeltapError, match="reserved"):
+        PytestChecker(test_file, "deltap_plain")
+    with pytest.raises(DeltapError, match="candidate_process must be one of auto, separate, shared"):
+        PytestChecker(test_file, "x", candidate_process="remote")
