@@ -216,15 +216,17 @@ def add(a, b):
 SHORT_WALL = {"sleep-past-the-timeout", "fork-bomb"}
 
 
-@pytest.fixture(scope="module")
-def checker(tmp_path_factory: pytest.TempPathFactory) -> PytestChecker:
+@pytest.fixture(scope="module", params=["auto", "shared"])
+def checker(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> PytestChecker:
+    """Both modes: ``auto`` (the candidate in its own sandbox where bubblewrap is) and ``shared`` (imported into the
+    test process: the fallback, where the canaries and the private channel are the defence)."""
     root = tmp_path_factory.mktemp("verdict-attacks")
     (root / "test_solution.py").write_text(TEST_FILE)
     (root / "fixed.py").write_text(FIXED)
     spec = CheckerSpec(
         "pytest",
         {"test_file": str(root / "test_solution.py"), "fixed_file": str(root / "fixed.py"), "module_name": "solution",
-         "wall_seconds": 20, "cpu_seconds": 10, "max_processes": 32},
+         "wall_seconds": 20, "cpu_seconds": 10, "max_processes": 32, "candidate_process": request.param},
     )
     made = make_checker(spec)
     assert isinstance(made, PytestChecker)
@@ -255,7 +257,7 @@ def test_attack_is_a_fail(checker: PytestChecker, name: str, tmp_path: Path) -> 
 
         checker = PytestChecker(
             checker.test_file, checker.module_name, checker.fixed_file,
-            replace(checker.limits, wall_seconds=6, cpu_seconds=4),
+            replace(checker.limits, wall_seconds=6, cpu_seconds=4), candidate_process=checker.candidate_process,
         )
     result = checker.check(_case(checker), fenced(ATTACKS[name]))
     assert result.outcome == "fail", f"{name}: {result.outcome} ({result.detail})\n{result.info.get('output', '')[-1500:]}"

@@ -102,7 +102,9 @@ def test_tests_and_host_files_are_read_only(tmp_path: Path) -> None:
     code = """
         import os, sys
         WROTE = []
-        for target in [os.path.abspath(sys.argv[-1]), "/usr/lib/deltap-attack", os.path.expanduser("~/../attack")]:
+        # The script being run: the test file in the pytest process; in separate-process mode deltap's server.
+        scripts = [os.path.abspath(a) for a in sys.argv if a.endswith(".py")][-1:]
+        for target in [*scripts, "/usr/lib/deltap-attack", os.path.expanduser("~/../attack")]:
             try:
                 with open(target, "a") as fh:
                     fh.write("# pwned\\n")

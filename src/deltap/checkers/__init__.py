@@ -10,7 +10,8 @@ kind                params
 ``regex``           ``pattern``, optional ``mode`` (``search``/``fullmatch``), ``ignore_case``
 ``python``          ``callable`` (``"module:function"``), called as ``fn(case, answer)``
 ``pytest``          ``test_file``, ``module_name``, optional ``fixed_file`` (preflight), ``wall_seconds``,
-                    ``cpu_seconds``, ``memory_mb``, ``max_processes``, ``disk_mb``, ``support_files``
+                    ``cpu_seconds``, ``memory_mb``, ``max_processes``, ``disk_mb``, ``support_files``,
+                    ``candidate_process`` (``auto``/``separate``/``shared``, see the pytest checker)
 =================== ==================================================================================
 """
 
@@ -72,7 +73,8 @@ def make_checker(spec: CheckerSpec) -> Checker:
             disk_bytes=int(p.get("disk_mb", defaults.disk_bytes // 1024**2)) * 1024**2,
         )
         return PytestChecker(
-            p["test_file"], str(p["module_name"]), p.get("fixed_file"), limits, p.get("support_files") or ()
+            p["test_file"], str(p["module_name"]), p.get("fixed_file"), limits, p.get("support_files") or (),
+            candidate_process=str(p.get("candidate_process", "auto")),
         )
     if kind == "none":
         raise DeltapError(

@@ -1,16 +1,29 @@
 """Pytest checker: the candidate source runs as the module under test, against the case's tests, in a sandbox.
 
 Threat model. The candidate is hostile code that wants a wrong answer scored ``pass`` — or, as good for it, an
-infrastructure ``error`` (errors are left out of the estimate). It runs *inside* the pytest process (the tests
-import it), so it can patch pytest, its reports, the test functions, builtins; write anything to any file
-descriptor it holds; exit, crash, re-execute pytest, fork, sleep. The defences, and what each one defeats:
+infrastructure ``error`` (errors are left out of the estimate) or an exception out of :meth:`PytestChecker.check`
+(which stops a mining run). It knows deltap's source. The defences, and what each one defeats:
 
+0. **The candidate does not share the test process** (separate-process mode, the default where bubblewrap works:
+   ``candidate_process`` ``auto``). The module the tests import is a stand-in (``_remote_module.py``); the
+   candidate module runs in a second sandbox (``_remote_server.py``) that cannot see the tests, the plugin or the
+   test process, and every call crosses a pipe as plain data (``_plain.py``): the tests get back exact built-in
+   ``int``/``float``/``str``/containers, or an exception of a built-in class (or a local copy of the module's own
+   exception classes). So an object equal to everything (``unittest.mock.ANY``), a ctypes-patched ``float.__eq__``,
+   a look at the calling test's frame, patched pytest internals, a patched or forged verdict channel, a hijacked
+   ``sys.modules`` — every attack that needs to be *in* the test process — has nothing to act on. The preflight
+   uses this mode only when the reference passes every required test through it (functions of plain data,
+   in-place changes of list/dict/set/bytearray arguments, printed output, plain constants); classes, callbacks,
+   generators, numpy values do not cross, and such a case falls back to shared mode, saying why in
+   ``info["candidate_process"]``. ``candidate_process`` ``separate`` insists (the preflight fails otherwise),
+   ``shared`` never separates.
 1. **The verdict never comes from stdout or the exit code.** deltap's plugin (``-p deltap_verdict``, loaded from a
    read-only directory before any test module, see ``_verdict_plugin.py``) writes one JSON record per test phase
    to a private pipe, tagged with a per-run nonce it reads from a second pipe and that both descriptors are
    close-on-exec. Fake summaries (inherited fds, ``atexit``, re-running pytest into the output, ``os._exit(0)``)
-   change nothing: no ``finish`` record means ``fail``; a record that is not valid JSON with the nonce, a
-   duplicate phase, or anything after ``finish`` is tampering, ``fail``.
+   change nothing: no ``finish`` record means ``fail``; a line without the plugin's exact prefix and nonce (it is
+   not even parsed), a record whose fields have other types than the plugin writes, a duplicate phase, or anything
+   after ``finish`` is tampering, ``fail``. The parser never raises.
 2. **Hidden canary tests** (the tampering detector; design (b) of issue 15). Each run appends to the test file a
    few tests with random names, at least one that must pass and one that must fail; only the parent knows which.
    They are compiled, rewritten, collected and reported exactly like the real tests, so tampering with pytest's
@@ -24,20 +37,26 @@ descriptor it holds; exit, crash, re-execute pytest, fork, sleep. The defences, 
    (bwrap read-only bind; else owned by root while the code runs as ``nobody``); pytest gets explicit test paths,
    ``-c`` deltap's own ini, ``--rootdir`` and ``--confcutdir`` at that directory, ``-p no:cacheprovider``, plugin
    autoload off and a clean environment, so a ``conftest.py``, ``pytest.ini`` or ``sitecustomize`` the candidate
-   writes is never loaded.
+   writes is never loaded. The case's own files (its reference solution) are not in the sandbox at all.
 5. **What the code does to itself is a ``fail``**: ``sys.exit`` or ``pytest.exit`` at import, a crash, a kill, a
-   fork bomb, memory or time exhaustion. ``error`` is kept for the environment: the sandbox or pytest did not
-   start (no ``start`` record — the candidate cannot run before it), or the reference does not pass.
+   fork bomb, memory or time exhaustion, an answer no file can hold (a lone surrogate). ``error`` is kept for the
+   environment: the sandbox or pytest did not start (no ``start`` record — the candidate cannot run before it),
+   the candidate's sandbox did not start (deltap's server signals its start before importing the candidate), or
+   the reference does not pass.
 
-Residual risk (stated, not hidden): the candidate shares the pytest process, so code written *against deltap
-specifically* — reading the test file, telling the canaries from the real tests by name, and forging outcomes of
-only the real ones — is not detected. Generic tampering is. The sandbox (:mod:`deltap.checkers.sandbox`) bounds
-what such code can do to the machine.
+Residual risk (stated, not hidden; ``tests/adversarial/heldout`` keeps each as a strict xfail): in **shared
+mode** — a case whose reference cannot cross the process boundary, a machine without bubblewrap, or
+``candidate_process: shared`` — the candidate shares the pytest process, and code written for that (an object
+equal to everything, a patched ``float.__eq__``, reading the expected value from the calling test's frame, or,
+against deltap specifically, finding the plugin's nonce and forging the records, or flipping only the tests that
+call it, which the canaries never do) is scored ``pass``. Generic tampering is still detected. The sandbox
+(:mod:`deltap.checkers.sandbox`) bounds what such code can do to the machine in either mode.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import secrets
@@ -53,7 +72,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltap.checkers.base import CheckResult
 from deltap.checkers.extract import extract_code
-from deltap.checkers.sandbox import SandboxLimits, SandboxResult, run_sandboxed
+from deltap.checkers.sandbox import SandboxLimits, SandboxResult, isolation_available, run_sandboxed
 from deltap.errors import DeltapError
 
 if TYPE_CHECKING:
@@ -62,12 +81,17 @@ if TYPE_CHECKING:
 __all__ = ["PytestChecker", "RunRecords"]
 
 _PLUGIN_SOURCE = Path(__file__).with_name("_verdict_plugin.py")
+_PLAIN_SOURCE = Path(__file__).with_name("_plain.py")
+_REMOTE_MODULE_SOURCE = Path(__file__).with_name("_remote_module.py")
+_REMOTE_SERVER_SOURCE = Path(__file__).with_name("_remote_server.py")
 _MAX_CHANNEL_BYTES = 16 * 1024**2
 _WORDS = (
     "basic", "edge", "empty", "large", "mixed", "order", "repeat", "round", "simple", "small", "types", "values",
     "zero", "negative", "unicode", "nested", "bounds", "identity", "inverse", "default",
 )
 _INI = "[pytest]\naddopts =\nconsole_output_style = classic\n"
+_CANDIDATE_PROCESS = ("auto", "separate", "shared")
+_NEEDS_BWRAP = "candidate_process is 'separate' but separate-process mode needs bubblewrap (apt-get install bubblewrap)"
 
 
 @dataclass
@@ -94,15 +118,29 @@ class RunRecords:
 
     @classmethod
     def parse(cls, data: bytes, nonce: str, overflow: bool = False) -> RunRecords:
+        """Parse the channel's bytes; never raises: whatever is not one of the plugin's records is ``tampering``.
+
+        The candidate can write to the pipe (it shares the process), so every line is hostile input: a line must
+        start with the plugin's exact prefix (its nonce) before it is parsed at all, so that no JSON the candidate
+        chose (e.g. a nesting depth that makes ``json.loads`` recurse out of the stack) reaches the parser without
+        the nonce, and every field must have the type and the values the plugin writes.
+        """
         rec = cls()
         if overflow:
             rec.tampering.append(f"more than {_MAX_CHANNEL_BYTES} bytes on the result channel")
+        prefix = b'{"nonce": "' + nonce.encode("ascii") + b'", '
         for raw in data.split(b"\n"):
             if not raw.strip():
                 continue
+            if not raw.startswith(prefix):
+                rec.tampering.append(
+                    "a record on the result channel has the wrong nonce"
+                    if raw.startswith(b'{"nonce": ') else "a line on the result channel is not deltap's"
+                )
+                continue
             try:
                 obj = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 rec.tampering.append("a line on the result channel is not deltap's")
                 continue
             if not isinstance(obj, dict) or obj.get("nonce") != nonce:
@@ -112,24 +150,27 @@ class RunRecords:
             if rec.finished:
                 rec.tampering.append(f"a {kind!r} record after pytest finished")
                 continue
+            bad = _malformed(obj)
+            if bad:
+                rec.tampering.append(f"a malformed {kind!r} record on the result channel ({bad})")
+                continue
             if kind == "start":
                 if rec.started:
                     rec.tampering.append("pytest started twice")
                 rec.started = True
             elif kind == "collected":
-                rec.collected = [str(i) for i in obj.get("ids") or []]
+                rec.collected = list(obj["ids"])
             elif kind == "collect_error":
-                rec.collect_errors.append(str(obj.get("id")))
+                rec.collect_errors.append(obj["id"])
             elif kind == "report":
-                test_id, when = str(obj.get("id")), str(obj.get("when"))
+                test_id, when = obj["id"], obj["when"]
                 phases = rec.phases.setdefault(test_id, {})
                 if when in phases:
                     rec.tampering.append(f"{test_id} reported its {when} twice")
-                phases[when] = "xfail" if obj.get("xfail") else str(obj.get("outcome"))
+                phases[when] = "xfail" if obj.get("xfail") else obj["outcome"]
             elif kind == "finish":
                 rec.finished = True
-                status = obj.get("exitstatus")
-                rec.exitstatus = status if isinstance(status, int) else None
+                rec.exitstatus = obj["exitstatus"]
             else:
                 rec.tampering.append(f"unknown record kind {kind!r}")
         return rec
@@ -149,6 +190,37 @@ class RunRecords:
         if phases.get("setup") == phases.get("call") == phases.get("teardown") == "passed":
             return "passed"
         return "not run"
+
+
+_PHASES = ("setup", "call", "teardown")
+_OUTCOMES = ("passed", "failed", "skipped")
+
+
+def _malformed(obj: dict[str, Any]) -> str:
+    """Why a record's fields are not what deltap's plugin writes (``""`` when they are)."""
+
+    def is_int(v: object) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    kind = obj.get("kind")
+    if kind == "start" and "pid" in obj and not is_int(obj["pid"]):
+        return "pid"
+    if kind == "collected":
+        ids = obj.get("ids")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            return "ids"
+    if kind in ("collect_error", "report") and not isinstance(obj.get("id"), str):
+        return "id"
+    if kind == "report":
+        if obj.get("when") not in _PHASES:
+            return "when"
+        if obj.get("outcome") not in _OUTCOMES:
+            return "outcome"
+        if not isinstance(obj.get("xfail", False), bool):
+            return "xfail"
+    if kind == "finish" and not is_int(obj.get("exitstatus")):
+        return "exitstatus"
+    return ""
 
 
 def _static_test_names(source: bytes) -> set[str]:
@@ -177,8 +249,11 @@ class PytestChecker:
     channel (see the module docstring for the threat model and the defences).
 
     Layout of one run: a fresh root-owned stage directory holding ``tests/`` (the test file with the hidden
-    canaries appended, the support files, deltap's ``pytest.ini``) and ``plugin/deltap_verdict.py``, both
-    read-only to the code, and ``work/<module_name>.py``, the candidate (its cwd, ``HOME`` and ``TMPDIR``).
+    canaries appended, the support files, deltap's ``pytest.ini``) and ``plugin/`` (``deltap_verdict.py``; in
+    separate-process mode also ``deltap_remote.py`` and ``deltap_plain.py``), both read-only to the code, and
+    ``work/<module_name>.py``: the candidate in shared mode, the stand-in stub in separate mode (the test process's
+    cwd, ``HOME`` and ``TMPDIR``). Separate mode adds ``cand-lib/`` (deltap's server, read-only) and
+    ``cand/<module_name>.py`` (the candidate), the only stage dirs the candidate's sandbox shows.
 
     Classification: ``pass`` only when every required test passed and the canaries came out as expected;
     ``error`` when the sandbox or pytest did not start, or the reference fails in this environment; anything
@@ -192,6 +267,9 @@ class PytestChecker:
         limits: Sandbox limits.
         support_files: Other files copied beside the test (``conftest.py``, fixtures...), read-only to the code.
         pytest_args: Extra pytest arguments.
+        candidate_process: ``auto`` (the candidate in its own sandbox when bubblewrap works and the reference passes
+            that way, else in the test process), ``separate`` (always its own sandbox; the preflight fails when the
+            reference cannot pass that way) or ``shared`` (imported into the test process).
     """
 
     def __init__(
@@ -202,13 +280,21 @@ class PytestChecker:
         limits: SandboxLimits | None = None,
         support_files: Sequence[str | Path] = (),
         pytest_args: Sequence[str] = (),
+        candidate_process: str = "auto",
     ) -> None:
         self.test_file = Path(test_file)
         if not self.test_file.is_file():
             raise DeltapError(f"pytest checker: test_file not found: {self.test_file}")
         if not module_name or not module_name.replace("_", "a").isalnum():
             raise DeltapError(f"pytest checker: module_name must be a plain module name, got {module_name!r}")
+        if module_name.startswith("deltap_"):
+            raise DeltapError(f"pytest checker: module_name {module_name!r} is reserved (deltap_* are deltap's own modules)")
+        if candidate_process not in _CANDIDATE_PROCESS:
+            raise DeltapError(
+                f"pytest checker: candidate_process must be one of {', '.join(_CANDIDATE_PROCESS)}, got {candidate_process!r}"
+            )
         self.module_name = module_name
+        self.candidate_process = candidate_process
         self.fixed_file = Path(fixed_file) if fixed_file else None
         if self.fixed_file is not None and not self.fixed_file.is_file():
             raise DeltapError(f"pytest checker: fixed_file not found: {self.fixed_file}")
@@ -221,6 +307,7 @@ class PytestChecker:
         self._test_source = self.test_file.read_bytes()
         self._preflight: CheckResult | None = None
         self._required: frozenset[str] | None = None
+        self._separate = False  # decided by the preflight (see ``candidate_process``)
         self._lock = threading.Lock()
         self.id = (
             f"pytest({self.test_file.name},module={module_name},wall={self.limits.wall_seconds}s,"
@@ -249,21 +336,27 @@ class PytestChecker:
 
     def run(self, code: str) -> tuple[CheckResult, SandboxResult]:
         """Run the tests against ``code`` (no preflight); returns the classified result and the raw run."""
-        result, raw, _ = self._run(code, self._required)
+        result, raw, _ = self._run(code, self._required, separate=self._separate)
         return result, raw
 
     def _run(
-        self, code: str, required: frozenset[str] | None, reference: bool = False
+        self, code: str, required: frozenset[str] | None, reference: bool = False, separate: bool = False
     ) -> tuple[CheckResult, SandboxResult, dict[str, str]]:
-        """One sandboxed run; returns the verdict, the raw run and the outcome of every real (non-canary) test."""
+        """One sandboxed run; returns the verdict, the raw run and the outcome of every real (non-canary) test.
+
+        ``separate``: the candidate runs in a second sandbox and the test process imports a stand-in module (see
+        ``_remote_module.py``); otherwise the candidate module is imported into the test process itself.
+        """
         stage = Path(tempfile.mkdtemp(prefix="deltap-pytest-"))
         tests, plugin, work = stage / "tests", stage / "plugin", stage / "work"
+        cand_lib, cand = stage / "cand-lib", stage / "cand"
         canary_src, canaries = self._canaries()
         nonce = secrets.token_hex(16)
-        read_fd = write_fd = nonce_r = -1
+        fds: dict[str, int] = {}  # every descriptor this process still has to close
+        remote = _RemoteSide() if separate else None
         try:
             stage.chmod(0o755)
-            for d in (tests, plugin, work):
+            for d in (tests, plugin, work, *((cand_lib, cand) if separate else ())):
                 d.mkdir(mode=0o755)
             test_path = tests / self.test_file.name
             body = self._test_source if self._test_source.endswith(b"\n") else self._test_source + b"\n"
@@ -272,16 +365,25 @@ class PytestChecker:
                 shutil.copyfile(extra, tests / extra.name)
             (tests / "pytest.ini").write_text(_INI, encoding="utf-8")
             shutil.copyfile(_PLUGIN_SOURCE, plugin / "deltap_verdict.py")
-            (work / f"{self.module_name}.py").write_text(code, encoding="utf-8")
-            for path in (*tests.iterdir(), *plugin.iterdir()):
+            if separate:
+                shutil.copyfile(_PLAIN_SOURCE, plugin / "deltap_plain.py")
+                shutil.copyfile(_REMOTE_MODULE_SOURCE, plugin / "deltap_remote.py")
+                (work / f"{self.module_name}.py").write_text(_STUB, encoding="utf-8")
+                shutil.copyfile(_PLAIN_SOURCE, cand_lib / "deltap_plain.py")
+                shutil.copyfile(_REMOTE_SERVER_SOURCE, cand_lib / "deltap_remote_server.py")
+                (cand / f"{self.module_name}.py").write_text(code, encoding="utf-8")
+            else:
+                (work / f"{self.module_name}.py").write_text(code, encoding="utf-8")
+            for path in (*tests.iterdir(), *plugin.iterdir(), *(cand_lib.iterdir() if separate else ())):
                 path.chmod(0o644)
 
-            read_fd, write_fd = os.pipe()
-            nonce_r, nonce_w = os.pipe()
+            fds["read"], fds["write"] = os.pipe()
+            fds["nonce_r"], nonce_w = os.pipe()
             os.write(nonce_w, nonce.encode("ascii"))
             os.close(nonce_w)
             chunks: list[bytes] = []
             overflow = [False]
+            read_fd = fds["read"]
 
             def drain() -> None:
                 total = 0
@@ -307,26 +409,45 @@ class PytestChecker:
             ]
             env = {
                 "PYTHONPATH": os.pathsep.join([str(plugin), str(work)]),
-                "DELTAP_VERDICT_FD": str(write_fd),
-                "DELTAP_VERDICT_NONCE_FD": str(nonce_r),
+                "DELTAP_VERDICT_FD": str(fds["write"]),
+                "DELTAP_VERDICT_NONCE_FD": str(fds["nonce_r"]),
             }
-            raw = run_sandboxed(argv, work, self.limits, env=env, readonly=(tests, plugin), pass_fds=(write_fd, nonce_r))
-            os.close(write_fd)
-            write_fd = -1
+            test_fds: tuple[int, ...] = (fds["write"], fds["nonce_r"])
+            if remote is not None:
+                remote.start(cand_lib, cand, self.module_name, self.limits)
+                env["DELTAP_REMOTE_FDS"] = f"{remote.fds['req_w']},{remote.fds['resp_r']}"
+                test_fds += (remote.fds["req_w"], remote.fds["resp_r"])
+
+            def started(_proc: object) -> None:  # the test process holds its ends now: drop ours
+                for key in ("write", "nonce_r"):
+                    os.close(fds.pop(key))
+                if remote is not None:
+                    remote.close_test_ends()
+
+            raw = run_sandboxed(
+                argv, work, self.limits, env=env, readonly=(tests, plugin), pass_fds=test_fds, on_start=started
+            )
+            for key in ("write", "nonce_r"):
+                if key in fds:
+                    os.close(fds.pop(key))
+            remote_raw = remote.finish() if remote is not None else None
             reader.join(timeout=10)  # every writer is dead (PID namespace / cgroup / session killed)
             records = RunRecords.parse(b"".join(chunks), nonce, overflow[0])
         finally:
-            for fd in (write_fd, nonce_r, read_fd):
-                if fd >= 0:
-                    try:
-                        os.close(fd)
-                    except OSError:
-                        pass
+            if remote is not None:
+                remote.close_all()
+            for fd in fds.values():
+                with contextlib.suppress(OSError):
+                    os.close(fd)
             shutil.rmtree(stage, ignore_errors=True)
         prefix = f"{self.test_file.name}::"
         real = {tid: records.outcome(tid) for tid in {*records.phases, *records.collected}
                 if tid.removeprefix(prefix) not in canaries}
-        return self._classify(raw, records, canaries, real, required, reference), raw, real
+        result = self._classify(raw, records, canaries, real, required, reference)
+        if remote is not None:
+            ended_first = remote.ended_first and not raw.timed_out  # both hit the clock: the tests' timeout says it
+            result = _with_remote(result, remote_raw, remote.started_ok(), ended_first)
+        return result, raw, real
 
     # -- verdicts ----------------------------------------------------------------------------------------------
 
@@ -409,19 +530,47 @@ class PytestChecker:
     # -- preflight and check -----------------------------------------------------------------------------------
 
     def preflight(self) -> CheckResult | None:
-        """Run the reference solution once (cached) and record the tests it passes. ``None`` without a reference."""
+        """Run the reference solution once (cached), record the tests it passes, and choose where the candidate runs.
+
+        With ``candidate_process`` ``auto`` (the default), the reference is run a second time in separate-process mode
+        when bubblewrap is in use; when every test it passed in its own process passes there too, every candidate is
+        checked that way (``info["candidate_process"]`` says which mode a check used, and why not separate).
+        ``None`` without a reference.
+        """
         if self.fixed_file is None:
+            if self.candidate_process == "separate" and not isolation_available().get("bwrap"):
+                self._preflight = CheckResult("fail", None, _NEEDS_BWRAP)
+                return self._preflight
+            self._separate = self.candidate_process == "separate"
             return None
         with self._lock:
             if self._preflight is None:
-                result, _, real = self._run(self.fixed_file.read_text(encoding="utf-8"), None, reference=True)
-                if result.passed:
-                    passed = sorted(t for t, o in real.items() if o == "passed")
-                    self._required = frozenset(passed)
-                    info = {**result.info, "required": passed}
-                    result = CheckResult("pass", None, f"{len(passed)} tests pass with the reference", info)
-                self._preflight = result
+                self._preflight = self._run_preflight(self.fixed_file.read_text(encoding="utf-8"))
         return self._preflight
+
+    def _run_preflight(self, reference: str) -> CheckResult:
+        result, _, real = self._run(reference, None, reference=True)
+        if not result.passed:
+            return result
+        passed = sorted(t for t, o in real.items() if o == "passed")
+        required = frozenset(passed)
+        self._required = required
+        info: dict[str, Any] = {**result.info, "required": passed}
+        mode = "shared"
+        if self.candidate_process == "shared":
+            why = "candidate_process: shared"
+        elif not isolation_available().get("bwrap"):
+            why = "separate-process mode needs bubblewrap"
+        else:
+            separate, _, _ = self._run(reference, required, separate=True)
+            why = "" if separate.passed else f"the reference does not pass in a separate process: {separate.detail}"
+            if separate.passed:
+                mode = "separate"
+        if self.candidate_process == "separate" and mode != "separate":
+            return CheckResult("fail", None, f"candidate_process is 'separate' but {why}", info)
+        self._separate = mode == "separate"
+        info["candidate_process"] = mode if not why else f"{mode} ({why})"
+        return CheckResult("pass", None, f"{len(passed)} tests pass with the reference", info)
 
     def check(self, case: Case, answer: str) -> CheckResult:
         pre = self.preflight()
@@ -432,8 +581,118 @@ class PytestChecker:
         code = extract_code(answer or "")
         if code is None:
             return CheckResult("fail", None, "empty answer")
-        result, _, _ = self._run(code, self._required)
-        return CheckResult(result.outcome, None, result.detail, result.info)
+        try:
+            code.encode("utf-8")
+        except UnicodeEncodeError as exc:  # e.g. a lone surrogate from a JSON "\\ud800": no file can hold it
+            return CheckResult("fail", None, f"the answer is not valid text ({exc.reason} at character {exc.start})")
+        result, _, _ = self._run(code, self._required, separate=self._separate)
+        info = result.info
+        if not self._separate:  # say why the candidate shared the test process (the residual risk applies)
+            mode = (pre.info.get("candidate_process") if pre is not None else None) or "shared (no reference to verify a separate process)"
+            info = {**info, "candidate_process": mode}
+        return CheckResult(result.outcome, None, result.detail, info)
+
+
+_STUB = "import deltap_remote\n\ndeltap_remote.install(__name__, globals())\n"
+
+
+class _RemoteSide:
+    """The candidate's sandbox in separate-process mode: started in a thread, killed when the tests are done."""
+
+    def __init__(self) -> None:
+        self.fds: dict[str, int] = {}
+        self.proc: Any = None
+        self.result: SandboxResult | None = None
+        self.status = b""
+        self.ended_first = False
+        self._thread: threading.Thread | None = None
+
+    def start(self, lib: Path, work: Path, module: str, limits: SandboxLimits) -> None:
+        self.fds["req_r"], self.fds["req_w"] = os.pipe()
+        self.fds["resp_r"], self.fds["resp_w"] = os.pipe()
+        self.fds["status_r"], self.fds["status_w"] = os.pipe()
+        cand_fds = (self.fds["req_r"], self.fds["resp_w"], self.fds["status_w"])
+        env = {
+            "PYTHONPATH": str(work),
+            "DELTAP_REMOTE_FDS": f"{self.fds['req_r']},{self.fds['resp_w']}",
+            "DELTAP_REMOTE_STATUS_FD": str(self.fds["status_w"]),
+        }
+        argv = [sys.executable, "-B", str(lib / "deltap_remote_server.py"), module]
+
+        def started(proc: object) -> None:
+            self.proc = proc
+            self._close("req_r", "resp_w", "status_w")
+
+        def body() -> None:
+            try:
+                self.result = run_sandboxed(
+                    argv, work, limits, env=env, readonly=(lib,), pass_fds=cand_fds, on_start=started
+                )
+            finally:  # it did not start, or it ended: the test side must see end-of-file, not wait forever
+                self._close("req_r", "resp_w", "status_w")
+
+        self._thread = threading.Thread(target=body, name="deltap-candidate-sandbox", daemon=True)
+        self._thread.start()
+
+    def _close(self, *keys: str) -> None:
+        for key in keys:
+            fd = self.fds.pop(key, None)
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    def close_test_ends(self) -> None:
+        self._close("req_w", "resp_r")
+
+    def finish(self) -> SandboxResult | None:
+        """Stop the candidate's sandbox (the tests are done with it) and return how it ended."""
+        self.close_test_ends()
+        if self.proc is not None:
+            # Ended on its own while the tests ran (crashed, killed by a limit): its fate explains failing tests.
+            # Still running: the tests are done with it, and its fate is ours, not the candidate's.
+            self.ended_first = self.proc.poll() is not None
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        if self._thread is not None:
+            self._thread.join()
+        if "status_r" in self.fds:
+            with contextlib.suppress(OSError):
+                os.set_blocking(self.fds["status_r"], False)
+                self.status = os.read(self.fds["status_r"], 1)
+        return self.result
+
+    def started_ok(self) -> bool:
+        return self.status == b"S"
+
+    def close_all(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            self.finish()
+        self._close(*list(self.fds))
+
+
+def _with_remote(result: CheckResult, raw: SandboxResult | None, started: bool, ended_first: bool) -> CheckResult:
+    """Fold how the candidate's own sandbox ended into the verdict of the test process."""
+    info = dict(result.info)
+    info["candidate_process"] = "separate"
+    if raw is not None:
+        info["candidate_returncode"] = raw.returncode
+        info["candidate_sandbox"] = dict(raw.info)
+        info["candidate_output"] = raw.output[-4000:]
+    if raw is None or raw.error or not started:
+        why = raw.error if raw is not None and raw.error else f"exit status {raw.returncode if raw else None}"
+        return CheckResult("error", None, f"the candidate's sandbox did not start ({why})", info)
+    detail = result.detail
+    if result.outcome == "fail" and ended_first:
+        how = ""
+        if raw.timed_out:
+            how = "timed out"
+        elif raw.returncode is not None and (raw.returncode < 0 or raw.returncode > 128):
+            how = _exit_description(raw.returncode)
+        if raw.info.get("oom_killed"):
+            how += ("; " if how else "") + "the memory limit of its sandbox was hit"
+        if how:
+            detail = f"{detail}; the candidate's process: {how}"
+    return CheckResult(result.outcome, result.extracted, detail, info)
 
 
 _SIGNAL_CAUSES = {

@@ -12,16 +12,20 @@ is reported by :func:`protections`, and ``python -m deltap.checkers.sandbox`` pr
 Layers, strongest backend first:
 
 * **bubblewrap** (``bwrap``, Debian package ``bubblewrap``, used when installed and permitted): new mount, PID,
-  network, IPC and UTS namespaces; ``--die-with-parent``; ``--new-session`` (no terminal injection). The whole
-  host is bound **read-only**; ``/root``, ``/home`` and the invoking user's home and working directory are hidden
-  behind empty tmpfs mounts (only the interpreter's own directories are bound back, read-only); ``/tmp``,
-  ``/dev/shm`` and ``/var/tmp`` are **private size-limited tmpfs** mounts that vanish with the run (their sizes
-  sum to :attr:`SandboxLimits.disk_bytes`: the disk bound of the whole sandbox). The caller's ``workdir`` appears
-  at the same path inside the private ``/tmp`` with its files bound read-only; new files the code writes land in
-  the tmpfs. As root, bwrap sets the mounts up and then ``setpriv`` switches to ``nobody`` (uid 65534) with
-  **every capability dropped** (effective, permitted, inheritable, ambient and the bounding set) and
-  ``no_new_privs``; as a normal user, bwrap maps the user to itself in a new user namespace with no
-  capabilities.
+  network, IPC and UTS namespaces; ``--die-with-parent``; ``--new-session`` (no terminal injection). The new
+  root is empty except for an **allow-list bound read-only**: ``/usr``, ``/bin``, ``/sbin``, ``/lib*``, ``/etc``,
+  ``/sys`` (and ``/nix``, ``/gnu`` stores), plus the directories the sandbox's interpreter needs (asked of it in
+  the clean environment: prefixes, stdlib, site-packages, ``.pth`` entries — not this process's ``sys.path``,
+  which holds the caller's project) and the caller's ``readonly`` dirs. Homes, ``/var``, ``/opt``, ``/srv``,
+  ``/run`` (and the Unix sockets of host services there), the working directory and every benchmark's files do
+  not exist inside. ``/tmp``, ``/dev/shm`` and ``/var/tmp`` are **private size-limited tmpfs** mounts that vanish
+  with the run (their sizes sum to :attr:`SandboxLimits.disk_bytes`: the disk bound of the whole sandbox). The
+  caller's ``workdir`` appears at the same path inside the private ``/tmp`` with its files bound read-only; new
+  files the code writes land in the tmpfs. A **seccomp** filter refuses the kernel keyring syscalls (a key would
+  outlive the run: the one state not in a file, a process or a namespace) and foreign syscall ABIs. As root,
+  bwrap sets the mounts up and then ``setpriv`` switches to ``nobody`` (uid 65534) with **every capability
+  dropped** (effective, permitted, inheritable, ambient and the bounding set) and ``no_new_privs``; as a normal
+  user, bwrap maps the user to itself in a new user namespace with no capabilities.
 * **legacy** (no usable bwrap): ``unshare`` (network + PID namespaces) and, as root, ``setpriv`` to ``nobody``
   with no capabilities (only when the interpreter is reachable by ``nobody``). The host filesystem is then only
   protected by file permissions; ``/tmp`` is shared.
@@ -29,7 +33,8 @@ Layers, strongest backend first:
   cgroup bounds the memory (``memory.max`` / ``memory.limit_in_bytes``, tmpfs pages included) and the process
   count (``pids.max``) of the whole sandbox; everything in it is killed at the end.
 * **rlimits** (always, per process): CPU seconds, address space (``RLIMIT_AS`` = ``memory_bytes``), file size,
-  open files, no core dumps, ``RLIMIT_NPROC`` (per user: the process bound when there is no pids cgroup).
+  open files, no core dumps; ``RLIMIT_NPROC`` only when there is no pids cgroup (it counts every process of the
+  user on the machine, so beside a pids cgroup it would let concurrent sandboxes starve each other's forks).
 * **wall-clock timeout** (always): the process tree (session, PID namespace, cgroup) is killed with ``SIGKILL``.
 * **clean environment** (always): ``PATH``, ``HOME``/``TMPDIR`` (the work dir), ``LANG`` and a few Python
   switches; nothing from the parent (no API keys, no tokens).
@@ -38,16 +43,19 @@ Layers, strongest backend first:
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import os
+import platform
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -64,7 +72,9 @@ __all__ = [
 
 NOBODY = 65534
 _counter = itertools.count()
-_HIDDEN_ROOTS = ("/root", "/home", "/mnt", "/media", "/srv")
+# Host directories the sandbox shows (read-only); every other top-level directory is absent. Symlinks among them
+# (merged /usr: /bin -> usr/bin) are recreated as symlinks. nix/gnu: package stores an interpreter may live in.
+_SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "sys", "nix", "gnu")
 
 
 @dataclass(frozen=True)
@@ -125,10 +135,13 @@ class Protection:
     how: str
 
 
-def _probe(argv: Sequence[str]) -> bool:
+def _probe(argv: Sequence[str], pass_fds: Sequence[int] = ()) -> bool:
     try:
         return (
-            subprocess.run(list(argv), capture_output=True, timeout=10, check=False, cwd="/").returncode == 0
+            subprocess.run(
+                list(argv), capture_output=True, timeout=10, check=False, cwd="/", pass_fds=tuple(pass_fds)
+            ).returncode
+            == 0
         )
     except (OSError, subprocess.SubprocessError):
         return False
@@ -161,10 +174,18 @@ def isolation_available() -> dict[str, bool]:
     bwrap = shutil.which("bwrap")
     is_root = _is_root()
     use_bwrap = False
+    seccomp = False
     if bwrap and not os.environ.get("DELTAP_SANDBOX_NO_BWRAP"):
         probe_dir = tempfile.mkdtemp(prefix="deltap-probe-")
         try:
             use_bwrap = _probe([*_bwrap_prefix(bwrap, SandboxLimits(), Path(probe_dir), ()), "true"])
+            program = _seccomp_program()
+            if use_bwrap and program is not None:
+                fd = _fd_holding(program)
+                try:
+                    seccomp = _probe([*_bwrap_prefix(bwrap, SandboxLimits(), Path(probe_dir), (), fd), "true"], (fd,))
+                finally:
+                    os.close(fd)
         finally:
             shutil.rmtree(probe_dir, ignore_errors=True)
     ns = bool(unshare) and _probe([unshare or "", "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "true"])
@@ -185,6 +206,7 @@ def isolation_available() -> dict[str, bool]:
     groups = _Cgroups.probe()
     return {
         "bwrap": use_bwrap,
+        "seccomp": seccomp,
         "netns": use_bwrap or ns or userns,
         "userns": userns,
         "root_ns": ns,
@@ -230,8 +252,12 @@ def protections(limits: SandboxLimits | None = None) -> dict[str, Protection]:
     put("read-only-tests", bw or (root and a.get("uid_nobody", False)),
         "tests, conftest and the verdict plugin are read-only to the code",
         "NOT enforced: the code runs as the same user that owns the test copies")
-    put("hidden-homes", bw, f"{', '.join(_HIDDEN_ROOTS)}, this user's home and working directory are empty",
+    put("hidden-homes", bw, "only /usr, /etc, /lib*, /bin, /sbin, /sys and the interpreter's directories exist: homes, "
+        "/var, /opt, /srv, /run (its sockets), the working directory and the case's files do not",
         "NOT hidden: the code can read every file its user can read")
+    put("kernel-keyring", a.get("seccomp", False), "seccomp: the keyring syscalls fail, so no key outlives the run",
+        "NOT filtered: a key the code adds to its user's keyring outlives the run"
+        + (" (the seccomp probe failed)" if bw else " (needs bubblewrap)"))
     put("private-tmp", bw, "/tmp, /dev/shm, /var/tmp are private tmpfs mounts, gone after the run",
         "NOT private: files written to /tmp, /dev/shm, /var/tmp stay after the run")
     put("disk-whole-sandbox", bw, f"private tmpfs sizes sum to {lim.disk_bytes // mib} MiB",
@@ -371,21 +397,35 @@ class _Cgroups:
                 path.rmdir()
 
 
-def _needed_paths() -> list[str]:
-    """Directories the interpreter needs (prefixes, stdlib, site-packages, sys.path), deepest-first deduplicated."""
+@lru_cache(maxsize=1)
+def _needed_paths() -> tuple[str, ...]:
+    """Directories the sandbox's interpreter needs: its prefixes and the ``sys.path`` it has in the sandbox's clean
+    environment (stdlib, site-packages, entries added by ``.pth`` files), outermost first, deduplicated.
+
+    Asked of the interpreter itself rather than taken from this process's ``sys.path``, which also holds
+    ``PYTHONPATH`` entries and the caller's project (pytest puts the rootdir there): binding those would show the
+    caller's checkout — a benchmark's reference solutions, say — to the code.
+    """
     cands = {
         sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
         os.path.dirname(os.path.realpath(sys.executable)), os.path.dirname(os.path.abspath(sys.executable)),
         *(v for v in sysconfig.get_paths().values()),
-        *(p for p in sys.path if p),
     }
-    found = {p for p in cands if p and os.path.isabs(p) and os.path.isdir(p)}
+    try:
+        probe = subprocess.run(
+            [sys.executable, "-c", "import sys; print('\\0'.join(sys.path))"],
+            env=_clean_env("/", None), cwd="/", capture_output=True, timeout=60, check=True, text=True,
+        )
+        cands.update(probe.stdout.rstrip("\n").split("\0"))
+    except (OSError, subprocess.SubprocessError):
+        cands.update(p for p in sys.path if p)  # fall back to ours: too much is visible, nothing is missing
+    found = {p for p in cands if p and os.path.isabs(p) and os.path.isdir(p) and p != "/"}
     real = sorted({os.path.realpath(p) for p in found} | found)
     out: list[str] = []
     for p in real:
-        if not any(p == q or p.startswith(q.rstrip("/") + "/") for q in out):
+        if p != "/" and not any(_under(p, q) for q in out):
             out.append(p)
-    return out
+    return tuple(out)
 
 
 def _under(path: str, root: str) -> bool:
@@ -410,26 +450,30 @@ def _bind_with_parents(path: str, mount: str, args: list[str], made: set[str]) -
 
 
 def _bwrap_prefix(
-    bwrap: str, limits: SandboxLimits, workdir: Path, readonly: Sequence[str | Path]
+    bwrap: str, limits: SandboxLimits, workdir: Path, readonly: Sequence[str | Path], seccomp_fd: int | None = None
 ) -> list[str]:
     """bwrap argv up to (not including) the command; see the module docstring for the layout."""
-    args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    # Allow-list: the new root is an empty tmpfs; only the system directories, the interpreter's own directories and
+    # the caller's read-only dirs are bound into it. Everything else on the host — homes, /var, /opt, /srv, /run
+    # (and the Unix sockets there), the caller's checkout and the case's own files (its reference solution) — does
+    # not exist inside.
+    args = [bwrap]
+    shown: list[str] = []
+    for name in _SYSTEM_DIRS:
+        path = "/" + name
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+            shown.append(path)
+    args += ["--dev", "/dev", "--proc", "/proc"]
     needed = [*_needed_paths(), *(os.path.realpath(p) for p in readonly)]
-    hidden = list(_HIDDEN_ROOTS)
-    for extra in (os.path.expanduser("~"), os.getcwd()):
-        if extra and extra not in ("/",) and os.path.isdir(extra):
-            hidden.append(os.path.realpath(extra))
-    hidden = [h for h in dict.fromkeys(hidden) if os.path.isdir(h)]
-    # A hidden dir that contains the work dir or is inside a needed dir cannot be hidden.
-    hidden = [h for h in hidden if not _under(str(workdir), h) and not any(_under(h, n) for n in needed)]
-    # Outermost hidden dirs only.
-    hidden = [h for h in hidden if not any(h != o and _under(h, o) for o in hidden)]
     made: set[str] = set()
-    for h in hidden:
-        args += ["--perms", "0755", "--tmpfs", h]
-        for n in needed:
-            if _under(n, h) and n != h:
-                _bind_with_parents(n, h, args, made)
+    tmps = ("/tmp", "/dev/shm", "/var/tmp")
+    for n in needed:  # those under the private tmpfs dirs are bound after them, below
+        resolved = os.path.realpath(n)
+        if not any(_under(resolved, d) for d in shown) and not any(_under(n, t) for t in tmps):
+            _bind_with_parents(n, "/", args, made)
     tmp = "/tmp"
     work = str(workdir)
     disk = max(limits.disk_bytes, 4 * 1024**2)
@@ -456,6 +500,8 @@ def _bwrap_prefix(
     ]
     if not limits.network:
         args.append("--unshare-net")
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
     if _is_root():
         # bwrap keeps only what setpriv needs to become nobody; setpriv then drops everything, bounding set too.
         args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
@@ -463,6 +509,56 @@ def _bwrap_prefix(
     else:
         args += ["--unshare-user", "--cap-drop", "ALL", "--"]
     return args
+
+
+# Syscalls refused inside the bubblewrap sandbox: the kernel keyrings. A key added to nobody's user keyring outlives
+# the run (it is kernel state, not a file or a process) and is found by the next run as nobody: the one channel
+# left between runs once files, processes, IPC and sockets are private. Numbers per architecture, with its
+# AUDIT_ARCH value.
+_KEYRING_SYSCALLS = {
+    "x86_64": (0xC000003E, (248, 249, 250)),  # add_key, request_key, keyctl
+    "aarch64": (0xC00000B7, (217, 218, 219)),
+}
+
+
+@lru_cache(maxsize=1)
+def _seccomp_program() -> bytes | None:
+    """A classic-BPF seccomp filter (an array of ``struct sock_filter``, the form ``bwrap --seccomp`` reads):
+    the keyring syscalls and any foreign ABI (i386 or x32 calls on x86-64) fail with ``ENOSYS``; all else is
+    allowed. ``None`` on an architecture whose numbers are not known here (the protection is then reported OFF).
+    """
+    spec = _KEYRING_SYSCALLS.get(platform.machine())
+    if spec is None:
+        return None
+    arch, numbers = spec
+    ld_abs_w, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    allow, refuse = 0x7FFF0000, 0x00050000 | errno.ENOSYS
+    refuse_at = 6 + len(numbers)  # index of the final "refuse"
+
+    def op(code: int, jt: int, jf: int, k: int) -> bytes:
+        return struct.pack("=HBBI", code, jt, jf, k)
+
+    prog = [
+        op(ld_abs_w, 0, 0, 4),  # seccomp_data.arch
+        op(jeq, 1, 0, arch),
+        op(ret, 0, 0, refuse),  # foreign architecture
+        op(ld_abs_w, 0, 0, 0),  # seccomp_data.nr
+        op(jge, refuse_at - 4 - 1, 0, 0x40000000),  # x32 ABI numbers
+    ]
+    for i, number in enumerate(numbers):
+        prog.append(op(jeq, refuse_at - (5 + i) - 1, 0, number))
+    prog += [op(ret, 0, 0, allow), op(ret, 0, 0, refuse)]
+    return b"".join(prog)
+
+
+def _fd_holding(data: bytes) -> int:
+    """A readable descriptor with ``data`` and then EOF (a pipe; the data must fit its buffer, 64 KiB)."""
+    read_fd, write_fd = os.pipe()
+    try:
+        os.write(write_fd, data)
+    finally:
+        os.close(write_fd)
+    return read_fd
 
 
 def _clean_env(home: str, extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -488,6 +584,7 @@ def run_sandboxed(
     env: Mapping[str, str] | None = None,
     readonly: Sequence[str | Path] = (),
     pass_fds: Sequence[int] = (),
+    on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
 ) -> SandboxResult:
     """Run ``argv`` inside ``workdir`` with every available isolation layer (see the module docstring).
 
@@ -502,6 +599,8 @@ def run_sandboxed(
         env: Extra environment variables (added to the clean environment; never the parent's).
         readonly: Host directories the code must see read-only at the same path (e.g. tests, plugins).
         pass_fds: File descriptors the code inherits (e.g. a result pipe).
+        on_start: Called with the process right after it started (in this thread): e.g. to close this process's
+            copies of the descriptors it passed, or to keep a handle to kill the sandbox's process group early.
     """
     limits = limits or SandboxLimits()
     avail = isolation_available()
@@ -510,9 +609,16 @@ def run_sandboxed(
     layers = [name for name, p in table.items() if p.enforced]
     prefix: list[str] = []
     backend = "legacy"
+    seccomp_fd = -1
     if avail.get("bwrap"):
         backend = "bubblewrap"
-        prefix = _bwrap_prefix(shutil.which("bwrap") or "bwrap", limits, workdir, readonly)
+        program = _seccomp_program() if avail.get("seccomp") else None
+        if program is not None:
+            seccomp_fd = _fd_holding(program)
+            pass_fds = (*pass_fds, seccomp_fd)
+        prefix = _bwrap_prefix(
+            shutil.which("bwrap") or "bwrap", limits, workdir, readonly, seccomp_fd if seccomp_fd >= 0 else None
+        )
     else:
         if not limits.network and avail.get("netns"):
             if avail.get("root_ns"):
@@ -529,7 +635,12 @@ def run_sandboxed(
         layers = [x for x in layers if x != "network"]
     groups = _Cgroups.create(limits)
     procs_files = groups.procs_files()
-    if avail.get("uid_nobody"):
+    nproc: int | None
+    if "pids" in groups.dirs:
+        # The pids cgroup bounds this sandbox alone. RLIMIT_NPROC would count every process of the user (nobody)
+        # on the machine: two concurrent sandboxes holding their share would make a third one's fork fail.
+        nproc = None
+    elif avail.get("uid_nobody"):
         nproc = limits.max_processes
     else:
         # Unprivileged fallback: RLIMIT_NPROC counts all processes of this user; allow the current ones plus the budget.
@@ -546,7 +657,8 @@ def run_sandboxed(
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
-        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+        if nproc is not None:
+            resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
 
     out_dir = Path(tempfile.mkdtemp(prefix="deltap-out-"))
     out_path = out_dir / "output.txt"
@@ -571,6 +683,8 @@ def run_sandboxed(
             except (OSError, subprocess.SubprocessError) as exc:
                 error = f"could not start the sandbox: {type(exc).__name__}: {exc}"
             else:
+                if on_start is not None:
+                    on_start(proc)
                 try:
                     returncode = proc.wait(timeout=limits.wall_seconds)
                 except subprocess.TimeoutExpired:
@@ -585,6 +699,8 @@ def run_sandboxed(
         raw = out_path.read_bytes()
         output = raw[-limits.output_chars * 4 :].decode("utf-8", errors="replace")[-limits.output_chars :]
     finally:
+        if seccomp_fd >= 0:
+            os.close(seccomp_fd)
         info: dict[str, object] = {"backend": backend, **groups.stats()}
         groups.destroy()
         shutil.rmtree(out_dir, ignore_errors=True)

@@ -62,7 +62,7 @@ from deltap.mining.adaptive import StoppingRule
 from deltap.mining.config import MiningConfig
 from deltap.mining.design import InclusionDesign
 from deltap.mining.labels import dataset_verdicts, placebo_calibration, record_coalitions
-from deltap.mining.manifest import check_writable_ids, prepare_resume
+from deltap.mining.manifest import check_writable_ids, prepare_resume, solver_model_digest
 from deltap.mining.outputs import build_dataset, placebo_warning, run_summary, write_run_directory
 from deltap.mining.pool import Pool, build_pool
 from deltap.mining.procedure import case_weights, run_case
@@ -157,7 +157,8 @@ def mine(
     started = time.time()
     solver_name = solver_id(solver)
     try:
-        log.check_config({**cfg.to_dict(), "null": cfg.resolved_null(), "solver": solver_name}, (*MiningConfig.RESULT_KEYS, "solver"), legacy=MiningConfig.LEGACY)
+        run_config = {**cfg.to_dict(), "null": cfg.resolved_null(), "solver": solver_name, "solver_model": solver_model_digest(solver)}
+        log.check_config(run_config, (*MiningConfig.RESULT_KEYS, "solver", "solver_model"), legacy=MiningConfig.LEGACY)
         resumed = prepare_resume(log, cases, corpus, solver, retriever, cfg, remine_changed)
     except BaseException:
         log.close()

@@ -1,8 +1,10 @@
 """The manifest of a mined case: everything that determines its trials, recorded so a resume cannot mix inputs.
 
-A trial's outcome is a function of the question, the reference answer, the checker, the prompt (template and the
-case's options or source to fix), the candidate documents' texts, how the pool was drawn (retriever, ``k``, placebo
-count, cap, seed) and the solver with its options. The trial log (:mod:`deltap.mining.trials`) stores one manifest
+A trial's outcome is a function of the question, the reference answer, the checker (its spec and the content of
+the files it names: ``checker_files``), the prompt (template and the case's options or source to fix), the candidate
+documents' texts, how the pool was drawn (retriever, ``k``, placebo count, cap, seed) and the solver with its
+options (its id, and the content of a local solver's weights: the run-wide ``solver_model`` key of the log's
+configuration, see :func:`solver_model_digest`). Fields a log's deltap did not record yet are not compared. The trial log (:mod:`deltap.mining.trials`) stores one manifest
 per case beside its pool, written before the case's first trial. A resumed run recomputes the manifest of every
 case it has seen and compares:
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
@@ -40,9 +43,12 @@ __all__ = ["ManifestChanged", "case_manifest", "check_writable_ids", "describe_c
 
 #: the fields of a manifest, in the order a message lists them
 FIELDS = (
-    "question", "reference_answer", "checker", "benchmark_type", "prompt", "prompt_template", "gold", "retriever", "k",
-    "n_placebo", "max_candidates", "seed", "solver", "candidates",
+    "question", "reference_answer", "checker", "checker_files", "benchmark_type", "prompt", "prompt_template", "gold",
+    "retriever", "k", "n_placebo", "max_candidates", "seed", "solver", "candidates",
 )
+
+#: pytest-checker params that name files whose *content* decides outcomes (the spec records only their paths)
+_CHECKER_FILE_PARAMS = ("test_file", "fixed_file", "unfixed_file")
 
 _WHITESPACE = re.compile(r"\s")
 
@@ -58,11 +64,67 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
+def _file_digest(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()[:16]
+    except OSError as exc:
+        return f"unreadable ({exc.strerror})"
+
+
+def checker_files(case: Case) -> dict[str, str]:
+    """Digests of the files behind a case's checker, by role: the pytest checker's ``test_file``, ``fixed_file``,
+    ``unfixed_file`` and each support file; the python checker's module source. The checker spec holds only their
+    paths and names, and a file edited in place changes every outcome."""
+    params = case.checker.params
+    out: dict[str, str] = {}
+    if case.checker.kind == "pytest":
+        for key in _CHECKER_FILE_PARAMS:
+            if params.get(key):
+                out[key] = _file_digest(str(params[key]))
+        for i, extra in enumerate(params.get("support_files") or ()):
+            out[f"support_files[{i}]"] = _file_digest(str(extra))
+    elif case.checker.kind == "python" and isinstance(params.get("callable"), str):
+        import importlib.util
+
+        module = params["callable"].partition(":")[0]
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            spec = None
+        origin = getattr(spec, "origin", None)
+        out["callable module"] = _file_digest(origin) if origin and os.path.isfile(origin) else "source not found"
+    return out
+
+
 def retriever_id(retriever: Retriever | None) -> str:
     """A retriever's identity: its ``name`` (``bm25(k1=1.2,b=0.75)``, ``dense(...)``), ``none`` without one."""
     if retriever is None:
         return "none"
     return str(getattr(retriever, "name", None) or type(retriever).__name__)
+
+
+_MODEL_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+def solver_model_digest(solver: Solver) -> str | None:
+    """SHA-256 (first 16 hex digits) of the weights file of a local solver (its ``model_path``), ``None`` for a
+    solver without one. A local solver's id names the file (``llama_cpp:<stem>:...``), so other weights under the
+    same name — a re-quantised or re-downloaded model — would otherwise resume an old run silently. Hashed once per
+    (path, size, mtime) in a process: a few seconds for a multi-GB file, once per run."""
+    path = getattr(solver, "model_path", None)
+    if path is None or not os.path.isfile(str(path)):
+        return None
+    real = os.path.realpath(str(path))
+    st = os.stat(real)
+    key = (real, st.st_size, st.st_mtime_ns)
+    if key not in _MODEL_DIGESTS:
+        h = hashlib.sha256()
+        with open(real, "rb") as fh:
+            for chunk in iter(lambda: fh.read(8 * 1024**2), b""):
+                h.update(chunk)
+        _MODEL_DIGESTS[key] = h.hexdigest()[:16]
+    return _MODEL_DIGESTS[key]
 
 
 def case_manifest(
@@ -91,6 +153,7 @@ def case_manifest(
         "question": _digest(case.query),
         "reference_answer": _digest(case.reference_answer),
         "checker": _canonical({"kind": case.checker.kind, "params": dict(case.checker.params)}),
+        "checker_files": checker_files(case),
         "benchmark_type": case.benchmark_type,
         "prompt": prompt_hash(render_prompt(request_from_case(case), template))[:16],
         "prompt_template": _digest(_canonical(asdict(template))),
@@ -109,9 +172,15 @@ def manifest_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, s
     """``{field: "old -> new"}`` for every field that differs (``candidates`` as a list of changed doc ids)."""
     out: dict[str, str] = {}
     for f in FIELDS:
-        if f not in old and f not in new:
-            continue
+        if f not in old:
+            continue  # a field this log's deltap did not record yet (checker_files): nothing to compare with
         a, b = old.get(f), new.get(f)
+        if f == "checker_files":
+            a, b = dict(a or {}), dict(b or {})
+            changed = sorted(k for k in {*a, *b} if a.get(k) != b.get(k))
+            if changed:
+                out[f] = "content changed of " + ", ".join(changed)
+            continue
         if f == "candidates":
             a, b = dict(a or {}), dict(b or {})
             changed = sorted(d for d in a if b.get(d) != a[d])

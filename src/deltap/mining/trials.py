@@ -16,8 +16,9 @@ Tables:
   run (so their keys are asked again: a transient outage or a bad key does not poison the run) and the trials of a
   case re-mined because its inputs changed. Same columns as ``trials`` plus ``retired`` (time) and ``reason``.
 
-A file lock (``trials.sqlite.lock``, :func:`fcntl.flock`, released by the OS when the process exits or is killed)
-keeps a second ``deltap mine`` out of a run directory that is being mined.
+A lock (:func:`fcntl.flock` on the run directory and on ``trials.sqlite.lock``, which holds the pid; released by
+the OS when the process exits or is killed) keeps a second ``deltap mine`` out of a run directory that is being
+mined, whatever path it comes through, and even after the lock file was deleted.
 
 Every insert is its own committed transaction in WAL mode, so a ``kill -9`` loses at most the call in flight; a
 rerun reads the log, skips what is there, and — because every trial's subset and the simulated randomness are
@@ -127,14 +128,60 @@ def _explain(exc: sqlite3.Error) -> str:
 
 
 
-def _lock(path: Path) -> IO[str]:
-    """Open ``<path>.lock`` and take its exclusive lock without waiting; the open file holds it until closed."""
+class _RunLock:
+    """The run directory's lock: ``flock`` on the directory itself and on ``<log>.lock`` (which holds the pid).
+
+    The directory lock is the one that counts: deleting ``trials.sqlite.lock`` while a run holds it (a tidy-up)
+    would otherwise hand a fresh, free lock to the next process. The file lock is kept for the pid in the message
+    and for processes of older deltap versions, which take only that one.
+    """
+
+    def __init__(self, fh: IO[str], dir_fd: int) -> None:
+        self.fh = fh
+        self.dir_fd = dir_fd
+
+    def close(self) -> None:
+        self.fh.close()  # closing a descriptor releases its flock
+        if self.dir_fd >= 0:
+            os.close(self.dir_fd)
+            self.dir_fd = -1
+
+
+def _lock(path: Path) -> _RunLock:
+    """Take the run directory's locks without waiting (see :class:`_RunLock`); held until :meth:`_RunLock.close`."""
+    import errno
     import fcntl
 
     lock_path = path.with_name(path.name + ".lock")
+
+    def busy(holder: str) -> DeltapError:
+        return DeltapError(
+            f"{path.parent} is being mined by another process (pid {holder}, lock {lock_path.name}); "
+            "wait for it to finish, stop it, or choose another --out directory"
+        )
+
+    def holder_pid() -> str:
+        try:
+            return lock_path.read_text(encoding="utf-8", errors="replace").strip() or "unknown"
+        except OSError:
+            return "unknown"
+
+    dir_fd = -1
+    try:
+        dir_fd = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        fcntl.flock(dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if dir_fd >= 0:
+            os.close(dir_fd)
+            dir_fd = -1
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise busy(holder_pid()) from None
+        # a file system without directory locks: the lock file alone
     try:
         fh = open(lock_path, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the life of the log
     except OSError as exc:
+        if dir_fd >= 0:
+            os.close(dir_fd)
         raise DeltapError(f"{lock_path}: cannot open the run lock: {exc.strerror}") from None
     try:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -142,11 +189,10 @@ def _lock(path: Path) -> IO[str]:
         fh.seek(0)
         holder = fh.read().strip() or "unknown"
         fh.close()
-        raise DeltapError(
-            f"{path.parent} is being mined by another process (pid {holder}, lock {lock_path.name}); "
-            "wait for it to finish, stop it, or choose another --out directory"
-        ) from None
-    return fh
+        if dir_fd >= 0:
+            os.close(dir_fd)
+        raise busy(holder) from None
+    return _RunLock(fh, dir_fd)
 
 
 @dataclass(frozen=True)
@@ -183,7 +229,7 @@ class TrialLog:
 
     def __init__(self, path: str | Path, lock: bool = True) -> None:
         self.path = Path(path)
-        self._lock: IO[str] | None = None
+        self._lock: _RunLock | None = None
         self._mutex = threading.RLock()
         #: ``(case_id, pool dict) -> manifest``: set by the engine so a pool is never stored without its manifest
         self.manifest_for: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
@@ -207,12 +253,12 @@ class TrialLog:
             raise DeltapError(f"{self.path}: not a deltap trial log, or not usable: {_explain(exc)}; or pick another --out directory") from None
 
     def _acquire(self) -> None:
-        fh = _lock(self.path)
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"{os.getpid()}\n")
-        fh.flush()
-        self._lock = fh
+        lock = _lock(self.path)
+        lock.fh.seek(0)
+        lock.fh.truncate()
+        lock.fh.write(f"{os.getpid()}\n")
+        lock.fh.flush()
+        self._lock = lock
 
     @staticmethod
     def check_unlocked(path: str | Path) -> None:
@@ -228,7 +274,7 @@ class TrialLog:
 
     def _release(self) -> None:
         if self._lock is not None:
-            self._lock.close()  # closing the descriptor releases the flock
+            self._lock.close()  # closing the descriptors releases the flocks
             self._lock = None
 
     def __enter__(self) -> TrialLog:
