@@ -221,7 +221,7 @@ def mine_command(
         from deltap.execution import make_executor
 
         ray_options = {"workers": workers, "address": ray_address, "calls_per_worker": calls_per_worker}
-        executor = make_executor("ray", spec=spec, **{k: v for k, v in ray_options.items() if v is not None})
+        executor = make_executor("ray", solver=spec, **{k: v for k, v in ray_options.items() if v is not None})
     with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), console=console, config=config, deterministic=is_deterministic(solver)) as progress:
         warnings.simplefilter("always", PlaceboCalibrationWarning)
         result = mine(cases, corpus, solver, out=out, config=config, retriever=retriever, progress=progress, remine_changed=remine_changed,
