@@ -183,8 +183,8 @@ def write_dataset_qrels(dataset: Dataset, out_dir: str | Path, provenance: Mappi
     qrels = dataset_qrels(dataset)
     records = dataset_qrels_records(dataset)
     if provenance:
-        for r in records:
-            r.extra["provenance"] = dict(provenance)
+        for r in records:  # YAML-safe like provenance.json: numpy scalars would make json.dumps fail
+            r.extra["provenance"] = _plain(dict(provenance))
     paths = {
         "beir": write_beir_qrels(qrels, out / "qrels" / "test.tsv"),
         "trec": write_trec_qrels(qrels, out / "qrels.trec"),
