@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -181,3 +183,232 @@ def test_repeated_interval_matches_the_repeated_p_value() -> None:
     one = look_schedule(64, 64, 16)
     low, _ = repeated_interval([(reg.coef, reg.se, 60)], one.times, 1.959963984540054, 1.959963984540054)
     np.testing.assert_allclose(low, reg.coef - stats.t.isf(0.025, 60) * reg.se, rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Every estimator against its formula written out in plain Python/numpy loops or scipy (issue 19, mutation testing).
+
+Z95 = 1.959963984540054
+
+
+def _wilson_ref(s: int, n: int, z: float = Z95) -> tuple[float, float]:
+    if n == 0:
+        return 0.0, 1.0
+    p = s / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _newcombe_ref(s1: int, n1: int, s2: int, n2: int, z: float = Z95) -> tuple[float, float]:
+    p1 = s1 / n1 if n1 else 0.5
+    p2 = s2 / n2 if n2 else 0.5
+    l1, u1 = _wilson_ref(s1, n1, z)
+    l2, u2 = _wilson_ref(s2, n2, z)
+    d = p1 - p2
+    low = d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
+    high = d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+    return max(-1.0, low), min(1.0, high)
+
+
+def test_normal_two_sided_p_against_scipy() -> None:
+    from deltap.mining.estimate import normal_two_sided_p
+
+    z = np.array([0.0, 0.5, -1.96, 3.0, -8.0, 37.0])
+    got = normal_two_sided_p(z)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, 2 * stats.norm.sf(np.abs(z)), rtol=1e-12)
+    assert got[-1] > 0  # no underflow to 0 in the far tail
+    assert float(normal_two_sided_p(-2.5)) == pytest.approx(2 * stats.norm.sf(2.5), rel=1e-12)
+
+
+@pytest.mark.parametrize("z", [Z95, 1.0, 2.575829303549])
+def test_wilson_interval_against_the_formula(z: float) -> None:
+    cases = [(0, 0), (0, 1), (1, 1), (0, 10), (10, 10), (3, 10), (1, 2), (81, 263), (7, 40)]
+    low, high = wilson_interval([s for s, _ in cases], [n for _, n in cases], z)
+    for i, (s, n) in enumerate(cases):
+        ref = _wilson_ref(s, n, z)
+        assert (low[i], high[i]) == pytest.approx(ref, abs=1e-14), (s, n)
+    default = wilson_interval(3, 10)
+    assert (float(default[0]), float(default[1])) == pytest.approx(_wilson_ref(3, 10), abs=1e-14)
+
+
+@pytest.mark.parametrize("z", [Z95, 1.2])
+def test_newcombe_interval_against_the_formula(z: float) -> None:
+    cases = [(56, 70, 48, 80), (0, 10, 10, 10), (10, 10, 0, 10), (5, 9, 2, 11), (0, 0, 3, 5), (2, 4, 0, 0), (1, 1, 1, 1), (0, 3, 0, 4)]
+    a = np.array(cases).T
+    low, high = newcombe_interval(a[0], a[1], a[2], a[3], z)
+    for i, case in enumerate(cases):
+        assert (low[i], high[i]) == pytest.approx(_newcombe_ref(*case, z), abs=1e-14), case
+    d_low, d_high = newcombe_interval(5, 9, 2, 11)
+    assert (float(d_low), float(d_high)) == pytest.approx(_newcombe_ref(5, 9, 2, 11), abs=1e-14)
+
+
+def _dim_ref(X: np.ndarray, y: np.ndarray, j: int, binary: bool, z: float = Z95) -> dict[str, float]:
+    """Difference in means of column j by loops: means, unbiased variances, SE, the interval."""
+    yin = [float(v) for v, x in zip(y, X[:, j], strict=True) if x]
+    yout = [float(v) for v, x in zip(y, X[:, j], strict=True) if not x]
+    n1, n2 = len(yin), len(yout)
+    p1 = sum(yin) / n1 if n1 else math.nan
+    p2 = sum(yout) / n2 if n2 else math.nan
+
+    def var(v: list[float], p: float) -> float:
+        if binary:
+            return p * (1 - p) * len(v) / max(len(v) - 1, 1) if v else math.nan
+        return sum((t - p) ** 2 for t in v) / (len(v) - 1) if len(v) > 1 else math.nan
+
+    se = math.sqrt(var(yin, p1) / n1 + var(yout, p2) / n2) if n1 and n2 else math.nan
+    se = se if math.isfinite(se) else math.inf
+    if binary:
+        low, high = _newcombe_ref(int(sum(yin)), n1, int(sum(yout)), n2, z) if n1 and n2 else (-1.0, 1.0)
+    else:
+        ok = math.isfinite(se) and math.isfinite(p1 - p2)
+        low, high = (p1 - p2 - z * se, p1 - p2 + z * se) if ok else (-math.inf, math.inf)
+    return {"p_in": p1, "p_out": p2, "n_in": n1, "n_out": n2, "delta": p1 - p2, "se": se, "ci_low": low, "ci_high": high}
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_diff_in_means_against_loops(binary: bool) -> None:
+    rng = np.random.default_rng(21)
+    X = rng.random((25, 6)) < 0.5
+    X[:, 3] = True  # never out
+    X[:, 4] = False  # never in
+    X[:, 5] = False
+    X[0, 5] = True  # in once: no variance inside (continuous)
+    y = (rng.random(25) < 0.4).astype(float) if binary else rng.normal(0.3, 1.2, 25)
+    dm = diff_in_means(X, y, binary=binary)
+    for j in range(6):
+        ref = _dim_ref(X, y, j, binary)
+        for key, value in ref.items():
+            got = float(getattr(dm, key)[j])
+            if math.isnan(value):
+                assert math.isnan(got), (j, key)
+            else:
+                assert got == pytest.approx(value, rel=1e-12, abs=1e-14), (j, key, got, value)
+    assert dm.n_in.dtype == np.int64 and dm.n_out.dtype == np.int64
+    z = 1.3
+    other = diff_in_means(X, y, binary=binary, z=z)
+    for j in (0, 1, 2):
+        ref = _dim_ref(X, y, j, binary, z)
+        assert (float(other.ci_low[j]), float(other.ci_high[j])) == pytest.approx((ref["ci_low"], ref["ci_high"]), rel=1e-12)
+
+
+def test_diff_in_means_batched_equals_loop() -> None:
+    rng = np.random.default_rng(22)
+    X = rng.random((3, 30, 4)) < 0.5
+    y = rng.normal(size=(3, 30))
+    batched = diff_in_means(X, y, binary=False)
+    for r in range(3):
+        one = diff_in_means(X[r], y[r], binary=False)
+        for key in ("p_in", "p_out", "delta", "se", "ci_low", "ci_high"):
+            np.testing.assert_allclose(getattr(batched, key)[r], getattr(one, key), rtol=1e-12)
+
+
+def _ols_ref(X: np.ndarray, y: np.ndarray, hc: str) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """OLS with the sandwich written out: (coef, se, intercept, residual variance)."""
+    n, m = X.shape
+    k = m + 1
+    Z = np.column_stack([np.ones(n), X.astype(float)])
+    beta = np.linalg.solve(Z.T @ Z, Z.T @ y)
+    e = y - Z @ beta
+    A = np.linalg.inv(Z.T @ Z)
+    h = np.array([Z[i] @ A @ Z[i] for i in range(n)])
+    s2 = float(e @ e) / (n - k)
+    omega = {
+        "classical": np.full(n, s2),
+        "HC0": e**2,
+        "HC1": e**2 * n / (n - k),
+        "HC2": e**2 / (1 - h),
+        "HC3": e**2 / (1 - h) ** 2,
+    }[hc]
+    cov = A @ (Z.T * omega) @ Z @ A
+    return beta[1:], np.sqrt(np.diag(cov))[1:], float(beta[0]), s2
+
+
+@pytest.mark.parametrize("hc", ["classical", "HC0", "HC1", "HC2", "HC3"])
+def test_ols_every_variance_against_the_sandwich(hc: str) -> None:
+    rng = np.random.default_rng(23)
+    X = rng.random((40, 3)) < 0.5
+    y = 0.5 + X @ np.array([0.8, 0.0, -0.4]) + rng.normal(0, 0.3 + 0.5 * X[:, 0], 40)
+    coef, se, intercept, s2 = _ols_ref(X, y, hc)
+    reg = ols_hc(X, y, hc=hc)
+    np.testing.assert_allclose(reg.coef, coef, rtol=1e-7)
+    np.testing.assert_allclose(reg.se, se, rtol=1e-7)
+    np.testing.assert_allclose(reg.z, coef / se, rtol=1e-7)
+    np.testing.assert_allclose(reg.p_value, 2 * stats.norm.sf(np.abs(coef / se)), rtol=1e-6)
+    assert float(reg.intercept) == pytest.approx(intercept, rel=1e-7)
+    assert float(reg.residual_variance) == pytest.approx(s2, rel=1e-9)
+
+
+def test_ols_default_is_hc2_and_unknown_hc_is_refused() -> None:
+    rng = np.random.default_rng(24)
+    X = rng.random((30, 2)) < 0.5
+    y = rng.normal(size=30)
+    np.testing.assert_array_equal(ols_hc(X, y).se, ols_hc(X, y, hc="HC2").se)
+    with pytest.raises(ValueError) as info:
+        ols_hc(X, y, hc="HC4")
+    assert str(info.value) == "unknown hc 'HC4'; expected classical, HC0, HC1, HC2 or HC3"
+
+
+def test_ols_with_no_residual_degrees_of_freedom() -> None:
+    # n = k = 3: an exact fit with nothing left to estimate the noise from: every SE is inf, every z 0, p 1
+    X = np.array([[1, 0], [0, 1], [1, 1]], dtype=bool)
+    y = np.array([1.0, 2.0, 4.0])
+    reg = ols_hc(X, y, hc="classical")
+    assert np.all(np.isinf(reg.se)) and reg.z.tolist() == [0.0, 0.0] and reg.p_value.tolist() == [1.0, 1.0]
+    assert reg.coef.tolist() == [0.0, 0.0]  # not identified: reported as 0
+    assert float(reg.residual_variance) == pytest.approx(0.0, abs=1e-12)  # divided by max(n - k, 1)
+    # one residual degree of freedom: finite SEs
+    X4 = np.array([[1, 0], [0, 1], [1, 1], [0, 0]], dtype=bool)
+    y4 = np.array([1.0, 2.0, 4.0, 0.5])
+    reg4 = ols_hc(X4, y4, hc="classical")
+    coef, se, _, s2 = _ols_ref(X4, y4, "classical")
+    np.testing.assert_allclose(reg4.se, se, rtol=1e-7)
+    assert float(reg4.residual_variance) == pytest.approx(s2, rel=1e-9)
+
+
+def test_ols_exact_fit_gives_a_huge_z_with_the_effect_sign() -> None:
+    X = np.array([[1, 0], [0, 1], [1, 1], [0, 0], [1, 0], [0, 1]], dtype=bool)
+    y = 2.0 * X[:, 0] - 3.0 * X[:, 1] + 1.0  # no noise at all
+    reg = ols_hc(X, y, hc="classical")
+    np.testing.assert_allclose(reg.coef, [2.0, -3.0], atol=1e-8)
+    assert reg.z[0] > 1e6 and reg.z[1] < -1e6 and reg.p_value.tolist() == [0.0, 0.0]  # se at rounding level
+    assert np.all(reg.se < 1e-6) and np.all(reg.se >= 0)
+    z, _ = z_statistics(X, y)
+    assert z[0] > 10 and z[1] < -10  # t ~ 1e9 on 3 df
+
+
+def test_ols_rounding_level_coefficients_are_zero() -> None:
+    # y depends on column 0 only, exactly: column 1's coefficient is rounding noise (|β| < 1e-8 · range of y) -> 0.
+    X = np.array([[1, 0], [0, 1], [1, 1], [0, 0], [1, 1], [0, 0]], dtype=bool)
+    y = 5e-9 * X[:, 0] + 7.0
+    reg = ols_hc(X, y, hc="classical")
+    assert reg.coef.tolist() == [0.0, 0.0] and reg.z.tolist() == [0.0, 0.0]  # ptp(y) < 1: the floor is 1e-8
+    y2 = 1000.0 * X[:, 0] + 2e-6 * X[:, 1]  # 2e-6 is below 1e-8 · 1000 = 1e-5: zero; 1000 is kept
+    reg2 = ols_hc(X, y2, hc="classical")
+    assert reg2.coef[1] == 0.0 and reg2.coef[0] == pytest.approx(1000.0)
+
+
+@pytest.mark.parametrize("df", [1, 5, 60])
+def test_t_to_z_against_scipy(df: int) -> None:
+    from deltap.mining.estimate import t_to_z
+
+    t = np.array([0.0, 0.7, -2.0, 4.5, -12.0])
+    got = t_to_z(t, df)
+    np.testing.assert_allclose(got, np.sign(t) * stats.norm.isf(stats.t.sf(np.abs(t), df)), rtol=1e-9, atol=1e-12)
+    assert t_to_z(np.array([np.inf, -np.inf, np.nan]), df).tolist() == [np.inf, -np.inf, 0.0]
+
+
+def test_z_statistics_use_the_classical_fit_and_n_minus_m_minus_1_df() -> None:
+    from deltap.mining.estimate import t_to_z
+
+    rng = np.random.default_rng(25)
+    X = rng.random((20, 4)) < 0.5
+    y = X[:, 0] * 0.9 + rng.normal(size=20)
+    z, reg = z_statistics(X, y)
+    coef, se, _, _ = _ols_ref(X, y, "classical")
+    np.testing.assert_allclose(reg.se, se, rtol=1e-7)
+    np.testing.assert_allclose(z, t_to_z(coef / se, 20 - 4 - 1), rtol=1e-7)
+    # fewer trials than parameters: df floors at 1 (and the SEs are inf: z = 0)
+    z_small, _ = z_statistics(X[:4], y[:4])
+    assert z_small.tolist() == [0.0] * 4
