@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from scipy import stats
 
 from deltap.mining.empirical_null import (
     RECOMMENDED_PLACEBOS,
     TAIL_MIN_PLACEBOS,
     ZERO,
+    PlaceboNull,
     describe_null,
     fit_placebo_null,
     leave_one_out,
@@ -143,3 +147,190 @@ def test_null_p_value_is_the_one_sided_tail_of_null_z() -> None:
     z = null_z(b, se, 80, *fit.params())
     np.testing.assert_allclose(null_p_value(b, se, 80, fit), stats.norm.sf(np.abs(z)), rtol=1e-9)
     np.testing.assert_allclose(null_p_value(b, se, 80, {"used": "placebo", **fit.to_dict()}), null_p_value(b, se, 80, fit))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The fit and the tests against references written out independently (issue 19, mutation testing): the robust
+# core by its formula, the two-scale fit by direct maximum likelihood (scipy.optimize), the predictive tails by
+# scipy's Student-t with the Welch–Satterthwaite degrees of freedom.
+
+
+def _core_ref(b: np.ndarray, s: np.ndarray) -> tuple[float, float, float]:
+    """(center, robust spread, bootstrap SE of the center) by the module docstring's recipe."""
+    center = float(np.median(b))
+    mad = 1.4826 * float(np.median(np.abs(b - center)))
+    spread = math.sqrt(max(mad**2 - float(np.mean(s**2)), 0.0))
+    n = b.size
+    idx = np.random.default_rng(0).integers(0, n, size=(200, n))
+    boot = [float(np.median(b[row])) for row in idx]
+    return center, spread, float(np.std(boot)) if n > 1 else 0.0
+
+
+def _loglik(d: np.ndarray, s2: np.ndarray, c: float, t: float, w: float) -> float:
+    from scipy import stats
+
+    core = stats.norm.logpdf(d, scale=np.sqrt(c + s2))
+    tail = stats.norm.logpdf(d, scale=np.sqrt(t + s2))
+    return float(np.sum(np.logaddexp(np.log1p(-w) + core, np.log(w) + tail)))
+
+
+def _mixture_mle(d: np.ndarray, s2: np.ndarray) -> tuple[float, float, float]:
+    """Direct maximum likelihood of (1 − w) N(0, c + s²) + w N(0, t + s²), c ≤ t, w ≤ ½ (Nelder–Mead)."""
+    from scipy import optimize
+
+    def unpack(x: np.ndarray) -> tuple[float, float, float]:
+        c = math.exp(x[0])
+        return c, c + math.exp(x[1]), 0.5 / (1 + math.exp(-x[2]))
+
+    best = None
+    for start in ([math.log(0.05), math.log(2.0), 0.0], [math.log(0.2), math.log(8.0), -1.0]):
+        res = optimize.minimize(lambda x: -_loglik(d, s2, *unpack(x)), start, method="Nelder-Mead",
+                                options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 20000, "maxfev": 40000})
+        if best is None or res.fun < best.fun:
+            best = res
+    assert best is not None
+    return unpack(best.x)
+
+
+def test_fit_below_the_tail_minimum_is_the_robust_core_exactly() -> None:
+    b = np.array([0.3, -0.1, 0.05, 0.9, np.nan, 0.2, -0.4, 0.0, 0.1, np.inf])
+    s = np.array([0.1, 0.2, 0.1, 0.3, 0.1, np.nan, 0.1, 0.05, 0.1, 0.1])
+    ok = np.isfinite(b) & np.isfinite(s)  # pairs with a non-finite estimate or SE are left out
+    center, spread, center_se = _core_ref(b[ok], s[ok])
+    fit = fit_placebo_null(b, s)
+    assert fit == PlaceboNull(center, spread, 7, core_df=7.0, center_se=center_se)
+    assert spread > 0 and center_se > 0
+    one = fit_placebo_null([0.4], [0.1])
+    assert one == PlaceboNull(0.4, 0.0, 1, core_df=1.0, center_se=0.0)
+
+
+def test_fit_with_a_rejected_tail_is_the_robust_core() -> None:
+    rng = np.random.default_rng(31)
+    b = 0.3 * rng.standard_normal(40) + 0.1  # normal effects: no tail to find
+    s = np.full(40, 0.1)
+    center, spread, center_se = _core_ref(b, s)
+    assert fit_placebo_null(b, s) == PlaceboNull(center, spread, 40, core_df=40.0, center_se=center_se)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_two_scale_fit_is_the_maximum_likelihood_mixture(seed: int) -> None:
+    rng = np.random.default_rng(40 + seed)
+    n = 120
+    s = rng.uniform(0.05, 0.2, n)  # unequal SEs: the weighted fixed point, not a plain variance
+    effects = np.where(rng.random(n) < 0.2, 2.5 * rng.standard_normal(n), 0.4 * rng.standard_normal(n))
+    b = effects + s * rng.standard_normal(n) + 0.3
+    center, spread, center_se = _core_ref(b, s)
+    c, t, w = _mixture_mle(b - center, s**2)
+    lr = 2 * (_loglik(b - center, s**2, c, t, w) - float(np.sum(stats.norm.logpdf(b - center, scale=np.sqrt(spread**2 + s**2)))))
+    assert lr > 9.21 and w * n > 1  # the tail is kept
+    fit = fit_placebo_null(b, s)
+    assert fit.center == center and fit.center_se == pytest.approx(center_se, rel=1e-12) and fit.placebos == n
+    assert fit.spread == pytest.approx(math.sqrt(c), rel=2e-3)
+    assert fit.tail_spread == pytest.approx(math.sqrt(t), rel=2e-3)
+    assert fit.tail_weight == pytest.approx((w * n + 1) / (n + 2), rel=2e-3)  # the predictive share
+    assert fit.core_df == pytest.approx(n - w * n, rel=2e-3) and fit.tail_df == pytest.approx(w * n, rel=2e-3)
+
+
+def test_a_tail_below_the_likelihood_ratio_threshold_is_dropped() -> None:
+    from deltap.mining.empirical_null import TAIL_MIN_LR, _fit_tail
+
+    assert TAIL_MIN_LR == 9.21
+    rng = np.random.default_rng(44)
+    # search seeded samples with a mild excess of far placebos: the decision follows the LR computed independently
+    seen = {True: 0, False: 0}
+    for _ in range(30):
+        n = 30
+        s = np.full(n, 0.1)
+        d = np.where(rng.random(n) < 0.15, 0.9 * rng.standard_normal(n), 0.3 * rng.standard_normal(n))
+        d = d - np.median(d)
+        mad = 1.4826 * float(np.median(np.abs(d)))
+        spread = math.sqrt(max(mad**2 - 0.01, 0.0))
+        core, weight, tail, _ = _fit_tail(d, s, spread)
+        c, t, w = _mixture_mle(d, s**2)
+        lr = 2 * (_loglik(d, s**2, c, t, w) - float(np.sum(stats.norm.logpdf(d, scale=np.sqrt(spread**2 + 0.01)))))
+        if abs(lr - TAIL_MIN_LR) < 0.5 or t <= c * 1.01 or abs(w * n - 1) < 0.1:
+            continue  # too close to a boundary for the optimiser to call
+        kept = lr >= TAIL_MIN_LR and w * n >= 1
+        assert (weight > 0) == kept, (lr, w * n)
+        if not kept:
+            assert (core, weight, tail) == (spread, 0.0, 0.0)
+        seen[kept] += 1
+    assert seen[True] >= 3 and seen[False] >= 3
+
+
+def test_leave_one_out_against_fresh_fits() -> None:
+    rng = np.random.default_rng(46)
+    b, s = _sparse(rng, 24, 0.25, 2.0, 0.1)
+    loo = leave_one_out(b, s)
+    assert len(loo) == 24
+    for i in range(24):
+        fresh = fit_placebo_null(np.delete(b, i), np.delete(s, i))
+        got = loo[i]
+        assert got.placebos == 23 and got.center == fresh.center and got.center_se == fresh.center_se
+        assert (got.tail_weight > 0) == (fresh.tail_weight > 0)
+        for key in ("spread", "tail_weight", "tail_spread", "core_df", "tail_df"):
+            assert getattr(got, key) == pytest.approx(getattr(fresh, key), rel=0.02, abs=1e-3), (i, key)
+
+
+def _p_ref(b: float, se: float, df: float, center: float, spread: float, w: float, tail: float, core_df: float,
+           tail_df: float, center_se: float) -> float:
+    """One-sided predictive tail written out: Welch–Satterthwaite df capped at the regression's, scipy's t."""
+    from scipy import stats
+
+    df = max(df, 1.0)
+
+    def comp(sd: float, nu_c: float) -> float:
+        nu_c = max(nu_c, 1.0)
+        a, c2, s2 = sd**2, center_se**2, se**2
+        nu = min((a + c2 + s2) ** 2 / ((a**2 + c2**2) / nu_c + s2**2 / df), df) if a + c2 > 0 else df
+        return float(stats.t.sf(abs(b - center) / math.sqrt(a + c2 + s2), nu))
+
+    return comp(spread, core_df) if w <= 0 else (1 - w) * comp(spread, core_df) + w * comp(tail, tail_df)
+
+
+@pytest.mark.parametrize(
+    "null",
+    [
+        (0.0, 0.0, 0.0, 0.0, math.inf, math.inf, 0.0),
+        (0.2, 0.3, 0.0, 0.0, 12.0, math.inf, 0.05),
+        (-0.1, 0.0, 0.0, 0.0, 5.0, math.inf, 0.2),
+        (0.0, 0.1, 0.25, 1.5, 30.0, 4.0, 0.02),
+        (0.1, 0.2, 0.1, 0.8, 0.5, 0.3, 0.0),  # df below 1 floor at 1
+    ],
+)
+def test_null_p_value_and_z_against_the_written_out_tails(null: tuple[float, ...]) -> None:
+    from scipy import special
+
+    from deltap.mining.empirical_null import PlaceboNull
+
+    b = np.array([0.05, 1.2, -0.9, 3.0, -4.0])
+    se = np.array([0.1, 0.2, 0.15, 0.3, 0.05])
+    for df in (40.0, 3.0, 0.5):
+        fit = PlaceboNull(null[0], null[1], 20, null[2], null[3], null[4], null[5], null[6])
+        p = null_p_value(b, se, df, fit)
+        z = null_z(b, se, df, *null)
+        for k in range(b.size):
+            ref = _p_ref(float(b[k]), float(se[k]), df, *null)
+            assert p[k] == pytest.approx(ref, rel=1e-9), (df, k)
+            assert z[k] == pytest.approx(np.sign(b[k] - null[0]) * -special.ndtri(ref), rel=1e-8, abs=1e-12), (df, k)
+    assert null_z([0.3], [0.0], 10, 0.3, 0.0).tolist() == [0.0]  # 0/0 (on the center, no noise): z = 0
+
+
+def test_null_dict_round_trip_and_words() -> None:
+    from deltap.mining.empirical_null import PlaceboNull
+
+    plain = PlaceboNull(0.5, 0.2, 12)
+    assert plain.params() == (0.5, 0.2, 0.0, 0.0, math.inf, math.inf, 0.0)
+    assert plain.to_dict() == {"center": 0.5, "spread": 0.2, "placebos": 12}
+    full = PlaceboNull(0.5, 0.2, 12, 0.1, 1.5, 10.0, 2.0, 0.03)
+    assert full.params() == (0.5, 0.2, 0.1, 1.5, 10.0, 2.0, 0.03)
+    assert full.to_dict() == {"center": 0.5, "spread": 0.2, "placebos": 12, "tail_weight": 0.1, "tail_spread": 1.5, "core_df": 10.0, "tail_df": 2.0, "center_se": 0.03}
+    no_tail_df = PlaceboNull(0.5, 0.2, 12, 0.0, 0.0, 10.0, 2.0)
+    assert no_tail_df.to_dict() == {"center": 0.5, "spread": 0.2, "placebos": 12, "core_df": 10.0}  # tail_df only with a tail
+    for null in (plain, full, no_tail_df):
+        assert PlaceboNull.from_dict(null.to_dict()) == (null if null is not no_tail_df else PlaceboNull(0.5, 0.2, 12, core_df=10.0))
+    assert PlaceboNull.from_dict({"used": "zero", "center": 1.0, "spread": 1.0}) is ZERO
+    assert PlaceboNull.from_dict({"used": "placebo"}) is ZERO
+    assert PlaceboNull.from_dict({"center": "1", "spread": "0.5", "placebos": None}) == PlaceboNull(1.0, 0.5, 0)
+    assert describe_null({"center": -0.123, "spread": 0.456, "placebos": 7.0}) == "center -0.12, spread 0.46 (from 7 placebos)"
+    assert describe_null({"center": 0, "spread": 0, "tail_weight": 0.0, "placebos": 3, "unit": ""}) == "center +0.00, spread 0.00 (from 3 placebos)"
