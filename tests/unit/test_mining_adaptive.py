@@ -69,3 +69,93 @@ def test_stopping_rule_decides_clear_cases_only() -> None:
     # At the final look everything is decided.
     z_full = np.zeros((1, 3, len(s.looks)))
     assert rule.decided(s, z_full, coef, se).all()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# References written out independently (issue 19, mutation testing): the crossing probability of a few looks is a
+# multivariate normal probability (scipy's Genz integration), the schedule rules and messages are exact.
+
+
+def _mvn_crossing(c: float, times: list[float], two_sided: bool) -> float:
+    t = np.asarray(times)
+    mvn = stats.multivariate_normal(mean=np.zeros(t.size), cov=np.minimum.outer(t, t))  # Cov(B(s), B(t)) = min(s, t)
+    lower = np.full(t.size, -c) if two_sided else None
+    return float(1.0 - mvn.cdf(np.full(t.size, c), lower_limit=lower))
+
+
+@pytest.mark.parametrize("two_sided", [False, True])
+@pytest.mark.parametrize(("times", "rel"), [([0.5, 1.0], 1e-4), ([0.3, 1.0], 1e-4), ([0.25, 0.6, 1.0], 2e-3)])
+@pytest.mark.parametrize("c", [1.0, 2.0, 3.0])
+def test_crossing_probability_is_the_multivariate_normal_probability(c: float, times: list[float], rel: float, two_sided: bool) -> None:
+    assert crossing_probability(c, times, two_sided=two_sided) == pytest.approx(_mvn_crossing(c, times, two_sided), rel=rel)
+
+
+def test_crossing_probability_edges() -> None:
+    assert crossing_probability(0.0, [1.0]) == 1.0 and crossing_probability(-1.0, [0.5, 1.0]) == 1.0
+    for c, t in ((2.0, 1.0), (1.5, 0.5)):  # one look at time t: the normal tail of B(t) ~ N(0, t)
+        assert crossing_probability(c, [t]) == pytest.approx(stats.norm.sf(c / np.sqrt(t)), rel=1e-12)
+        assert crossing_probability(c, [t], two_sided=True) == pytest.approx(2 * stats.norm.sf(c / np.sqrt(t)), rel=1e-12)
+
+
+def test_look_schedule_rules_and_messages() -> None:
+    from deltap.mining.adaptive import LookSchedule
+
+    assert look_schedule(64).looks == (32, 48, 64)  # defaults: first 32, batch 16
+    assert look_schedule(70, 32, 0).looks == tuple(range(32, 70)) + (70,)  # a batch below 1 counts as 1
+    assert look_schedule(100, 32, 16, candidates=24).looks == (64, 80, 96, 100)  # interim looks need >= 2m + 1 = 49
+    assert look_schedule(97, 32, 16, candidates=24).looks == (64, 80, 96, 97)
+    assert look_schedule(49, 16, 16, candidates=24).looks == (49,)
+    assert look_schedule(1, 32, 16).looks == (1,)
+    for budget in (0, -3):
+        with pytest.raises(ValueError) as info:
+            look_schedule(budget)
+        assert str(info.value) == f"budget must be positive, got {budget}"
+    for looks in ((), (0, 5), (5, 5), (8, 4)):
+        with pytest.raises(ValueError) as info:
+            LookSchedule(looks)
+        assert str(info.value) == f"look schedule must be strictly increasing positive trial counts, got {looks}"
+    s = LookSchedule((1, 2, 4))
+    assert s.budget == 4 and s.times.tolist() == [0.25, 0.5, 1.0]
+    assert [s.look_index(n) for n in (1, 2, 3, 4, 5)] == [0, 1, None, 2, None]
+    np.testing.assert_allclose(s.b_values([2.0, 2.0]), [1.0, 2.0 * np.sqrt(0.5)], rtol=1e-15)
+
+
+def test_repeated_p_value_is_the_crossing_probability_of_the_largest_b_value() -> None:
+    s = look_schedule(128, 32, 16)
+    times = s.times
+    z = np.array([[1.0, 2.5, 2.0, 1.5, 1.8, 2.2, 2.4], [-0.5, -2.0, -3.1, -2.6, -2.0, -1.0, -0.4]])
+    b_up = np.max(z * np.sqrt(times), axis=-1)
+    p_up = s.repeated_p_value(z, 1)
+    p_down = s.repeated_p_value(z, -1)
+    np.testing.assert_allclose(p_down, s.repeated_p_value(-z, 1), rtol=1e-15)  # side -1 = the mirrored path
+    for i in range(2):
+        assert p_up[i] == pytest.approx(crossing_probability(float(b_up[i]), times), rel=0.02)  # log-linear table
+        b_down = float(np.max(-z[i] * np.sqrt(times)))
+        assert p_down[i] == pytest.approx(crossing_probability(b_down, times), rel=0.02)
+    # only the looks taken so far count (the first three here), at their own information times
+    part = s.repeated_p_value(z[:, :3], 1)
+    b3 = np.max(z[:, :3] * np.sqrt(times[:3]), axis=-1)
+    for i in range(2):
+        assert part[i] == pytest.approx(crossing_probability(float(b3[i]), times), rel=0.02)
+    assert s.repeated_p_value([[-1.0] * 7], 1).tolist() == [1.0]  # a path below 0: p = 1
+
+
+def test_repeated_p_value_beyond_the_table_follows_the_normal_tail() -> None:
+    from deltap.mining.adaptive import LookSchedule
+
+    s = LookSchedule((32, 64, 128))
+    ratio = crossing_probability(9.0, s.times) / stats.norm.sf(9.0)
+    for b in (9.5, 12.0, 20.0):
+        p = s.repeated_p_value([[0.0, 0.0, b]], 1)[0]  # the last look: t = 1, B = z
+        assert p == pytest.approx(ratio * stats.norm.sf(b), rel=1e-6)
+        assert 0 < p < 1e-20
+    inside = s.repeated_p_value([[0.0, 0.0, 8.95]], 1)[0]
+    assert inside == pytest.approx(crossing_probability(8.95, s.times), rel=0.02)
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.003, 1e-5])
+def test_critical_b_inverts_the_crossing_probability(alpha: float) -> None:
+    s = look_schedule(128, 32, 16)
+    c = s.critical_b(alpha)
+    assert crossing_probability(c, s.times) == pytest.approx(alpha, rel=0.03)
+    assert s.repeated_p_value([[0.0] * 6 + [c]], 1)[0] == pytest.approx(alpha, rel=1e-6)  # the same table both ways
