@@ -383,3 +383,19 @@ def test_load_callable_errors(spec: object, message: str) -> None:
     with pytest.raises(DeltapError) as info:
         load_callable(spec)  # type: ignore[arg-type]
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize(
+    ("reply", "letter"),
+    [
+        pytest.param('{"answer": "X"}', "X", id="json-x"),
+        pytest.param("X…", "X", id="x-ellipsis"),
+        pytest.param("(X).", "X", id="x-parens"),
+        pytest.param('{"answer": "wx"}', "WX", id="json-two-letter-key"),
+        pytest.param('{"answer": "Q"}', None, id="json-not-a-key"),
+        pytest.param('{"answer": "W X"}', None, id="json-two-keys"),
+    ],
+)
+def test_extract_choice_with_an_option_x_and_a_two_letter_key(reply: str, letter: str | None) -> None:
+    # "X" is the letter a decoration-stripping bug would eat (strip("XX...")); "WX" a key longer than one letter.
+    assert extract_choice(reply, {"W": "first", "X": "second", "WX": "both", "Y": "third"}) == letter
