@@ -83,8 +83,8 @@ def test_plain_makes_numpy_and_tuples_yaml_safe() -> None:
 
     from deltap.dataset import _plain
 
-    got = _plain({1: (np.int64(3), np.float64(0.5), float("nan"), np.bool_(True)), "k": [{"x": np.float32(0.25)}], "s": "t"})
-    assert got == {"1": [3, 0.5, None, True], "k": [{"x": 0.25}], "s": "t"}
+    got = _plain({1: (np.int64(3), np.float64(0.5), float("nan"), np.bool_(True)), "k": [{"x": np.float32(0.25)}], "s": "t", "f": 1.5})
+    assert got == {"1": [3, 0.5, None, True], "k": [{"x": 0.25}], "s": "t", "f": 1.5}
     assert type(got["1"][0]) is int and type(got["1"][1]) is float and type(got["1"][3]) is bool
 
 
@@ -119,9 +119,19 @@ def test_written_yaml_is_exact(tmp_path: Path) -> None:
             id="bad-er",
         ),
         pytest.param(
+            "pairs:\n  - id: a\n    candidates: [{doc_id: x, fqn: m.X, empirical_relevance: 3}]\n",
+            "candidate 'x' of 'a': empirical_relevance 3 is not one of ('YES', 'NO', 'HARMFUL', 'UNDECIDED')",
+            id="bad-er-doc-id-first",
+        ),
+        pytest.param(
             "pairs:\n  - id: a\n    candidates: [{doc_id: x, fqn: m.X, grade: true}]\n",
             "candidate 'x' of 'a': grade must be an integer >= 0 or null, got True",
             id="bool-grade",
+        ),
+        pytest.param(
+            "pairs:\n  - id: a\n    candidates: [{fqn: m.X, grade: 2.5}]\n",
+            "candidate 'm.X' of 'a': grade must be an integer >= 0 or null, got 2.5",
+            id="grade-fqn-only",
         ),
         pytest.param(
             "pairs:\n  - id: a\n    candidates: [{doc_id: x, grade: 1.0}]\n",
@@ -144,12 +154,16 @@ def test_read_dataset_messages_are_exact(tmp_path: Path, text: str, message: str
     assert str(info.value) == f"{path}: {message}"
 
 
-def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
+def test_invalid_yaml_is_one_line_naming_the_file(tmp_path: Path) -> None:
     path = tmp_path / "d.yaml"
     path.write_text("pairs:\n  - id: a\n    candidates: [\n")
     with pytest.raises(FormatError) as info:
         read_dataset(path)
-    assert info.value.line == 4 and info.value.detail.startswith("invalid YAML: ")
+    assert str(info.value) == f"{path}:4: invalid YAML: expected the node content, but found '<stream end>'"
+    path.write_text("pairs: \x07\n")  # a reader error: no line, no "problem", a two-line str naming "<unicode string>"
+    with pytest.raises(FormatError) as info:
+        read_dataset(path)
+    assert str(info.value) == f"{path}: invalid YAML: unacceptable character #x0007: special characters are not allowed"
 
 
 def test_read_dataset_accepts_every_valid_form(tmp_path: Path) -> None:
@@ -187,6 +201,7 @@ def test_qrels_records_carry_query_answer_and_coalitions() -> None:
     ds = Dataset(
         {},
         [
+            {"id": "first", "candidates": [{"doc_id": "u", "grade": None}]},  # ungraded: skipped, not the end
             {"id": 1, "candidates": [{"fqn": "m.A", "grade": 2}], "coalitions": [("m.A",), ["m.A", "m.B"]]},
             {"id": "x", "query": "q?", "reference_answer": "A", "coalition": ("m.A",), "candidates": [{"doc_id": "d", "fqn": "m.D", "grade": 1}]},
             {"id": "none", "candidates": [{"doc_id": "e", "grade": None}]},
