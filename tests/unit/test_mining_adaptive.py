@@ -147,10 +147,13 @@ def test_repeated_p_value_beyond_the_table_follows_the_normal_tail() -> None:
     ratio = crossing_probability(9.0, s.times) / stats.norm.sf(9.0)
     for b in (9.5, 12.0, 20.0):
         p = s.repeated_p_value([[0.0, 0.0, b]], 1)[0]  # the last look: t = 1, B = z
-        assert p == pytest.approx(ratio * stats.norm.sf(b), rel=1e-6)
+        assert p == pytest.approx(ratio * stats.norm.sf(b), rel=1e-6, abs=0)  # abs=0: p is ~1e-20
         assert 0 < p < 1e-20
-    inside = s.repeated_p_value([[0.0, 0.0, 8.95]], 1)[0]
-    assert inside == pytest.approx(crossing_probability(8.95, s.times), rel=0.02)
+    # inside the table: log-linear between its points 8.9 and 9.0 (and the boundary itself on the table)
+    lo, hi = np.log(crossing_probability(8.9, s.times)), np.log(crossing_probability(9.0, s.times))
+    for b in (8.95, 8.99, 9.0):
+        got = s.repeated_p_value([[0.0, 0.0, b]], 1)[0]
+        assert got == pytest.approx(np.exp(lo + (b - 8.9) / 0.1 * (hi - lo)), rel=1e-9, abs=0), b
 
 
 @pytest.mark.parametrize("alpha", [0.05, 0.003, 1e-5])
@@ -284,3 +287,68 @@ def test_crossing_probability_of_two_looks_against_exact_integration(c: float, t
     assert got == pytest.approx(_exact_two_looks(c, t1, two_sided), rel=1e-4 if not two_sided else 5e-6)
     if two_sided:  # the documented default resolution
         assert got == crossing_probability(c, [t1, 1.0], two_sided=True, grid=601)
+
+
+@pytest.mark.parametrize("two_sided", [False, True])
+def test_unequal_batches_use_their_own_kernels(two_sided: bool) -> None:
+    # four looks with three different increments: each step's transition kernel is its own (cached per width)
+    times = [0.2, 0.5, 0.6, 1.0]
+    for c in (1.5, 2.5):
+        assert crossing_probability(c, times, two_sided=two_sided) == pytest.approx(_mvn_crossing(c, times, two_sided), rel=2e-3)
+
+
+def test_look_schedule_floor_boundaries() -> None:
+    assert look_schedule(100, 33, 16, candidates=24).looks == (49, 65, 81, 97, 100)  # exactly 2m + 1 = 49 is kept
+    assert look_schedule(10, 2, 2, candidates=1).looks == (4, 6, 8, 10)  # one candidate: at least 3 trials
+    assert look_schedule(10, 2, 2).looks == (2, 4, 6, 8, 10)  # no candidate count: no floor
+    with pytest.raises(ValueError) as info:
+        look_schedule(40, 0, 16)  # a first look at 0 trials is refused by the schedule itself
+    assert str(info.value) == "look schedule must be strictly increasing positive trial counts, got (0, 16, 32, 40)"
+
+
+def test_repeated_p_value_side_must_be_one_or_minus_one() -> None:
+    s = look_schedule(64, 32, 16)
+    assert s.repeated_p_value([1.0, 2.0, 2.5]).tolist() == s.repeated_p_value([1.0, 2.0, 2.5], 1).tolist()
+    for side in (0, 2, -2):
+        with pytest.raises(ValueError) as info:
+            s.repeated_p_value([1.0], side)
+        assert str(info.value) == f"side must be 1 (relevant) or -1 (harmful), got {side}"
+
+
+def test_decided_on_one_case_and_with_integer_masks() -> None:
+    s = look_schedule(128, 32, 16)
+    rng = np.random.default_rng(18)
+    m, k = 6, 3
+    coef = rng.normal(0, 0.2, m)
+    se = rng.uniform(0.03, 0.12, m)
+    z = coef[:, None] / se[:, None] * rng.uniform(0.7, 1.1, (m, k))
+    rule = StoppingRule()
+    one = rule.decided(s, z, coef, se)  # one case: shape (m,), futility judged
+    assert one.shape == (m,) and np.array_equal(one, rule.decided(s, z[None], coef[None], se[None])[0])
+    assert np.array_equal(one, _decided_ref(rule, s, z, coef, se, None, None, None))
+    active = np.array([1, 0, 1, 0, 1, 1])  # an integer mask means the same as a boolean one
+    assert np.array_equal(rule.decided(s, z, coef, se, active=active), rule.decided(s, z, coef, se, active=active.astype(bool)))
+
+
+def test_decided_bounds_are_strict() -> None:
+    s = look_schedule(128, 32, 16)
+    z = np.zeros((2, 3))
+    # |coef| + 1.645 se exactly at the margin is not inside it (se = 0: a noiseless estimate of exactly 0.05)
+    assert StoppingRule(margin=0.05).decided(s, z, np.array([0.05, 0.0]), np.array([0.0, 0.0]), df=1).tolist() == [False, True]
+    # predictive power exactly at the futility bound (an infinite SE: power 1) is not futile
+    rule = StoppingRule(futility_power=1.0)
+    assert rule.decided(s, z, np.array([0.3, 0.0]), np.array([np.inf, 0.1])).tolist() == [False, True]
+
+
+def test_public_functions_take_numbers_in_any_array_like_form() -> None:
+    s = look_schedule(64, 32, 16)
+    assert crossing_probability(2.0, ["0.5", "1"]) == crossing_probability(2.0, [0.5, 1.0])
+    z = [["1.5", "2.0", "2.5"], ["-1", "0", "3"]]
+    zf = [[1.5, 2.0, 2.5], [-1.0, 0.0, 3.0]]
+    assert s.b_values(z).tolist() == s.b_values(zf).tolist()
+    assert s.repeated_p_value(z, -1).tolist() == s.repeated_p_value(zf, -1).tolist()
+    rule = StoppingRule()
+    args = (["0.2", "-0.01"], ["0.1", "0.02"])
+    assert rule.predictive_power(*args, 0.5, ["2.5", "2.5"]).tolist() == rule.predictive_power([0.2, -0.01], [0.1, 0.02], 0.5, [2.5, 2.5]).tolist()
+    got = rule.decided(s, [["1", "2"], ["0", "0.5"]], *args, weights=["1.5", "0.5"])
+    assert got.tolist() == rule.decided(s, [[1.0, 2.0], [0.0, 0.5]], [0.2, -0.01], [0.1, 0.02], weights=[1.5, 0.5]).tolist()

@@ -311,7 +311,7 @@ def test_null_p_value_and_z_against_the_written_out_tails(null: tuple[float, ...
         z = null_z(b, se, df, *null)
         for k in range(b.size):
             ref = _p_ref(float(b[k]), float(se[k]), df, *null)
-            assert p[k] == pytest.approx(ref, rel=1e-9), (df, k)
+            assert p[k] == pytest.approx(ref, rel=1e-9, abs=0), (df, k)
             assert z[k] == pytest.approx(np.sign(b[k] - null[0]) * -special.ndtri(ref), rel=1e-8, abs=1e-12), (df, k)
     assert null_z([0.3], [0.0], 10, 0.3, 0.0).tolist() == [0.0]  # 0/0 (on the center, no noise): z = 0
 
@@ -432,7 +432,7 @@ def test_null_tests_at_the_edges() -> None:
     assert float(null_z(1e-200, 0.1, 30.0, 0.0, 0.5, 0.25, 1.0, 10.0, 3.0)[()]) == 0.0
     # a null that is all tail (weight 1, or an invalid weight above 1): the tail component alone
     tail_only = null_p_value([1.2], [0.1], 30, PlaceboNull(0.0, 0.1, 10, 1.0, 0.9, 8.0, 5.0))
-    assert tail_only[0] == pytest.approx(_p_ref(1.2, 0.1, 30, 0.0, 0.9, 0.0, 0.0, 5.0, 0.0, 0.0), rel=1e-9)
+    assert tail_only[0] == pytest.approx(_p_ref(1.2, 0.1, 30, 0.0, 0.9, 0.0, 0.0, 5.0, 0.0, 0.0), rel=1e-9, abs=0)
     assert null_p_value([1.2], [0.1], 30, PlaceboNull(0.0, 0.1, 10, 1.5, 0.9, 8.0, 5.0)).tolist() == tail_only.tolist()
     # tail_spread defaults to 0
     assert null_z([1.0], [0.2], 20, 0.0, 0.1, 0.3).tolist() == null_z([1.0], [0.2], 20, 0.0, 0.1, 0.3, 0.0).tolist()
