@@ -399,3 +399,18 @@ def test_load_callable_errors(spec: object, message: str) -> None:
 def test_extract_choice_with_an_option_x_and_a_two_letter_key(reply: str, letter: str | None) -> None:
     # "X" is the letter a decoration-stripping bug would eat (strip("XX...")); "WX" a key longer than one letter.
     assert extract_choice(reply, {"W": "first", "X": "second", "WX": "both", "Y": "third"}) == letter
+
+
+def by_case(case: Case, answer: str) -> bool:
+    return case.case_id == answer
+
+
+def test_callable_checker_passes_the_case_and_names_callables_without_a_module() -> None:
+    from deltap.checkers.python_callable import CallableChecker, load_callable
+
+    assert CallableChecker({}.__setitem__).id == "python(?:dict.__setitem__)"  # a method-wrapper has no __module__
+    checker = make_checker(CheckerSpec("python", {"callable": f"{__name__}:by_case"}))
+    assert checker.check(CASE, "c") == CheckResult("pass", None, "") and not checker.check(CASE, "d").passed  # fn(case, answer)
+    with pytest.raises(DeltapError) as info:
+        load_callable(f"{__name__}:always_yes:extra")  # the first colon splits module from attribute
+    assert str(info.value) == f"python checker: {__name__!r} has no attribute 'always_yes:extra'"
