@@ -315,12 +315,12 @@ def _ols_ref(X: np.ndarray, y: np.ndarray, hc: str) -> tuple[np.ndarray, np.ndar
     h = np.array([Z[i] @ A @ Z[i] for i in range(n)])
     s2 = float(e @ e) / (n - k)
     omega = {
-        "classical": np.full(n, s2),
-        "HC0": e**2,
-        "HC1": e**2 * n / (n - k),
-        "HC2": e**2 / (1 - h),
-        "HC3": e**2 / (1 - h) ** 2,
-    }[hc]
+        "classical": lambda: np.full(n, s2),
+        "HC0": lambda: e**2,
+        "HC1": lambda: e**2 * n / (n - k),
+        "HC2": lambda: e**2 / (1 - h),
+        "HC3": lambda: e**2 / (1 - h) ** 2,
+    }[hc]()
     cov = A @ (Z.T * omega) @ Z @ A
     return beta[1:], np.sqrt(np.diag(cov))[1:], float(beta[0]), s2
 
@@ -412,3 +412,121 @@ def test_z_statistics_use_the_classical_fit_and_n_minus_m_minus_1_df() -> None:
     # fewer trials than parameters: df floors at 1 (and the SEs are inf: z = 0)
     z_small, _ = z_statistics(X[:4], y[:4])
     assert z_small.tolist() == [0.0] * 4
+
+
+def test_intervals_are_clipped_exactly_to_their_range() -> None:
+    # rounding puts the formula a hair outside [0, 1] (Wilson) and [-1, 1] (Newcombe) at s = 0 and s = n
+    n = np.arange(1, 400)
+    low, _ = wilson_interval(np.zeros_like(n), n)
+    _, high = wilson_interval(n, n)
+    assert low.min() == 0.0 and high.max() == 1.0 and np.all(low >= 0) and np.all(high <= 1)
+    n1, n2 = np.meshgrid(np.arange(1, 40), np.arange(1, 40))
+    low, _ = newcombe_interval(0, n1, n2, n2)
+    _, high = newcombe_interval(n1, n1, 0, n2)
+    assert low.min() == -1.0 and high.max() == 1.0
+
+
+def test_difference_in_means_with_one_and_two_trials_on_a_side() -> None:
+    X = np.zeros((9, 3), dtype=bool)
+    X[:2, 0] = True  # in twice
+    X[:8, 1] = True  # out once
+    X[::2, 2] = True
+    y = np.array([1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0])
+    for binary in (True, False):
+        dm = diff_in_means(X, y, binary=binary)
+        for j in range(3):
+            ref = _dim_ref(X, y, j, binary)
+            for key, value in ref.items():
+                got = float(getattr(dm, key)[j])
+                assert (math.isnan(got) and math.isnan(value)) or got == pytest.approx(value, rel=1e-12, abs=1e-14), (binary, j, key)
+    default = diff_in_means(X, y)  # binary by default: Newcombe's interval
+    np.testing.assert_array_equal(default.ci_low, diff_in_means(X, y, binary=True).ci_low)
+    assert not np.array_equal(default.ci_low, diff_in_means(X, y, binary=False).ci_low)
+
+
+def test_bh_default_level_and_p_values_rounded_outside_0_1() -> None:
+    rej, _ = benjamini_hochberg([0.01, 0.5])
+    assert rej.tolist() == [True, False]  # q = 0.05 by default: 0.5 is not rejected (it would be at q = 1)
+    # 1 + 2e-16 (a two-sided p at z = 0 after rounding) and -1e-17 (1 - cdf rounding): q-values stay in [0, 1]
+    _, q = benjamini_hochberg([1.0 + 2.2e-16, -1e-17, 0.3])
+    assert q.tolist() == [1.0, 0.0, 0.44999999999999996]
+
+
+def _hadamard_design() -> np.ndarray:
+    from deltap.mining.design import paley_hadamard
+
+    return paley_hadamard(7)[:, 1:4] > 0  # 8 trials, 3 balanced orthogonal columns: exact arithmetic
+
+
+def test_exact_coefficients_and_zero_ses_give_exact_statistics() -> None:
+    from deltap.mining.design import paley_hadamard
+
+    X = _hadamard_design()
+    e = 0.5 * paley_hadamard(7)[:, 5]  # noise orthogonal to the intercept and every column
+    noisy = ols_hc(X, X[:, 0] + e, hc="classical", ridge=0.0)
+    assert noisy.coef.tolist() == [1.0, 0.0, 0.0] and noisy.se.tolist() == [0.5, 0.5, 0.5]
+    assert noisy.z.tolist() == [2.0, 0.0, 0.0]  # an effect of exactly 1 is not mistaken for "no effect"
+    exact = ols_hc(X, 2.0 * X[:, 0] - 3.0 * X[:, 1] + 1.0, hc="classical", ridge=0.0)
+    assert exact.coef.tolist() == [2.0, -3.0, 0.0] and exact.se.tolist() == [0.0, 0.0, 0.0]
+    assert exact.z.tolist() == [np.inf, -np.inf, 0.0] and exact.p_value.tolist() == [0.0, 0.0, 1.0]
+    zeros = z_statistics(X, np.zeros(8))  # a case that fails every trial: 0/0 is no effect, z 0, p 1
+    assert zeros[0].tolist() == [0.0, 0.0, 0.0] and zeros[1].p_value.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_ols_rounding_floor_is_per_row_and_at_least_1e_8() -> None:
+    X = _hadamard_design()
+    y = np.stack([1000.0 * X[:, 0], 1.5e-8 * X[:, 1] + 0.25])  # rows with ranges 1000 and 1.5e-8
+    reg = ols_hc(np.stack([X, X]), y, hc="classical")
+    assert reg.coef[0, 0] == pytest.approx(1000.0) and reg.coef[1, 1] == pytest.approx(1.5e-8, rel=1e-2)  # kept (ridge bias 0.4%)
+    assert reg.coef[1, 0] == 0.0
+    for r in range(2):  # each row's residual variance is its own
+        assert float(reg.residual_variance[r]) == pytest.approx(float(ols_hc(X, y[r], hc="classical").residual_variance), rel=1e-9, abs=1e-30)
+
+
+def test_hc1_and_z_statistics_with_one_residual_degree_of_freedom() -> None:
+    rng = np.random.default_rng(26)
+    X = rng.random((5, 3)) < 0.5
+    X[0], X[1] = [True, False, False], [False, True, True]
+    y = rng.normal(size=5)
+    coef, se, _, _ = _ols_ref(X, y, "HC1")  # n - k = 1
+    np.testing.assert_allclose(ols_hc(X, y, hc="HC1").se, se, rtol=1e-6)
+    from deltap.mining.estimate import t_to_z
+
+    z, reg = z_statistics(X, y)
+    np.testing.assert_allclose(z, t_to_z(reg.z, 1), rtol=1e-12)
+
+
+def test_a_candidate_in_a_single_trial_has_a_finite_robust_se() -> None:
+    # leverage 1: that trial's residual is 0 and its HC2/HC3 term is 0 (not 0/0)
+    rng = np.random.default_rng(27)
+    X = rng.random((30, 3)) < 0.5
+    X[:, 2] = False
+    X[7, 2] = True
+    y = rng.normal(size=30)
+    Z = np.column_stack([np.ones(30), X.astype(float)])
+    A = np.linalg.inv(Z.T @ Z)
+    e = y - Z @ (A @ Z.T @ y)
+    h = np.einsum("ni,ij,nj->n", Z, A, Z)
+    keep = h < 1 - 1e-9
+    omega = np.zeros(30)
+    omega[keep] = e[keep] ** 2 / (1 - h[keep])
+    se = np.sqrt(np.diag(A @ (Z.T * omega) @ Z @ A))[1:]
+    np.testing.assert_allclose(ols_hc(X, y, hc="HC2").se, se, rtol=1e-5)
+    # (HC3 divides by (1 - h)² ~ 1e-18: the ridge's 1e-9 residual then decides that term; HC3 is not used)
+
+
+def test_estimators_take_numbers_in_any_array_like_form() -> None:
+    from deltap.mining.estimate import normal_two_sided_p, t_to_z
+
+    X = [[1, 0], [0, 1], [1, 1], [0, 0], [1, 0], [0, 1]]
+    ys = ["1.5", "0.25", "2", "0", "1", "0.5"]
+    yf = [1.5, 0.25, 2.0, 0.0, 1.0, 0.5]
+    Xs = [[str(v) for v in row] for row in X]
+    assert ols_hc(Xs, ys).se.tolist() == ols_hc(X, yf).se.tolist()
+    assert diff_in_means(Xs, ys, binary=False).se.tolist() == diff_in_means(X, yf, binary=False).se.tolist()
+    assert [a.tolist() for a in wilson_interval(["3", "0"], ["10", "0"])] == [a.tolist() for a in wilson_interval([3, 0], [10, 0])]
+    got = newcombe_interval(["5"], ["9"], ["2"], ["11"])
+    assert [a.tolist() for a in got] == [a.tolist() for a in newcombe_interval([5], [9], [2], [11])]
+    assert normal_two_sided_p(["-1.5"]).tolist() == normal_two_sided_p([-1.5]).tolist()
+    assert t_to_z(["2.5"], ["7"]).tolist() == t_to_z([2.5], [7]).tolist()
+    assert [a.tolist() for a in benjamini_hochberg(["0.01", "0.2"])] == [a.tolist() for a in benjamini_hochberg([0.01, 0.2])]
