@@ -263,6 +263,9 @@ def test_writers_produce_exact_text(tmp_path: Path) -> None:
         pytest.param(write_beir_qrels, {"q1": {"d\t": 1, "": 1}}, "2 id(s) cannot be written as BEIR TSV (empty, or with whitespace the reader would split on): '', 'd\\t'; rename them", id="beir-tab-empty"),
         pytest.param(write_beir_qrels, {"q\n": {"d": 1}}, "1 id(s) cannot be written as BEIR TSV (empty, or with whitespace the reader would split on): 'q\\n'; rename them", id="beir-newline"),
         pytest.param(write_beir_qrels, {"q\r": {"d": 1}}, "1 id(s) cannot be written as BEIR TSV (empty, or with whitespace the reader would split on): 'q\\r'; rename them", id="beir-cr"),
+        pytest.param(write_beir_qrels, {"q": {"a\tb": 1}}, "1 id(s) cannot be written as BEIR TSV (empty, or with whitespace the reader would split on): 'a\\tb'; rename them", id="beir-inner-tab"),
+        pytest.param(write_beir_qrels, {"q": {"a\nb": 1}}, "1 id(s) cannot be written as BEIR TSV (empty, or with whitespace the reader would split on): 'a\\nb'; rename them", id="beir-inner-newline"),
+        pytest.param(write_beir_qrels, {"q": {"a\rb": 1}}, "1 id(s) cannot be written as BEIR TSV (empty, or with whitespace the reader would split on): 'a\\rb'; rename them", id="beir-inner-cr"),
         pytest.param(write_trec_qrels, {"q 1": {"d": 1}}, "1 id(s) cannot be written as TREC qrels (empty, or with whitespace the reader would split on): 'q 1'; rename them", id="trec-space"),
         pytest.param(write_trec_qrels, {"q": {"": 1}}, "1 id(s) cannot be written as TREC qrels (empty, or with whitespace the reader would split on): ''; rename them", id="trec-empty"),
         pytest.param(write_trec_run, {"q": {"a\u00a0b": 1.0}}, "1 id(s) cannot be written as TREC run (empty, or with whitespace the reader would split on): 'a\\xa0b'; rename them", id="run-nbsp"),
@@ -301,6 +304,7 @@ def test_run_tag_must_be_one_word(tmp_path: Path) -> None:
     ("line", "detail"),
     [
         pytest.param("[1]", "expected a JSON object, got list", id="list"),
+        pytest.param("{bad", "invalid JSON (Expecting property name enclosed in double quotes at column 2); expected one qrels record per line", id="bad-json"),
         pytest.param('{"query_id": true, "relevant_docs": {}}', 'missing or empty "query_id" (a string)', id="bool-id"),
         pytest.param('{"query_id": "", "relevant_docs": {}}', 'missing or empty "query_id" (a string)', id="empty-id"),
         pytest.param('{"query_id": 1.5, "relevant_docs": {}}', 'missing or empty "query_id" (a string)', id="float-id"),
@@ -312,7 +316,7 @@ def test_run_tag_must_be_one_word(tmp_path: Path) -> None:
 )
 def test_qrels_jsonl_errors_are_exact(tmp_path: Path, line: str, detail: str) -> None:
     err = _format_error(tmp_path, '{"query_id": "ok", "relevant_docs": {}}\n' + line + "\n", read_qrels_jsonl)
-    assert (err.line, err.detail) == (2, detail)
+    assert str(err) == f"{tmp_path / 'input.txt'}:2: {detail}"
 
 
 def test_qrels_jsonl_fields_and_unicode(tmp_path: Path) -> None:
@@ -395,3 +399,34 @@ def test_load_run_json_and_frames(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError) as nf:
         load_run(tmp_path / "none.trec")
     assert str(nf.value) == f"run file not found: {tmp_path / 'none.trec'}"
+
+
+def test_more_reader_messages_name_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "input.txt"
+    cases = [
+        ("query-id\tcorpus-id\tscore\n \td\t1\n", read_beir_qrels, "2: empty query-id or corpus-id"),
+        ("q\td\t\n", read_beir_qrels, "1: relevance grade must be an integer >= 0, got ''"),  # an empty last cell is a cell
+        ("q\td\t2X\n", read_beir_qrels, "1: relevance grade must be an integer >= 0, got '2X'"),
+        ("q 0 d 1\nq 0 d 2\n", read_trec_qrels, "2: duplicate pair (query 'q', doc 'd')"),
+        ("q Q0 d 1 2.0\n", read_trec_run, "1: expected 6 columns 'qid Q0 docid rank score tag', got 5"),
+    ]
+    for content, reader, message in cases:
+        assert str(_format_error(tmp_path, content, reader)) == f"{path}:{message}"
+    run = tmp_path / "run.json"
+    run.write_text('{"q": {"d": 1,}}')
+    with pytest.raises(FormatError) as info:
+        load_run(run)
+    assert str(info.value).startswith(f"{run}:1: invalid JSON (")
+
+
+def test_qrels_jsonl_reference_answer_is_not_an_extra_field(tmp_path: Path) -> None:
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"query_id": "q", "relevant_docs": {"d": 1}, "reference_answer": "A", "note": 1}\n')
+    assert read_qrels_jsonl(path) == [QrelsRecord("q", "", {"d": 1}, "A", {"note": 1})]
+
+
+def test_load_qrels_reads_the_test_split_of_a_folder_by_default(tmp_path: Path) -> None:
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "qrels" / "test.tsv").write_text("q\td\t2\n")
+    (tmp_path / "qrels" / "dev.tsv").write_text("q\td\t1\n")
+    assert load_qrels(tmp_path) == {"q": {"d": 2}}

@@ -476,3 +476,43 @@ def test_pool_dict_round_trip_keeps_everything() -> None:
     bare = Pool.from_dict({"case_id": 7, "candidates": [{"doc_id": 1, "sources": ["gold"]}]})
     assert bare == Pool("7", [Candidate("1", ("gold",), None)], [], [], None)
     assert "placebo_note" not in bare.to_dict()
+
+
+def test_build_pool_defaults() -> None:
+    big = Corpus([Document(f"d{i:03d}", "t") for i in range(100)])
+    ret = _RankedRetriever([f"d{i:03d}" for i in range(99, 59, -1)])
+    gold = tuple(f"d{i:03d}" for i in range(28))
+    pool = build_pool(Case("cd", "q", gold_doc_ids=gold), big, ret)  # k 10, 5 placebos, cap 30, seed 0
+    assert pool.case_id == "cd" and ret.calls == [("q", 10)]
+    retrieved = [f"d{i:03d}" for i in range(99, 89, -1)]
+    placebo = _placebo_reference(0, "cd", [d for d in big.ids if d not in set(gold) | set(retrieved)], 5)
+    assert pool.doc_ids == [*gold[:25], *placebo]  # 28 gold + 5 placebos > 30: three gold and all retrieved dropped
+    assert pool.dropped == [*gold[25:], *retrieved]
+
+
+def test_small_retrieval_and_similar_pools() -> None:
+    big = Corpus([Document(f"d{i:03d}", "t") for i in range(150)])
+    ranking = [f"d{i:03d}" for i in range(149, -1, -1)]
+    ret = _RankedRetriever(ranking)
+    one = build_pool(Case("c", "q"), big, ret, k=1, n_placebo=0)
+    assert one.doc_ids == ["d149"]  # k = 1 still searches
+    single = build_pool(Case("c", "q"), big, ret, k=0, n_placebo=1, seed=3, placebo_kind="similar")
+    assert single.doc_ids == _placebo_reference(3, "c", ranking[20:100], 1)  # one similar placebo: from the window
+    with pytest.raises(DeltapError):
+        build_pool(Case("c", "q"), big, None, n_placebo=1, placebo_kind="similar")
+
+
+def test_similar_fill_up_draws_continue_the_same_generator() -> None:
+    import hashlib
+
+    big = Corpus([Document(f"d{i:03d}", "t") for i in range(150)])
+    ranking = [f"d{i:03d}" for i in range(149, -1, -1)]
+    short = _RankedRetriever(ranking[:24])  # ranks 21-24: a window of four
+    pool = build_pool(Case("c9", "q"), big, short, k=2, n_placebo=7, seed=5, placebo_kind="similar")
+    digest = hashlib.sha256(b"deltap|5|c9|placebo").digest()
+    rng = np.random.Generator(np.random.PCG64(int.from_bytes(digest[:8], "big")))
+    window = ranking[20:24]
+    first = [window[i] for i in sorted(rng.choice(4, size=4, replace=False))]
+    rest = [d for d in big.ids if d not in set(ranking[:2]) | set(first)]
+    fill = [rest[i] for i in sorted(rng.choice(len(rest), size=3, replace=False))]
+    assert [c.doc_id for c in pool.candidates if c.is_placebo] == first + fill
