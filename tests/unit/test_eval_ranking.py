@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import random
 import warnings
+from types import MappingProxyType
 
 import numpy as np
 import pytest
@@ -177,8 +178,6 @@ def test_is_int_grade(value: object, ok: bool) -> None:
 def test_validate_qrels_messages() -> None:
     validate_qrels({"q": {"d": 0}, "r": {}})  # the fast path: plain dicts, int grades >= 0
     validate_qrels({"q": {"d": np.int64(1), "e": 2.0}})  # integral numpy and float grades are integers too
-    from types import MappingProxyType
-
     validate_qrels({"q": MappingProxyType({"d": 1})})  # any mapping
     cases = [
         ({1: {"d": 1}, "q": {}, 2: {}}, "qrels: query ids must be strings, got 1, 2; convert them with str() (int and str ids never match each other)"),
@@ -277,3 +276,42 @@ def test_shown_lists_ten_then_counts() -> None:
     assert rk._shown([str(i) for i in range(10)]) == ", ".join(repr(str(i)) for i in range(10))
     assert rk._shown([str(i) for i in range(11)]) == ", ".join(repr(str(i)) for i in range(10)) + ", ... (11 in all)"
     assert rk._shown(["a", "b", "c"], limit=2) == "'a', 'b', ... (3 in all)"
+
+
+def test_padded_path_with_empty_queries_and_integer_dtypes() -> None:
+    # eight queries, two of them with two results: padding (8 × 2 cells) is used, not a reshape of the 4 scores
+    qrels = {f"q{i}": {"a": 1} for i in range(8)}
+    run = {"q2": {"a": 1.0, "b": 2.0}, "q5": {"a": 3.0, "c": 1.0}}
+    _check_ranking(qrels, run, list(qrels))
+    r = rank_from_dicts(qrels, run, list(qrels))
+    assert r.num_rel().tolist() == r.num_rel(1).tolist() == [1] * 8  # the default level is 1
+    only_zero = rank_from_dicts({"q": {"a": 0}}, run, ["q"])
+    assert only_zero.grade.dtype == np.int64 and only_zero.query.dtype == np.int64 and only_zero.rank.dtype == np.int64
+    empty = rank_from_dicts({"q": {"a": 1}}, run, ["q"], coalitions={"q": [set()], "z": [{"a"}]})
+    assert empty.coalitions is not None  # coalitions were given, none of them usable
+    assert all(a.dtype == np.int64 and a.size == 0 for a in (empty.coalitions.query, empty.coalitions.size, empty.coalitions.member_coalition, empty.coalitions.member_rank))
+    unjudged = rank_from_dicts(qrels, run, ["q2", "elsewhere"])  # a query without judgements has no targets
+    assert unjudged.query.tolist() == [0] and unjudged.n_retrieved.tolist() == [2, 0]
+
+
+def test_bad_entry_lists_stop_at_ten() -> None:
+    for n_bad, suffix in ((10, ""), (11, "; ... (11 in all)")):
+        with pytest.raises(DeltapError) as info:
+            rank_from_dicts({}, {"q": {f"d{i:02d}": float("nan") for i in range(n_bad)}}, ["q"])
+        shown = "; ".join(f"('q', 'd{i:02d}') = nan" for i in range(10))
+        assert str(info.value) == f"run: {n_bad} scores are NaN or infinite, so their ranks are undefined: {shown}{suffix}"
+        with pytest.raises(DeltapError) as info:
+            rank_from_dicts({}, {"q": {f"d{i:02d}": "x" for i in range(n_bad)}}, ["q"])
+        assert str(info.value) == "run: scores must be numbers; bad entries: " + "; ".join(f"('q', 'd{i:02d}') = 'x'" for i in range(10))
+        with pytest.raises(DeltapError) as info:
+            validate_qrels({"q": MappingProxyType({f"d{i:02d}": -1 for i in range(n_bad)})})
+        shown = "; ".join(f"('q', 'd{i:02d}') = -1" for i in range(10))
+        assert str(info.value) == f"qrels: relevance grades must be integers >= 0 (0 = judged not relevant); bad entries: {shown}{suffix}"
+
+
+def test_validate_qrels_edges() -> None:
+    validate_qrels({"q": {}, "r": {}})  # no judgement at all: nothing to reject
+    validate_qrels({"q": MappingProxyType({"d": 0, "e": np.int64(0)})})  # grade 0 is a judgement (not relevant)
+    with pytest.raises(DeltapError) as info:
+        align_queries({"a": {"d": 1}}, ["a", 1, (2,)])  # ids of types that do not sort together
+    assert str(info.value) == "run: query ids must be strings, got (2,), 1; convert them with str()"
