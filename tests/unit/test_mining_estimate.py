@@ -530,3 +530,36 @@ def test_estimators_take_numbers_in_any_array_like_form() -> None:
     assert normal_two_sided_p(["-1.5"]).tolist() == normal_two_sided_p([-1.5]).tolist()
     assert t_to_z(["2.5"], ["7"]).tolist() == t_to_z([2.5], [7]).tolist()
     assert [a.tolist() for a in benjamini_hochberg(["0.01", "0.2"])] == [a.tolist() for a in benjamini_hochberg([0.01, 0.2])]
+
+
+def test_leverage_one_without_the_ridge_adds_nothing_to_hc2_and_hc3() -> None:
+    # ridge = 0: the single-trial candidate's leverage is exactly 1; the clip keeps its (zero) term finite
+    rng = np.random.default_rng(27)
+    X = rng.random((30, 3)) < 0.5
+    X[:, 2] = False
+    X[7, 2] = True
+    y = rng.normal(size=30)
+    Z = np.column_stack([np.ones(30), X.astype(float)])
+    A = np.linalg.inv(Z.T @ Z)
+    e = y - Z @ (A @ Z.T @ y)
+    h = np.einsum("ni,ij,nj->n", Z, A, Z)
+    keep = h < 1 - 1e-9
+    for hc, power in (("HC2", 1), ("HC3", 2)):
+        omega = np.zeros(30)
+        omega[keep] = e[keep] ** 2 / (1 - h[keep]) ** power
+        se = np.sqrt(np.diag(A @ (Z.T * omega) @ Z @ A))[1:]
+        np.testing.assert_allclose(ols_hc(X, y, hc=hc, ridge=0.0).se, se, rtol=1e-6)
+
+
+def test_difference_in_means_with_two_trials_out() -> None:
+    X = np.ones((7, 2), dtype=bool)
+    X[:2, 0] = False  # out twice
+    X[3, 1] = False  # out once
+    for y in (np.array([1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0]), np.array([0.5, 2.0, -1.0, 0.25, 1.5, 0.0, 3.0])):
+        binary = bool(set(y.tolist()) <= {0.0, 1.0})
+        dm = diff_in_means(X, y, binary=binary)
+        for j in range(2):
+            ref = _dim_ref(X, y, j, binary)
+            for key, value in ref.items():
+                got = float(getattr(dm, key)[j])
+                assert (math.isnan(got) and math.isnan(value)) or got == pytest.approx(value, rel=1e-12, abs=1e-14), (binary, j, key)
