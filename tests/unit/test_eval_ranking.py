@@ -315,3 +315,13 @@ def test_validate_qrels_edges() -> None:
     with pytest.raises(DeltapError) as info:
         align_queries({"a": {"d": 1}}, ["a", 1, (2,)])  # ids of types that do not sort together
     assert str(info.value) == "run: query ids must be strings, got (2,), 1; convert them with str()"
+
+
+def test_numeric_strings_and_booleans_are_not_scores() -> None:
+    # np.fromiter turned "1.5" into 1.5 and True into 1.0: such runs were ranked as if they held numbers
+    run = {"q": {"a": 1.0, "b": "1.5", "c": True, "d": np.bool_(False), "e": np.float32(0.5), "f": 2}}
+    with pytest.raises(DeltapError) as info:
+        rank_from_dicts({"q": {"a": 1}}, run, ["q"])
+    assert str(info.value) == "run: scores must be numbers; bad entries: ('q', 'b') = '1.5'; ('q', 'c') = True; ('q', 'd') = np.False_"
+    ok = rank_from_dicts({"q": {"a": 1}}, {"q": {"a": 1.0, "e": np.float32(0.5), "f": 2, "g": np.int64(3)}}, ["q"])
+    assert ok.rank.tolist() == [3]

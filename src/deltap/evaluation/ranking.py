@@ -339,14 +339,19 @@ def _run_segments(rows: Sequence[Mapping[str, float]], query_ids: Sequence[str],
     offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(lens, out=offsets[1:])
     total = int(offsets[-1])
+    # One pass over the value types first: fromiter alone would silently turn "1.5" and True into numbers.
+    types = set(map(type, chain.from_iterable(r.values() for r in rows)))
+    numeric = all(t is not bool and issubclass(t, int | float | np.integer | np.floating) for t in types)
     try:
+        if not numeric:
+            raise TypeError
         scores = np.fromiter(chain.from_iterable(r.values() for r in rows), dtype=np.float64, count=total)
     except (TypeError, ValueError):
         bad = [
             f"({q!r}, {d!r}) = {s!r}"
             for q, r in zip(query_ids, rows, strict=True)
             for d, s in r.items()
-            if isinstance(s, bool | str) or not isinstance(s, int | float | np.integer | np.floating)
+            if isinstance(s, bool) or not isinstance(s, int | float | np.integer | np.floating)
         ]
         raise DeltapError(f"{run_name}: scores must be numbers; bad entries: {'; '.join(bad[:10])}") from None
     if not np.isfinite(scores).all():
