@@ -292,9 +292,9 @@ def test_crossing_probability_of_two_looks_against_exact_integration(c: float, t
 @pytest.mark.parametrize("two_sided", [False, True])
 def test_unequal_batches_use_their_own_kernels(two_sided: bool) -> None:
     # four looks with three different increments: each step's transition kernel is its own (cached per width)
-    times = [0.2, 0.5, 0.6, 1.0]
-    for c in (1.5, 2.5):
-        assert crossing_probability(c, times, two_sided=two_sided) == pytest.approx(_mvn_crossing(c, times, two_sided), rel=2e-3)
+    for times in ([0.2, 0.5, 0.6, 1.0], [0.1, 0.4, 0.9, 1.0]):  # widths 0.55, 0.32 | 0.55, 0.71 (same to the unit)
+        for c in (1.5, 2.5):
+            assert crossing_probability(c, times, two_sided=two_sided) == pytest.approx(_mvn_crossing(c, times, two_sided), rel=2e-3)
 
 
 def test_look_schedule_floor_boundaries() -> None:
