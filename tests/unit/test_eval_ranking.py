@@ -325,3 +325,11 @@ def test_numeric_strings_and_booleans_are_not_scores() -> None:
     assert str(info.value) == "run: scores must be numbers; bad entries: ('q', 'b') = '1.5'; ('q', 'c') = True; ('q', 'd') = np.False_"
     ok = rank_from_dicts({"q": {"a": 1}}, {"q": {"a": 1.0, "e": np.float32(0.5), "f": 2, "g": np.int64(3)}}, ["q"])
     assert ok.rank.tolist() == [3]
+
+
+def test_run_ids_given_as_a_list_are_counted_once() -> None:
+    ids, notes, _ = _align({"a": {"d": 1}}, ["a", "z", "z", "y"])
+    assert ids == ["a"] and notes == ["2 queries of run have no judgements in the qrels and are not evaluated: 'y', 'z'"]
+    with pytest.raises(DeltapError) as info:
+        align_queries({"a": {"d": 1}}, ["x", "x"])
+    assert "(1 vs 1 queries)" in str(info.value)
