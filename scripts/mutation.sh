@@ -17,7 +17,7 @@ DEFAULT_MODULES=(
   deltap.mining.verdicts deltap.mining.estimate deltap.checkers.string_match deltap.checkers.extract
   deltap.evaluation.ranking deltap.checkers.choice deltap.checkers.regex deltap.checkers deltap.checkers.base
   deltap.checkers.python_callable deltap.mining.empirical_null deltap.mining.adaptive deltap.mining.design
-  deltap.mining.pool deltap.qrels deltap.dataset
+  deltap.mining.pool deltap.qrels deltap.judgements deltap.dataset
 )
 modules=("$@")
 [ ${#modules[@]} -eq 0 ] && modules=("${DEFAULT_MODULES[@]}")
