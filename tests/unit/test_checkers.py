@@ -282,7 +282,9 @@ def test_make_checker_pytest_params(tmp_path) -> None:  # type: ignore[no-untype
     plain = make_checker(CheckerSpec("pytest", {"test_file": str(test_file), "module_name": "m"}))
     assert isinstance(plain, PytestChecker)
     assert plain.test_file == test_file and plain.module_name == "m" and plain.fixed_file is None
-    assert plain.support_files == [] and plain.limits == SandboxLimits()
+    assert plain.support_files == [] and plain.limits == SandboxLimits() and plain.candidate_process == "auto"
+    shared = make_checker(CheckerSpec("pytest", {"test_file": str(test_file), "module_name": "m", "candidate_process": "shared"}))
+    assert shared.candidate_process == "shared"
     full = make_checker(
         CheckerSpec(
             "pytest",
