@@ -430,3 +430,68 @@ def test_load_qrels_reads_the_test_split_of_a_folder_by_default(tmp_path: Path) 
     (tmp_path / "qrels" / "test.tsv").write_text("q\td\t2\n")
     (tmp_path / "qrels" / "dev.tsv").write_text("q\td\t1\n")
     assert load_qrels(tmp_path) == {"q": {"d": 2}}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# load_judgements: qrels plus the side information each source records (deltap.judgements).
+
+
+def test_judgements_of_a_beir_folder_split_and_files_without_side_information(tmp_path: Path) -> None:
+    from deltap.judgements import Judgements, load_judgements
+
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "qrels" / "dev.tsv").write_text("q1\td1\t2\nq1\td2\t0\n")
+    (tmp_path / "qrels" / "test.tsv").write_text("q9\td9\t1\n")
+    write_queries_jsonl({"q1": "first", "q9": "ninth"}, tmp_path / "queries.jsonl")
+    j = load_judgements(tmp_path, split="dev")
+    assert j == Judgements({"q1": {"d1": 2, "d2": 0}}, {"q1": "first", "q9": "ninth"}, {}, {}, str(tmp_path))
+    assert j.n_judgements == 2 and j.judged_docs == {"d1", "d2"}
+    assert load_judgements(tmp_path).qrels == {"q9": {"d9": 1}}  # the test split by default
+    (tmp_path / "queries.jsonl").unlink()
+    assert load_judgements(tmp_path).queries == {}  # a BEIR folder without queries.jsonl: qrels only
+    trec = tmp_path / "q.trec"
+    trec.write_text("q 0 d 1\n")
+    assert load_judgements(trec) == Judgements({"q": {"d": 1}}, source=str(trec))
+    tsv = tmp_path / "q.tsv"
+    tsv.write_text("q\td\t3\n")
+    assert load_judgements(tsv) == Judgements({"q": {"d": 3}}, source=str(tsv))  # a BEIR file, not a folder
+    with pytest.raises(FileNotFoundError):
+        load_judgements(tmp_path / "missing.jsonl")
+
+
+def test_judgements_of_qrels_jsonl(tmp_path: Path) -> None:
+    from deltap.judgements import load_judgements
+
+    path = tmp_path / "q.jsonl"
+    records = [
+        {"query_id": "1", "query": "a", "relevant_docs": {"d1": 1}, "coalitions": [["d1", "d2"], ["d3"]], "coalition": ["x"]},
+        {"query_id": "2", "relevant_docs": {"d3": 1}, "coalition": ["d3", "d4"]},
+        {"query_id": "3", "query": "", "relevant_docs": {"d5": 1}, "coalition": [[], ["d5"]]},
+        {"query_id": "4", "query": "d", "relevant_docs": {"d6": 1}, "coalitions": []},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    j = load_judgements(path)
+    assert j.queries == {"1": "a", "4": "d"}  # an empty query is no query
+    assert j.coalitions == {"1": [frozenset({"d1", "d2"}), frozenset({"d3"})], "2": [frozenset({"d3", "d4"})], "3": [frozenset({"d5"})]}
+    assert j.harmful == {} and j.source == str(path)
+
+
+def test_judgements_of_a_dataset_yaml(tmp_path: Path) -> None:
+    import yaml
+
+    from deltap.judgements import load_judgements
+
+    pairs = [
+        {"id": 1, "query": "q one", "coalitions": [["a"], ["b", "c"]], "coalition": ["z"],
+         "candidates": [{"doc_id": "a", "grade": 2}, {"fqn": "m.B", "grade": 0, "verdict": "Harmful"},
+                        {"doc_id": "c", "grade": 0, "empirical_relevance": "harmful"}, {"doc_id": "d", "grade": 0, "verdict": "irrelevant"}]},
+        {"id": "p2", "query": "", "coalition": ["e"], "candidates": [{"doc_id": "e", "grade": 1}]},
+        {"id": "p3", "candidates": [{"doc_id": "f", "grade": 1, "empirical_relevance": "NO"}]},
+    ]
+    path = tmp_path / "retrieval_dataset.yaml"
+    path.write_text(yaml.safe_dump({"pairs": pairs}))
+    j = load_judgements(path)
+    assert j.queries == {"1": "q one"}
+    assert j.coalitions == {"1": [frozenset({"a"}), frozenset({"b", "c"})], "p2": [frozenset({"e"})]}
+    assert j.harmful == {"1": {"m.B", "c"}}
+    assert j.qrels == {"1": {"a": 2, "m.B": 0, "c": 0, "d": 0}, "p2": {"e": 1}, "p3": {"f": 1}}
