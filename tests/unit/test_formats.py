@@ -455,8 +455,10 @@ def test_judgements_of_a_beir_folder_split_and_files_without_side_information(tm
     tsv = tmp_path / "q.tsv"
     tsv.write_text("q\td\t3\n")
     assert load_judgements(tsv) == Judgements({"q": {"d": 3}}, source=str(tsv))  # a BEIR file, not a folder
-    with pytest.raises(FileNotFoundError):
-        load_judgements(tmp_path / "missing.jsonl")
+    for missing in (tmp_path / "missing.jsonl", tmp_path / "missing"):  # named like a format, or not at all
+        with pytest.raises(FileNotFoundError) as info:
+            load_judgements(missing)
+        assert str(info.value) == f"qrels file not found: {missing}"
 
 
 def test_judgements_of_qrels_jsonl(tmp_path: Path) -> None:
