@@ -95,7 +95,10 @@ def read_dataset(path: str | Path) -> Dataset:
         data = yaml.safe_load(read_text(path))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise FormatError(path, f"invalid YAML: {getattr(exc, 'problem', exc)}", mark.line + 1 if mark else None) from None
+        # A parser error has a one-line ``problem``; a reader error (a control character) only its multi-line str,
+        # whose first line says what is wrong (the rest names "<unicode string>", not the file).
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise FormatError(path, f"invalid YAML: {problem}", mark.line + 1 if mark else None) from None
     if not isinstance(data, dict) or not isinstance(data.get("pairs"), list):
         raise FormatError(path, "expected a mapping with a 'pairs:' list (a deltap retrieval_dataset.yaml)")
     seen: set[str] = set()
@@ -183,8 +186,8 @@ def write_dataset_qrels(dataset: Dataset, out_dir: str | Path, provenance: Mappi
     qrels = dataset_qrels(dataset)
     records = dataset_qrels_records(dataset)
     if provenance:
-        for r in records:
-            r.extra["provenance"] = dict(provenance)
+        for r in records:  # YAML-safe like provenance.json: numpy scalars would make json.dumps fail
+            r.extra["provenance"] = _plain(dict(provenance))
     paths = {
         "beir": write_beir_qrels(qrels, out / "qrels" / "test.tsv"),
         "trec": write_trec_qrels(qrels, out / "qrels.trec"),

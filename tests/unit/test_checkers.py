@@ -150,3 +150,269 @@ def test_make_checker_rejects_none_and_unknown() -> None:
 )
 def test_extract_code(reply: str, code: str | None) -> None:
     assert extract_code(reply) == code
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Exact results and messages of every checker (issue 19, mutation testing): what a user reads in a trial's detail
+# and in an error is part of the behaviour, so it is pinned whole, not by a substring.
+
+
+def test_multiple_choice_results_are_exact() -> None:
+    checker = make_checker(CheckerSpec("multiple_choice", {"correct": "C", "options": OPTIONS}))
+    assert checker.id == "multiple_choice"
+    assert checker.check(CASE, "C") == CheckResult("pass", "C", "correct option")
+    assert checker.check(CASE, "B") == CheckResult("fail", "B", "chose B, correct is C")
+    assert checker.check(CASE, "no idea") == CheckResult("fail", None, "no unambiguous option letter in the answer")
+    assert checker.check(CASE, "") == CheckResult("fail", None, "empty answer")
+    assert checker.check(CASE, "   ") == CheckResult("fail", None, "empty answer")
+    assert checker.check(CASE, None) == CheckResult("fail", None, "empty answer")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        pytest.param({"correct": "A"}, "multiple_choice checker needs params['options'] (letter -> text)", id="no-options"),
+        pytest.param(
+            {"options": OPTIONS},
+            "multiple_choice checker: correct answer '' is not an option key ['A', 'B', 'C', 'D']",
+            id="no-correct",
+        ),
+        pytest.param(
+            {"correct": "E", "options": OPTIONS},
+            "multiple_choice checker: correct answer 'E' is not an option key ['A', 'B', 'C', 'D']",
+            id="correct-not-an-option",
+        ),
+    ],
+)
+def test_multiple_choice_spec_errors(params: dict, message: str) -> None:
+    with pytest.raises(DeltapError) as info:
+        make_checker(CheckerSpec("multiple_choice", params))
+    assert str(info.value) == message
+
+
+def test_regex_checker_defaults_and_results() -> None:
+    from deltap.checkers.regex import RegexChecker
+
+    default = RegexChecker(r"run_async")
+    assert default.mode == "search" and default.id == "regex('run_async',mode=search,ignore_case=False)"
+    assert default.check(CASE, "call run_async now") == CheckResult("pass", "run_async", "pattern matched")
+    assert default.check(CASE, "call RUN_ASYNC now") == CheckResult("fail", None, "pattern did not match")
+    assert default.check(CASE, "  ") == CheckResult("fail", None, "empty answer")
+    spec = make_checker(CheckerSpec("regex", {"pattern": "run_async"}))
+    assert spec.id == default.id  # the spec's defaults are the class's: search, case-sensitive
+    assert not spec.check(CASE, "RUN_ASYNC").passed
+    loose = make_checker(CheckerSpec("regex", {"pattern": "run_async", "ignore_case": True}))
+    assert loose.check(CASE, "RUN_ASYNC") == CheckResult("pass", "RUN_ASYNC", "pattern matched")
+
+
+def test_regex_fullmatch_never_matches_an_answer_cleaned_to_nothing() -> None:
+    # "x*" matches the empty string: a reply that is only decoration ("``", "...") cleans to "" and must still fail.
+    checker = make_checker(CheckerSpec("regex", {"pattern": "x*", "mode": "fullmatch"}))
+    for reply in ("``", "...", '""', "**"):
+        assert checker.check(CASE, reply) == CheckResult("fail", None, "pattern did not match"), reply
+    assert checker.check(CASE, "`xx`.") == CheckResult("pass", "xx", "pattern matched")
+
+
+def _re_error(pattern: str) -> str:
+    """Python's own message for an invalid pattern (its wording varies between versions)."""
+    import re
+
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return str(exc)
+    raise AssertionError(pattern)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        pytest.param(CheckerSpec("regex", {}), "regex checker needs params['pattern']", id="regex-no-pattern"),
+        pytest.param(
+            CheckerSpec("regex", {"pattern": "x", "mode": "match"}),
+            "regex checker: mode must be 'search' or 'fullmatch', got 'match'",
+            id="regex-mode",
+        ),
+        pytest.param(
+            CheckerSpec("regex", {"pattern": "("}), f"regex checker: invalid pattern '(': {_re_error('(')}", id="regex-invalid"
+        ),
+        pytest.param(
+            CheckerSpec("python", {}), "python checker: params['callable'] must be 'module:function', got ''", id="python-none"
+        ),
+        pytest.param(
+            CheckerSpec("string_match", {}),
+            "string_match checker needs at least one non-empty accepted answer (params['answers'])",
+            id="string-match-none",
+        ),
+        pytest.param(CheckerSpec("pytest", {"module_name": "m"}), "pytest checker needs params['test_file']", id="pytest-no-test"),
+        pytest.param(CheckerSpec("pytest", {"test_file": "t.py"}), "pytest checker needs params['module_name']", id="pytest-no-module"),
+        pytest.param(
+            CheckerSpec("none"),
+            "this case has no checker (kind 'none', e.g. a BEIR query): it can be evaluated but not mined by 'pass'; "
+            "give it a reference answer and use the 'logprob' outcome, or add a checker",
+            id="none",
+        ),
+        pytest.param(
+            CheckerSpec("telepathy"),  # type: ignore[arg-type]
+            "unknown checker kind 'telepathy'; expected string_match, multiple_choice, regex, python or pytest",
+            id="unknown",
+        ),
+    ],
+)
+def test_make_checker_error_messages(spec: CheckerSpec, message: str) -> None:
+    with pytest.raises(DeltapError) as info:
+        make_checker(spec)
+    assert str(info.value) == message
+
+
+def test_make_checker_string_match_params() -> None:
+    one = make_checker(CheckerSpec("string_match", {"answers": "BaseAgent"}))  # a single answer as a string
+    assert one.answers == ("BaseAgent",) and one.id == "string_match(case_sensitive=False,qualified=either)"
+    both = make_checker(CheckerSpec("string_match", {"answers": ["a.B"], "case_sensitive": True, "qualified": "exact"}))
+    assert both.id == "string_match(case_sensitive=True,qualified=exact)"
+
+
+def test_make_checker_pytest_params(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from deltap.checkers.pytest_checker import PytestChecker
+    from deltap.checkers.sandbox import SandboxLimits
+
+    test_file, fixed, support = tmp_path / "test_m.py", tmp_path / "m.py", tmp_path / "data.txt"
+    for f in (test_file, fixed, support):
+        f.write_text("x = 1\n")
+    plain = make_checker(CheckerSpec("pytest", {"test_file": str(test_file), "module_name": "m"}))
+    assert isinstance(plain, PytestChecker)
+    assert plain.test_file == test_file and plain.module_name == "m" and plain.fixed_file is None
+    assert plain.support_files == [] and plain.limits == SandboxLimits() and plain.candidate_process == "auto"
+    shared = make_checker(CheckerSpec("pytest", {"test_file": str(test_file), "module_name": "m", "candidate_process": "shared"}))
+    assert shared.candidate_process == "shared"
+    full = make_checker(
+        CheckerSpec(
+            "pytest",
+            {
+                "test_file": str(test_file),
+                "module_name": "m",
+                "fixed_file": str(fixed),
+                "support_files": [str(support)],
+                "wall_seconds": "12.5",
+                "cpu_seconds": 7,
+                "memory_mb": 300,
+                "max_processes": 9,
+                "disk_mb": 5,
+            },
+        )
+    )
+    assert full.fixed_file == fixed and full.support_files == [support]
+    assert full.limits == SandboxLimits(
+        wall_seconds=12.5, cpu_seconds=7, memory_bytes=300 * 2**20, max_processes=9, disk_bytes=5 * 2**20
+    )
+    assert isinstance(full.limits.cpu_seconds, int) and isinstance(full.limits.wall_seconds, float)
+
+
+CONSTANT = 3
+
+
+class _Namespace:
+    @staticmethod
+    def check(case: Case, answer: str) -> bool:
+        return answer == "yes"
+
+
+class _CallableObject:
+    def __call__(self, case: Case, answer: str) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "<judge>"
+
+
+def wrong_pair(case: Case, answer: str) -> tuple[str, str]:
+    return ("yes", "not a bool")
+
+
+def triple(case: Case, answer: str) -> tuple[bool, str, str]:
+    return (True, "a", "b")
+
+
+def gives_result(case: Case, answer: str) -> CheckResult:
+    return CheckResult("fail", "x", "custom", {"k": 1})
+
+
+def test_python_callable_results_are_exact() -> None:
+    from deltap.checkers.python_callable import CallableChecker
+
+    mod = __name__
+    crash = make_checker(CheckerSpec("python", {"callable": f"{mod}:crashes"}))
+    assert crash.id == f"python({mod}:crashes)"
+    assert crash.check(CASE, "x") == CheckResult("error", None, f"checker {mod}:crashes raised RuntimeError: boom")
+    assert make_checker(CheckerSpec("python", {"callable": f"{mod}:half"})).check(CASE, "no") == CheckResult(
+        "fail", None, "compared to ok"
+    )
+    assert make_checker(CheckerSpec("python", {"callable": f"{mod}:always_yes"})).check(CASE, "x") == CheckResult("pass", None, "")
+    assert CallableChecker(lambda c, a: False).check(CASE, "x") == CheckResult("fail", None, "")
+    assert make_checker(CheckerSpec("python", {"callable": f"{mod}:gives_result"})).check(CASE, "x") == gives_result(CASE, "x")
+    for name, kind in (("returns_junk", "int"), ("wrong_pair", "tuple"), ("triple", "tuple")):
+        got = make_checker(CheckerSpec("python", {"callable": f"{mod}:{name}"})).check(CASE, "x")
+        assert got == CheckResult(
+            "error", None, f"checker {mod}:{name} returned {kind}; expected bool, (bool, str) or CheckResult"
+        )
+    nested = make_checker(CheckerSpec("python", {"callable": f"{mod}:_Namespace.check"}))  # a dotted attribute path
+    assert nested.check(CASE, "yes").passed and not nested.check(CASE, "no").passed
+    # a callable given directly is named by its module and qualified name (or its repr when it has none)
+    assert CallableChecker(always_yes).id == f"python({mod}:always_yes)"
+    assert CallableChecker(_CallableObject()).id == f"python({mod}:<judge>)"
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        pytest.param(5, "python checker: params['callable'] must be 'module:function', got 5", id="not-a-string"),
+        pytest.param("nocolon", "python checker: params['callable'] must be 'module:function', got 'nocolon'", id="no-colon"),
+        pytest.param(
+            "no_such_mod_xyz:f",
+            "python checker: cannot import 'no_such_mod_xyz' (No module named 'no_such_mod_xyz'); is it on sys.path?",
+            id="no-module",
+        ),
+        pytest.param(f"{__name__}:missing", f"python checker: {__name__!r} has no attribute 'missing'", id="no-attribute"),
+        pytest.param(
+            f"{__name__}:_Namespace.nope", f"python checker: {__name__!r} has no attribute '_Namespace.nope'", id="no-nested"
+        ),
+        pytest.param(f"{__name__}:CONSTANT", f"python checker: '{__name__}:CONSTANT' is not callable", id="not-callable"),
+    ],
+)
+def test_load_callable_errors(spec: object, message: str) -> None:
+    from deltap.checkers.python_callable import load_callable
+
+    with pytest.raises(DeltapError) as info:
+        load_callable(spec)  # type: ignore[arg-type]
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize(
+    ("reply", "letter"),
+    [
+        pytest.param('{"answer": "X"}', "X", id="json-x"),
+        pytest.param("X…", "X", id="x-ellipsis"),
+        pytest.param("(X).", "X", id="x-parens"),
+        pytest.param('{"answer": "wx"}', "WX", id="json-two-letter-key"),
+        pytest.param('{"answer": "Q"}', None, id="json-not-a-key"),
+        pytest.param('{"answer": "W X"}', None, id="json-two-keys"),
+    ],
+)
+def test_extract_choice_with_an_option_x_and_a_two_letter_key(reply: str, letter: str | None) -> None:
+    # "X" is the letter a decoration-stripping bug would eat (strip("XX...")); "WX" a key longer than one letter.
+    assert extract_choice(reply, {"W": "first", "X": "second", "WX": "both", "Y": "third"}) == letter
+
+
+def by_case(case: Case, answer: str) -> bool:
+    return case.case_id == answer
+
+
+def test_callable_checker_passes_the_case_and_names_callables_without_a_module() -> None:
+    from deltap.checkers.python_callable import CallableChecker, load_callable
+
+    assert CallableChecker({}.__setitem__).id == "python(?:dict.__setitem__)"  # a method-wrapper has no __module__
+    checker = make_checker(CheckerSpec("python", {"callable": f"{__name__}:by_case"}))
+    assert checker.check(CASE, "c") == CheckResult("pass", None, "") and not checker.check(CASE, "d").passed  # fn(case, answer)
+    with pytest.raises(DeltapError) as info:
+        load_callable(f"{__name__}:always_yes:extra")  # the first colon splits module from attribute
+    assert str(info.value) == f"python checker: {__name__!r} has no attribute 'always_yes:extra'"

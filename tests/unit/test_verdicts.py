@@ -217,3 +217,68 @@ def test_placebo_reference_follows_q() -> None:
     assert out["nominal"] == pytest.approx(0.1 * 22 / 200)
     assert out["p_value_above_nominal"] == pytest.approx(_binom_tail(2, 20, 0.011), rel=1e-9)
     assert out["warning"] is True
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The repeated interval a label must clear (issue 19, mutation testing).
+
+
+@pytest.mark.parametrize(
+    ("interval", "expected"),
+    [
+        pytest.param((0.0, 1.0), "undecided", id="low-exactly-0"),
+        pytest.param((1e-12, 1.0), "relevant", id="low-above-0"),
+        pytest.param((-1.0, 0.0), "undecided", id="high-exactly-0"),
+        pytest.param((-1.0, -1e-12), "harmful", id="high-below-0"),
+        pytest.param((-1.0, 0.5), "undecided", id="high-positive"),
+    ],
+)
+def test_the_interval_must_exclude_zero_strictly(interval: tuple[float, float], expected: str) -> None:
+    effect = 0.5 if interval[0] >= 0 else -0.5
+    assert verdict(effect, 0.2, 0.001, P, interval) == expected
+
+
+def _interval_ref(fits, times, c_low, c_high, fit):  # type: ignore[no-untyped-def]
+    """Each look's half-width by root finding on the one-sided null p-value (scipy brentq), then the intersection."""
+    from scipy import optimize, stats
+
+    from deltap.mining.empirical_null import null_p_value
+
+    m = len(fits[0][0])
+    low, high = np.full(m, -np.inf), np.full(m, np.inf)
+    for (coef, se, df), t in zip(fits, times, strict=False):
+        for j in range(m):
+            for c, sign in ((c_low, -1), (c_high, 1)):
+                target = stats.norm.logsf(c / math.sqrt(t))
+                x = optimize.brentq(
+                    lambda d, s=se[j], n=df, a=target: math.log(null_p_value([fit.center + d], [s], n, fit)[0]) - a,
+                    0.0, 1e3, xtol=1e-14, rtol=1e-14,
+                )
+                bound = coef[j] - fit.center + sign * x
+                low[j], high[j] = (max(low[j], bound), high[j]) if sign < 0 else (low[j], min(high[j], bound))
+    return low, high
+
+
+def test_repeated_interval_against_root_finding_under_a_placebo_null() -> None:
+    from deltap.mining.empirical_null import PlaceboNull
+    from deltap.mining.verdicts import repeated_interval
+
+    fit = PlaceboNull(0.3, 0.2, 30, 0.15, 1.1, 25.0, 4.0, 0.05)
+    fits = [([1.4, 0.2, -0.9], [0.3, 0.25, 0.2], 40), ([1.1, 0.35, -1.2], [0.2, 0.18, 0.15], 90)]
+    times = [0.5, 1.0]
+    params = np.tile(fit.params(), (3, 1))
+    low, high = repeated_interval(fits, times, 2.8, 3.1, params)
+    ref_low, ref_high = _interval_ref(fits, times, 2.8, 3.1, fit)
+    np.testing.assert_allclose(low, ref_low, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(high, ref_high, rtol=1e-9, atol=1e-12)
+    as_text = repeated_interval([([str(c) for c in f[0]], [str(s) for s in f[1]], f[2]) for f in fits], ["0.5", "1"], 2.8, 3.1, [[str(v) for v in row] for row in params])
+    np.testing.assert_array_equal(as_text[0], low)  # numbers in any array-like form
+    zero = repeated_interval(fits, times, 2.8, 3.1)  # no params: the zero null, not this one
+    assert not np.allclose(zero[0], low)
+
+
+def test_an_infinite_se_gives_an_unbounded_interval() -> None:
+    from deltap.mining.verdicts import repeated_interval
+
+    low, high = repeated_interval([([0.4, 0.4], [np.inf, 0.1], 30)], [1.0], 2.5, 2.5)
+    assert (low[0], high[0]) == (-np.inf, np.inf) and np.isfinite(low[1]) and np.isfinite(high[1])

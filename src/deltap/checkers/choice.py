@@ -37,7 +37,7 @@ class MultipleChoiceChecker:
         self.id = "multiple_choice"
 
     def check(self, case: Case, answer: str) -> CheckResult:
-        letter = extract_choice(answer or "", self.options)
+        letter = extract_choice(answer, self.options)  # None for an empty (or None) reply
         if letter is None:
             why = "empty answer" if not (answer or "").strip() else "no unambiguous option letter in the answer"
             return CheckResult("fail", None, why)

@@ -134,7 +134,7 @@ def extract_choice(text: str, options: Mapping[str, str] | Iterable[str]) -> str
 
     js = _json_answer(text)
     if js is not None:
-        k = key_of(js.strip().strip("().")) if len(js.strip().strip("().")) == 1 else None
+        k = key_of(js.strip().strip("()."))  # a key or nothing: an option's text is matched at the end
         if k:
             return k
     body = strip_fences(text).strip()

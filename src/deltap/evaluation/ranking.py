@@ -132,7 +132,7 @@ def _is_int_grade(value: object) -> bool:
     return isinstance(value, float | np.floating) and math.isfinite(value) and float(value).is_integer()
 
 
-def _shown(ids: Sequence[str], limit: int = 10) -> str:
+def _shown(ids: Sequence[object], limit: int = 10) -> str:
     head = ", ".join(repr(i) for i in ids[:limit])
     return head + (f", ... ({len(ids)} in all)" if len(ids) > limit else "")
 
@@ -143,7 +143,8 @@ def validate_qrels(qrels: Mapping[str, Mapping[str, int]], where: str = "qrels")
     Raises:
         DeltapError: one message listing every bad entry (up to 10 shown).
     """
-    bad_keys = [repr(q) for q in qrels if not isinstance(q, str)]
+    # The ids themselves, shown with repr once: an int id must read 1, not '1' (which looks like the string it is not).
+    bad_keys = [q for q in qrels if not isinstance(q, str)]
     if bad_keys:
         raise DeltapError(
             f"{where}: query ids must be strings, got {_shown(bad_keys)}; convert them with str() "
@@ -201,15 +202,15 @@ def align_queries(
         DeltapError: no query id in common, or a policy is ``error`` and the case occurs.
     """
     run_ids = run_query_ids if isinstance(run_query_ids, set | frozenset | dict) else set(run_query_ids)
-    bad_run_ids = [repr(q) for q in run_ids if not isinstance(q, str)]
+    bad_run_ids = sorted((q for q in run_ids if not isinstance(q, str)), key=repr)
     if bad_run_ids:
         raise DeltapError(
-            f"{run_name}: query ids must be strings, got {_shown(sorted(bad_run_ids))}; convert them with str()"
+            f"{run_name}: query ids must be strings, got {_shown(bad_run_ids)}; convert them with str()"
         )
     if qrels and run_ids and not any(q in run_ids for q in qrels):
         raise DeltapError(
-            f"no query id of {run_name} matches the qrels: qrels has {_shown(sorted(qrels)[:5], 5)}, "
-            f"{run_name} has {_shown(sorted(run_ids)[:5], 5)} ({len(qrels)} vs {len(run_ids)} queries). "
+            f"no query id of {run_name} matches the qrels: qrels has {_shown(sorted(qrels)[:5])}, "
+            f"{run_name} has {_shown(sorted(run_ids)[:5])} ({len(qrels)} vs {len(run_ids)} queries). "
             "Ids must be identical strings (check prefixes such as 'q1' vs '1', and int vs str keys)."
         )
     for policy, name in ((on_missing, "on_missing"), (on_empty, "on_empty")):
@@ -338,14 +339,19 @@ def _run_segments(rows: Sequence[Mapping[str, float]], query_ids: Sequence[str],
     offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(lens, out=offsets[1:])
     total = int(offsets[-1])
+    # One pass over the value types first: fromiter alone would silently turn "1.5" and True into numbers.
+    types = set(map(type, chain.from_iterable(r.values() for r in rows)))
+    numeric = all(t is not bool and issubclass(t, int | float | np.integer | np.floating) for t in types)
     try:
+        if not numeric:
+            raise TypeError
         scores = np.fromiter(chain.from_iterable(r.values() for r in rows), dtype=np.float64, count=total)
     except (TypeError, ValueError):
         bad = [
             f"({q!r}, {d!r}) = {s!r}"
             for q, r in zip(query_ids, rows, strict=True)
             for d, s in r.items()
-            if isinstance(s, bool | str) or not isinstance(s, int | float | np.integer | np.floating)
+            if isinstance(s, bool) or not isinstance(s, int | float | np.integer | np.floating)
         ]
         raise DeltapError(f"{run_name}: scores must be numbers; bad entries: {'; '.join(bad[:10])}") from None
     if not np.isfinite(scores).all():

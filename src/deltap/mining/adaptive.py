@@ -124,7 +124,9 @@ class LookSchedule:
 
         ``side=1`` tests for a positive effect (relevant), ``side=-1`` for a negative one (harmful).
         """
-        b = self.b_values(np.asarray(z_path, dtype=float) * (1 if side >= 0 else -1))
+        if side not in (1, -1):
+            raise ValueError(f"side must be 1 (relevant) or -1 (harmful), got {side!r}")
+        b = self.b_values(np.asarray(z_path, dtype=float) * side)
         return _pvalue_from_table(self.looks, np.max(b, axis=-1))
 
     def critical_b(self, alpha: float) -> float:

@@ -200,7 +200,9 @@ def _fit_tail(
 
     def m_step(r: NDArray[np.float64], var: float) -> float:
         """One fixed-point step of the weighted random-effects variance (heteroscedastic SEs)."""
-        w = r / (var + s2) ** 2
+        # Floored: placebos estimated exactly (effect 0, SE 0: a case that fails every trial) with a core variance of 0
+        # would divide by 0 and turn the whole null into nan; their weight stays finite and still pins the core at 0.
+        w = r / np.maximum(var + s2, 1e-150) ** 2
         return max(float(np.sum(w * (d2 - s2)) / max(float(np.sum(w)), 1e-300)), 0.0)
 
     core, tail, weight = start or (spread**2, max(float(np.quantile(d2, 0.9)), 4.0 * (spread**2 + float(np.median(s2)))), 0.1)
@@ -265,8 +267,9 @@ def null_z(
     """
     log_sf = _log_sf(coef, se, df, center, spread, tail_weight, tail_spread, core_df, tail_df, center_se)
     d = np.asarray(coef, dtype=float) - np.asarray(center, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.sign(d) * -special.ndtri_exp(np.minimum(log_sf, math.log(0.5)))
+    # ndtri_exp maps log tails in [-inf, log ½] to finite or infinite values without floating-point warnings; the
+    # minimum keeps a mixture's tail rounded a ulp above ½ from giving a z of the wrong sign.
+    z = np.sign(d) * -special.ndtri_exp(np.minimum(log_sf, math.log(0.5)))
     return np.asarray(np.where(np.isnan(z), 0.0, z), dtype=float)
 
 
@@ -279,7 +282,7 @@ def null_p_value(coef: ArrayLike, se: ArrayLike, df: ArrayLike, null: PlaceboNul
 
 def _log_sf(
     coef: ArrayLike, se: ArrayLike, df: ArrayLike, center: ArrayLike, spread: ArrayLike, tail_weight: ArrayLike,
-    tail_spread: ArrayLike, core_df: ArrayLike, tail_df: ArrayLike, center_se: ArrayLike = 0.0,
+    tail_spread: ArrayLike, core_df: ArrayLike, tail_df: ArrayLike, center_se: ArrayLike,
 ) -> NDArray[np.float64]:
     b = np.asarray(coef, dtype=float) - np.asarray(center, dtype=float)
     s2 = np.asarray(se, dtype=float) ** 2
@@ -299,8 +302,7 @@ def _log_sf(
     log_sf = component(spread, core_df)
     w = np.asarray(tail_weight, dtype=float)
     if np.any(w > 0):
-        wc = np.clip(w, 1e-300, 1.0)
-        with np.errstate(divide="ignore"):
-            mixed = np.logaddexp(np.log1p(-np.minimum(wc, 1.0 - 1e-16)) + log_sf, np.log(wc) + component(tail_spread, tail_df))
+        wc = np.clip(w, 1e-300, 1.0)  # both logs stay finite: no floating-point warning to silence
+        mixed = np.logaddexp(np.log1p(-np.minimum(wc, 1.0 - 1e-16)) + log_sf, np.log(wc) + component(tail_spread, tail_df))
         log_sf = np.where(w > 0, mixed, log_sf)
     return np.asarray(log_sf, dtype=float)

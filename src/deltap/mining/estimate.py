@@ -62,12 +62,12 @@ def wilson_interval(successes: ArrayLike, n: ArrayLike, z: float = 1.95996398454
     """
     s = np.asarray(successes, dtype=float)
     n = np.asarray(n, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(n > 0, s / np.where(n > 0, n, 1.0), 0.5)
-        nn = np.where(n > 0, n, 1.0)
-        denom = 1.0 + z * z / nn
-        centre = (p + z * z / (2 * nn)) / denom
-        half = z * np.sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn)) / denom
+    # n == 0 is replaced before any division (no floating-point warning to silence); its interval is [0, 1] below
+    p = np.where(n > 0, s / np.where(n > 0, n, 1.0), 0.5)
+    nn = np.where(n > 0, n, 1.0)
+    denom = 1.0 + z * z / nn
+    centre = (p + z * z / (2 * nn)) / denom
+    half = z * np.sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn)) / denom
     low = np.where(n > 0, np.clip(centre - half, 0.0, 1.0), 0.0)
     high = np.where(n > 0, np.clip(centre + half, 0.0, 1.0), 1.0)
     return low, high
@@ -85,9 +85,8 @@ def newcombe_interval(
     s_out = np.asarray(s_out, dtype=float)
     n_in = np.asarray(n_in, dtype=float)
     n_out = np.asarray(n_out, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p1 = np.where(n_in > 0, s_in / np.where(n_in > 0, n_in, 1), 0.5)
-        p2 = np.where(n_out > 0, s_out / np.where(n_out > 0, n_out, 1), 0.5)
+    p1 = np.where(n_in > 0, s_in / np.where(n_in > 0, n_in, 1), 0.5)
+    p2 = np.where(n_out > 0, s_out / np.where(n_out > 0, n_out, 1), 0.5)
     l1, u1 = wilson_interval(s_in, n_in, z)
     l2, u2 = wilson_interval(s_out, n_out, z)
     d = p1 - p2
@@ -219,7 +218,7 @@ def ols_hc(X: ArrayLike, y: ArrayLike, hc: str = "HC2", ridge: float = 1e-9) -> 
     # ~1e-17 too, and their ratio is noise, not an effect (a saturated case: y constant).
     tiny = 1e-8 * np.maximum(np.ptp(y, axis=-1), 1.0)[..., None]
     coef = np.where(bad | (np.abs(beta[..., 1:]) < tiny), 0.0, beta[..., 1:])
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(invalid="ignore"):  # sign(0) * inf for an exact zero effect with se 0; never a division by 0
         t = np.where(coef == 0, 0.0, coef / np.where(se > 0, se, 1.0))
         z = np.where(np.isfinite(se) & (se > 0), t, np.where(np.isfinite(se), np.sign(coef) * np.inf, 0.0))
     z = np.where(np.isnan(z), 0.0, z)
@@ -256,8 +255,8 @@ def t_to_z(t: ArrayLike, df: ArrayLike) -> FloatArray:
     from scipy import stats
 
     t = np.asarray(t, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.sign(t) * -special.ndtri_exp(stats.t.logsf(np.abs(t), np.asarray(df, dtype=float)))
+    # logsf and ndtri_exp map infinite t to infinite z without floating-point warnings; nan stays nan (then 0)
+    z = np.sign(t) * -special.ndtri_exp(stats.t.logsf(np.abs(t), np.asarray(df, dtype=float)))
     return np.asarray(np.where(np.isnan(z), 0.0, z), dtype=float)
 
 

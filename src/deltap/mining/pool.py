@@ -159,7 +159,9 @@ def build_pool(
             dropped += placebo[max_candidates:]
             placebo = placebo[:max_candidates]
     room = max_candidates - len(keep_gold) - len(placebo)
-    new_retrieved = [d for d in retrieved if d not in set(keep_gold)]
+    # Every gold id, kept or not: a gold document dropped by the cap is already in ``dropped`` (listed once).
+    gold_ids = set(gold)
+    new_retrieved = [d for d in retrieved if d not in gold_ids]
     dropped += new_retrieved[max(room, 0):]
     kept_retrieved = set(new_retrieved[: max(room, 0)])
 
