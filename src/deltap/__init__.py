@@ -78,7 +78,7 @@ _LAZY: dict[str, str] = {
     "simulate": "deltap.mining.simulation",
     "SimulatedSolver": "deltap.solvers.simulated",
     "SimulatedTruth": "deltap.solvers.simulated",
-    "Dataset": "deltap.dataset",
+    "VerifiedDataset": "deltap.dataset",
     "read_dataset": "deltap.dataset",
     "write_dataset": "deltap.dataset",
 }
@@ -91,7 +91,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deltap.check import PipelineCheckResult, check_pipeline
     from deltap.checkers import make_checker
     from deltap.checkers.base import Checker, CheckResult
-    from deltap.dataset import Dataset, read_dataset, write_dataset
+    from deltap.dataset import VerifiedDataset, read_dataset, write_dataset
     from deltap.demo import DemoConfig, run_demo
     from deltap.documents import Corpus, Document
     from deltap.errors import DeltapError, DuplicateIdsError, FormatError, MissingIdsError

@@ -31,7 +31,7 @@ from deltap.errors import FormatError
 from deltap.qrels import Qrels, QrelsRecord, write_beir_qrels, write_qrels_jsonl, write_trec_qrels
 
 __all__ = [
-    "Dataset",
+    "VerifiedDataset",
     "dataset_qrels",
     "dataset_qrels_records",
     "read_dataset",
@@ -44,7 +44,7 @@ EMPIRICAL_VALUES = ("YES", "NO", "HARMFUL", "UNDECIDED")
 
 
 @dataclass
-class Dataset:
+class VerifiedDataset:
     """A verified dataset as plain data (``metadata`` and the list of ``pairs``)."""
 
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -67,7 +67,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def write_dataset(dataset: Dataset, path: str | Path) -> Path:
+def write_dataset(dataset: VerifiedDataset, path: str | Path) -> Path:
     """Write ``retrieval_dataset.yaml`` atomically (keys in schema order)."""
     import yaml
 
@@ -79,7 +79,7 @@ def write_dataset(dataset: Dataset, path: str | Path) -> Path:
     return path
 
 
-def read_dataset(path: str | Path) -> Dataset:
+def read_dataset(path: str | Path) -> VerifiedDataset:
     """Read and validate a ``retrieval_dataset.yaml``.
 
     Raises:
@@ -126,7 +126,7 @@ def read_dataset(path: str | Path) -> Dataset:
     meta = data.get("metadata") or {}
     if not isinstance(meta, dict):
         raise FormatError(path, "'metadata' must be a mapping")
-    return Dataset(meta, data["pairs"])
+    return VerifiedDataset(meta, data["pairs"])
 
 
 def _grade_of(c: Mapping[str, Any]) -> int | None:
@@ -140,7 +140,7 @@ def _grade_of(c: Mapping[str, Any]) -> int | None:
     return None
 
 
-def dataset_qrels(dataset: Dataset) -> Qrels:
+def dataset_qrels(dataset: VerifiedDataset) -> Qrels:
     """``{query_id: {doc_id: grade}}`` from a dataset (see the module docstring)."""
     qrels: Qrels = {}
     for pair in dataset.pairs:
@@ -150,7 +150,7 @@ def dataset_qrels(dataset: Dataset) -> Qrels:
     return qrels
 
 
-def dataset_qrels_records(dataset: Dataset) -> list[QrelsRecord]:
+def dataset_qrels_records(dataset: VerifiedDataset) -> list[QrelsRecord]:
     """Qrels JSONL records with the query text, reference answer and the coalition."""
     out: list[QrelsRecord] = []
     qrels = dataset_qrels(dataset)
@@ -172,7 +172,7 @@ def read_dataset_qrels(path: str | Path) -> Qrels:
     return dataset_qrels(read_dataset(path))
 
 
-def write_dataset_qrels(dataset: Dataset, out_dir: str | Path, provenance: Mapping[str, Any] | None = None) -> dict[str, Path]:
+def write_dataset_qrels(dataset: VerifiedDataset, out_dir: str | Path, provenance: Mapping[str, Any] | None = None) -> dict[str, Path]:
     """Write ``qrels/test.tsv`` (BEIR), ``qrels.trec`` and ``qrels.jsonl`` under ``out_dir``.
 
     The BEIR and TREC formats have no room for provenance, so it goes beside them in ``qrels/provenance.json``; the

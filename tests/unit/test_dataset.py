@@ -6,15 +6,22 @@ from pathlib import Path
 
 import pytest
 
-from deltap.dataset import Dataset, dataset_qrels, read_dataset, read_dataset_qrels, write_dataset, write_dataset_qrels
+from deltap.dataset import (
+    VerifiedDataset,
+    dataset_qrels,
+    read_dataset,
+    read_dataset_qrels,
+    write_dataset,
+    write_dataset_qrels,
+)
 from deltap.errors import FormatError
 from deltap.judgements import load_qrels
 from deltap.qrels import read_qrels_jsonl
 
 
-def _dataset() -> Dataset:
+def _dataset() -> VerifiedDataset:
     cand = lambda d, v, er, g: {"doc_id": d, "fqn": d, "text": "t", "source": ["gold"], "empirical_relevance": er, "verdict": v, "grade": g}  # noqa: E731
-    return Dataset(
+    return VerifiedDataset(
         {"tool": "deltap", "q": 0.05},
         [
             {"id": "q1", "query": "Which class?", "reference_answer": "Runner", "coalition": ["a", "b"],
@@ -92,14 +99,14 @@ def test_written_yaml_is_exact(tmp_path: Path) -> None:
     import numpy as np
 
     text = "ü " + "word " * 30  # longer than YAML's default width of 80: folded at 120 instead
-    ds = Dataset({"z": 1, "a": np.float64(0.5)}, [{"id": "q", "candidates": [{"doc_id": "d", "text": text.strip(), "grade": np.int64(2)}]}])
+    ds = VerifiedDataset({"z": 1, "a": np.float64(0.5)}, [{"id": "q", "candidates": [{"doc_id": "d", "text": text.strip(), "grade": np.int64(2)}]}])
     assert write_dataset(ds, tmp_path / "d.yaml").read_text(encoding="utf-8") == (
         "metadata:\n  z: 1\n  a: 0.5\npairs:\n- id: q\n  candidates:\n  - doc_id: d\n"
         "    text: ü word word word word word word word word word word word word word word word word word word word word word word\n"
         "      word word word word word word word word\n"
         "    grade: 2\n"
     )
-    assert Dataset().to_dict() == {"metadata": {}, "pairs": []}
+    assert VerifiedDataset().to_dict() == {"metadata": {}, "pairs": []}
 
 
 @pytest.mark.parametrize(
@@ -198,7 +205,7 @@ def test_qrels_records_carry_query_answer_and_coalitions() -> None:
     from deltap.dataset import dataset_qrels_records
     from deltap.qrels import QrelsRecord
 
-    ds = Dataset(
+    ds = VerifiedDataset(
         {},
         [
             {"id": "first", "candidates": [{"doc_id": "u", "grade": None}]},  # ungraded: skipped, not the end

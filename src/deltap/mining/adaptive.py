@@ -107,13 +107,6 @@ class LookSchedule:
     def times(self) -> FloatArray:
         return np.asarray(self.looks, dtype=float) / self.looks[-1]
 
-    def look_index(self, n_trials: int) -> int | None:
-        """Index of the look at ``n_trials``, or ``None`` when it is not a planned look."""
-        try:
-            return self.looks.index(n_trials)
-        except ValueError:
-            return None
-
     def b_values(self, z_path: ArrayLike) -> FloatArray:
         """``z_k sqrt(t_k)`` for a path of z-statistics over the first looks, shape ``(..., k)``."""
         z = np.asarray(z_path, dtype=float)

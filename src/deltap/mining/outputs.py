@@ -13,7 +13,7 @@ from deltap.mining.results import CaseResult
 from deltap.mining.verdicts import EMPIRICAL, VerdictPolicy
 
 if TYPE_CHECKING:
-    from deltap.dataset import Dataset
+    from deltap.dataset import VerifiedDataset
     from deltap.documents import Corpus
 
 __all__ = ["build_dataset", "placebo_warning", "run_summary", "write_run_directory"]
@@ -23,10 +23,10 @@ def _base_rate(r: CaseResult) -> float | None:
     v = r.preflight.get("preflight_none")
     return float(np.mean(v)) if v else None
 
-def build_dataset(results: list[CaseResult], corpus: Corpus, cfg: MiningConfig, policy: VerdictPolicy, solver_id: str, placebo: dict[str, Any], version: str, started: float) -> Dataset:
+def build_dataset(results: list[CaseResult], corpus: Corpus, cfg: MiningConfig, policy: VerdictPolicy, solver_id: str, placebo: dict[str, Any], version: str, started: float) -> VerifiedDataset:
     import datetime as dt
 
-    from deltap.dataset import Dataset
+    from deltap.dataset import VerifiedDataset
 
     pairs = []
     for r in results:
@@ -109,7 +109,7 @@ def build_dataset(results: list[CaseResult], corpus: Corpus, cfg: MiningConfig, 
         # how the run was executed (workers, cases in flight) is not what the dataset is: it goes to run.json only
         "config": {k: v for k, v in cfg.to_dict().items() if k not in MiningConfig.EXECUTION_KEYS},
     }
-    return Dataset(metadata, pairs)
+    return VerifiedDataset(metadata, pairs)
 
 def run_summary(results: list[CaseResult], cfg: MiningConfig, policy: VerdictPolicy, solver_id: str, placebo: dict[str, Any], version: str, started: float, ended: float) -> dict[str, Any]:
     import datetime as dt
@@ -143,7 +143,7 @@ def run_summary(results: list[CaseResult], cfg: MiningConfig, policy: VerdictPol
     }
 
 
-def write_run_directory(out: Path, dataset: Dataset, run: dict[str, Any]) -> None:
+def write_run_directory(out: Path, dataset: VerifiedDataset, run: dict[str, Any]) -> None:
     """Write the run directory's outputs, each atomically: ``retrieval_dataset.yaml``, the qrels (``qrels/test.tsv``
     with ``qrels/provenance.json``, ``qrels.trec``, ``qrels.jsonl``) and ``run.json``."""
     import json

@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 if TYPE_CHECKING:
     from deltap.cases import Case
-    from deltap.dataset import Dataset
+    from deltap.dataset import VerifiedDataset
     from deltap.mining.pool import Pool
     from deltap.mining.procedure import CaseRun
 
@@ -57,7 +57,7 @@ class CaseResult:
 class MiningResult:
     """The verified dataset, the per-case results and the run summary."""
 
-    dataset: Dataset
+    dataset: VerifiedDataset
     cases: list[CaseResult]
     run: dict[str, Any]
     out: Path | None = None
