@@ -77,6 +77,8 @@ class DemoConfig:
         cases: How many benchmark questions to mine.
         budget: Solver calls in total, split evenly over the cases (each case keeps what its preflight and its
             coalition checks can cost, :func:`deltap.mining.procedure.call_ceiling`; the rest are design trials).
+            150 keeps the default demo under 5 minutes on 2 idle cores (measured: ~1.9 s per local call with 9
+            placebos per question); 170 and 200 decide no more labels (README, "The demo").
         solver: Solver spec for :func:`deltap.solvers.make_solver` (``local`` = SmolLM2 in-process).
         outcome: ``logprob`` (default: informative even for a 135M model) or ``pass``.
         seed: Run seed (pool placebos, trial designs, bootstrap).
@@ -91,7 +93,7 @@ class DemoConfig:
 
     out: Path
     cases: int = 6
-    budget: int = 200
+    budget: int = 150
     solver: str = "local"
     outcome: str = "logprob"
     seed: int = 0

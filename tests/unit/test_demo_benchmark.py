@@ -109,3 +109,17 @@ def test_long_texts_are_cut_visibly(corpus: Corpus) -> None:
     whole = build_demo_corpus(max_chars=None)
     assert whole.ids == corpus.ids
     assert len(whole["difflib.SequenceMatcher"].text) == corpus["difflib.SequenceMatcher"].metadata["truncated_from"]
+
+
+def test_demo_cli_defaults_are_the_library_defaults(tmp_path: Path) -> None:
+    """`deltap demo` declares no default of its own: each option's default is DemoConfig's (one source)."""
+    from typer.main import get_command
+
+    from deltap.cli.app import app
+
+    demo = get_command(app).commands["demo"]  # type: ignore[attr-defined]
+    defaults = {p.name: p.default for p in demo.params}
+    config = DemoConfig(out=tmp_path)
+    for name in ("cases", "budget", "solver", "outcome", "seed", "embedder", "progress"):
+        assert defaults[name] == getattr(config, name), name
+    assert str(defaults["out"]) == "deltap-demo"

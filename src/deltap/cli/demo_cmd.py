@@ -6,6 +6,11 @@ from pathlib import Path
 
 import typer
 
+from deltap.demo import DemoConfig
+
+# Defaults come from the library's DemoConfig (one source: the CLI, the Python API and the README agree).
+_D = DemoConfig(out=Path("deltap-demo"))
+
 
 def _calls_line(run_dir: Path) -> str:
     """The trial log's call count and solver time per call, read by the report's own reader (the figures the report
@@ -23,17 +28,17 @@ def register(app: typer.Typer) -> None:
 
     @app.command("demo")
     def demo(
-        out: Path = typer.Option(Path("deltap-demo"), "--out", "-o", help="Output folder (corpus, index, run, report)."),
-        cases: int = typer.Option(6, "--cases", help="How many bundled benchmark questions to mine (1-56; paraphrased ones first)."),
-        budget: int = typer.Option(200, "--budget", help="Solver calls in total (a ceiling), split evenly over the cases."),
-        solver: str = typer.Option("local", "--solver", help="local (SmolLM2-135M in-process), simulated, or another solver spec."),
-        outcome: str = typer.Option("logprob", "--outcome", help="logprob (log-probability of the answer) or pass."),
-        seed: int = typer.Option(0, "--seed", help="Run seed (placebos, trial designs, bootstrap)."),
-        embedder: str | None = typer.Option(None, "--embedder", help="Dense embedder spec (default all-MiniLM-L6-v2)."),
-        progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
+        out: Path = typer.Option(_D.out, "--out", "-o", help="Output folder (corpus, index, run, report)."),
+        cases: int = typer.Option(_D.cases, "--cases", help="How many bundled benchmark questions to mine (1-56; paraphrased ones first)."),
+        budget: int = typer.Option(_D.budget, "--budget", help="Solver calls in total (a ceiling), split evenly over the cases."),
+        solver: str = typer.Option(_D.solver, "--solver", help="local (SmolLM2-135M in-process), simulated, or another solver spec."),
+        outcome: str = typer.Option(_D.outcome, "--outcome", help="logprob (log-probability of the answer) or pass."),
+        seed: int = typer.Option(_D.seed, "--seed", help="Run seed (placebos, trial designs, bootstrap)."),
+        embedder: str | None = typer.Option(_D.embedder, "--embedder", help="Dense embedder spec (default all-MiniLM-L6-v2)."),
+        progress: bool = typer.Option(_D.progress, "--progress/--no-progress", help="Show progress bars."),
     ) -> None:
         """Run deltap end to end offline: stdlib corpus, bundled questions, local LLM mining, BM25/dense/hybrid, report."""
-        from deltap.demo import DemoConfig, run_demo
+        from deltap.demo import run_demo
 
         config = DemoConfig(
             out=out, cases=cases, budget=budget, solver=solver, outcome=outcome, seed=seed, embedder=embedder, progress=progress
