@@ -272,3 +272,17 @@ def test_demo_cli_prints_the_reports_call_figures(tmp_path: Path, capsys: pytest
     assert data.trial_log is not None
     assert f"({data.total_calls()} solver calls, {data.trial_log.seconds_per_call:.2f} s of solver time each)" in printed
     assert "--budget 60" in printed and "= ≤60 of" in printed
+
+
+def test_too_few_placebos_is_said_once_and_last(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`deltap mine` with fewer placebos than the placebo null needs says so once, among the closing lines (it was
+    printed twice: as the null's description and again as the problem)."""
+    from tests.unit.test_mining_cli import _files
+
+    corpus, bench = _files(tmp_path)
+    main(["mine", str(bench), "--corpus", str(corpus), "--retriever", "none", "--solver", "simulated", "--outcome",
+          "logprob", "--budget", "16", "--placebo", "2", "--out", str(tmp_path / "run")])
+    err = " ".join(capsys.readouterr().err.split())
+    reason = "needed to fit the placebo null: tested against zero"
+    assert err.count(reason) == 1
+    assert err.index(reason) > err.index("verdicts:")

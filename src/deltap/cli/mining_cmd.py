@@ -244,7 +244,7 @@ def mine_command(
         from deltap.mining.empirical_null import describe_null
 
         console.print(f"null: placebo effects, {describe_null(nl)}")
-    elif nl.get("reason"):
+    elif nl.get("reason") and not nl.get("too_few"):  # too few placebos: said once, last, by summary_lines
         console.print(f"null: zero ({nl['reason']})")
     for w in caught:
         console.print(f"[red]warning:[/red] {w.message}")
