@@ -177,6 +177,35 @@ def test_disk_is_bounded_for_the_whole_sandbox(tmp_path: Path) -> None:
     assert result.outcome == "fail", result.info.get("output")
 
 
+def test_cpu_is_bounded_for_the_whole_sandbox(tmp_path: Path) -> None:
+    """Four children spin for 2 s of wall time: unbounded on 2 idle cores they burn ~4 CPU seconds, starving the
+    solver and other sandboxes; the sandbox's CPU bound (1 core) holds them to ~2. The attack "passes" when it got
+    more than 1.3 cores' worth, so a pass is the escape."""
+    if not _enforced("cpu-whole-sandbox"):
+        pytest.skip("no cpu cgroup here: only the per-process CPU-seconds limit holds")
+    code = """
+        import os, time
+        def add(a, b):
+            kids = []
+            start = time.monotonic()
+            for _ in range(4):
+                pid = os.fork()
+                if pid == 0:
+                    while time.monotonic() - start < 2.0:
+                        pass
+                    os._exit(0)
+                kids.append(pid)
+            for p in kids:
+                os.waitpid(p, 0)
+            t = os.times()
+            used = t.children_user + t.children_system
+            print("CHILD CPU SECONDS", used)
+            return a + b if used > 1.3 * 2.0 else -1
+    """
+    result = _checker(tmp_path, cpus=1.0, wall_seconds=60).check(CASE, fenced(code))
+    assert result.outcome == "fail", result.info.get("output")
+
+
 def test_no_process_outlives_the_sandbox(tmp_path: Path) -> None:
     marker = f"deltap-daemon-{secrets.token_hex(6)}"
     code = f"""
@@ -212,7 +241,7 @@ def test_no_process_outlives_the_sandbox(tmp_path: Path) -> None:
 def test_protections_are_described() -> None:
     table = protections()
     for name in ("network", "capabilities", "private-tmp", "read-only-tests", "memory-whole-sandbox",
-                 "processes-whole-sandbox", "disk-whole-sandbox", "clean-env", "wall-timeout"):
+                 "processes-whole-sandbox", "cpu-whole-sandbox", "disk-whole-sandbox", "clean-env", "wall-timeout"):
         assert name in table, name
         assert table[name].how, name
     assert table["wall-timeout"].enforced and table["clean-env"].enforced

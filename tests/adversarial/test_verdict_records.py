@@ -137,6 +137,17 @@ def test_protections_when_nothing_is_permitted(monkeypatch: pytest.MonkeyPatch) 
     assert "NOT" in table["network"].how
     text = sandbox.describe()
     assert "OFF  network" in text and "on   wall-timeout" in text
+    assert "no writable cpu cgroup" in table["cpu-whole-sandbox"].how and not table["cpu-whole-sandbox"].enforced
+
+
+def test_cpu_bound_is_stated_and_validated(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "isolation_available", lambda: {"cpu_cgroup": True})
+    assert sandbox.protections(SandboxLimits(cpus=1.5))["cpu-whole-sandbox"].how.startswith("cpu cgroup: 1.5 core(s)")
+    unbounded = sandbox.protections(SandboxLimits(cpus=None))["cpu-whole-sandbox"]
+    assert not unbounded.enforced and "cpus is None" in unbounded.how
+    for bad in (0, -1.0):
+        with pytest.raises(ValueError, match="cpus must be positive"):
+            SandboxLimits(cpus=bad)
 
 
 @pytest.mark.parametrize(

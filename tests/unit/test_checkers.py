@@ -298,12 +298,13 @@ def test_make_checker_pytest_params(tmp_path) -> None:  # type: ignore[no-untype
                 "memory_mb": 300,
                 "max_processes": 9,
                 "disk_mb": 5,
+                "cpus": "0.5",
             },
         )
     )
     assert full.fixed_file == fixed and full.support_files == [support]
     assert full.limits == SandboxLimits(
-        wall_seconds=12.5, cpu_seconds=7, memory_bytes=300 * 2**20, max_processes=9, disk_bytes=5 * 2**20
+        wall_seconds=12.5, cpu_seconds=7, memory_bytes=300 * 2**20, max_processes=9, disk_bytes=5 * 2**20, cpus=0.5
     )
     assert isinstance(full.limits.cpu_seconds, int) and isinstance(full.limits.wall_seconds, float)
 

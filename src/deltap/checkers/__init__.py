@@ -10,7 +10,8 @@ kind                params
 ``regex``           ``pattern``, optional ``mode`` (``search``/``fullmatch``), ``ignore_case``
 ``python``          ``callable`` (``"module:function"``), called as ``fn(case, answer)``
 ``pytest``          ``test_file``, ``module_name``, optional ``fixed_file`` (preflight), ``wall_seconds``,
-                    ``cpu_seconds``, ``memory_mb``, ``max_processes``, ``disk_mb``, ``support_files``,
+                    ``cpu_seconds``, ``memory_mb``, ``max_processes``, ``disk_mb``, ``cpus`` (cores for the
+                    whole sandbox, default 1; ``null``: unbounded), ``support_files``,
                     ``candidate_process`` (``auto``/``separate``/``shared``, see the pytest checker)
 =================== ==================================================================================
 """
@@ -71,6 +72,7 @@ def make_checker(spec: CheckerSpec) -> Checker:
             memory_bytes=int(p.get("memory_mb", defaults.memory_bytes // 1024**2)) * 1024**2,
             max_processes=int(p.get("max_processes", defaults.max_processes)),
             disk_bytes=int(p.get("disk_mb", defaults.disk_bytes // 1024**2)) * 1024**2,
+            cpus=None if (cpus := p.get("cpus", defaults.cpus)) is None else float(cpus),
         )
         return PytestChecker(
             p["test_file"], str(p["module_name"]), p.get("fixed_file"), limits, p.get("support_files") or (),

@@ -311,7 +311,7 @@ class PytestChecker:
         self._lock = threading.Lock()
         self.id = (
             f"pytest({self.test_file.name},module={module_name},wall={self.limits.wall_seconds}s,"
-            f"cpu={self.limits.cpu_seconds}s,mem={self.limits.memory_bytes // 1024**2}MiB)"
+            f"cpu={self.limits.cpu_seconds}s,mem={self.limits.memory_bytes // 1024**2}MiB,cpus={self.limits.cpus})"
         )
 
     # -- one sandboxed run -------------------------------------------------------------------------------------

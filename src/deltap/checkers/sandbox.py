@@ -29,9 +29,11 @@ Layers, strongest backend first:
 * **legacy** (no usable bwrap): ``unshare`` (network + PID namespaces) and, as root, ``setpriv`` to ``nobody``
   with no capabilities (only when the interpreter is reachable by ``nobody``). The host filesystem is then only
   protected by file permissions; ``/tmp`` is shared.
-* **cgroups** (v2, or v1 ``memory``/``pids`` hierarchies, wherever a child cgroup can be created): a per-run
-  cgroup bounds the memory (``memory.max`` / ``memory.limit_in_bytes``, tmpfs pages included) and the process
-  count (``pids.max``) of the whole sandbox; everything in it is killed at the end.
+* **cgroups** (v2, or v1 ``memory``/``pids``/``cpu`` hierarchies, wherever a child cgroup can be created): a per-run
+  cgroup bounds the memory (``memory.max`` / ``memory.limit_in_bytes``, tmpfs pages included), the process
+  count (``pids.max``) and the CPU bandwidth (``cpu.max`` / the CFS quota: ``SandboxLimits.cpus`` cores) of the
+  whole sandbox, so code that spins many processes cannot starve the solver or other sandboxes; everything in it is
+  killed at the end.
 * **rlimits** (always, per process): CPU seconds, address space (``RLIMIT_AS`` = ``memory_bytes``), file size,
   open files, no core dumps; ``RLIMIT_NPROC`` only when there is no pids cgroup (it counts every process of the
   user on the machine, so beside a pids cgroup it would let concurrent sandboxes starve each other's forks).
@@ -72,6 +74,8 @@ __all__ = [
 
 NOBODY = 65534
 _counter = itertools.count()
+#: CFS period of the sandbox's CPU bound (µs): its quota is ``cpus`` times this.
+CPU_PERIOD_US = 100_000
 # Host directories the sandbox shows (read-only); every other top-level directory is absent. Symlinks among them
 # (merged /usr: /bin -> usr/bin) are recreated as symlinks. nix/gnu: package stores an interpreter may live in.
 _SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "sys", "nix", "gnu")
@@ -92,6 +96,9 @@ class SandboxLimits:
             ``/var/tmp``); without bwrap only ``file_bytes`` per file holds.
         output_chars: Characters of stdout/stderr kept (the tail).
         network: Allow network access (default: no network where the OS allows).
+        cpus: CPU bandwidth of the whole sandbox, in cores (cpu cgroup: ``cpu.max`` on v2, the CFS quota on v1), so
+            code that spins many processes cannot starve the solver or concurrent sandboxes; ``None``: unbounded.
+            A pytest run uses one core; RLIMIT_CPU still bounds each process.
     """
 
     wall_seconds: float = 30.0
@@ -102,6 +109,11 @@ class SandboxLimits:
     disk_bytes: int = 256 * 1024**2
     output_chars: int = 20_000
     network: bool = False
+    cpus: float | None = 1.0
+
+    def __post_init__(self) -> None:
+        if self.cpus is not None and not self.cpus > 0:
+            raise ValueError(f"cpus must be positive (cores) or None, got {self.cpus}")
 
 
 @dataclass(frozen=True)
@@ -215,6 +227,7 @@ def isolation_available() -> dict[str, bool]:
         "legacy_nobody_dac": drop_dac,
         "pids_cgroup": "pids" in groups,
         "memory_cgroup": "memory" in groups,
+        "cpu_cgroup": "cpu" in groups,
     }
 
 
@@ -267,6 +280,10 @@ def protections(limits: SandboxLimits | None = None) -> dict[str, Protection]:
         f"per process only: RLIMIT_AS {lim.memory_bytes // mib} MiB each (no writable memory cgroup here)")
     put("processes-whole-sandbox", a.get("pids_cgroup", False), f"pids cgroup: pids.max {lim.max_processes}",
         f"per user only: RLIMIT_NPROC ({lim.max_processes} {'for nobody' if a.get('uid_nobody') else 'beyond those this user runs'})")
+    cpu_on = a.get("cpu_cgroup", False) and lim.cpus is not None
+    put("cpu-whole-sandbox", cpu_on, f"cpu cgroup: {lim.cpus or 0:g} core(s) for all processes together",
+        "NOT bounded: " + ("SandboxLimits.cpus is None" if lim.cpus is None else "no writable cpu cgroup here")
+        + f"; each process still stops after {lim.cpu_seconds}s of CPU (RLIMIT_CPU)")
     put("per-process-rlimits", True,
         f"CPU {lim.cpu_seconds}s, address space {lim.memory_bytes // mib} MiB, file {lim.file_bytes // mib} MiB, "
         "256 open files, no core dumps", "")
@@ -286,7 +303,7 @@ def describe(limits: SandboxLimits | None = None) -> str:
 
 
 class _Cgroups:
-    """Per-run cgroups bounding memory and processes of the whole sandbox (v2 unified or v1 hierarchies)."""
+    """Per-run cgroups bounding memory, processes and CPU of the whole sandbox (v2 unified or v1 hierarchies)."""
 
     ROOT = Path("/sys/fs/cgroup")
 
@@ -316,9 +333,9 @@ class _Cgroups:
             own = cls._own(None)
             if own is not None:
                 base = cls.ROOT / own.lstrip("/")
-                bases = {"memory": base, "pids": base}
+                bases = {"memory": base, "pids": base, "cpu": base}
         else:
-            for ctrl in ("memory", "pids"):
+            for ctrl in ("memory", "pids", "cpu"):
                 mount = cls.ROOT / ctrl
                 own = cls._own(ctrl)
                 if own is not None and (mount / "cgroup.procs").exists():
@@ -330,6 +347,8 @@ class _Cgroups:
         made: dict[str, Path] = {}
         name = f"deltap-sandbox-{os.getpid()}-{next(_counter)}"
         for ctrl, base in cls._bases().items():
+            if ctrl == "cpu" and limits.cpus is None:
+                continue
             path = base / name
             try:
                 if not path.exists():
@@ -343,6 +362,13 @@ class _Cgroups:
                         (path / "memory.limit_in_bytes").write_text(str(limits.memory_bytes))
                         with contextlib.suppress(OSError):
                             (path / "memory.memsw.limit_in_bytes").write_text(str(limits.memory_bytes))
+                elif ctrl == "cpu":
+                    quota = max(1000, int(round((limits.cpus or 0) * CPU_PERIOD_US)))
+                    if (path / "cpu.max").exists() or (path / "cgroup.controllers").exists():
+                        (path / "cpu.max").write_text(f"{quota} {CPU_PERIOD_US}")  # absent: cpu not delegated here
+                    else:
+                        (path / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
+                        (path / "cpu.cfs_quota_us").write_text(str(quota))
                 else:
                     (path / "pids.max").write_text(str(limits.max_processes))
             except OSError:
@@ -366,6 +392,11 @@ class _Cgroups:
 
     def stats(self) -> dict[str, object]:
         out: dict[str, object] = {}
+        cpu = self.dirs.get("cpu")
+        if cpu is not None:
+            with contextlib.suppress(OSError, ValueError):
+                fields = dict(line.split() for line in (cpu / "cpu.stat").read_text().splitlines() if " " in line)
+                out["cpu_throttled_periods"] = int(fields.get("nr_throttled", 0))
         mem = self.dirs.get("memory")
         if mem is None:
             return out
