@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from deltap.execution.ray_cluster import RAY_ENV, RayExecutor  # noqa: E402
 from deltap.mining.config import MiningConfig  # noqa: E402
 from deltap.mining.engine import mine  # noqa: E402
 from deltap.solvers.simulated import SimulatedSolver  # noqa: E402
+from tests.integration.test_mining_resume import _count  # noqa: E402  (trials logged so far, read-only)
 from tests.unit.test_execution import artefacts, job, rows  # noqa: E402
 
 pytestmark = pytest.mark.integration
@@ -145,19 +145,6 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path: Path, ta
     assert len(keys) == len(set(keys))
     assert artefacts(out) == artefacts(tmp_path / "reference")
     assert result.run["calls"] == reference.run["calls"]
-
-
-def _count(db: Path) -> int:
-    if not db.exists():
-        return 0
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
-        try:
-            return int(con.execute("SELECT COUNT(*) FROM trials").fetchone()[0])
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return 0
 
 
 def test_a_spec_that_builds_another_solver_is_refused() -> None:

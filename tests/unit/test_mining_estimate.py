@@ -496,8 +496,9 @@ def test_hc1_and_z_statistics_with_one_residual_degree_of_freedom() -> None:
     np.testing.assert_allclose(z, t_to_z(reg.z, 1), rtol=1e-12)
 
 
-def test_a_candidate_in_a_single_trial_has_a_finite_robust_se() -> None:
-    # leverage 1: that trial's residual is 0 and its HC2/HC3 term is 0 (not 0/0)
+def _single_trial_design(power: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """30 trials, 3 candidates, candidate 2 in trial 7 only (leverage 1): ``X``, ``y`` and the robust SE written out
+    with ``e² / (1 - h)**power`` (HC2: 1, HC3: 2), the leverage-1 trial's term left at 0 (its residual is 0)."""
     rng = np.random.default_rng(27)
     X = rng.random((30, 3)) < 0.5
     X[:, 2] = False
@@ -509,8 +510,13 @@ def test_a_candidate_in_a_single_trial_has_a_finite_robust_se() -> None:
     h = np.einsum("ni,ij,nj->n", Z, A, Z)
     keep = h < 1 - 1e-9
     omega = np.zeros(30)
-    omega[keep] = e[keep] ** 2 / (1 - h[keep])
-    se = np.sqrt(np.diag(A @ (Z.T * omega) @ Z @ A))[1:]
+    omega[keep] = e[keep] ** 2 / (1 - h[keep]) ** power
+    return X, y, np.sqrt(np.diag(A @ (Z.T * omega) @ Z @ A))[1:]
+
+
+def test_a_candidate_in_a_single_trial_has_a_finite_robust_se() -> None:
+    # leverage 1: that trial's residual is 0 and its HC2/HC3 term is 0 (not 0/0)
+    X, y, se = _single_trial_design(1)
     np.testing.assert_allclose(ols_hc(X, y, hc="HC2").se, se, rtol=1e-5)
     # (HC3 divides by (1 - h)² ~ 1e-18: the ridge's 1e-9 residual then decides that term; HC3 is not used)
 
@@ -534,20 +540,8 @@ def test_estimators_take_numbers_in_any_array_like_form() -> None:
 
 def test_leverage_one_without_the_ridge_adds_nothing_to_hc2_and_hc3() -> None:
     # ridge = 0: the single-trial candidate's leverage is exactly 1; the clip keeps its (zero) term finite
-    rng = np.random.default_rng(27)
-    X = rng.random((30, 3)) < 0.5
-    X[:, 2] = False
-    X[7, 2] = True
-    y = rng.normal(size=30)
-    Z = np.column_stack([np.ones(30), X.astype(float)])
-    A = np.linalg.inv(Z.T @ Z)
-    e = y - Z @ (A @ Z.T @ y)
-    h = np.einsum("ni,ij,nj->n", Z, A, Z)
-    keep = h < 1 - 1e-9
     for hc, power in (("HC2", 1), ("HC3", 2)):
-        omega = np.zeros(30)
-        omega[keep] = e[keep] ** 2 / (1 - h[keep]) ** power
-        se = np.sqrt(np.diag(A @ (Z.T * omega) @ Z @ A))[1:]
+        X, y, se = _single_trial_design(power)
         np.testing.assert_allclose(ols_hc(X, y, hc=hc, ridge=0.0).se, se, rtol=1e-5)  # HC3: (2e-16)² / (1e-12)² is left
 
 
