@@ -103,6 +103,36 @@ def test_cached_batches_mix_hits_and_misses(tmp_path: Path) -> None:
     assert [s.logprob for s in scores if isinstance(s, Score)] == [-1.0, -2.0]
 
 
+class BatchFake(FakeSolver):
+    """A batch solver (like the local one): records the batches it is handed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list[str]] = []
+
+    def answer_many(self, requests: list[SolveRequest]) -> list[Answer | SolverError]:
+        self.batches.append([r.question for r in requests])
+        return [self.answer(r) for r in requests]
+
+    def score_many(self, requests: list[SolveRequest], reference: str | list[str]) -> list[Score | SolverError]:
+        refs = [reference] * len(requests) if isinstance(reference, str) else list(reference)
+        self.batches.append([r.question for r in requests])
+        return [self.score(r, ref) for r, ref in zip(requests, refs, strict=True)]
+
+
+def test_cached_batches_hand_the_misses_to_a_batch_solver_as_one_batch(tmp_path: Path) -> None:
+    inner = BatchFake()
+    cached = CachedSolver(inner, ResponseCache(tmp_path / "c.sqlite"))
+    reqs = [SolveRequest("c", f"Q{i}") for i in range(4)]
+    cached.answer(reqs[1])
+    out = cached.answer_many(reqs)
+    assert [o.text for o in out if isinstance(o, Answer)] == ["Q0:0", "Q1:0", "Q2:0", "Q3:0"]
+    assert inner.batches == [["Q0", "Q2", "Q3"]]  # the misses, in order, in one call
+    scores = cached.score_many(reqs[:3], ["a", "bb", "c"])
+    assert [s.logprob for s in scores if isinstance(s, Score)] == [-1.0, -2.0, -1.0]
+    assert inner.batches[-1] == ["Q0", "Q1", "Q2"]
+
+
 def test_solve_many_bounds_concurrency_and_keeps_order() -> None:
     inner = FakeSolver(rendezvous=3)  # 12 requests = 4 groups of 3 calls in flight together
     reqs = [SolveRequest("c", f"Q{i}" if i != 3 else "fail me") for i in range(12)]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from deltap.solvers.base import Answer, Score, SolveRequest, SolverError
+from deltap.solvers.concurrency import answer_all, score_all
 from deltap.solvers.prompts import prompt_hash, render_prompt
 
 __all__ = ["CachedSolver", "ResponseCache"]
@@ -150,7 +151,8 @@ class CachedSolver:
         self.cache.put(key, self.id, self.params, "score", phash, reference, payload)
 
     def answer_many(self, requests: Sequence[SolveRequest]) -> list[Answer | SolverError]:
-        """Cached answers for hits; misses go to the inner solver's ``answer_many`` (prefix order) when it has one."""
+        """Cached answers for hits; the misses go to the inner solver as one batch (:func:`answer_all`: its
+        ``answer_many``, in prefix order, when it is a :class:`~deltap.solvers.base.BatchAnswerer`)."""
         keys = [self._key(r, "answer") for r in requests]
         out: list[Answer | SolverError | None] = []
         for key, _ in keys:
@@ -159,22 +161,15 @@ class CachedSolver:
             out.append(Answer(**stored) if stored is not None else None)
         todo = [i for i, o in enumerate(out) if o is None]
         if todo:
-            batch = getattr(self.inner, "answer_many", None)
-            results: list[Answer | SolverError]
-            if callable(batch):
-                results = batch([requests[i] for i in todo])
-            else:
-                from deltap.solvers.concurrency import solve_many
-
-                results = solve_many(self.inner, [requests[i] for i in todo], concurrency=1)
-            for i, res in zip(todo, results, strict=False):
+            results = answer_all(self.inner, [requests[i] for i in todo])
+            for i, res in zip(todo, results, strict=True):
                 out[i] = res
                 if isinstance(res, Answer):
                     self._store_answer(keys[i][0], keys[i][1], res)
         return [o if o is not None else SolverError("not run") for o in out]
 
     def score_many(self, requests: Sequence[SolveRequest], reference: str | Sequence[str]) -> list[Score | SolverError]:
-        """Cached scores for hits; misses go to the inner solver's ``score_many`` when it has one."""
+        """Cached scores for hits; the misses go to the inner solver as one batch (:func:`score_all`)."""
         refs = [reference] * len(requests) if isinstance(reference, str) else list(reference)
         keys = [self._key(r, "score", ref) for r, ref in zip(requests, refs, strict=False)]
         out: list[Score | SolverError | None] = []
@@ -184,18 +179,8 @@ class CachedSolver:
             out.append(Score(**stored) if stored is not None else None)
         todo = [i for i, o in enumerate(out) if o is None]
         if todo:
-            batch = getattr(self.inner, "score_many", None)
-            results: list[Score | SolverError]
-            if callable(batch):
-                results = batch([requests[i] for i in todo], [refs[i] for i in todo])
-            else:
-                results = []
-                for i in todo:
-                    try:
-                        results.append(self.inner.score(requests[i], refs[i]))
-                    except SolverError as exc:
-                        results.append(exc)
-            for i, res in zip(todo, results, strict=False):
+            scored = score_all(self.inner, [requests[i] for i in todo], [refs[i] for i in todo])
+            for i, res in zip(todo, scored, strict=True):
                 out[i] = res
                 if isinstance(res, Score):
                     self._store_score(keys[i][0], keys[i][1], refs[i], res)
