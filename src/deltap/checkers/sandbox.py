@@ -364,8 +364,8 @@ class _Cgroups:
                             (path / "memory.memsw.limit_in_bytes").write_text(str(limits.memory_bytes))
                 elif ctrl == "cpu":
                     quota = max(1000, int(round((limits.cpus or 0) * CPU_PERIOD_US)))
-                    if (path / "cpu.max").exists() or (path / "cgroup.controllers").exists():
-                        (path / "cpu.max").write_text(f"{quota} {CPU_PERIOD_US}")  # absent: cpu not delegated here
+                    if (path / "cgroup.controllers").exists():  # v2; no cpu.max: cpu not delegated here (skipped)
+                        (path / "cpu.max").write_text(f"{quota} {CPU_PERIOD_US}")
                     else:
                         (path / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
                         (path / "cpu.cfs_quota_us").write_text(str(quota))
