@@ -22,6 +22,7 @@ candidates (``grade: null``) are unjudged. Pairs without any graded candidate ar
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,10 @@ from deltap.errors import FormatError
 from deltap.qrels import Qrels, QrelsRecord, write_beir_qrels, write_qrels_jsonl, write_trec_qrels
 
 __all__ = [
+    "VERDICTS",
     "VerifiedDataset",
+    "candidate_verdict",
+    "dataset_signed_gains",
     "dataset_qrels",
     "dataset_qrels_records",
     "read_dataset",
@@ -41,6 +45,10 @@ __all__ = [
 ]
 
 EMPIRICAL_VALUES = ("YES", "NO", "HARMFUL", "UNDECIDED")
+
+#: The verdict words, in the order reports list them.
+VERDICTS = ("relevant", "irrelevant", "harmful", "undecided")
+_FROM_EMPIRICAL = {"YES": "relevant", "NO": "irrelevant", "HARMFUL": "harmful", "UNDECIDED": "undecided"}
 
 
 @dataclass
@@ -198,3 +206,77 @@ def write_dataset_qrels(dataset: VerifiedDataset, out_dir: str | Path, provenanc
         write_text_atomic(prov, json.dumps(_plain(dict(provenance)), indent=2, sort_keys=True) + "\n")
         paths["provenance"] = prov
     return paths
+
+
+def candidate_verdict(candidate: Mapping[str, Any]) -> str:
+    """A candidate's verdict word: its ``verdict`` field, else its seed-schema ``empirical_relevance`` (YES =
+    relevant, NO = irrelevant, HARMFUL = harmful), else ``undecided``."""
+    v = str(candidate.get("verdict") or "").lower()
+    if v in VERDICTS:
+        return v
+    return _FROM_EMPIRICAL.get(str(candidate.get("empirical_relevance") or "").upper(), "undecided")
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    f = float(value)
+    return f if math.isfinite(f) else None
+
+
+def dataset_signed_gains(
+    dataset: VerifiedDataset,
+) -> tuple[dict[str, dict[str, float]], dict[str, list[tuple[frozenset[str], float]]], list[tuple[str, str]]]:
+    """Signed gains of a dataset's documents and the value of each verified coalition.
+
+    The gain of a candidate is its measured effect with the verdict's sign: ``+|delta_p|`` when ``relevant``,
+    ``-|delta_p|`` when ``harmful``; ``irrelevant`` and ``undecided`` candidates (and documents the dataset never
+    tried) have no gain and are left out. The verdict fixes the sign (it rests on the dataset's tests, which can use
+    a different estimator than the difference in means ``delta_p``); ``delta_p`` gives the size.
+
+    A coalition's value is the lift the coalition trials measured, ``coalition_mean - none_mean`` (exactly the
+    coalition in context vs no document, from ``metadata.coalition_check``), when recorded and positive; otherwise
+    the sum of its members' positive ``delta_p`` (members may be undecided one by one: their joint effect is what
+    the coalition verified). Units follow the dataset's outcome: probability of success (``pass``) or nats
+    (``logprob``).
+
+    Returns:
+        ``(gains, coalitions, unknown)``: ``{query_id: {doc_id: gain}}`` (non-zero gains only),
+        ``{query_id: [(members, value), ...]}``, and the ``(query_id, doc_id)`` of relevant or harmful candidates
+        without a numeric ``delta_p`` (their gain is unknown; they count 0 and callers report them).
+    """
+    gains: dict[str, dict[str, float]] = {}
+    coalitions: dict[str, list[tuple[frozenset[str], float]]] = {}
+    unknown: list[tuple[str, str]] = []
+    for pair in dataset.pairs:
+        pid = str(pair["id"])
+        row: dict[str, float] = {}
+        raw: dict[str, float] = {}
+        for c in pair["candidates"]:
+            did = str(c.get("doc_id") or c.get("fqn"))
+            dp = _finite(c.get("delta_p"))
+            if dp is not None:
+                raw[did] = dp
+            verdict = candidate_verdict(c)
+            if verdict in ("relevant", "harmful"):
+                if dp is None:
+                    unknown.append((pid, did))
+                elif dp != 0:
+                    row[did] = abs(dp) if verdict == "relevant" else -abs(dp)
+        if row:
+            gains[pid] = row
+        measured: dict[frozenset[str], float] = {}
+        for check in (pair.get("metadata") or {}).get("coalition_check") or []:
+            if isinstance(check, Mapping) and check.get("verified") and check.get("docs"):
+                cm, nm = _finite(check.get("coalition_mean")), _finite(check.get("none_mean"))
+                if cm is not None and nm is not None and cm > nm:
+                    measured[frozenset(str(d) for d in check["docs"])] = cm - nm
+        members_list = pair.get("coalitions") or ([pair["coalition"]] if pair.get("coalition") else [])
+        out: list[tuple[frozenset[str], float]] = []
+        for members in members_list:
+            key = frozenset(str(d) for d in members)
+            if key:
+                out.append((key, measured.get(key, sum(max(raw.get(d, 0.0), 0.0) for d in key))))
+        if out:
+            coalitions[pid] = out
+    return gains, coalitions, unknown

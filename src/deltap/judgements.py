@@ -10,7 +10,9 @@
   * qrels JSONL: ``relevant_docs``, ``query``, and optional ``coalitions`` (every winning coalition: a list of lists
     of doc ids) or ``coalition`` (a list of doc ids, or a list of such lists) per record;
   * deltap verified dataset YAML: queries from ``pairs[].query``, coalitions from ``pairs[].coalitions`` (else
-    ``pairs[].coalition``), harmful documents from candidates whose ``empirical_relevance`` or ``verdict`` is harmful;
+    ``pairs[].coalition``), harmful documents from candidates whose ``empirical_relevance`` or ``verdict`` is harmful,
+    and the signed gains of every decided document and coalition (:class:`SignedGains`, for ``signed_utility@K``:
+    TREC and BEIR qrels cannot carry negative grades);
   * BEIR TSV / TREC qrels files: qrels only.
 
 :class:`Judgements` is the one container of qrels with their queries (a BEIR folder in memory is a corpus plus
@@ -19,7 +21,7 @@ judgements: :class:`deltap.loaders.BeirDataset`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -27,7 +29,7 @@ from typing import Any, Literal
 from deltap.errors import FormatError
 from deltap.qrels import Qrels, read_beir_qrels, read_qrels_jsonl, read_trec_qrels
 
-__all__ = ["Judgements", "QrelsFormat", "detect_qrels_format", "load_judgements", "load_qrels"]
+__all__ = ["Judgements", "SignedGains", "QrelsFormat", "detect_qrels_format", "load_judgements", "load_qrels"]
 
 QrelsFormat = Literal["beir", "trec", "jsonl", "dataset"]
 
@@ -88,15 +90,45 @@ def load_qrels(path: str | Path | Any, fmt: QrelsFormat | None = None, split: st
     return qrels
 
 
+@dataclass(frozen=True)
+class SignedGains:
+    """Signed document gains and coalition values: what ``signed_utility@K`` scores a ranking with.
+
+    Attributes:
+        docs: ``{query_id: {doc_id: gain}}``: a relevant document's measured ΔP (> 0), a harmful one's −|ΔP|;
+            documents absent (irrelevant, undecided, never tried) have gain 0.
+        coalitions: ``{query_id: [(members, value), ...]}``: every verified winning coalition and the lift it
+            brings when all its members are in context (see :func:`deltap.dataset.dataset_signed_gains`).
+        unknown: ``(query_id, doc_id)`` of decided documents whose ΔP the source does not give (counted 0).
+        unit: What a gain measures: ``"probability"`` (pass outcome) or ``"nats"`` (log-probability outcome).
+    """
+
+    docs: dict[str, dict[str, float]] = field(default_factory=dict)
+    coalitions: dict[str, list[tuple[frozenset[str], float]]] = field(default_factory=dict)
+    unknown: tuple[tuple[str, str], ...] = ()
+    unit: str = "probability"
+
+    @classmethod
+    def of(cls, value: SignedGains | Mapping[str, Mapping[str, float]]) -> SignedGains:
+        """A :class:`SignedGains` as given, or one built from plain ``{query_id: {doc_id: gain}}`` (no coalitions)."""
+        if isinstance(value, SignedGains):
+            return value
+        return cls({str(q): {str(d): float(g) for d, g in row.items()} for q, row in value.items()})
+
+
 @dataclass
 class Judgements:
-    """Qrels and whatever else the source file records about its queries."""
+    """Qrels and whatever else the source file records about its queries.
+
+    ``gains`` holds signed gains when the source can carry them (a deltap verified dataset), else ``None``.
+    """
 
     qrels: Qrels
     queries: dict[str, str] = field(default_factory=dict)
     coalitions: dict[str, list[frozenset[str]]] = field(default_factory=dict)
     harmful: dict[str, set[str]] = field(default_factory=dict)
     source: str = ""
+    gains: SignedGains | None = None
 
     @property
     def n_judgements(self) -> int:
@@ -135,9 +167,13 @@ def load_judgements(path: str | Path, split: str = "test") -> Judgements:
             if coal:
                 out.coalitions[rec.query_id] = coal
     elif fmt == "dataset":
-        from deltap.dataset import read_dataset
+        from deltap.dataset import dataset_signed_gains, read_dataset
 
-        for pair in read_dataset(path).pairs:
+        dataset = read_dataset(path)
+        docs, coalition_values, unknown = dataset_signed_gains(dataset)
+        unit = "nats" if str(dataset.metadata.get("outcome", "pass")) == "logprob" else "probability"
+        out.gains = SignedGains(docs, coalition_values, tuple(unknown), unit)
+        for pair in dataset.pairs:
             pid = str(pair.get("id"))
             if pair.get("query"):
                 out.queries[pid] = str(pair["query"])

@@ -20,7 +20,7 @@ import numpy as np
 
 from deltap.errors import DeltapError
 from deltap.evaluation._render import latex_escape, to_latex, to_markdown, to_text
-from deltap.evaluation.measures import DEFAULT_METRICS, Measure, parse_metrics
+from deltap.evaluation.measures import DEFAULT_METRICS, Measure, needs_of, parse_metrics, with_judged
 from deltap.evaluation.ranking import EvaluationWarning, MissingPolicy, align_queries, validate_qrels
 from deltap.evaluation.scores import (
     EvalResult,
@@ -31,10 +31,11 @@ from deltap.evaluation.scores import (
     compute_values,
     evaluate,
     load_qrels_like,
+    resolve_gains,
 )
 from deltap.evaluation.settings import ComparisonSettings, EvaluationSettings, TestName
 from deltap.evaluation.stats import bootstrap_ci, holm, paired_t_test, randomization_test
-from deltap.judgements import Judgements
+from deltap.judgements import Judgements, SignedGains
 
 __all__ = ["Comparison", "compare", "score_runs"]
 
@@ -299,6 +300,7 @@ def compare(
     test: TestName = ComparisonSettings.test,
     alpha: float = ComparisonSettings.alpha,
     coalitions: Mapping[str, Sequence[Collection[str]]] | None = None,
+    gains: SignedGains | Mapping[str, Mapping[str, float]] | None = None,
     on_missing: MissingPolicy = EvaluationSettings.on_missing,
     on_empty: MissingPolicy = EvaluationSettings.on_empty,
     confidence: float = EvaluationSettings.confidence,
@@ -317,6 +319,7 @@ def compare(
             recommend it) or ``t`` (paired t-test). Both are always computed and reported.
         alpha: Significance level for the Holm-adjusted p-values.
         coalitions: Winning coalitions for ``set_recall@K``.
+        gains: Signed gains for ``signed_utility@K`` (see :func:`deltap.evaluate`).
         on_missing: See :func:`deltap.evaluate`. With ``skip``, only queries every run answers are compared.
         on_empty: See :func:`deltap.evaluate`.
         confidence: Coverage of the bootstrap intervals.
@@ -345,7 +348,9 @@ def compare(
     if base not in named:
         raise DeltapError(f"baseline {base!r} is not one of the runs: {', '.join(systems)}")
 
-    measures = parse_metrics(metrics)
+    measures = with_judged(parse_metrics(metrics))
+    signed, gain_notes = resolve_gains(measures, qrels, gains)
+    judged = "judged" in needs_of(measures)
     qrels_d = load_qrels_like(qrels)
     validate_qrels(qrels_d)
     run_d = {s: _open_run(r) for s, r in named.items()}
@@ -357,7 +362,7 @@ def compare(
         qids, run_notes = align_queries(qrels_d, r.keys(), on_missing=on_missing, on_empty=on_empty, run_name=s, min_grade=min_grade)
         per_system[s] = qids
         system_notes[s] = run_notes
-    notes = [n for s in systems for n in system_notes[s]]
+    notes = [n for s in systems for n in system_notes[s]] + gain_notes
     common = set.intersection(*(set(q) for q in per_system.values()))
     query_ids = [q for q in qrels_d if q in common]
     if on_missing == "skip" and any(len(q) != len(query_ids) for q in per_system.values()):
@@ -365,7 +370,7 @@ def compare(
 
     results: dict[str, EvalResult] = {}
     for s, r in run_d.items():
-        ranking = _rank(qrels_d, r, query_ids, coalitions, s)
+        ranking = _rank(qrels_d, r, query_ids, coalitions, s, signed, judged)
         values = compute_values(ranking, measures)
         ci = (
             np.atleast_2d(bootstrap_ci(values, n_resamples=n_resamples, confidence=confidence, seed=seed))
@@ -432,7 +437,7 @@ def score_runs(
     """Evaluate the one run of ``runs``, or compare the runs against a baseline (several runs, or ``comparison`` given;
     without ``comparison`` the comparison takes the :class:`~deltap.evaluation.settings.ComparisonSettings` defaults).
 
-    The judgements' coalitions feed ``set_recall@K``. The evaluation notes (queries missing from a run, queries
+    The judgements' coalitions feed ``set_recall@K``, their signed gains ``signed_utility@K``. The evaluation notes (queries missing from a run, queries
     without a relevant document) are in the result's ``notes``, not repeated as warnings.
 
     Raises:
@@ -445,7 +450,7 @@ def score_runs(
     measures = parse_metrics(list(settings.metrics))
     coalitions = judgements.coalitions or None
     common: dict[str, Any] = {
-        "coalitions": coalitions, "on_missing": settings.on_missing, "on_empty": settings.on_empty,
+        "coalitions": coalitions, "gains": judgements.gains, "on_missing": settings.on_missing, "on_empty": settings.on_empty,
         "confidence": settings.confidence, "n_resamples": settings.n_resamples, "seed": settings.seed,
     }  # fmt: skip
     with warnings.catch_warnings():

@@ -6,8 +6,9 @@
 
 Names are case-insensitive and accept the usual spellings: ``ndcg@10``, ``nDCG@10``, ``ndcg_cut_10`` (trec_eval),
 ``P@10``, ``P_10``, ``precision@10``, ``recall@100``, ``hit_rate@5`` / ``success@5``, ``MRR``, ``MRR@10``,
-``recip_rank``, ``MAP``, ``map@100`` / ``map_cut_100``, ``R-prec`` / ``Rprec``, ``set_recall@10``; parameters:
-``P(rel=2)@10`` (relevance level for binary metrics), ``ndcg(gain=exp)@10``.
+``recip_rank``, ``MAP``, ``map@100`` / ``map_cut_100``, ``R-prec`` / ``Rprec``, ``set_recall@10``,
+``signed_utility@10`` (gains from a deltap verified dataset), ``judged@10``; parameters: ``P(rel=2)@10``
+(relevance level for binary metrics), ``ndcg(gain=exp)@10``, ``signed_utility(norm=ideal)@10``.
 
 Note on names: the deltap design's "Recall@K" (1 if any relevant document is in the top K) is ``hit_rate@K``;
 ``recall@K`` here is the classical recall (fraction of the relevant documents found).
@@ -27,7 +28,7 @@ from deltap.evaluation.metrics import METRICS, Metric
 from deltap.evaluation.ranking import Ranking
 from deltap.evaluation.settings import DEFAULT_METRICS
 
-__all__ = ["DEFAULT_METRICS", "Measure", "parse_metric", "parse_metrics"]
+__all__ = ["DEFAULT_METRICS", "Measure", "needs_of", "parse_metric", "parse_metrics", "with_judged"]
 
 _PATTERN = re.compile(r"^\s*([A-Za-z][A-Za-z_\-]*?)\s*(?:\(([^)]*)\))?\s*(?:[@_.]\s*(\d+))?\s*$")
 
@@ -129,7 +130,7 @@ def parse_metric(text: str | Measure) -> Measure:
                 if value.lower() not in choices:
                     raise DeltapError(f"metric {text!r}: {key} must be one of {', '.join(choices)}, got {value!r}")
                 params[key] = value.lower()
-    defaults = {"rel": 1, "gain": "linear"}
+    defaults = {"rel": 1, "gain": "linear", "norm": "none"}
     cleaned = tuple(sorted((key, v) for key, v in params.items() if defaults.get(key) != v))
     return Measure(name=name, k=k, params=cleaned)
 
@@ -152,4 +153,27 @@ def parse_metrics(texts: str | Measure | Iterable[str | Measure]) -> list[Measur
         measure = parse_metric(item)
         if measure not in out:
             out.append(measure)
+    return out
+
+
+def needs_of(measures: Iterable[Measure]) -> frozenset[str]:
+    """What the measures need the ranking to carry beyond relevant ranks (``"gains"``, ``"judged"``)."""
+    out: frozenset[str] = frozenset()
+    for m in measures:
+        out |= m.metric.needs
+    return out
+
+
+def with_judged(measures: Iterable[Measure]) -> list[Measure]:
+    """The measures with ``judged@K`` right after each ``signed_utility@K`` (unless already asked for): a signed
+    utility counts unjudged documents as 0, so how much of the top K is judged must be read beside it."""
+    given = list(measures)
+    out: list[Measure] = []
+    for m in given:
+        if m not in out:
+            out.append(m)
+        if m.name == "signed_utility":
+            judged = Measure("judged", k=m.k)
+            if judged not in out and judged not in given:
+                out.append(judged)
     return out

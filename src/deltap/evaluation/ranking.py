@@ -30,11 +30,15 @@ import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from deltap.errors import DeltapError
 from deltap.evaluation.settings import MissingPolicy
+
+if TYPE_CHECKING:
+    from deltap.judgements import SignedGains
 
 #: The rule for qrels queries without a relevant document, in the words every output (CLI notes, demo, report)
 #: uses: one rule, stated once (see the module docstring and :func:`align_queries`).
@@ -48,7 +52,9 @@ __all__ = [
     "NOT_RETRIEVED",
     "EvaluationWarning",
     "MissingPolicy",
+    "JudgedRanks",
     "Ranking",
+    "SignedRanks",
     "align_queries",
     "build_ranking",
     "rank_from_dicts",
@@ -85,6 +91,44 @@ class CoalitionRanks:
 
 
 @dataclass(frozen=True)
+class SignedRanks:
+    """Ranks of the documents with a signed gain, and of the coalitions with their values (``signed_utility``).
+
+    Attributes:
+        query: ``(S,)`` query index of every document with a non-zero gain (retrieved or not).
+        rank: ``(S,)`` its rank (``NOT_RETRIEVED`` when absent from the run).
+        gain: ``(S,)`` its signed gain.
+        coalitions: Member ranks of the verified coalitions (``None`` when there are none).
+        coalition_value: ``(C,)`` the lift of each coalition with all its members in context.
+        member_gain: ``(M,)`` the signed gain of each coalition member (0 when it has none).
+        doc_ids: ``(S,)`` the documents of ``query``/``rank``/``gain``.
+        member_doc_ids: ``(M,)`` the document of each coalition member.
+    """
+
+    query: np.ndarray
+    rank: np.ndarray
+    gain: np.ndarray
+    coalitions: CoalitionRanks | None
+    coalition_value: np.ndarray
+    member_gain: np.ndarray
+    doc_ids: tuple[str, ...] = ()
+    member_doc_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class JudgedRanks:
+    """Ranks of every judged (query, document) pair, any grade including 0 (``judged@K``).
+
+    Attributes:
+        query: ``(J,)`` query index.
+        rank: ``(J,)`` rank in the run (``NOT_RETRIEVED`` when absent).
+    """
+
+    query: np.ndarray
+    rank: np.ndarray
+
+
+@dataclass(frozen=True)
 class Ranking:
     """Ranks of the judged-relevant documents of every evaluated query.
 
@@ -96,6 +140,8 @@ class Ranking:
         grade: ``(T,)`` relevance grade (> 0).
         doc_ids: ``(T,)`` document ids (for failure analysis and debugging).
         coalitions: Member ranks of recorded winning coalitions, when any were given.
+        signed: Ranks of the documents with a signed gain, when signed gains were given (``signed_utility``).
+        judged: Ranks of every judged document, when asked for (``judged@K``).
     """
 
     query_ids: tuple[str, ...]
@@ -105,6 +151,8 @@ class Ranking:
     grade: np.ndarray
     doc_ids: tuple[str, ...]
     coalitions: CoalitionRanks | None = None
+    signed: SignedRanks | None = None
+    judged: JudgedRanks | None = None
     _num_rel_cache: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -376,6 +424,8 @@ def rank_from_dicts(
     *,
     coalitions: Mapping[str, Sequence[Collection[str]]] | None = None,
     run_name: str = "run",
+    gains: SignedGains | None = None,
+    judged: bool = False,
 ) -> Ranking:
     """Compute the :class:`Ranking` of ``query_ids`` from plain dicts (nothing is copied or mutated).
 
@@ -385,6 +435,8 @@ def rank_from_dicts(
         query_ids: The queries to evaluate (from :func:`align_queries`).
         coalitions: Optional ``{query_id: [set of doc ids, ...]}``: the winning coalitions per query.
         run_name: Name of the run in error messages.
+        gains: Signed gains (``signed_utility``), or ``None``.
+        judged: Also rank every judged document, grade 0 included (``judged@K``).
     """
     empty: Mapping[str, float] = {}
     rows = [run.get(q, empty) for q in query_ids]
@@ -420,6 +472,8 @@ def rank_from_dicts(
         items,
         lookup,
         coalitions,
+        gains=gains,
+        judged=qrels if judged else None,
     )
 
 
@@ -434,6 +488,9 @@ def build_ranking(
     items: Callable[[int], Iterable[tuple[str, float]]],
     lookup: Callable[[Sequence[int], Sequence[str]], np.ndarray],
     coalitions: Mapping[str, Sequence[Collection[str]]] | None,
+    *,
+    gains: SignedGains | None = None,
+    judged: Mapping[str, Mapping[str, int]] | None = None,
 ) -> Ranking:
     """Assemble a :class:`Ranking` from a run laid out as one score segment per evaluated query.
 
@@ -445,37 +502,22 @@ def build_ranking(
         items: ``(doc_id, score)`` pairs of one segment (only called to break ties).
         lookup: Scores of arbitrary ``(query index, doc id)`` pairs (NaN = absent), for coalition members.
         coalitions: ``{query_id: [doc id sets]}`` or ``None``.
+        gains: Signed gains to rank (``signed_utility``), or ``None``.
+        judged: Qrels whose every judged pair (grade 0 included) to rank (``judged@K``), or ``None``.
     """
     rank = _ranks(scores, offsets, tq, t_score, t_doc, items)
     order = np.lexsort((rank, tq))
 
-    coal: CoalitionRanks | None = None
-    if coalitions:
-        c_query: list[int] = []
-        c_size: list[int] = []
-        m_coal: list[int] = []
-        m_doc: list[str] = []
-        m_query: list[int] = []
-        for qi, qid in enumerate(query_ids):
-            for members in coalitions.get(qid, ()):
-                uniq = sorted(set(members))
-                if not uniq:
-                    continue
-                ci = len(c_query)
-                c_query.append(qi)
-                c_size.append(len(uniq))
-                for did in uniq:
-                    m_coal.append(ci)
-                    m_doc.append(did)
-                    m_query.append(qi)
-        mq = np.asarray(m_query, dtype=np.int64)
-        m_rank = _ranks(scores, offsets, mq, lookup(m_query, m_doc), m_doc, items)
-        coal = CoalitionRanks(
-            query=np.asarray(c_query, dtype=np.int64),
-            size=np.asarray(c_size, dtype=np.int64),
-            member_coalition=np.asarray(m_coal, dtype=np.int64),
-            member_rank=m_rank,
-        )
+    def ranks_of(q_idx: list[int], docs: list[str]) -> np.ndarray:
+        return _ranks(scores, offsets, np.asarray(q_idx, dtype=np.int64), lookup(q_idx, docs), docs, items)
+
+    coal = _coalition_ranks(query_ids, coalitions, ranks_of)[0] if coalitions else None
+    signed = _signed_ranks(query_ids, gains, ranks_of) if gains is not None else None
+    judged_ranks: JudgedRanks | None = None
+    if judged is not None:
+        j_q = [qi for qi, qid in enumerate(query_ids) for _ in judged.get(qid, {})]
+        j_doc = [str(d) for qid in query_ids for d in judged.get(qid, {})]
+        judged_ranks = JudgedRanks(np.asarray(j_q, dtype=np.int64), ranks_of(j_q, j_doc))
 
     return Ranking(
         query_ids=tuple(query_ids),
@@ -485,4 +527,74 @@ def build_ranking(
         grade=tg[order],
         doc_ids=tuple(t_doc[i] for i in order.tolist()),
         coalitions=coal,
+        signed=signed,
+        judged=judged_ranks,
+    )
+
+
+def _coalition_ranks(
+    query_ids: Sequence[str],
+    coalitions: Mapping[str, Sequence[Collection[str]]],
+    ranks_of: Callable[[list[int], list[str]], np.ndarray],
+) -> tuple[CoalitionRanks, list[str]]:
+    """Member ranks of every non-empty coalition of the evaluated queries, and the member doc ids (in order)."""
+    c_query: list[int] = []
+    c_size: list[int] = []
+    m_coal: list[int] = []
+    m_doc: list[str] = []
+    m_query: list[int] = []
+    for qi, qid in enumerate(query_ids):
+        for members in coalitions.get(qid, ()):
+            uniq = sorted(set(members))
+            if not uniq:
+                continue
+            ci = len(c_query)
+            c_query.append(qi)
+            c_size.append(len(uniq))
+            for did in uniq:
+                m_coal.append(ci)
+                m_doc.append(did)
+                m_query.append(qi)
+    ranks = CoalitionRanks(
+        query=np.asarray(c_query, dtype=np.int64),
+        size=np.asarray(c_size, dtype=np.int64),
+        member_coalition=np.asarray(m_coal, dtype=np.int64),
+        member_rank=ranks_of(m_query, m_doc),
+    )
+    return ranks, m_doc
+
+
+def _signed_ranks(
+    query_ids: Sequence[str], gains: SignedGains, ranks_of: Callable[[list[int], list[str]], np.ndarray]
+) -> SignedRanks:
+    s_q: list[int] = []
+    s_doc: list[str] = []
+    s_gain: list[float] = []
+    for qi, qid in enumerate(query_ids):
+        for did, g in gains.docs.get(qid, {}).items():
+            if g != 0:
+                s_q.append(qi)
+                s_doc.append(did)
+                s_gain.append(float(g))
+    coal: CoalitionRanks | None = None
+    value = np.zeros(0)
+    member_gain = np.zeros(0)
+    m_doc: list[str] = []
+    if gains.coalitions:
+        sets = {qid: [members for members, _ in gains.coalitions.get(qid, ())] for qid in query_ids}
+        coal, m_doc = _coalition_ranks(query_ids, sets, ranks_of)
+        value = np.asarray(
+            [float(v) for qid in query_ids for members, v in gains.coalitions.get(qid, ()) if members], dtype=np.float64
+        )
+        m_query = [query_ids[int(coal.query[c])] for c in coal.member_coalition.tolist()]
+        member_gain = np.asarray([gains.docs.get(q, {}).get(d, 0.0) for q, d in zip(m_query, m_doc, strict=True)], dtype=np.float64)
+    return SignedRanks(
+        query=np.asarray(s_q, dtype=np.int64),
+        rank=ranks_of(s_q, s_doc),
+        gain=np.asarray(s_gain, dtype=np.float64),
+        coalitions=coal,
+        coalition_value=value,
+        member_gain=member_gain,
+        doc_ids=tuple(s_doc),
+        member_doc_ids=tuple(m_doc),
     )

@@ -15,17 +15,21 @@ import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from deltap.evaluation._render import latex_escape, to_latex, to_markdown, to_text
-from deltap.evaluation.measures import DEFAULT_METRICS, Measure, parse_metrics
+from deltap.errors import DeltapError
+from deltap.evaluation.measures import DEFAULT_METRICS, Measure, needs_of, parse_metrics, with_judged
 from deltap.evaluation.ranking import MissingPolicy, Ranking, align_queries, rank_from_dicts, validate_qrels
 from deltap.evaluation.settings import EvaluationSettings
 from deltap.evaluation.stats import bootstrap_ci
 
-__all__ = ["EvalResult", "QrelsLike", "RunLike", "evaluate", "load_qrels_like", "load_run_like"]
+if TYPE_CHECKING:
+    from deltap.judgements import SignedGains
+
+__all__ = ["EvalResult", "QrelsLike", "RunLike", "evaluate", "load_qrels_like", "load_run_like", "resolve_gains"]
 
 QrelsLike = Mapping[str, Mapping[str, int]] | str | Path
 RunLike = Mapping[str, Mapping[str, float]] | str | Path
@@ -76,12 +80,50 @@ def _rank(
     query_ids: Sequence[str],
     coalitions: Coalitions | None,
     name: str,
+    gains: SignedGains | None = None,
+    judged: bool = False,
 ) -> Ranking:
     from deltap.evaluation.trec_fast import RunArrays, rank_from_arrays
 
     if isinstance(run, RunArrays):
-        return rank_from_arrays(qrels, run, query_ids, coalitions=coalitions)
-    return rank_from_dicts(qrels, run, query_ids, coalitions=coalitions, run_name=name)
+        return rank_from_arrays(qrels, run, query_ids, coalitions=coalitions, gains=gains, judged=judged)
+    return rank_from_dicts(qrels, run, query_ids, coalitions=coalitions, run_name=name, gains=gains, judged=judged)
+
+
+def resolve_gains(
+    measures: Sequence[Measure], qrels: QrelsLike, gains: SignedGains | Mapping[str, Mapping[str, float]] | None
+) -> tuple[SignedGains | None, list[str]]:
+    """The signed gains the measures need (``None`` when none needs them), and notes about them.
+
+    Gains given are used as they are; otherwise, when ``qrels`` is a path to a deltap verified dataset, its gains.
+
+    Raises:
+        DeltapError: a measure needs gains and none can be found (TREC/BEIR qrels cannot carry negative grades).
+    """
+    if "gains" not in needs_of(measures):
+        return None, []
+    if gains is None and isinstance(qrels, str | Path) and Path(qrels).is_file():
+        from deltap.judgements import detect_qrels_format, load_judgements
+
+        if detect_qrels_format(qrels) == "dataset":
+            gains = load_judgements(qrels).gains
+    if gains is None:
+        asked = ", ".join(str(m) for m in measures if "gains" in m.metric.needs)
+        raise DeltapError(
+            f"{asked} needs signed gains (a relevant document's ΔP, a harmful one's −|ΔP|): give a deltap "
+            "retrieval_dataset.yaml as the qrels (TREC and BEIR qrels cannot carry negative grades), or pass gains="
+        )
+    from deltap.judgements import SignedGains
+
+    resolved = SignedGains.of(gains)
+    notes = []
+    if resolved.unknown:
+        shown = ", ".join(f"{q}/{d}" for q, d in resolved.unknown[:5])
+        notes.append(
+            f"{len(resolved.unknown)} relevant or harmful documents have no delta_p and count 0 in signed_utility: "
+            f"{shown}{' ...' if len(resolved.unknown) > 5 else ''}"
+        )
+    return resolved, notes
 
 
 @dataclass(frozen=True)
@@ -209,6 +251,7 @@ def evaluate(
     metrics: str | Measure | Iterable[str | Measure] = DEFAULT_METRICS,
     *,
     coalitions: Coalitions | None = None,
+    gains: SignedGains | Mapping[str, Mapping[str, float]] | None = None,
     on_missing: MissingPolicy = EvaluationSettings.on_missing,
     on_empty: MissingPolicy = EvaluationSettings.on_empty,
     confidence: float = EvaluationSettings.confidence,
@@ -225,6 +268,9 @@ def evaluate(
         metrics: Measure strings (``"ndcg@10"``, ``"P@5"``, ``"MRR"``...) or :class:`Measure` objects, a list or
             a comma-separated string.
         coalitions: ``{query_id: [set_of_doc_ids, ...]}`` winning coalitions for ``set_recall@K``.
+        gains: Signed gains for ``signed_utility@K``: a :class:`deltap.judgements.SignedGains` (with coalition
+            values) or ``{query_id: {doc_id: gain}}``; by default, those of ``qrels`` when it is a deltap verified
+            dataset (``retrieval_dataset.yaml``). ``judged@K`` is added after each ``signed_utility@K``.
         on_missing: Qrels queries absent from the run: ``zero`` (default, warn), ``skip`` (warn) or ``error``.
         on_empty: Qrels queries with no relevant document: ``zero`` (default, as trec_eval; warn), ``skip`` or
             ``error``.
@@ -241,14 +287,16 @@ def evaluate(
             set to ``error`` that applies.
     """
     name = run_name or (Path(run).name if isinstance(run, str | Path) else "run")
-    measures = parse_metrics(metrics)
+    measures = with_judged(parse_metrics(metrics))
+    signed, gain_notes = resolve_gains(measures, qrels, gains)
     qrels_d = load_qrels_like(qrels)
     validate_qrels(qrels_d)
     run_d = _open_run(run)
     query_ids, notes = align_queries(
         qrels_d, run_d.keys(), on_missing=on_missing, on_empty=on_empty, run_name=name, min_grade=min(m.rel for m in measures)
     )
-    ranking = _rank(qrels_d, run_d, query_ids, coalitions, name)
+    notes = notes + gain_notes
+    ranking = _rank(qrels_d, run_d, query_ids, coalitions, name, signed, "judged" in needs_of(measures))
     values = compute_values(ranking, measures)
     ci = (
         bootstrap_ci(values, n_resamples=n_resamples, confidence=confidence, seed=seed)

@@ -32,11 +32,14 @@ import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from deltap.evaluation.ranking import Ranking, build_ranking
+
+if TYPE_CHECKING:
+    from deltap.judgements import SignedGains
 
 __all__ = ["RunArrays", "rank_from_arrays", "read_qrels_fast", "read_run_arrays"]
 
@@ -404,6 +407,8 @@ def rank_from_arrays(
     query_ids: Sequence[str],
     *,
     coalitions: Mapping[str, Sequence[Collection[str]]] | None = None,
+    gains: SignedGains | None = None,
+    judged: bool = False,
 ) -> Ranking:
     """The :class:`~deltap.evaluation.ranking.Ranking` of ``query_ids`` from :class:`RunArrays` (see
     :func:`deltap.evaluation.ranking.rank_from_dicts` for the rules; results are identical)."""
@@ -492,4 +497,6 @@ def rank_from_arrays(
         items,
         lookup,
         coalitions,
+        gains=gains,
+        judged=qrels if judged else None,
     )

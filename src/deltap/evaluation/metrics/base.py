@@ -26,6 +26,8 @@ class Metric(ABC):
         aliases: Other accepted names (trec_eval's, ranx's, ir_measures').
         cutoff: Whether ``@K`` is ``required``, ``optional`` or not allowed (``none``).
         params: Parameters accepted in parentheses, with their allowed values (``None`` = any integer >= 1).
+        needs: What the ranking must carry beyond the relevant documents' ranks: ``"gains"`` (signed gains,
+            :attr:`~deltap.evaluation.ranking.Ranking.signed`) or ``"judged"`` (every judged document's rank).
     """
 
     name: ClassVar[str]
@@ -33,6 +35,7 @@ class Metric(ABC):
     aliases: ClassVar[tuple[str, ...]] = ()
     cutoff: ClassVar[Literal["required", "optional", "none"]] = "required"
     params: ClassVar[dict[str, tuple[str, ...] | None]] = {"rel": None}
+    needs: ClassVar[frozenset[str]] = frozenset()
 
     @abstractmethod
     def compute(self, ranking: Ranking, k: int | None, params: dict[str, int | str]) -> np.ndarray:
