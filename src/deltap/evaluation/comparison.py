@@ -359,7 +359,9 @@ def compare(
     per_system: dict[str, list[str]] = {}
     system_notes: dict[str, list[str]] = {}
     for s, r in run_d.items():
-        qids, run_notes = align_queries(qrels_d, r.keys(), on_missing=on_missing, on_empty=on_empty, run_name=s, min_grade=min_grade)
+        qids, run_notes = align_queries(
+            qrels_d, r.keys(), on_missing=on_missing, on_empty=on_empty, run_name=s, min_grade=min_grade, signed=signed is not None
+        )
         per_system[s] = qids
         system_notes[s] = run_notes
     notes = [n for s in systems for n in system_notes[s]] + gain_notes

@@ -230,6 +230,7 @@ def align_queries(
     on_empty: MissingPolicy = "zero",
     run_name: str = "run",
     min_grade: int = 1,
+    signed: bool = False,
 ) -> tuple[list[str], list[str]]:
     """The query ids to evaluate, in qrels order, applying the documented rules and warning about every exception.
 
@@ -242,6 +243,7 @@ def align_queries(
             trec_eval does), ``skip`` (drop, warn) or ``error``.
         run_name: Name of the run in messages.
         min_grade: Grade from which a document counts as relevant for the "empty" rule.
+        signed: A signed measure is asked for: the notes say it still counts an empty query's harmful documents.
 
     Returns:
         ``(query_ids, notes)``: the queries to evaluate and the warning messages that were emitted.
@@ -288,6 +290,8 @@ def align_queries(
         )
     if empty:
         action = "scored 0 on every metric (as trec_eval)" if on_empty == "zero" else "skipped (not in the means)"
+        if signed and on_empty == "zero":
+            action = "scored 0 on every relevance metric (as trec_eval; signed_utility and judged still count their harmful and judged documents)"
         notes.append(
             f"{len(empty)} qrels queries have no relevant document (grade >= {min_grade}) and were {action}: "
             f"{_shown(empty)}"

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from deltap.evaluation._render import latex_escape, to_latex, to_markdown, to_text
 from deltap.errors import DeltapError
+from deltap.evaluation._render import latex_escape, to_latex, to_markdown, to_text
 from deltap.evaluation.measures import DEFAULT_METRICS, Measure, needs_of, parse_metrics, with_judged
 from deltap.evaluation.ranking import MissingPolicy, Ranking, align_queries, rank_from_dicts, validate_qrels
 from deltap.evaluation.settings import EvaluationSettings
@@ -293,7 +293,8 @@ def evaluate(
     validate_qrels(qrels_d)
     run_d = _open_run(run)
     query_ids, notes = align_queries(
-        qrels_d, run_d.keys(), on_missing=on_missing, on_empty=on_empty, run_name=name, min_grade=min(m.rel for m in measures)
+        qrels_d, run_d.keys(), on_missing=on_missing, on_empty=on_empty, run_name=name, min_grade=min(m.rel for m in measures),
+        signed=signed is not None,
     )
     notes = notes + gain_notes
     ranking = _rank(qrels_d, run_d, query_ids, coalitions, name, signed, "judged" in needs_of(measures))
