@@ -8,6 +8,8 @@
 * :func:`load_judgements` — qrels with their side information (:mod:`deltap.judgements`); :func:`retrieve_runs` —
   runs built by retrievers (:mod:`.sources`).
 * :func:`parse_metric` — ``"ndcg@10"`` → :class:`Measure`.
+* :func:`audit_qrels` — the benchmark's gold documents against the mined verdicts, and the relevant documents the
+  gold misses (:mod:`.audit`).
 
 Names are lazy: ``import deltap.evaluation.settings`` (what the CLI needs for its defaults) does not load numpy or
 scipy; using :func:`evaluate` does.
@@ -39,11 +41,15 @@ _LAZY: dict[str, str] = {
     "Judgements": "deltap.judgements",
     "load_judgements": "deltap.judgements",
     "retrieve_runs": "deltap.evaluation.sources",
+    "QrelsAudit": "deltap.evaluation.audit",
+    "audit_qrels": "deltap.evaluation.audit",
+    "SignedGains": "deltap.judgements",
 }
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from deltap.evaluation.audit import QrelsAudit, audit_qrels
     from deltap.evaluation.comparison import Comparison, compare, score_runs
     from deltap.evaluation.failures import Failure, FailureAnalysis, analyze_failures
     from deltap.evaluation.measures import DEFAULT_METRICS, Measure, parse_metric, parse_metrics
@@ -51,4 +57,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deltap.evaluation.scores import EvalResult, evaluate
     from deltap.evaluation.settings import ComparisonSettings, EvaluationSettings, RetrievalSettings
     from deltap.evaluation.sources import retrieve_runs
-    from deltap.judgements import Judgements, load_judgements
+    from deltap.judgements import Judgements, SignedGains, load_judgements

@@ -13,6 +13,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from deltap.report.audit_section import audit_html
 from deltap.report.comparison import ComparisonView, read_comparison
 from deltap.report.figures import convergence, hit_at_k, recall_curve
 from deltap.report.plots import (
@@ -661,6 +662,7 @@ def render_html(data: RunData, title: str | None = None, corpus: Any = None) -> 
             ("retrievers", "Retrievers"),
             ("convergence", "Convergence"),
             ("failures", "Failures"),
+            ("audit", "Qrels audit"),
             ("cases", "Cases"),
             ("guide", "How to read"),
         )
@@ -677,6 +679,7 @@ def render_html(data: RunData, title: str | None = None, corpus: Any = None) -> 
         _retrievers(data),
         _convergence(data),
         _failures(data, corpus),
+        audit_html(data),
         _cases(data),
         _notes(data),
         GUIDE,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from deltap.report.audit_section import audit_markdown
 from deltap.report.comparison import read_comparison
 from deltap.report.figures import convergence, hit_at_k, wilson_interval
 from deltap.report.rundir import VERDICTS, RunData, load_run_dir
@@ -116,6 +117,7 @@ def render_markdown(data: RunData, top_docs: int = 3) -> str:
             lines.append("")
             lines.append("**Mean hit rate@5 with 95% Wilson interval:** " + "; ".join(finals))
     lines.append("")
+    lines += audit_markdown(data)
 
     lines.append("## Cases")
     base = "base log p" if data.outcome == "logprob" else "base success"
