@@ -13,8 +13,13 @@ Sources:
     documents are the names ``fixed_file`` imports, resolved with :mod:`ast` (``from a.b import C`` gives
     ``a.b.C``; ``import a.b`` gives ``a.b``; relative imports are kept in metadata, not as gold).
 
-* **BEIR** ``queries.jsonl`` + qrels: every judged document with grade > 0 is gold; the checker is ``none`` (such
-  cases are for evaluation, not for mining, unless a reference answer is given).
+* **BEIR** ``queries.jsonl`` + qrels: every judged document with grade > 0 is gold; a query whose record carries
+  reference answers (``answers``, ``answer``, ``reference_answer`` or the same inside ``metadata``) gets a
+  ``string_match`` checker over them, others the checker ``none`` (evaluation only).
+
+* **Question-answer files** (any QA dataset, :func:`read_qa_jsonl` / :func:`read_qa_yaml`): one record per question
+  with ``id``, ``question``, ``answers`` and optional ``gold_ids``; each becomes a case of type ``qa`` checked by
+  string match. A seed-004 qrels JSONL with ``reference_answer`` is read by :func:`deltap.loaders.load_cases`.
 """
 
 from __future__ import annotations
@@ -34,11 +39,17 @@ if TYPE_CHECKING:
     from deltap.documents import Corpus
 
 __all__ = [
+    "ANSWER_KEYS",
     "BENCHMARK_TYPES",
     "Case",
     "CheckerSpec",
+    "answers_of",
     "fixed_file_imports",
+    "qa_checker",
     "read_benchmark_yaml",
+    "read_qa_jsonl",
+    "read_qa_yaml",
+    "read_queries_answers",
     "read_queries_jsonl",
     "resolve_gold",
     "write_queries_jsonl",
@@ -82,7 +93,8 @@ class Case:
         gold_doc_ids: Seeded gold documents (from the benchmark's metadata), in the benchmark's order.
         checker: How an answer is judged.
         reference_answer: The expected answer, when there is one (used by the ``logprob`` outcome).
-        benchmark_type: ``api_understanding``, ``multiple_choice``, ``fix_error`` or ``beir``.
+        benchmark_type: ``api_understanding``, ``multiple_choice``, ``fix_error``, ``qa`` (a question-answer file)
+            or ``beir``.
         metadata: Everything else from the source (category, rationale, file, options...).
     """
 
@@ -374,3 +386,171 @@ def resolve_gold(
         )
     return out, missing
 
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Question-answer files: any QA dataset becomes cases checked by string match.
+
+#: Where a query record may carry its reference answers (first found first; all are accepted).
+ANSWER_KEYS = ("answers", "answer", "reference_answer")
+_ID_KEYS = ("id", "query_id", "_id")
+_QUESTION_KEYS = ("question", "query", "text")
+_GOLD_KEYS = ("gold_ids", "gold_doc_ids", "gold", "doc_ids", "relevant_docs")
+
+
+def _answer_values(value: Any, key: str, path: Path, line: int | None, case_id: str) -> list[str]:
+    items = value if isinstance(value, list) else [value]
+    out: list[str] = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, str | int | float):
+            raise FormatError(
+                path, f"{key!r} of {case_id!r} must be a string or a list of strings, got {type(item).__name__} {item!r}", line
+            )
+        text = str(item).strip()
+        if text:
+            out.append(text)
+    return out
+
+
+def answers_of(record: Mapping[str, Any], path: str | Path, line: int | None, case_id: str) -> list[str]:
+    """The reference answers a query record carries, in this order, duplicates removed: ``answers`` (a string or a
+    list), ``answer``, ``reference_answer`` (seed 004's qrels JSONL), then the same keys inside ``metadata``.
+
+    Numbers are taken as their text; YAML/JSON ``null`` means no answer.
+
+    Raises:
+        FormatError: an answer that is not a string or number (a mapping, a boolean...), naming file and line.
+    """
+    path = Path(path)
+    found: list[str] = []
+    meta = record.get("metadata")
+    places: list[tuple[str, Mapping[str, Any]]] = [("", record)]
+    if isinstance(meta, Mapping):
+        places.append(("metadata.", meta))
+    for prefix, place in places:
+        for key in ANSWER_KEYS:
+            if place.get(key) is not None:
+                found += _answer_values(place[key], prefix + key, path, line, case_id)
+    return list(dict.fromkeys(found))
+
+
+def qa_checker(answers: Sequence[str]) -> CheckerSpec:
+    """The checker of a question-answer case: string match against every accepted answer."""
+    return CheckerSpec("string_match", {"answers": list(answers)})
+
+
+def _first(record: Mapping[str, Any], keys: Sequence[str]) -> tuple[str | None, Any]:
+    for key in keys:
+        if record.get(key) is not None:
+            return key, record[key]
+    return None, None
+
+
+def _qa_case(record: Any, path: Path, line: int | None, n: int) -> Case:
+    if not isinstance(record, Mapping):
+        raise FormatError(path, f"question #{n} must be a mapping, got {type(record).__name__}", line)
+    _, raw_id = _first(record, _ID_KEYS)
+    if raw_id is None or isinstance(raw_id, bool) or not isinstance(raw_id, str | int) or not str(raw_id).strip():
+        raise FormatError(path, f"question #{n} needs an 'id' (a string or integer; also read: query_id, _id)", line)
+    case_id = str(raw_id).strip()
+    _, question = _first(record, _QUESTION_KEYS)
+    if not isinstance(question, str) or not question.strip():
+        raise FormatError(path, f"question {case_id!r} needs a 'question' string (also read: query, text)", line)
+    answers = answers_of(record, path, line, case_id)
+    if not answers:
+        raise FormatError(
+            path, f"question {case_id!r} has no answer: give 'answers' (a string or a list), 'answer' or 'reference_answer'", line
+        )
+    gold_key, raw_gold = _first(record, _GOLD_KEYS)
+    grades: dict[str, int] = {}
+    if isinstance(raw_gold, Mapping):  # {doc_id: grade}, as in qrels: grade > 0 is gold
+        for d, g in raw_gold.items():
+            if isinstance(g, bool) or not isinstance(g, int) or g < 0:
+                raise FormatError(path, f"{gold_key!r} of {case_id!r}: grade of {d!r} must be an integer >= 0, got {g!r}", line)
+            grades[str(d)] = g
+        gold = [d for d, g in grades.items() if g > 0]
+    else:
+        gold = _gold_list(raw_gold, path, line, case_id)
+    used = {*_ID_KEYS, *_QUESTION_KEYS, *ANSWER_KEYS, *_GOLD_KEYS}
+    metadata = {k: v for k, v in record.items() if k not in used}
+    if grades:
+        metadata["grades"] = grades
+    return Case(
+        case_id=case_id,
+        query=question.strip(),
+        gold_doc_ids=tuple(dict.fromkeys(gold)),
+        checker=qa_checker(answers),
+        reference_answer=answers[0],
+        benchmark_type="qa",
+        metadata=metadata,
+    )
+
+
+def _check_unique(cases: list[Case], path: Path) -> list[Case]:
+    ids = [c.case_id for c in cases]
+    dupes = [i for i in dict.fromkeys(ids) if ids.count(i) > 1]
+    if dupes:
+        raise DuplicateIdsError("question ids", dupes, str(path))
+    return cases
+
+
+def read_qa_jsonl(path: str | Path) -> list[Case]:
+    """Read a question-answer JSON Lines file: one ``{"id", "question", "answers", "gold_ids"}`` object per line.
+
+    Field spellings read: id ``id`` / ``query_id`` / ``_id``; question ``question`` / ``query`` / ``text``;
+    answers as in :func:`answers_of`; gold ``gold_ids`` / ``gold_doc_ids`` / ``gold`` / ``doc_ids`` (a list of doc
+    ids) or ``relevant_docs`` (``{doc_id: grade}``, grade > 0 is gold; optional). Other fields go to metadata.
+    Each question becomes a case of type ``qa`` with a ``string_match`` checker over its answers.
+
+    Raises:
+        FormatError: a line that is not a JSON object, a question without id, text or answer, a bad answer or gold
+            list — naming file and line.
+        DuplicateIdsError: two questions share an id.
+    """
+    path = Path(path)
+    cases = [_qa_case(obj, path, lineno, n) for n, (lineno, obj) in enumerate(iter_jsonl(path, "one question per line"), 1)]
+    if not cases:
+        raise FormatError(path, "no question in the file")
+    return _check_unique(cases, path)
+
+
+def read_qa_yaml(path: str | Path) -> list[Case]:
+    """Read a question-answer YAML file: a top-level list of questions, or a mapping with a ``questions:`` list.
+
+    Each question has the fields of :func:`read_qa_jsonl`.
+
+    Raises:
+        FormatError: invalid YAML, neither shape, or a bad question (naming file and, where it can, line).
+        DuplicateIdsError: two questions share an id.
+    """
+    import yaml
+
+    path = Path(path)
+    text = read_text(path)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise FormatError(path, f"invalid YAML: {getattr(exc, 'problem', exc)}", mark.line + 1 if mark else None) from None
+    items = data.get("questions") if isinstance(data, dict) else data
+    if not isinstance(items, list) or not items:
+        raise FormatError(path, "expected a list of questions (id, question, answers, gold_ids), or a 'questions:' list")
+    lines = _line_numbers(text)
+    cases = []
+    for n, item in enumerate(items, start=1):
+        raw_id = item.get("id", item.get("query_id")) if isinstance(item, dict) else None
+        cases.append(_qa_case(item, path, lines.get(str(raw_id)) if raw_id is not None else None, n))
+    return _check_unique(cases, path)
+
+
+def read_queries_answers(path: str | Path) -> dict[str, list[str]]:
+    """The reference answers of a BEIR ``queries.jsonl`` whose records carry them (see :func:`answers_of`):
+    ``{query_id: [answers]}`` for the queries that have any."""
+    path = Path(path)
+    out: dict[str, list[str]] = {}
+    for lineno, obj in iter_jsonl(path, "one query record per line"):
+        qid = record_id(obj, ("_id", "query_id"), path, lineno)
+        answers = answers_of(obj, path, lineno, qid)
+        if answers:
+            out[qid] = answers
+    return out

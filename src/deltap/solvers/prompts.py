@@ -65,6 +65,7 @@ DEFAULT_INSTRUCTIONS: dict[str, str] = {
         "Return the complete fixed source file in a single ```python code block, with no explanation. "
         "Keep the module's public names unchanged."
     ),
+    "qa": "Answer with the answer only (a name, number, value or short phrase), with no explanation and no other text.",
     "beir": "Answer the question concisely.",
 }
 
