@@ -117,7 +117,6 @@ def render_markdown(data: RunData, top_docs: int = 3) -> str:
             lines.append("")
             lines.append("**Mean hit rate@5 with 95% Wilson interval:** " + "; ".join(finals))
     lines.append("")
-    lines += audit_markdown(data)
 
     lines.append("## Cases")
     base = "base log p" if data.outcome == "logprob" else "base success"
@@ -133,6 +132,7 @@ def render_markdown(data: RunData, top_docs: int = 3) -> str:
             f"| {_cell(case.case_id)} | {case.status} | {_v(case.trials)} | {_v(case.base_success_rate, 2)} | "
             f"{_cell(shown) or '–'} | {counts.get('harmful', 0)} | {counts.get('undecided', 0)} |"
         )
+    lines += ["", *audit_markdown(data)]
     if data.notes:
         lines += ["", "## Notes", *(f"- {n}" for n in data.notes)]
     return "\n".join(lines) + "\n"
