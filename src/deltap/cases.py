@@ -403,8 +403,9 @@ def _answer_values(value: Any, key: str, path: Path, line: int | None, case_id: 
     out: list[str] = []
     for item in items:
         if isinstance(item, bool) or not isinstance(item, str | int | float):
+            hint = " (YAML reads bare yes/no/true/false as booleans: quote it)" if isinstance(item, bool) else ""
             raise FormatError(
-                path, f"{key!r} of {case_id!r} must be a string or a list of strings, got {type(item).__name__} {item!r}", line
+                path, f"{key!r} of {case_id!r} must be a string or a list of strings, got {type(item).__name__} {item!r}{hint}", line
             )
         text = str(item).strip()
         if text:

@@ -267,3 +267,23 @@ def test_cli_trec_qrels_one_line_error(tmp_path: Path, capsys: pytest.CaptureFix
     code, out, err = run_cli(capsys, "evaluate", "--qrels", str(qrels), "--run", str(run), "-m", "signed_utility@3")
     assert code != 0 and "Traceback" not in err
     assert "needs signed gains" in err
+
+
+def test_decided_document_without_delta_p_counts_zero_with_a_note(tmp_path: Path) -> None:
+    ds = hand_dataset()
+    ds.pairs[1]["candidates"][0]["delta_p"] = None  # x: relevant, ΔP unknown
+    path = write_dataset(ds, tmp_path / "retrieval_dataset.yaml")
+    j = load_judgements(path)
+    assert j.gains is not None and j.gains.unknown == (("q2", "x"),) and "x" not in j.gains.docs["q2"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EvaluationWarning)
+        res = evaluate(path, RUN, "signed_utility@3", n_resamples=0)
+    assert res.per_query()["q2"]["signed_utility@3"] == pytest.approx(-0.2)
+    assert any("1 relevant or harmful documents have no delta_p and count 0" in n and "q2/x" in n for n in res.notes)
+
+
+def test_logprob_dataset_gains_are_in_nats(tmp_path: Path) -> None:
+    ds = hand_dataset()
+    ds.metadata["outcome"] = "logprob"
+    j = load_judgements(write_dataset(ds, tmp_path / "retrieval_dataset.yaml"))
+    assert j.gains is not None and j.gains.unit == "nats"

@@ -19,11 +19,16 @@ from deltap.evaluation.settings import ComparisonSettings, EvaluationSettings, R
 _FORMATS = ("table", "wide", "markdown", "json", "latex")
 FORMAT_HELP = "table (fits the terminal, 80 columns when piped), wide (with intervals and every p-value), markdown, json or latex."
 
-QRELS_HELP = "Qrels: BEIR folder or TSV, TREC qrels, qrels JSONL, or a deltap verified dataset YAML."
+QRELS_HELP = (
+    "Qrels: BEIR folder or TSV, TREC qrels, qrels JSONL, or a deltap verified dataset YAML (RUN_DIR/retrieval_dataset.yaml: "
+    "the only one signed_utility@K can read)."
+)
 RUN_HELP = "A run (TREC run file or JSON {query_id: {doc_id: score}}), optionally NAME=PATH. Repeatable."
 METRICS_HELP = (
     "Comma-separated measures, e.g. 'ndcg@10,recall@100,P@10,MRR,MAP'. hit_rate@K is the design's 'Recall@K' "
-    "(any relevant doc in the top K); recall@K is classical recall. Default: " + ",".join(EvaluationSettings.metrics) + "."
+    "(any relevant doc in the top K); recall@K is classical recall; signed_utility@K sums the mined ΔP of the top K "
+    "(harmful documents negative; judged@K printed beside it; norm=ideal to normalise). Default: "
+    + ",".join(EvaluationSettings.metrics) + "."
 )
 
 # Options shared by `evaluate` and `compare` (declared once; defaults come from the settings objects).

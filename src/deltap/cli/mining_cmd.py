@@ -48,7 +48,7 @@ Budget = Annotated[
 
 
 def mine_command(
-    cases_path: Annotated[Path, typer.Argument(metavar="CASES", help="Benchmark YAML (or BEIR folder with reference answers).")],
+    cases_path: Annotated[Path, typer.Argument(metavar="CASES", help="Benchmark YAML, question-answer JSONL/YAML (id, question, answers, gold_ids), qrels JSONL with reference_answer, or BEIR folder.")],
     corpus_path: Annotated[Path, typer.Option("--corpus", help="Corpus: BEIR folder, corpus.jsonl or API-symbol YAML.")],
     out: Annotated[Path, typer.Option("--out", help="Run directory (created; an existing one is resumed).")],
     index: Annotated[str | None, typer.Option("--index", help="Dense index folder or Qdrant URL (reused across runs).")] = None,
