@@ -287,3 +287,21 @@ def test_logprob_dataset_gains_are_in_nats(tmp_path: Path) -> None:
     ds.metadata["outcome"] = "logprob"
     j = load_judgements(write_dataset(ds, tmp_path / "retrieval_dataset.yaml"))
     assert j.gains is not None and j.gains.unit == "nats"
+
+
+def test_judged_golden_against_sorting(tmp_path: Path) -> None:
+    rng = np.random.default_rng(7)
+    docs = [f"d{i:02d}" for i in range(30)]
+    run = {
+        f"q{i}": {d: float(s) for d, s in zip(docs, rng.normal(size=len(docs)).round(1), strict=True)}
+        for i in range(20)
+    }
+    qrels = {q: {d: int(rng.integers(0, 3)) for d in rng.choice(docs, size=12, replace=False).tolist()} for q in run}
+    # every query gets a relevant document (no empty-query warning)
+    qrels = {q: (row if any(g > 0 for g in row.values()) else {**row, docs[1]: 1}) for q, row in qrels.items()}
+    res = evaluate(qrels, write_trec_run(run, tmp_path / "r.trec"), "judged@5,judged@10,judged@40", n_resamples=0)
+    for q, row in res.per_query().items():
+        # trec_eval order: score descending, then doc id descending (ties are frequent at one decimal)
+        ranked = sorted(run[q], key=lambda d: (run[q][d], d), reverse=True)
+        for k in (5, 10, 40):
+            assert row[f"judged@{k}"] == pytest.approx(sum(d in qrels[q] for d in ranked[:k]) / k), (q, k)
