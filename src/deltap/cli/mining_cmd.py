@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from deltap.mining.config import MiningConfig
+from deltap.mining.config import PILOT_CASES, MiningConfig
 
 
 def register(app: typer.Typer) -> None:
@@ -134,6 +134,25 @@ def mine_command(
     skip_missing: Annotated[bool, typer.Option("--skip-missing/--strict-gold", help="Drop gold ids not in the corpus (counted) instead of failing.")] = True,
     sim_effect: Annotated[float, typer.Option("--sim-effect", help="simulated solver: effect of each gold document.")] = 0.3,
     sim_base: Annotated[float, typer.Option("--sim-base", help="simulated solver: success rate without gold documents.")] = 0.1,
+    plan: Annotated[
+        bool,
+        typer.Option("--plan", help="Print the run's plan (calls, tokens, cost, time; per case and in total) and stop: no solver call, nothing written."),
+    ] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="--plan: print the plan as JSON on stdout.")] = False,
+    price_in: Annotated[
+        float | None,
+        typer.Option("--price-in", help="USD per million prompt tokens, for the plan and the cost in run.json (default: a dated list price for known hosted models, 0 for local)."),
+    ] = _CFG.price_in,
+    price_out: Annotated[float | None, typer.Option("--price-out", help="USD per million completion tokens (as --price-in).")] = _CFG.price_out,
+    latency: Annotated[float | None, typer.Option("--latency", help="--plan: seconds per solver call (default: the local model's measured throughput).")] = None,
+    pilot: Annotated[
+        int,
+        typer.Option(
+            "--pilot",
+            help="Cases the pilot samples before the run (no document vs every candidate: the preflight calls, reused by the run); "
+            "a run whose success does not move with the documents stops unless --force. 0: no pilot.",
+        ),
+    ] = PILOT_CASES,
     remine_changed: Annotated[
         bool,
         typer.Option(
@@ -215,14 +234,25 @@ def mine_command(
         k=k if retriever else 0, n_placebo=placebo, placebo_kind=placebo_kind, max_candidates=max_candidates, force=force,
         coalitions=not no_coalitions, gold_weight=gold_weight, cases_in_flight=cases_in_flight,
         workers=workers if executor_kind == "inprocess" and workers is not None else _CFG.workers,
+        price_in=price_in, price_out=price_out, pilot=pilot,
     )  # fmt: skip
+    if json_output and not plan:
+        raise DeltapError("--json prints the plan: use it with --plan")
+    from deltap.mining.spend import prices_for
+    from deltap.solvers.base import solver_id
+
+    prices = prices_for(price_in, price_out, solver_id(solver), local=solver_kind == "local")
+    if plan:
+        _print_plan(cases, corpus, solver, config, retriever, prices, latency, requests_per_minute, json_output, console)
+        return
     executor: Any = None
     if executor_kind == "ray":
         from deltap.execution import make_executor
 
         ray_options = {"workers": workers, "address": ray_address, "calls_per_worker": calls_per_worker}
         executor = make_executor("ray", solver=spec, **{k: v for k, v in ray_options.items() if v is not None})
-    with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), console=console, config=config, deterministic=is_deterministic(solver)) as progress:
+    with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), console=console, config=config, deterministic=is_deterministic(solver),
+                                                                       prices=prices) as progress:
         warnings.simplefilter("always", PlaceboCalibrationWarning)
         result = mine(cases, corpus, solver, out=out, config=config, retriever=retriever, progress=progress, remine_changed=remine_changed,
                       executor=executor)
@@ -234,6 +264,10 @@ def mine_command(
     if ex.get("executor") == "ray" or int(ex.get("cases_in_flight") or 1) > 1:
         console.print(f"executed: {ex.get('executor')}, {ex.get('workers')} worker(s), {ex.get('cases_in_flight')} case(s) in flight")
     console.print(f"verdicts: {run['verdicts']}")
+    if run.get("spend"):
+        from deltap.mining.spend import spend_line
+
+        console.print(spend_line(run["spend"]) + " (all sessions)", highlight=False)
     pl = run["placebo"]
     console.print(f"placebo false-positive rate: {pl['fpr']:.3f} ({pl['labelled_relevant']} relevant + {pl['labelled_harmful']} harmful of {pl['n']}; BH reference q·R/M {pl['nominal']:.4f})")
     if "effect_abs" in pl:
@@ -306,6 +340,25 @@ def simulate_command(
         from deltap._io import write_text_atomic
 
         write_text_atomic(json_out, json.dumps(rows, indent=2) + "\n")
+
+
+def _print_plan(cases: Any, corpus: Any, solver: Any, config: MiningConfig, retriever: Any, prices: Any, latency: float | None,
+                rpm: float | None, as_json: bool, console: Any) -> None:
+    """``deltap mine --plan``: the plan in 80 columns on stdout (or as JSON), no solver call."""
+    import json
+
+    from deltap.errors import DeltapError
+    from deltap.mining.plan import plan_mine
+
+    if latency is not None and latency < 0:
+        raise DeltapError(f"--latency must be seconds per call (>= 0), got {latency}")
+    with console.status(f"planning {len(cases)} case(s) (pools and token counts, no solver call)..."):
+        plan = plan_mine(cases, corpus, solver, config, retriever=retriever, prices=prices, latency=latency, rpm=rpm)
+    if as_json:
+        typer.echo(json.dumps(plan.to_dict(), indent=2))
+    else:
+        for line in plan.lines():
+            typer.echo(line)
 
 
 def _say_sandbox_gaps(console: Any) -> None:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from deltap.mining.adaptive import LookSchedule, StoppingRule
     from deltap.mining.verdicts import VerdictPolicy
 
-__all__ = ["CONTEXT_ORDERS", "DESIGNS", "NULLS", "PLACEBO_KINDS", "MiningConfig", "Outcome", "default_null"]
+__all__ = ["CONTEXT_ORDERS", "DESIGNS", "NULLS", "PILOT_CASES", "PLACEBO_KINDS", "MiningConfig", "Outcome", "default_null"]
 
 
 Outcome = Literal["pass", "logprob"]
@@ -29,6 +29,8 @@ DESIGNS = ("orthogonal", "bernoulli")
 CONTEXT_ORDERS = ("length", "id")
 #: choices of :attr:`MiningConfig.placebo_kind` (:mod:`deltap.mining.pool`)
 PLACEBO_KINDS = ("random", "similar")
+#: cases the pilot of ``deltap mine`` samples by default (:attr:`MiningConfig.pilot`)
+PILOT_CASES = 8
 
 
 def default_null(outcome: str, placebos: int = 1) -> str:
@@ -87,6 +89,13 @@ class MiningConfig:
             any trial; every weight is rescaled so the weights of the dataset average 1, which keeps the FDR at q).
             Default 8: on the simulation's S1 it lifts recall from 0.80 to 0.91 at the same calls; when the gold
             documents are in fact nulls, recall on the relevant retrieved ones drops (0.80 → 0.71) and the FDR holds. *result*
+        price_in: USD per million prompt tokens, for the cost in ``run.json`` (default: the local model is free, a hosted
+            model's list price from :data:`deltap.mining.spend.PRICE_TABLE` when listed, else no cost). Not a result.
+        price_out: USD per million completion tokens (as ``price_in``). Not a result.
+        pilot: Cases the pilot samples before the run (0: no pilot; ``deltap mine`` uses :data:`PILOT_CASES`): their
+            preflight trials run first, and a run whose solver's success does not move with the documents stops
+            before the design trials unless ``force`` (:mod:`deltap.mining.pilot`). Not a result: the pilot's trials
+            are the preflight trials the run makes anyway.
     """
 
     outcome: Outcome = "pass"
@@ -117,11 +126,14 @@ class MiningConfig:
     prior_scale: float | None = None
     futility_power: float = 0.02
     gold_weight: float = 8.0
+    price_in: float | None = None
+    price_out: float | None = None
+    pilot: int = 0
 
     #: what result-affecting options were, implicitly, in trial logs written before they existed
     LEGACY: ClassVar[dict[str, Any]] = {"design": "bernoulli", "null": "zero", "placebo_kind": "random", "gold_weight": 1.0}
     #: options of how the calls are made, never of what they return (left out of the dataset's metadata)
-    EXECUTION_KEYS = ("workers", "cases_in_flight")
+    EXECUTION_KEYS = ("workers", "cases_in_flight", "price_in", "price_out", "pilot")
     RESULT_KEYS = ("outcome", "budget", "seed", "q", "pi", "k", "n_placebo", "placebo_kind", "max_candidates", "first_look", "batch", "preflight", "preflight_confirm", "design", "null", "context_order", "gold_weight")
 
     def __post_init__(self) -> None:
@@ -148,6 +160,12 @@ class MiningConfig:
             raise DeltapError(f"context_order must be one of {', '.join(CONTEXT_ORDERS)}, got {self.context_order!r}")
         if self.workers < 1:
             raise DeltapError(f"workers must be at least 1, got {self.workers}")
+        if self.pilot < 0:
+            raise DeltapError(f"pilot must be a number of cases (0: no pilot), got {self.pilot}")
+        for name in ("price_in", "price_out"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise DeltapError(f"{name} must be a price in USD per million tokens (>= 0), got {value}")
         if self.cases_in_flight is not None and self.cases_in_flight < 1:
             raise DeltapError(f"cases_in_flight must be at least 1, got {self.cases_in_flight}")
 

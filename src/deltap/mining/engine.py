@@ -29,7 +29,8 @@ Run directory (``out``)::
     qrels.trec               TREC qrels
     qrels.jsonl              qrels JSONL with query, reference answer, coalition and provenance
     run.json                 summary: tool version, solver, outcome, seed, budget, q, pi, times, calls,
-                             cases by status, verdict counts, placebo calibration
+                             cases by status, verdict counts, placebo calibration, spend (calls, tokens
+                             in/out, solver seconds, cost; per case and in total, over every session)
 
 Infrastructure errors (``SolverError``, a checker's ``error`` outcome) are logged as ``error`` trials and never
 counted as failures; a case whose error rate exceeds ``max_error_rate`` stops with status ``errors``.
@@ -68,6 +69,7 @@ from deltap.mining.pool import Pool, build_pool
 from deltap.mining.procedure import case_weights, run_case
 from deltap.mining.results import CaseResult, MiningResult, PlaceboCalibrationWarning, ProgressFn
 from deltap.mining.runner import CallTally, TrialRunner, fit_context, logged_calls
+from deltap.mining.spend import log_spend, prices_for
 from deltap.mining.trials import TrialLog
 from deltap.mining.verdicts import VerdictPolicy
 from deltap.solvers.base import solver_id
@@ -184,14 +186,21 @@ def mine(
         null_info = dataset_verdicts(results, cfg, policy)
         if cfg.coalitions:
             lanes.map(lambda res: _coalition_case(res, corpus, solver, factory, log, cfg, policy, lanes), [r for r in results if r.X is not None])
+        prices = prices_for(cfg.price_in, cfg.price_out, solver_name, local=solver_name.startswith("llama_cpp:"))
+        spend = log_spend(log, [r.case.case_id for r in results], prices)  # every session of the log, as the calls
         for res in results:  # calls = logged solver calls (the same for a resumed and an uninterrupted run)
             res.info["calls_by_kind"] = logged_calls(log, res.case.case_id)
             res.calls = sum(res.info["calls_by_kind"].values())
+            # the dataset keeps what the calls were (tokens, cost); how long they took goes to run.json only
+            res.info["spend"] = {k: v for k, v in spend["by_case"][res.case.case_id].items() if k != "solver_seconds"}
         placebo = {**placebo_calibration(results, cfg), "null": null_info}
         ended = time.time()
         dataset = build_dataset(results, corpus, cfg, policy, solver_name, placebo, __version__, started)
         run = run_summary(results, cfg, policy, solver_name, placebo, __version__, started, ended)
         run["calls_this_process"] = log.count() - calls_before_run
+        run["spend"] = spend
+        run["spend_this_process"] = {"calls": lanes.tally.value, "tokens_in": lanes.tally.tokens_in, "tokens_out": lanes.tally.tokens_out}
+        dataset.metadata["spend"] = {k: v for k, v in spend.items() if k not in ("by_case", "solver_seconds")}
         run["resume"] = resumed
         run["execution"] = {**executor.describe(), "cases_in_flight": lanes.limit}
         if out_path is not None:
@@ -233,7 +242,7 @@ class _Lanes:
     def report(self, event: dict[str, Any]) -> None:
         """Send ``event`` with ``calls``: the solver calls this process made so far, over every case."""
         if self.progress is not None:
-            self.progress({**event, "calls": self.tally.value})
+            self.progress({**event, "calls": self.tally.value, "tokens_in": self.tally.tokens_in, "tokens_out": self.tally.tokens_out})
 
 def _prepare_case(
     case: Case,

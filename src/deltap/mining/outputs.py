@@ -62,7 +62,7 @@ def build_dataset(results: list[CaseResult], corpus: Corpus, cfg: MiningConfig, 
             "missing_gold": list(dict.fromkeys([*(r.case.metadata.get("gold_missing") or []), *r.pool.missing_gold])),
             "dropped_candidates": r.pool.dropped,
             "preflight": r.preflight,
-            **{k: v for k, v in r.info.items() if k in ("reason", "looks", "interaction_pairs", "coalition_check", "intercept", "context", "calls_by_kind")},
+            **{k: v for k, v in r.info.items() if k in ("reason", "looks", "interaction_pairs", "coalition_check", "intercept", "context", "calls_by_kind", "spend")},
         }
         pairs.append({
             "id": r.case.case_id,

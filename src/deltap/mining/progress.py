@@ -5,6 +5,8 @@ What it shows (and why each figure can be trusted):
 * **calls** — solver calls made by this process, against the most the run can still make (``of ≤N``). The ceiling
   is :func:`planned_calls` per case (preflight + design trials + coalition check); it shrinks as cases stop early,
   so the bar ends exactly where the run ends. Trials already in the trial log (a resumed run) cost no call.
+* **tokens** — prompt and completion tokens of those calls as the solver counted them (the events' ``tokens_in`` /
+  ``tokens_out``), their cost at the run's prices, and the plan's prompt-token ceiling when one was made.
 * **rate and time left** — seconds per call measured on this run (wall time / calls), and the time the remaining
   ceiling takes at that rate: an upper bound (``≤``), because adaptive stopping usually ends cases sooner.
 * **the current case** — its full id (wrapped, never cut), the phase (preflight, design trials, coalition check),
@@ -94,6 +96,9 @@ class MiningProgress:
             ceiling comes from the events' trial budgets alone.
         deterministic: The solver is deterministic (fewer preflight and coalition calls: :func:`planned_calls`).
         clock: Seconds, monotonic (injectable for tests).
+        prices: :class:`~deltap.mining.spend.Prices` for the cost so far (``None``: tokens only).
+        planned_tokens_in: The plan's prompt-token ceiling of the run (:mod:`deltap.mining.plan`), shown beside the
+            tokens spent.
     """
 
     def __init__(
@@ -105,6 +110,8 @@ class MiningProgress:
         config: Any = None,
         deterministic: bool = False,
         clock: Callable[[], float] = time.monotonic,
+        prices: Any = None,
+        planned_tokens_in: int | None = None,
     ) -> None:
         self.n_cases = int(n_cases)
         self.enabled = enabled
@@ -112,6 +119,10 @@ class MiningProgress:
         self.clock = clock
         self.started = clock()
         self.calls = 0  # solver calls made by this process
+        self.tokens_in = 0  # tokens those calls took in and gave out (as the solver counted them)
+        self.tokens_out = 0
+        self.prices = prices
+        self.planned_tokens_in = planned_tokens_in
         self.case_id: str | None = None
         self.case_index = -1
         self.phase = "starting"
@@ -160,6 +171,9 @@ class MiningProgress:
         case_id = str(event.get("case_id", ""))
         if "calls" in event:
             self.calls = max(self.calls, int(event.get("calls") or 0))
+        if "tokens_in" in event:
+            self.tokens_in = max(self.tokens_in, int(event.get("tokens_in") or 0))
+            self.tokens_out = max(self.tokens_out, int(event.get("tokens_out") or 0))
         if event.get("in_flight") is not None:
             self.in_flight = max(1, int(event["in_flight"]))
         if phase == "coalition":
@@ -209,6 +223,9 @@ class MiningProgress:
             f"calls  {_bar(self.calls, ceiling)} {self.calls:,} of ≤{ceiling:,}",
             f"       {timing}",
         ]
+        spent = self.spent_line()
+        if spent:
+            out.append(spent)
         done = len(self.finished)
         if self.phase == "done":
             out[0] = f"calls  {_bar(1, 1)} {self.calls:,} (done)"
@@ -235,6 +252,17 @@ class MiningProgress:
                 detail += f", {self.open} candidate{'s' if self.open != 1 else ''} undecided"
         out.append(f"case {number} {self.case_id}: {detail}")
         return out
+
+    def spent_line(self) -> str | None:
+        """``tokens 41,200 in / 310 out · $0.01 · plan ≤96,000 in`` once a call reported tokens (else ``None``)."""
+        if not self.tokens_in and not self.tokens_out:
+            return None
+        line = f"tokens {self.tokens_in:,} in / {self.tokens_out:,} out"
+        if self.prices is not None:
+            line += f" · ${self.prices.cost(self.tokens_in, self.tokens_out):,.2f}"
+        if self.planned_tokens_in:
+            line += f" · plan ≤{self.planned_tokens_in:,} in"
+        return "       " + line
 
     def __rich__(self) -> Any:
         from rich.text import Text

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from deltap.execution.base import Executor
     from deltap.solvers.base import Solver, SolveRequest
 
-__all__ = ["CallTally", "TrialRunner", "fit_context", "is_cached", "is_overflow", "logged_calls", "request_from_case"]
+__all__ = ["CallTally", "TrialRunner", "call_tokens", "fit_context", "is_cached", "is_overflow", "logged_calls", "request_from_case"]
 
 
 class TrialRunner:
@@ -139,8 +139,12 @@ class TrialRunner:
         checker_id = str(getattr(self.checker, "id", "")) if self.checker is not None else ""
         incl_s = "".join("1" if b else "0" for b in incl)
 
+        tokens_in, tokens_out = call_tokens(res)
+        self.tally.add_tokens(tokens_in, tokens_out)
+
         def rec(answer: str | None, outcome: str, value: float | None, latency: float, checker: str, detail: str) -> TrialRecord:
-            return TrialRecord(self.case.case_id, kind, i, seed, incl_s, phash, answer, outcome, value, latency, solver_name, checker, detail)
+            return TrialRecord(self.case.case_id, kind, i, seed, incl_s, phash, answer, outcome, value, latency, solver_name, checker, detail,
+                               tokens_in, tokens_out)
 
         if isinstance(res, Exception) and is_overflow(res):
             self.overflows += 1
@@ -163,15 +167,37 @@ class TrialRunner:
         return rec(res.text, check.outcome, value, float(res.latency), checker_id, check.detail[:500])
 
 class CallTally:
-    """Solver calls made by this process over every case (driver threads add to it at once)."""
+    """Solver calls made by this process over every case, and the tokens they took in and gave out (driver threads
+    add to it at once)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.value = 0
+        self.tokens_in = 0
+        self.tokens_out = 0
 
     def add(self, n: int) -> None:
         with self._lock:
             self.value += n
+
+    def add_tokens(self, tokens_in: int | None, tokens_out: int | None) -> None:
+        with self._lock:
+            self.tokens_in += tokens_in or 0
+            self.tokens_out += tokens_out or 0
+
+
+def call_tokens(res: Any) -> tuple[int | None, int | None]:
+    """``(prompt tokens, completion tokens)`` of one call's result as its solver counted them (``None``: not counted;
+    an error: no tokens known). A score generates nothing: 0 completion tokens."""
+    from deltap.solvers.base import Answer, Score
+
+    if isinstance(res, Answer):
+        usage = dict(res.usage)
+        pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        return (int(pt) if pt is not None else None, int(ct) if ct is not None else None)
+    if isinstance(res, Score):
+        return (int(res.prompt_tokens) if res.prompt_tokens is not None else None, 0)
+    return None, None
 
 _OVERFLOW = re.compile(r"(context|n_ctx|token limit).*(exceed|too long|maximum)|(exceed|too long|maximum).*(context|n_ctx)", re.I)
 

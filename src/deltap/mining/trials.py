@@ -69,6 +69,8 @@ CREATE TABLE IF NOT EXISTS trials (
     checker_id TEXT,
     detail TEXT,
     created REAL NOT NULL,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
     PRIMARY KEY (case_id, kind, trial_index)
 );
 CREATE TABLE IF NOT EXISTS manifests (case_id TEXT PRIMARY KEY, manifest_json TEXT NOT NULL);
@@ -88,14 +90,20 @@ CREATE TABLE IF NOT EXISTS trial_history (
     detail TEXT,
     created REAL NOT NULL,
     retired REAL NOT NULL,
-    reason TEXT NOT NULL
+    reason TEXT NOT NULL,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER
 );
 """
 
-_COLUMNS = (
+#: the columns of a :class:`TrialRecord`, in its field order
+_RECORD_COLUMNS = (
     "case_id, kind, trial_index, seed, inclusion, prompt_hash, answer, outcome, value, latency, solver_id, checker_id, "
-    "detail, created"
+    "detail, prompt_tokens, completion_tokens"
 )
+_COLUMNS = _RECORD_COLUMNS + ", created"
+#: columns added after the first release, nullable: ``(name, SQL type)``; older logs get them on open (NULL: not counted)
+_ADDED_COLUMNS = (("prompt_tokens", "INTEGER"), ("completion_tokens", "INTEGER"))
 
 
 def _guarded(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
@@ -212,6 +220,10 @@ class TrialRecord:
     solver_id: str
     checker_id: str
     detail: str = ""
+    #: prompt tokens the solver was given (as it counted them; ``None``: not reported, or a log of an older version)
+    prompt_tokens: int | None = None
+    #: tokens the solver generated (0 for a ``logprob`` score; ``None``: not reported)
+    completion_tokens: int | None = None
 
     @property
     def is_error(self) -> bool:
@@ -247,10 +259,20 @@ class TrialLog:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+            self._migrate()
             self._db.execute("SELECT COUNT(*) FROM trials").fetchone()
         except sqlite3.Error as exc:
             self._release()
             raise DeltapError(f"{self.path}: not a deltap trial log, or not usable: {_explain(exc)}; or pick another --out directory") from None
+
+    def _migrate(self) -> None:
+        """Add the nullable columns of newer versions to a log written before them (its rows keep NULL there: the
+        tokens of those trials were not counted). Each ``ALTER TABLE`` runs only when the column is missing."""
+        for table in ("trials", "trial_history"):
+            have = {r[1] for r in self._db.execute(f'PRAGMA table_info("{table}")')}
+            for name, sql_type in _ADDED_COLUMNS:
+                if name not in have:
+                    self._db.execute(f'ALTER TABLE "{table}" ADD COLUMN {name} {sql_type}')  # noqa: S608 - fixed names
 
     def _acquire(self) -> None:
         lock = _lock(self.path)
@@ -348,11 +370,11 @@ class TrialLog:
     def append(self, rec: TrialRecord) -> None:
         """Write one trial (committed before returning). A duplicate key is an error: trials are never rewritten."""
         self._db.execute(
-            "INSERT INTO trials (case_id, kind, trial_index, seed, inclusion, prompt_hash, answer, outcome, value, "
-            "latency, solver_id, checker_id, detail, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO trials ({_COLUMNS}) VALUES ({', '.join('?' * 16)})",
             (
                 rec.case_id, rec.kind, rec.trial_index, rec.seed, rec.inclusion, rec.prompt_hash, rec.answer,
-                rec.outcome, rec.value, rec.latency, rec.solver_id, rec.checker_id, rec.detail, time.time(),
+                rec.outcome, rec.value, rec.latency, rec.solver_id, rec.checker_id, rec.detail, rec.prompt_tokens,
+                rec.completion_tokens, time.time(),
             ),
         )
 
@@ -365,18 +387,17 @@ class TrialLog:
         counted twice, and every caller sees the same record for a key.
         """
         cur = self._db.execute(
-            "INSERT INTO trials (case_id, kind, trial_index, seed, inclusion, prompt_hash, answer, outcome, value, "
-            "latency, solver_id, checker_id, detail, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (case_id, kind, trial_index) DO NOTHING",
+            f"INSERT INTO trials ({_COLUMNS}) VALUES ({', '.join('?' * 16)}) ON CONFLICT (case_id, kind, trial_index) DO NOTHING",
             (
                 rec.case_id, rec.kind, rec.trial_index, rec.seed, rec.inclusion, rec.prompt_hash, rec.answer,
-                rec.outcome, rec.value, rec.latency, rec.solver_id, rec.checker_id, rec.detail, time.time(),
+                rec.outcome, rec.value, rec.latency, rec.solver_id, rec.checker_id, rec.detail, rec.prompt_tokens,
+                rec.completion_tokens, time.time(),
             ),
         )
         if cur.rowcount == 1:
             return rec
         row = self._db.execute(
-            f"SELECT {_COLUMNS.replace(', created', '')} FROM trials WHERE case_id = ? AND kind = ? AND trial_index = ?",
+            f"SELECT {_RECORD_COLUMNS} FROM trials WHERE case_id = ? AND kind = ? AND trial_index = ?",
             (rec.case_id, rec.kind, rec.trial_index),
         ).fetchone()
         return TrialRecord(*row)
@@ -384,10 +405,7 @@ class TrialLog:
     @_guarded("read the trials")
     def trials(self, case_id: str, kind: str | None = None) -> list[TrialRecord]:
         """Trials of a case (optionally one kind), ordered by kind then index."""
-        sql = (
-            "SELECT case_id, kind, trial_index, seed, inclusion, prompt_hash, answer, outcome, value, latency, "
-            "solver_id, checker_id, detail FROM trials WHERE case_id = ?"
-        )
+        sql = f"SELECT {_RECORD_COLUMNS} FROM trials WHERE case_id = ?"
         args: tuple[Any, ...] = (case_id,)
         if kind is not None:
             sql += " AND kind = ?"
@@ -445,7 +463,7 @@ class TrialLog:
     @_guarded("read the trial history")
     def history(self, case_id: str | None = None) -> list[tuple[TrialRecord, str]]:
         """Retired trials (oldest first) with the reason each was retired."""
-        sql = f"SELECT {_COLUMNS.replace(', created', '')}, reason FROM trial_history"
+        sql = f"SELECT {_RECORD_COLUMNS}, reason FROM trial_history"
         args: tuple[Any, ...] = ()
         if case_id is not None:
             sql += " WHERE case_id = ?"

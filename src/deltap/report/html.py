@@ -191,6 +191,23 @@ def _time_cards(data: RunData) -> list[str]:
     return cards
 
 
+def _spend_cards(data: RunData) -> list[str]:
+    """Tokens in/out and their cost over every session: ``run.json``'s ``spend`` (cost at the run's prices), else the
+    trial log's own token counts (no cost). Nothing when no call recorded tokens."""
+    spend = data.summary.get("spend") if isinstance(data.summary.get("spend"), dict) else {}
+    log = data.trial_log
+    tokens_in, tokens_out = spend.get("tokens_in"), spend.get("tokens_out")
+    if tokens_in is None and log is not None and log.token_calls:
+        tokens_in, tokens_out = log.tokens_in, log.tokens_out
+    if tokens_in is None:
+        return []
+    cards = [_card("tokens in / out (all sessions)", f"{int(tokens_in):,} / {int(tokens_out or 0):,}")]
+    if spend.get("cost_usd") is not None:
+        source = (spend.get("prices") or {}).get("source", "")
+        cards.append(_card("cost", f"${float(spend['cost_usd']):,.2f}" + (f" ({_e(source)})" if source else "")))
+    return cards
+
+
 def _summary(data: RunData) -> str:
     cands = sum(len(c.candidates) for c in data.cases)
     tool = data.get("tool_version") or data.get("tool")
@@ -200,6 +217,7 @@ def _summary(data: RunData) -> str:
         _card("trials", _fmt(data.total_trials())),
         _card("solver calls", _fmt(data.total_calls())),
         *_time_cards(data),
+        *_spend_cards(data),
         _card("solver", _fmt(data.get("solver_id") or data.get("solver"))),
         _card("outcome", _fmt(data.outcome)),
         _card("seed", _fmt(data.get("seed"))),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from deltap.report.audit_section import audit_markdown
 from deltap.report.comparison import read_comparison
@@ -24,6 +25,21 @@ def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _spend_rows(data: RunData) -> list[tuple[str, Any]]:
+    """Tokens in/out (all sessions) and the cost, as the HTML report's spend cards."""
+    spend = data.summary.get("spend") if isinstance(data.summary.get("spend"), dict) else {}
+    log = data.trial_log
+    tokens_in, tokens_out = spend.get("tokens_in"), spend.get("tokens_out")
+    if tokens_in is None and log is not None and log.token_calls:
+        tokens_in, tokens_out = log.tokens_in, log.tokens_out
+    if tokens_in is None:
+        return []
+    rows: list[tuple[str, Any]] = [("tokens in / out, all sessions", f"{int(tokens_in):,} / {int(tokens_out or 0):,}")]
+    if spend.get("cost_usd") is not None:
+        rows.append((f"cost (USD; {(spend.get('prices') or {}).get('source', 'given prices')})", f"{float(spend['cost_usd']):.4f}"))
+    return rows
+
+
 def render_markdown(data: RunData, top_docs: int = 3) -> str:
     """The run as Markdown: summary table, verdicts, placebo calibration, retrievers, one line per case."""
     lines = [f"# deltap report — {data.path.name}", ""]
@@ -42,6 +58,7 @@ def render_markdown(data: RunData, top_docs: int = 3) -> str:
         (wall_label, None if wall is None else f"{float(wall):.1f}"),
         ("solver time, all sessions (s)", f"{log.solver_seconds:.1f}" if log is not None and log.calls else None),
         ("solver time per call (s)", f"{log.seconds_per_call:.2f}" if log is not None and log.seconds_per_call else None),
+        *_spend_rows(data),
         ("solver", data.get("solver_id") or data.get("solver")),
         ("outcome", data.outcome),
         ("seed", data.get("seed")),

@@ -153,6 +153,9 @@ class TrialLogSummary:
         calls: Logged solver calls (the same figure as ``run.json``'s ``calls``).
         solver_seconds: Sum of the solver latencies of every logged call: the time the solver worked, which a
             rerun that resumes a complete log does not reset.
+        tokens_in, tokens_out: Prompt and completion tokens of the logged calls that recorded them (``token_calls``
+            of them; trials answered from a deterministic solver's earlier answer and logs written before tokens were
+            recorded add nothing).
         first, last: Unix times of the first and the last logged call.
         pools: ``{case_id: [doc_id, ...]}`` in pool order (the order of :attr:`TrialRow.included`).
         trials: ``{case_id: [TrialRow, ...]}`` in logging order.
@@ -160,6 +163,9 @@ class TrialLogSummary:
 
     calls: int = 0
     solver_seconds: float = 0.0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    token_calls: int = 0
     first: float | None = None
     last: float | None = None
     pools: dict[str, list[str]] = field(default_factory=dict)
@@ -457,6 +463,7 @@ def read_trial_log(path: str | Path, notes: list[str] | None = None) -> TrialLog
         rows = con.execute(
             "SELECT case_id, kind, trial_index, inclusion, outcome, value, latency, "
             + ("answer, detail, " if {"answer", "detail"} <= columns else "'', '', ")
+            + ("prompt_tokens, completion_tokens, " if {"prompt_tokens", "completion_tokens"} <= columns else "NULL, NULL, ")
             + "created FROM trials ORDER BY created, rowid"
         ).fetchall()
     except sqlite3.Error as exc:
@@ -464,10 +471,14 @@ def read_trial_log(path: str | Path, notes: list[str] | None = None) -> TrialLog
         return None
     finally:
         con.close()
-    for case_id, kind, index, inclusion, outcome, value, latency, answer, detail, created in rows:
+    for case_id, kind, index, inclusion, outcome, value, latency, answer, detail, tok_in, tok_out, created in rows:
         lat = _num(latency)
         out.calls += 1
         out.solver_seconds += lat or 0.0
+        if tok_in is not None and not str(detail or "").startswith("cached:"):
+            out.token_calls += 1
+            out.tokens_in += int(tok_in)
+            out.tokens_out += int(tok_out or 0)
         t = _num(created)
         if t is not None:
             out.first = t if out.first is None else min(out.first, t)

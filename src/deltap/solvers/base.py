@@ -81,12 +81,15 @@ class Answer:
 
 @dataclass(frozen=True)
 class Score:
-    """Log-probability of a reference answer given the prompt (the ``logprob`` outcome)."""
+    """Log-probability of a reference answer given the prompt (the ``logprob`` outcome): ``n_tokens`` reference
+    tokens scored, ``prompt_tokens`` the input tokens the call took in all (what a run spends)."""
 
     logprob: float
     n_tokens: int
     latency: float = 0.0
     solver_id: str = ""
+    #: input tokens the call evaluated (prompt and reference; ``None``: the backend did not count them)
+    prompt_tokens: int | None = None
 
 
 class SolverError(Exception):

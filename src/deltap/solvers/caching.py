@@ -147,7 +147,8 @@ class CachedSolver:
         return sc
 
     def _store_score(self, key: str, phash: str, reference: str, sc: Score) -> None:
-        payload = {"logprob": sc.logprob, "n_tokens": sc.n_tokens, "latency": sc.latency, "solver_id": sc.solver_id}
+        payload = {"logprob": sc.logprob, "n_tokens": sc.n_tokens, "latency": sc.latency, "solver_id": sc.solver_id,
+                   "prompt_tokens": sc.prompt_tokens}
         self.cache.put(key, self.id, self.params, "score", phash, reference, payload)
 
     def answer_many(self, requests: Sequence[SolveRequest]) -> list[Answer | SolverError]:

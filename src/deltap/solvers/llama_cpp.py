@@ -410,7 +410,7 @@ class LlamaCppSolver:
             rows, evaluated = self._eval(full, positions)
             logprob = sum(_log_softmax_at(rows[p], t) for p, t in zip(positions, ref, strict=False))
             latency = time.perf_counter() - start
-        return Score(logprob=logprob, n_tokens=len(ref), latency=latency, solver_id=self.id)
+        return Score(logprob=logprob, n_tokens=len(ref), latency=latency, solver_id=self.id, prompt_tokens=len(full))
 
     def score_text(self, prompt: str, continuation: str) -> float:
         """Log-probability of ``continuation`` after a raw ``prompt`` (no chat template; each part tokenized alone)."""

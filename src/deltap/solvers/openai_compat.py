@@ -189,11 +189,13 @@ class OpenAISolver:
         resp, attempts = self.retry.call(attempt, _retryable, retry_after, what=f"chat completion on {self.base_url}")
         latency = time.perf_counter() - start
         usage = getattr(resp, "usage", None)
-        counts = {
-            "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-            "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+        counts = {  # a server that reports no usage: no token counts (unknown, not zero)
+            **({} if usage is None else {
+                "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+                "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+            }),
             "attempts": attempts,
-        }
+        }  # fmt: skip
         text = resp.choices[0].message.content or ""
         raw = resp.model_dump() if hasattr(resp, "model_dump") else None
         return Answer(text=text.strip(), usage=counts, latency=latency, raw=raw, solver_id=self.id)

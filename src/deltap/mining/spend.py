@@ -1,0 +1,152 @@
+"""What a run spent, and what tokens cost: per case and in total, read from the trial log.
+
+Every figure comes from the logged trials, so a resumed run adds up over every session that wrote to the log (as
+the solver time of the report does): **calls** (logged trials that were solver calls: a deterministic solver's
+repeats answered from its earlier answer are not), **tokens in / out** (as the solver counted them: the local model
+its exact prompt tokens, a hosted API the usage it reported; trials of a log written before tokens were recorded, or
+of a solver that reports none, count as *not counted* and the figure says how many calls it covers), **solver
+seconds** (the sum of the calls' latencies) and the **cost** at the prices given (per million tokens).
+
+Prices are the user's (``--price-in`` / ``--price-out``) or come from :data:`PRICE_TABLE`, a short list of list
+prices with the date they were read; the local model costs nothing but time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from deltap.mining.trials import TrialLog, TrialRecord
+
+__all__ = ["PRICE_TABLE", "PRICE_TABLE_DATE", "Prices", "Spend", "case_spend", "log_spend", "prices_for", "spend_line"]
+
+#: when the list prices of :data:`PRICE_TABLE` were read (they change: check the provider's page before relying on them)
+PRICE_TABLE_DATE = "2025-01"
+#: ``model name prefix -> (USD per million prompt tokens, USD per million completion tokens)``, list prices as
+#: published by the providers in :data:`PRICE_TABLE_DATE` (standard tier, no batch or cache discounts)
+PRICE_TABLE: dict[str, tuple[float, float]] = {
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gemini-2.0-flash": (0.10, 0.40),
+    "gemini-1.5-flash": (0.075, 0.30),
+    "gemini-1.5-pro": (1.25, 5.00),
+}
+
+
+@dataclass(frozen=True)
+class Prices:
+    """USD per million tokens, and where the figures come from (``"--price-in/--price-out"``, the table...)."""
+
+    input: float
+    output: float
+    source: str = "given"
+
+    def cost(self, tokens_in: int, tokens_out: int) -> float:
+        """USD for ``tokens_in`` prompt and ``tokens_out`` completion tokens."""
+        return (tokens_in * self.input + tokens_out * self.output) / 1e6
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"usd_per_million_in": self.input, "usd_per_million_out": self.output, "source": self.source}
+
+
+def prices_for(price_in: float | None, price_out: float | None, model: str | None = None, local: bool = False) -> Prices | None:
+    """The prices of a run: the ones given (a missing one is 0), else the local model's (free), else the table's entry
+    whose name ``model`` (a model name or a solver id) contains (the longest), else ``None`` (no cost is shown).
+
+    Raises:
+        DeltapError: a negative price.
+    """
+    from deltap.errors import DeltapError
+
+    for name, value in (("--price-in", price_in), ("--price-out", price_out)):
+        if value is not None and value < 0:
+            raise DeltapError(f"{name} must be a price in USD per million tokens (>= 0), got {value}")
+    if price_in is not None or price_out is not None:
+        return Prices(float(price_in or 0.0), float(price_out or 0.0), "--price-in/--price-out")
+    if local:
+        return Prices(0.0, 0.0, "local model (no per-token price)")
+    name = (model or "").lower()
+    best = max((p for p in PRICE_TABLE if p in name), key=len, default=None)
+    if best is None:
+        return None
+    pin, pout = PRICE_TABLE[best]
+    return Prices(pin, pout, f"list price of {best} ({PRICE_TABLE_DATE}; deltap.mining.spend.PRICE_TABLE)")
+
+
+@dataclass
+class Spend:
+    """Calls, tokens and solver seconds of some trials (one case, or a whole run)."""
+
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    counted_calls: int = 0  # calls whose tokens the solver reported
+    solver_seconds: float = 0.0
+
+    def add(self, other: Spend) -> None:
+        self.calls += other.calls
+        self.tokens_in += other.tokens_in
+        self.tokens_out += other.tokens_out
+        self.counted_calls += other.counted_calls
+        self.solver_seconds += other.solver_seconds
+
+    def to_dict(self, prices: Prices | None = None) -> dict[str, Any]:
+        """``calls``, ``tokens_in``, ``tokens_out`` (``None`` when no call was counted), ``tokens_counted_calls``,
+        ``solver_seconds`` and, with prices, ``cost_usd`` (of the counted calls)."""
+        counted = self.counted_calls > 0
+        out: dict[str, Any] = {
+            "calls": self.calls,
+            "tokens_in": self.tokens_in if counted else None,
+            "tokens_out": self.tokens_out if counted else None,
+            "tokens_counted_calls": self.counted_calls,
+            "solver_seconds": round(self.solver_seconds, 3),
+        }
+        if prices is not None and counted:
+            out["cost_usd"] = round(prices.cost(self.tokens_in, self.tokens_out), 6)
+        return out
+
+
+def case_spend(records: Iterable[TrialRecord]) -> Spend:
+    """What the trials ``records`` spent (trials answered from a deterministic solver's earlier answer cost nothing)."""
+    out = Spend()
+    for r in records:
+        if r.detail.startswith("cached:"):
+            continue
+        out.calls += 1
+        out.solver_seconds += float(r.latency or 0.0)
+        if r.prompt_tokens is not None:
+            out.counted_calls += 1
+            out.tokens_in += int(r.prompt_tokens)
+            out.tokens_out += int(r.completion_tokens or 0)
+    return out
+
+
+def log_spend(log: TrialLog, case_ids: Iterable[str], prices: Prices | None = None) -> dict[str, Any]:
+    """The ``spend`` section of ``run.json``: the total and ``by_case`` (see :meth:`Spend.to_dict`), over every
+    session that wrote to ``log``, with the prices used."""
+    total = Spend()
+    by_case: dict[str, Any] = {}
+    for cid in case_ids:
+        s = case_spend(log.trials(cid))
+        total.add(s)
+        by_case[cid] = s.to_dict(prices)
+    out = {**total.to_dict(prices), "by_case": by_case}
+    if prices is not None:
+        out["prices"] = prices.to_dict()
+    return out
+
+
+def spend_line(spend: Mapping[str, Any]) -> str:
+    """``spent 288 calls · 412,300 tokens in / 2,310 out · $0.07 · 1,012 s solver time`` (one line, under 80 columns
+    for any realistic run)."""
+    parts = [f"spent {int(spend.get('calls') or 0):,} calls"]
+    if spend.get("tokens_in") is not None:
+        parts.append(f"{int(spend['tokens_in']):,} tokens in / {int(spend.get('tokens_out') or 0):,} out")
+    if spend.get("cost_usd") is not None:
+        parts.append(f"${float(spend['cost_usd']):,.2f}")
+    parts.append(f"{float(spend.get('solver_seconds') or 0):,.0f} s solver time")
+    return " · ".join(parts)
