@@ -51,7 +51,7 @@ def test_stdlib_demo_corpus_has_no_memory_address() -> None:
 #: The only fields allowed to differ between two runs of the same command: when it ran and how long it took.
 TIMESTAMPS = {
     "retrieval_dataset.yaml": ["metadata.created", "pairs[].metadata.wall_seconds"],
-    "run.json": ["started", "ended", "wall_seconds"],
+    "run.json": ["started", "ended", "wall_seconds", "spend.solver_seconds", "spend.by_case[].solver_seconds"],
 }
 
 
@@ -68,8 +68,12 @@ def _mask(rel: str, text: str) -> str:
         return yaml.safe_dump(data, sort_keys=False)
     if rel.endswith("run.json"):
         run = json.loads(text)
-        for key in TIMESTAMPS["run.json"]:
+        for key in ("started", "ended", "wall_seconds"):
             run[key] = "<time>"
+        if "spend" in run:  # the solver's seconds (summed latencies) are timings too
+            run["spend"]["solver_seconds"] = "<time>"
+            for case in run["spend"]["by_case"].values():
+                case["solver_seconds"] = "<time>"
         return json.dumps(run)
     return text
 

@@ -55,7 +55,7 @@ def token_counter(solver: Solver) -> tuple[Callable[[SolveRequest], int], str]:
     """``(count, how)``: the prompt tokens of a request, and how they are counted (``exact (the solver's
     tokenizer)`` or ``estimate (...)``)."""
     if isinstance(solver, ContextWindow):
-        return (lambda req: len(solver.tokens(req))), "exact (the solver's own tokenizer on the rendered prompt)"
+        return (lambda req: len(solver.tokens(req))), "exact (the solver's tokenizer)"
     from deltap.solvers.prompts import messages_to_text, render_prompt
 
     template = getattr(solver, "template", None)
@@ -65,7 +65,7 @@ def token_counter(solver: Solver) -> tuple[Callable[[SolveRequest], int], str]:
         enc = tiktoken.get_encoding("o200k_base")
         return (lambda req: len(enc.encode(messages_to_text(render_prompt(req, template))))), "estimate (tiktoken o200k_base)"
     except Exception:  # noqa: BLE001 - not installed, or its encoding file cannot be fetched offline
-        return (lambda req: len(messages_to_text(render_prompt(req, template))) // 4 + 1), "estimate (4 characters per token)"
+        return (lambda req: len(messages_to_text(render_prompt(req, template))) // 4 + 1), "estimate (4 chars/token)"
 
 
 @dataclass
@@ -196,10 +196,10 @@ class RunPlan:
 
     def lines(self, max_cases: int = 20) -> list[str]:
         """The plan in 80 columns: a row per case (the first ``max_cases``), then the totals."""
-        out = [f"plan for {len(self.cases)} case(s), no call made · tokens {self.counted}"]
+        out = [f"plan: {len(self.cases)} case(s), no call made; tokens {self.counted}"]
         out.append(f"{'case':<30} {'cands':>5} {'calls ≤':>8} {'tokens/call (range)':>20} {'tokens in ≤':>12}")
         for c in self.cases[:max_cases]:
-            cid = c.case_id if len(c.case_id) <= 30 else c.case_id[:29] + "…"
+            cid = c.case_id if len(c.case_id) <= 30 else c.case_id[:10] + "…" + c.case_id[-19:]  # ids share prefixes
             per = f"{c.tokens_expected:,.0f} ({c.tokens_none:,}–{c.tokens_all:,})"
             out.append(f"{cid:<30} {c.candidates:>5} {c.ceiling:>8,} {per:>20} {c.tokens_in()[1]:>12,}")
         if len(self.cases) > max_cases:
