@@ -252,3 +252,30 @@ def test_mlflow_hook_logs_params_metrics_and_the_report(tmp_path: Path, corpus: 
     assert got.data.metrics["solver_calls"] == res.run["calls"] and got.data.metrics["tokens_in"] == res.run["spend"]["tokens_in"]
     arts = {a.path for a in mlflow.tracking.MlflowClient(tracking_uri=store).list_artifacts(run_id)}
     assert {"report.html", "run.json", "retrieval_dataset.yaml"} <= arts
+
+
+def test_pilot_stops_a_run_whose_success_does_not_move_and_its_calls_are_reused(tmp_path: Path, corpus: Corpus) -> None:
+    from deltap.mining.pilot import PilotStop
+
+    cases = [_case(f"c{i}") for i in range(10)]
+    flat = {c.case_id: SimulatedTruth(0.0, {}) for c in cases}  # never solved, whatever the context
+    cfg = replace(CFG, pilot=4, price_in=None, price_out=None)
+    with pytest.raises(PilotStop, match=r"pilot: in 4 sampled case\(s\) \(8 calls\) the solver's success does not move"):
+        mine(cases, corpus, TokenSolver(flat), out=tmp_path, config=cfg)
+    con = sqlite3.connect(tmp_path / "trials.sqlite")
+    kinds = sorted(k for (k,) in con.execute("SELECT kind FROM trials"))
+    con.close()
+    assert kinds == ["preflight_all"] * 4 + ["preflight_none"] * 4  # a few calls, before any design trial
+    forced = mine(cases, corpus, TokenSolver(flat), out=tmp_path, config=replace(cfg, force=True))
+    assert forced.run["calls_this_process"] == forced.run["calls"] - 8  # the pilot's calls were reused
+    assert forced.run["pilot"]["hopeless"] is True
+
+
+def test_pilot_lets_a_run_with_real_effects_go_on(tmp_path: Path, corpus: Corpus) -> None:
+    cases = [_case(f"c{i}") for i in range(6)]
+    strong = {c.case_id: SimulatedTruth(0.05, {"d00": 0.9}) for c in cases}
+    cfg = replace(CFG, pilot=6, price_in=None, price_out=None, preflight=3)
+    res = mine(cases, corpus, TokenSolver(strong), out=tmp_path, config=cfg)
+    assert res.run["pilot"]["hopeless"] is False and res.run["pilot"]["cases_that_can_yield_labels"] >= 3
+    assert res.run["pilot"]["calls"] == 6 * 2 * 3
+    assert sum(p["metadata"]["calls_by_kind"]["preflight"] for p in res.dataset.pairs) == 6 * 2 * 3  # not asked twice

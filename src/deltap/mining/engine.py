@@ -179,7 +179,10 @@ def mine(
         log.close()
         raise
     lanes = _Lanes(executor, cfg, _serialized(progress), len(cases))
+    pilot_info: dict[str, Any] | None = None
     try:
+        if cfg.pilot > 0 and cases:  # before any design trial; a stop closes the executor and the log below
+            pilot_info = _pilot(cases, corpus, solver, factory, retriever, log, cfg, lanes)
         results = lanes.map(
             lambda item: _mine_case(item[1], item[0], corpus, solver, factory, retriever, log, cfg, rule, lanes), list(enumerate(cases))
         )
@@ -202,6 +205,8 @@ def mine(
         run["spend_this_process"] = {"calls": lanes.tally.value, "tokens_in": lanes.tally.tokens_in, "tokens_out": lanes.tally.tokens_out}
         dataset.metadata["spend"] = {k: v for k, v in spend.items() if k not in ("by_case", "solver_seconds")}
         run["resume"] = resumed
+        if pilot_info is not None:
+            run["pilot"] = pilot_info
         run["execution"] = {**executor.describe(), "cases_in_flight": lanes.limit}
         if out_path is not None:
             write_run_directory(out_path, dataset, run)
@@ -321,6 +326,49 @@ def _mine_case(
     res.calls, res.errors = runner.calls, runner.errors
     res.wall_seconds = time.perf_counter() - t0
     return res
+
+def _pilot(
+    cases: Sequence[Case],
+    corpus: Corpus,
+    solver: Solver,
+    factory: Callable[[Case], Checker],
+    retriever: Retriever | None,
+    log: TrialLog,
+    cfg: MiningConfig,
+    lanes: _Lanes,
+) -> dict[str, Any]:
+    """The pilot (:mod:`deltap.mining.pilot`): the preflight trials of ``cfg.pilot`` sampled cases, run first under
+    the keys the per-case procedure asks them by (so the run reuses them), then judged. Raises
+    :class:`~deltap.mining.pilot.PilotStop` when the run cannot decide any relevant or harmful label (unless
+    ``force``)."""
+    import numpy as np
+
+    from deltap.mining.pilot import PilotCase, PilotStop, assess_pilot, sample_cases
+
+    by_id = {c.case_id: c for c in cases}
+    picked = sample_cases(list(by_id), cfg.pilot, cfg.seed)
+    before = lanes.tally.value
+    sampled: list[PilotCase] = []
+    for cid in picked:
+        with lanes.prepare_lock:
+            prep = _prepare_case(by_id[cid], corpus, solver, factory, retriever, log, cfg)
+        if not prep.ready:
+            continue
+        runner = TrialRunner(prep.res.case, prep.res.pool, corpus, solver, prep.checker, log, cfg, lanes.executor, lanes.tally, lanes.stop)
+        m = len(prep.res.pool.candidates)
+        n_pre = 1 if runner.deterministic else max(1, cfg.preflight)
+        try:
+            none = runner.run("preflight_none", range(n_pre), np.zeros((n_pre, m), dtype=bool))
+            full = runner.run("preflight_all", range(n_pre), np.ones((n_pre, m), dtype=bool))
+        finally:
+            lanes.executor.release(cid)
+        sampled.append(PilotCase(cid, tuple(float(v) for v in none if np.isfinite(v)), tuple(float(v) for v in full if np.isfinite(v))))
+        lanes.report({"phase": "pilot", "case_id": cid})
+    result = assess_pilot(sampled, lanes.tally.value - before, cfg.outcome, cfg.policy().min_effect, cfg.budget, len(cases))
+    if result.hopeless and not cfg.force:
+        raise PilotStop(result.message)
+    return result.to_dict()
+
 
 def _coalition_case(
     res: CaseResult,

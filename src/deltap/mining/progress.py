@@ -176,6 +176,9 @@ class MiningProgress:
             self.tokens_out = max(self.tokens_out, int(event.get("tokens_out") or 0))
         if event.get("in_flight") is not None:
             self.in_flight = max(1, int(event["in_flight"]))
+        if phase == "pilot":  # the pilot's preflight calls (before any case starts): the call count only
+            self._refresh()
+            return
         if phase == "coalition":
             self.phase = "coalition"
             self.case_id = case_id
