@@ -14,7 +14,8 @@ wasted. From them the pilot estimates:
 
 When no sampled case can yield one, every label the run could give is ``irrelevant`` or ``undecided``: the pilot
 says so in one line and the run stops unless ``force``. The saturation check of the preflight is per case; this is
-the same evidence, pooled over cases, and asked before any case spends its budget.
+the same evidence, pooled over cases, and asked before any case spends its budget; it needs at least
+:data:`MIN_CASES_TO_STOP` sampled cases to stop a run.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ import numpy as np
 
 from deltap.errors import DeltapError
 
-__all__ = ["PilotCase", "PilotResult", "PilotStop", "assess_pilot", "sample_cases"]
+__all__ = ["MIN_CASES_TO_STOP", "PilotCase", "PilotResult", "PilotStop", "assess_pilot", "sample_cases"]
 
 #: z_{0.975} + z_{0.80}: a two-sided 5% test with 80% power
 _Z_POWER = 1.96 + 0.84
+#: fewest sampled cases the pilot stops a run on (with fewer, each case's own preflight decides about it)
+MIN_CASES_TO_STOP = 3
 
 
 class PilotStop(DeltapError):
@@ -110,7 +113,12 @@ def assess_pilot(cases: list[PilotCase], calls: int, outcome: str, min_effect: f
     out.expected_decidable = out.decidable_cases / len(lifts) * n_cases
     biggest = max(abs(v) for v in lifts.values())
     unit = "" if outcome == "pass" else " nats"
-    if out.decidable_cases == 0:
+    if out.decidable_cases == 0 and len(lifts) < MIN_CASES_TO_STOP:
+        out.message = (
+            f"pilot: no movement in {len(lifts)} sampled case(s), too few to stop the run on (each case's preflight "
+            "still skips a saturated or unsolvable one)"
+        )
+    elif out.decidable_cases == 0:
         out.hopeless = True
         out.message = (
             f"pilot: in {len(lifts)} sampled case(s) ({calls} calls) the solver's success does not move with the documents "
