@@ -3,7 +3,8 @@
 Used by the Ray executor tests and by ``benchmarks/bench_scale.py``. ``POST /v1/chat/completions`` answers after
 ``latency`` seconds with ``answer(body)``. With ``requests_per_minute`` it keeps a provider-style bucket (``burst``
 requests, refilled at the rate) and refuses a request that finds it empty with ``429`` and ``Retry-After`` — so a
-client that sends faster than the limit sees failures, and one that holds the rate sees none.
+client that sends faster than the limit sees failures, and one that holds the rate sees none. With ``state_limit``
+a 429 also carries ``x-ratelimit-limit-requests`` (the limit, as OpenAI states it).
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ class FakeOpenAIServer:
         latency: float = 0.0,
         requests_per_minute: float | None = None,
         burst: float = 2.0,
+        state_limit: bool = False,
     ) -> None:
         self.answer, self.latency = answer, latency
         self.rate = requests_per_minute / 60.0 if requests_per_minute else None
         self.burst = burst
+        self.state_limit = state_limit
         self.level = burst
         self.stamp = time.monotonic()
         self.lock = threading.Lock()
@@ -49,7 +52,10 @@ class FakeOpenAIServer:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
                 wait = owner._admit()
                 if wait is not None:
-                    self._send(429, {"error": {"message": "rate limit reached", "type": "requests"}}, {"retry-after": f"{wait:.3f}"})
+                    headers = {"retry-after": f"{wait:.3f}"}
+                    if owner.state_limit and owner.rate is not None:  # as OpenAI does: the limit the key has
+                        headers["x-ratelimit-limit-requests"] = f"{owner.rate * 60:g}"
+                    self._send(429, {"error": {"message": "rate limit reached", "type": "requests"}}, headers)
                     return
                 if owner.latency:
                     time.sleep(owner.latency)

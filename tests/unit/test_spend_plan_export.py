@@ -74,13 +74,17 @@ def test_run_json_and_dataset_record_tokens_and_cost_per_case(tmp_path: Path, co
     res = mine([_case("a"), _case("b")], corpus, TokenSolver(_truths("a", "b")), out=tmp_path, config=CFG)
     tin, tout, n = _logged_tokens(tmp_path)
     spend = json.loads((tmp_path / "run.json").read_text())["spend"]
-    assert spend["calls"] == n == res.run["calls"] and spend["tokens_in"] == tin and spend["tokens_out"] == tout == OUT * n
+    assert (
+        spend["calls"] == n == res.run["calls"] and spend["tokens_in"] == tin and spend["tokens_out"] == tout == OUT * n
+    )
     assert spend["cost_usd"] == pytest.approx((tin * 2.0 + tout * 10.0) / 1e6)
     assert spend["prices"]["source"] == "--price-in/--price-out"
     assert sum(c["tokens_in"] for c in spend["by_case"].values()) == tin
     assert res.dataset.metadata["spend"]["tokens_in"] == tin and "solver_seconds" not in res.dataset.metadata["spend"]
     for pair in res.dataset.pairs:
-        assert pair["metadata"]["spend"] == {k: v for k, v in spend["by_case"][pair["id"]].items() if k != "solver_seconds"}
+        assert pair["metadata"]["spend"] == {
+            k: v for k, v in spend["by_case"][pair["id"]].items() if k != "solver_seconds"
+        }
     assert res.run["spend_this_process"] == {"calls": n, "tokens_in": tin, "tokens_out": tout}
 
 
@@ -91,7 +95,11 @@ def test_a_resumed_run_adds_up_the_sessions(tmp_path: Path, corpus: Corpus) -> N
     tin, _, n = _logged_tokens(tmp_path)
     assert res.run["spend"]["tokens_in"] == tin and res.run["spend"]["calls"] == n  # both sessions
     assert res.run["spend"]["by_case"]["a"] == first["by_case"]["a"]
-    assert res.run["spend_this_process"]["tokens_in"] == tin - first["tokens_in"] == res.run["spend"]["by_case"]["b"]["tokens_in"]
+    assert (
+        res.run["spend_this_process"]["tokens_in"]
+        == tin - first["tokens_in"]
+        == res.run["spend"]["by_case"]["b"]["tokens_in"]
+    )
 
 
 _OLD_TRIALS = """CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -122,7 +130,10 @@ def test_a_log_of_the_old_schema_stays_readable_and_gains_the_token_columns(tmp_
     run = _old_log(tmp_path / "old")
     with TrialLog(run / "trials.sqlite") as log:
         old = log.trials("c")
-        assert [(r.trial_index, r.prompt_tokens, r.completion_tokens) for r in old] == [(0, None, None), (1, None, None)]
+        assert [(r.trial_index, r.prompt_tokens, r.completion_tokens) for r in old] == [
+            (0, None, None),
+            (1, None, None),
+        ]
         log.append(TrialRecord("c", "design", 2, 3, "11", "h2", "ans", "pass", 1.0, 0.1, "s", "k", "", 40, 3))
         assert log.trials("c")[2].prompt_tokens == 40
         assert log.retire_errors() == 0  # the history table took the new columns too
@@ -138,7 +149,10 @@ def test_csv_export_lists_every_trial_with_its_documents_even_from_an_old_log(tm
     path = export_trials(run, "csv")
     with path.open(encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    assert [(r["trial_index"], r["documents"], r["outcome"], r["prompt_tokens"]) for r in rows] == [("0", "d00", "pass", ""), ("1", "d01", "fail", "")]
+    assert [(r["trial_index"], r["documents"], r["outcome"], r["prompt_tokens"]) for r in rows] == [
+        ("0", "d00", "pass", ""),
+        ("1", "d01", "fail", ""),
+    ]
 
 
 def test_parquet_export_matches_the_trial_log(tmp_path: Path, corpus: Corpus) -> None:
@@ -191,7 +205,9 @@ def test_plan_counts_the_ceiling_and_the_expected_tokens_without_a_call(tmp_path
     expected_in = 2 * ((pre / 2) * (2 * BASE + PER_DOC * m) + (design + coalition) * (BASE + 0.5 * PER_DOC * m))
     assert d["tokens_in_expected"] == round(expected_in)
     assert d["tokens_out_max"] == 16 * d["calls_ceiling"]
-    assert d["cost_usd"]["expected"] == pytest.approx((d["tokens_in_expected"] * 2.0 + d["tokens_out_max"] * 10.0) / 1e6)
+    assert d["cost_usd"]["expected"] == pytest.approx(
+        (d["tokens_in_expected"] * 2.0 + d["tokens_out_max"] * 10.0) / 1e6
+    )
     assert d["seconds"]["max"] == pytest.approx(0.5 * d["calls_ceiling"])
     assert all(len(line) <= 80 for line in plan.lines()), plan.lines()
     json.dumps(d)
@@ -218,7 +234,9 @@ def test_progress_shows_tokens_and_cost_against_the_plan() -> None:
     from deltap.mining.progress import MiningProgress
     from deltap.mining.spend import prices_for
 
-    bar = MiningProgress(2, enabled=False, config=CFG, prices=prices_for(2.0, 10.0), planned_tokens_in=9_000, clock=lambda: 0.0)
+    bar = MiningProgress(
+        2, enabled=False, config=CFG, prices=prices_for(2.0, 10.0), planned_tokens_in=9_000, clock=lambda: 0.0
+    )
     bar({"case_id": "a", "case_index": 0, "cases": 2, "trials": 0, "budget": 32, "open": 5, "status": "running",
          "calls": 10, "tokens_in": 1_500_000, "tokens_out": 20})  # fmt: skip
     line = next(x for x in bar.lines() if "tokens" in x)
@@ -238,7 +256,9 @@ def test_reports_show_the_tokens_and_the_cost(tmp_path: Path, corpus: Corpus) ->
     assert f"| tokens in / out, all sessions | {spend['tokens_in']:,} / {spend['tokens_out']:,} |" in md
 
 
-def test_mlflow_hook_logs_params_metrics_and_the_report(tmp_path: Path, corpus: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_mlflow_hook_logs_params_metrics_and_the_report(
+    tmp_path: Path, corpus: Corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
     mlflow = pytest.importorskip("mlflow", reason="mlflow is not installed (pip install 'deltap[mlflow]')")
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 keeps the file store in maintenance mode
     from deltap.report.tracking import log_run_to_mlflow
@@ -249,7 +269,10 @@ def test_mlflow_hook_logs_params_metrics_and_the_report(tmp_path: Path, corpus: 
     run_id = log_run_to_mlflow(run_dir, tracking_uri=store, experiment="issue27")
     got = mlflow.tracking.MlflowClient(tracking_uri=store).get_run(run_id)
     assert got.data.params["budget"] == "32" and got.data.params["outcome"] == "pass"
-    assert got.data.metrics["solver_calls"] == res.run["calls"] and got.data.metrics["tokens_in"] == res.run["spend"]["tokens_in"]
+    assert (
+        got.data.metrics["solver_calls"] == res.run["calls"]
+        and got.data.metrics["tokens_in"] == res.run["spend"]["tokens_in"]
+    )
     arts = {a.path for a in mlflow.tracking.MlflowClient(tracking_uri=store).list_artifacts(run_id)}
     assert {"report.html", "run.json", "retrieval_dataset.yaml"} <= arts
 
@@ -260,7 +283,9 @@ def test_pilot_stops_a_run_whose_success_does_not_move_and_its_calls_are_reused(
     cases = [_case(f"c{i}") for i in range(10)]
     flat = {c.case_id: SimulatedTruth(0.0, {}) for c in cases}  # never solved, whatever the context
     cfg = replace(CFG, pilot=4, price_in=None, price_out=None)
-    with pytest.raises(PilotStop, match=r"pilot: in 4 sampled case\(s\) \(8 calls\) the solver's success does not move"):
+    with pytest.raises(
+        PilotStop, match=r"pilot: in 4 sampled case\(s\) \(8 calls\) the solver's success does not move"
+    ):
         mine(cases, corpus, TokenSolver(flat), out=tmp_path, config=cfg)
     con = sqlite3.connect(tmp_path / "trials.sqlite")
     kinds = sorted(k for (k,) in con.execute("SELECT kind FROM trials"))

@@ -14,13 +14,27 @@ def register(app: typer.Typer) -> None:
 
 
 def export_command(
-    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="The folder `deltap mine --out` (or `deltap demo`) wrote.")],
-    fmt: Annotated[str, typer.Option("--format", help="csv (nothing to install) or parquet (pip install 'deltap[fast]').")] = "csv",
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="The file to write (default RUN_DIR/trials.csv or trials.parquet).")] = None,
+    run_dir: Annotated[
+        Path, typer.Argument(metavar="RUN_DIR", help="The folder `deltap mine --out` (or `deltap demo`) wrote.")
+    ],
+    fmt: Annotated[
+        str, typer.Option("--format", help="csv (nothing to install) or parquet (pip install 'deltap[fast]').")
+    ] = "csv",
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="The file to write (default RUN_DIR/trials.csv or trials.parquet)."),
+    ] = None,
     mlflow: Annotated[
-        bool, typer.Option("--mlflow", help="Also log the run to MLflow: params, metrics, the HTML report as an artefact (pip install 'deltap[mlflow]').")
+        bool,
+        typer.Option(
+            "--mlflow",
+            help="Also log the run to MLflow: params, metrics, the HTML report as an artefact (pip install 'deltap[mlflow]').",
+        ),
     ] = False,
-    tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help="--mlflow: where MLflow stores runs (default: MLflow's own, ./mlruns).")] = None,
+    tracking_uri: Annotated[
+        str | None,
+        typer.Option("--tracking-uri", help="--mlflow: where MLflow stores runs (default: MLflow's own, ./mlruns)."),
+    ] = None,
     experiment: Annotated[str, typer.Option("--experiment", help="--mlflow: the MLflow experiment.")] = "deltap",
 ) -> None:
     """Export every trial (prompt hash, documents in the prompt, reply, verdict, latency, tokens) of a run directory.

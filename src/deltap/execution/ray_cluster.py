@@ -109,6 +109,9 @@ class _LimiterActor:
     def settle(self, reserved: int, used: int) -> None:
         self.limiter.settle(reserved, used)
 
+    def refused(self, requests_per_minute: float | None, tokens_per_minute: float | None) -> str | None:
+        return self.limiter.refused(requests_per_minute, tokens_per_minute)
+
     def stats(self) -> dict[str, Any]:
         return self.limiter.stats()
 

@@ -49,7 +49,9 @@ def trial_rows(run_dir: str | Path) -> list[dict[str, Any]]:
         columns = {r[1] for r in con.execute('PRAGMA table_info("trials")')}
         if not columns:
             raise DeltapError(f"{db}: not a deltap trial log (no trials table)")
-        tokens = "prompt_tokens, completion_tokens" if {"prompt_tokens", "completion_tokens"} <= columns else "NULL, NULL"
+        tokens = (
+            "prompt_tokens, completion_tokens" if {"prompt_tokens", "completion_tokens"} <= columns else "NULL, NULL"
+        )
         pools: dict[str, list[str]] = {}
         for case_id, pool_json in con.execute("SELECT case_id, pool_json FROM pools"):
             pools[str(case_id)] = [str(c["doc_id"]) for c in json.loads(pool_json).get("candidates", [])]
@@ -62,7 +64,24 @@ def trial_rows(run_dir: str | Path) -> list[dict[str, Any]]:
     finally:
         con.close()
     out = []
-    for case_id, kind, index, seed, incl, phash, answer, outcome, value, latency, pt, ct, solver, checker, detail, created in rows:
+    for (
+        case_id,
+        kind,
+        index,
+        seed,
+        incl,
+        phash,
+        answer,
+        outcome,
+        value,
+        latency,
+        pt,
+        ct,
+        solver,
+        checker,
+        detail,
+        created,
+    ) in rows:
         pool = pools.get(str(case_id), [])
         docs = [d for d, bit in zip(pool, str(incl or ""), strict=False) if bit == "1"]
         out.append({

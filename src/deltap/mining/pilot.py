@@ -89,7 +89,9 @@ def sample_cases(case_ids: list[str], n: int, seed: int) -> list[str]:
     return [case_ids[i] for i in picked]
 
 
-def assess_pilot(cases: list[PilotCase], calls: int, outcome: str, min_effect: float, budget: int, n_cases: int) -> PilotResult:
+def assess_pilot(
+    cases: list[PilotCase], calls: int, outcome: str, min_effect: float, budget: int, n_cases: int
+) -> PilotResult:
     """Judge the pilot (see the module docstring): can the run decide any relevant or harmful label?"""
     out = PilotResult(cases, calls)
     lifts = {c.case_id: c.lift for c in cases if c.lift is not None}

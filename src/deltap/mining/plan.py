@@ -41,7 +41,15 @@ if TYPE_CHECKING:
     from deltap.retrieval.base import Retriever
     from deltap.solvers.base import Solver, SolveRequest
 
-__all__ = ["LOCAL_GENERATED_TOKENS_PER_S", "LOCAL_PROMPT_TOKENS_PER_S", "CasePlan", "RunPlan", "plan_calls", "plan_mine", "token_counter"]
+__all__ = [
+    "LOCAL_GENERATED_TOKENS_PER_S",
+    "LOCAL_PROMPT_TOKENS_PER_S",
+    "CasePlan",
+    "RunPlan",
+    "plan_calls",
+    "plan_mine",
+    "token_counter",
+]
 
 #: prompt tokens per second of the local SmolLM2-135M on 2 cores (docs/DESIGN: 320-390 measured here), a range
 LOCAL_PROMPT_TOKENS_PER_S = (320.0, 390.0)
@@ -63,7 +71,9 @@ def token_counter(solver: Solver) -> tuple[Callable[[SolveRequest], int], str]:
         import tiktoken
 
         enc = tiktoken.get_encoding("o200k_base")
-        return (lambda req: len(enc.encode(messages_to_text(render_prompt(req, template))))), "estimate (tiktoken o200k_base)"
+        return (
+            lambda req: len(enc.encode(messages_to_text(render_prompt(req, template))))
+        ), "estimate (tiktoken o200k_base)"
     except Exception:  # noqa: BLE001 - not installed, or its encoding file cannot be fetched offline
         return (lambda req: len(messages_to_text(render_prompt(req, template))) // 4 + 1), "estimate (4 chars/token)"
 
@@ -159,6 +169,7 @@ class RunPlan:
     def seconds(self) -> tuple[float, float] | None:
         """``(floor calls at the fastest rate, ceiling calls at the slowest)``, or ``None`` when the latency is unknown
         and no ``rpm`` bounds it."""
+
         def wall(calls: int, per_call: float | None) -> float:
             t = calls * per_call / max(1, self.workers) if per_call is not None else 0.0
             return max(t, 60.0 * calls / self.rpm) if self.rpm else t
@@ -213,7 +224,9 @@ class RunPlan:
         out.append(f"tokens  in ~{expected:,} at the ceiling (≤{most:,}), out ≤{self.tokens_out():,}")
         cost = self.cost()
         if cost is not None and self.prices is not None:
-            out.append(f"cost    ~${cost[0]:,.2f} (≤${cost[1]:,.2f}) at ${self.prices.input:g}/${self.prices.output:g} per M in/out")
+            out.append(
+                f"cost    ~${cost[0]:,.2f} (≤${cost[1]:,.2f}) at ${self.prices.input:g}/${self.prices.output:g} per M in/out"
+            )
             out.append(f"        prices: {self.prices.source}")
         else:
             out.append("cost    no prices: give --price-in/--price-out (USD per million tokens)")
@@ -223,7 +236,11 @@ class RunPlan:
         else:
             from deltap.mining.progress import _clock_text
 
-            rate = f"{self.seconds_per_call[0]:.2f}–{self.seconds_per_call[1]:.2f} s/call, " if self.seconds_per_call else ""
+            rate = (
+                f"{self.seconds_per_call[0]:.2f}–{self.seconds_per_call[1]:.2f} s/call, "
+                if self.seconds_per_call
+                else ""
+            )
             limit = f", ≤{self.rpm:g}/min" if self.rpm else ""
             out.append(f"time    {_clock_text(secs[0])}–{_clock_text(secs[1])} ({rate}{self.workers} worker(s){limit})")
             if self.latency_source:
@@ -280,7 +297,9 @@ def plan_calls(
         added = sum(max(0, count(replace(base, documents=(d,))) - t0) for d in docs)
         if cfg.outcome == "logprob":
             ref = case.reference_answer or ""
-            ref_tokens = len(solver.reference_tokens(ref)) if isinstance(solver, ReferenceTokens) and ref else len(ref) // 4 + 1
+            ref_tokens = (
+                len(solver.reference_tokens(ref)) if isinstance(solver, ReferenceTokens) and ref else len(ref) // 4 + 1
+            )
             t0, t_all = t0 + ref_tokens, t_all + ref_tokens
             out_tokens = 0
         else:
@@ -289,9 +308,15 @@ def plan_calls(
         expected = t0 + cfg.pi * added
         # the design's prompts lie between T0 and T_all; a sum of single-document additions can overshoot T_all
         expected = min(max(expected, t0), t_all)
-        calls = ceiling(case) if ceiling is not None else {"preflight": pre, "design": design, "coalition": coalition if docs else 0}
+        calls = (
+            ceiling(case)
+            if ceiling is not None
+            else {"preflight": pre, "design": design, "coalition": coalition if docs else 0}
+        )
         floor = calls.get("preflight", 0) + min(int(cfg.preflight_confirm), schedule_floor or design) if docs else 0
-        plans.append(CasePlan(case.case_id, len(docs), calls, min(floor, sum(calls.values())), t0, t_all, expected, out_tokens))
+        plans.append(
+            CasePlan(case.case_id, len(docs), calls, min(floor, sum(calls.values())), t0, t_all, expected, out_tokens)
+        )
     plan = RunPlan(solver_id(solver), how, plans, workers=int(workers or cfg.workers), rpm=rpm, prices=prices)
     if latency is not None:
         plan.seconds_per_call, plan.latency_source = (float(latency), float(latency)), "given (--latency)"
@@ -331,7 +356,9 @@ def plan_mine(
 
     pools: dict[str, list[Document]] = {}
     for case in cases:
-        pool = build_pool(case, corpus, retriever, cfg.k, cfg.n_placebo, cfg.max_candidates, cfg.seed, placebo_kind=cfg.placebo_kind)
+        pool = build_pool(
+            case, corpus, retriever, cfg.k, cfg.n_placebo, cfg.max_candidates, cfg.seed, placebo_kind=cfg.placebo_kind
+        )
         pool, _ = fit_context(pool, case, corpus, solver, cfg)
         pools[case.case_id] = [corpus[d] for d in pool.doc_ids]
     return plan_calls(cases, pools, cfg, solver, prices=prices, latency=latency, rpm=rpm)

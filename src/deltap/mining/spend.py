@@ -53,7 +53,9 @@ class Prices:
         return {"usd_per_million_in": self.input, "usd_per_million_out": self.output, "source": self.source}
 
 
-def prices_for(price_in: float | None, price_out: float | None, model: str | None = None, local: bool = False) -> Prices | None:
+def prices_for(
+    price_in: float | None, price_out: float | None, model: str | None = None, local: bool = False
+) -> Prices | None:
     """The prices of a run: the ones given (a missing one is 0), else the local model's (free), else the table's entry
     whose name ``model`` (a model name or a solver id) contains (the longest), else ``None`` (no cost is shown).
 

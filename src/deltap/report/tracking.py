@@ -23,7 +23,9 @@ def mlflow_params(run_dir: str | Path) -> dict[str, str]:
     from deltap.report.rundir import load_run_dir
 
     data = load_run_dir(run_dir)
-    params: dict[str, Any] = {k: data.get(k) for k in ("solver", "outcome", "seed", "budget", "q", "pi", "min_effect", "tool_version")}
+    params: dict[str, Any] = {
+        k: data.get(k) for k in ("solver", "outcome", "seed", "budget", "q", "pi", "min_effect", "tool_version")
+    }
     params.update({f"config.{k}": v for k, v in (data.metadata.get("config") or {}).items()})
     return {k: str(v)[:500] for k, v in params.items() if v is not None}
 
@@ -51,7 +53,9 @@ def mlflow_metrics(run_dir: str | Path) -> dict[str, float]:
     return {k: float(v) for k, v in out.items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
-def log_run_to_mlflow(run_dir: str | Path, tracking_uri: str | None = None, experiment: str = "deltap", run_name: str | None = None) -> str:
+def log_run_to_mlflow(
+    run_dir: str | Path, tracking_uri: str | None = None, experiment: str = "deltap", run_name: str | None = None
+) -> str:
     """Log a run directory to MLflow and return the MLflow run id.
 
     Args:

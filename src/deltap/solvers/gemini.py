@@ -45,6 +45,11 @@ def _retry_after(exc: BaseException) -> float | None:
     return parse_retry_after(getattr(response, "headers", None))
 
 
+def _stated_limits(exc: BaseException) -> tuple[float | None, float | None] | None:
+    """A Gemini 429 states no limit in its headers: ``(None, None)`` (the limiter lowers its pace on repeats)."""
+    return (None, None) if getattr(exc, "code", None) == 429 else None
+
+
 class GeminiSolver:
     """Gemini chat solver.
 
@@ -123,7 +128,7 @@ class GeminiSolver:
         start = time.perf_counter()
         reserve = estimate_tokens(messages, config.max_output_tokens or 0)
         attempt = paced(self.limiter, call, reserve, _total_tokens)
-        retry_after = sharing_retry_after(self.limiter, _retry_after)
+        retry_after = sharing_retry_after(self.limiter, _retry_after, _stated_limits)
         resp, attempts = self.retry.call(attempt, _retryable, retry_after, what=f"Gemini {self.model}")
         latency = time.perf_counter() - start
         text = _text_of(resp)

@@ -70,6 +70,23 @@ def _retry_after(exc: BaseException) -> float | None:
     return parse_retry_after(getattr(response, "headers", None))
 
 
+def _stated_limits(exc: BaseException) -> tuple[float | None, float | None] | None:
+    """``(requests/min, tokens/min)`` a 429 response stated (``x-ratelimit-limit-requests`` / ``-tokens``, each ``None``
+    when absent); ``None`` when ``exc`` is not a 429."""
+    if getattr(exc, "status_code", None) != 429:
+        return None
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+
+    def number(name: str) -> float | None:
+        try:
+            value = headers.get(name) if headers is not None else None
+            return float(value) if value is not None else None
+        except (TypeError, ValueError, AttributeError):
+            return None
+
+    return number("x-ratelimit-limit-requests"), number("x-ratelimit-limit-tokens")
+
+
 def _total_tokens(resp: Any) -> int:
     return int(getattr(getattr(resp, "usage", None), "total_tokens", 0) or 0)
 
@@ -185,7 +202,7 @@ class OpenAISolver:
 
         start = time.perf_counter()
         attempt = paced(self.limiter, call, estimate_tokens(messages, max_tokens), _total_tokens)
-        retry_after = sharing_retry_after(self.limiter, _retry_after)
+        retry_after = sharing_retry_after(self.limiter, _retry_after, _stated_limits)
         resp, attempts = self.retry.call(attempt, _retryable, retry_after, what=f"chat completion on {self.base_url}")
         latency = time.perf_counter() - start
         usage = getattr(resp, "usage", None)
@@ -217,7 +234,7 @@ class OpenAISolver:
             )
 
         attempt = paced(self.limiter, call, len(full) // 4 + 2, _total_tokens)
-        retry_after = sharing_retry_after(self.limiter, _retry_after)
+        retry_after = sharing_retry_after(self.limiter, _retry_after, _stated_limits)
         resp, _ = self.retry.call(attempt, _retryable, retry_after, what=f"scoring on {self.base_url}")
         try:
             choice = resp.choices[0]

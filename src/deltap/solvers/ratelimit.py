@@ -22,6 +22,15 @@ difference once the response reports its usage.
 **Retry-After.** A 429 (or 503) with ``Retry-After`` pauses the whole endpoint (:meth:`RateLimiter.penalize`):
 every caller, including those already holding a reservation, waits until the pause ends.
 
+**Limits learned, not only configured.** A provider whose effective limit is lower than ``--rpm``/``--tpm`` (a
+lower tier, a shared key, a limit per project) answers 429s. :meth:`RateLimiter.refused` takes each one: when the
+response carries the provider's limit (``x-ratelimit-limit-requests`` / ``-tokens``, as OpenAI sends them) the
+limiter paces at :data:`STATED_MARGIN` of it from then on (exactly at the limit, any jitter trips it); without one, a second 429 within a minute at the configured pace halves the
+request rate (:data:`DECREASE`, multiplicative decrease), and every :data:`RECOVER_AFTER` answered requests in a row
+give back a tenth of the configured rate, up to the known ceiling (additive increase) — so a long run neither
+hammers the endpoint nor idles at a rate the provider no longer enforces. The first change is said once, as a
+:class:`RateLimitAdapted` warning naming the endpoint and the new pace; :meth:`RateLimiter.stats` counts them all.
+
 **Shared by every worker of a run.** :func:`shared_limiter` returns one limiter per endpoint key in a process; a
 Ray run replaces it (:func:`use_backend`) with one limiter actor per endpoint that every replica calls
 (:class:`RemoteLimiter`). Clock and sleep are injectable (tests run on a fake clock).
@@ -34,14 +43,25 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from deltap.errors import DeltapError
 
 __all__ = [
-    "Limiter", "RateLimiter", "RateLimits", "RemoteLimiter", "estimate_tokens", "paced", "shared_limiter", "sharing_retry_after",
-    "use_backend",
+    "DECREASE", "RECOVER_AFTER", "STATED_MARGIN", "AdaptiveLimiter", "Limiter", "RateLimitAdapted", "RateLimiter", "RateLimits", "RemoteLimiter", "estimate_tokens",
+    "paced", "shared_limiter", "sharing_retry_after", "use_backend",
 ]
+
+#: answered requests in a row after which a limiter lowered by 429s gives back a tenth of its configured rate
+RECOVER_AFTER = 30
+#: factor a pair of 429s within a minute (no limit stated) multiplies the request pace by
+DECREASE = 0.5
+#: share of a stated limit the limiter paces at: pacing at exactly the limit trips it on any clock jitter
+STATED_MARGIN = 0.9
+
+
+class RateLimitAdapted(UserWarning):
+    """An endpoint's limiter paces below the configured ``--rpm``/``--tpm``: the provider's effective limit is lower."""
 
 T = TypeVar("T")
 
@@ -92,6 +112,16 @@ class Limiter(Protocol):
         ...
 
 
+@runtime_checkable
+class AdaptiveLimiter(Protocol):
+    """A limiter that learns a lower effective limit from the provider's 429s (see the module docstring)."""
+
+    def refused(self, requests_per_minute: float | None = None, tokens_per_minute: float | None = None) -> str | None:
+        """A request was refused with 429 (and the limits the response stated, if any); returns the message of the
+        first adaptation (``None`` otherwise)."""
+        ...
+
+
 class _Bucket:
     """One GCRA bucket: ``rate`` units per second, capacity ``burst`` units."""
 
@@ -124,7 +154,13 @@ class RateLimiter:
         self._requests = _Bucket(limits.requests_per_minute, limits.burst_seconds, 1.0) if limits.requests_per_minute else None
         self._tokens = _Bucket(limits.tokens_per_minute, limits.burst_seconds, 1.0) if limits.tokens_per_minute else None
         self._blocked_until = float("-inf")
-        self._stats = {"requests": 0, "tokens_reserved": 0, "tokens_settled": 0, "waited_seconds": 0.0, "pauses": 0}
+        self._stats = {"requests": 0, "tokens_reserved": 0, "tokens_settled": 0, "waited_seconds": 0.0, "pauses": 0, "adapted": 0}
+        # what the pace may return to after 429s lowered it: the configured rates, or the lower ones a provider stated
+        self._ceiling = {"requests": limits.requests_per_minute, "tokens": limits.tokens_per_minute}
+        self._refusals: list[float] = []  # times of recent 429s without a stated limit
+        self._answered = 0  # answered requests since the last 429
+        self._announced = False
+        self.name = ""  # the endpoint, for the message (set by shared_limiter)
 
     def reserve(self, tokens: int = 0) -> float:
         """Book the earliest slot for a request of ``tokens``; returns the seconds to wait before sending it."""
@@ -171,6 +207,68 @@ class RateLimiter:
             self._stats["tokens_settled"] += int(used) - int(reserved)
             if self._tokens is not None and used != reserved:
                 self._tokens.tat += (int(used) - int(reserved)) / self._tokens.rate
+            if used > 0:  # an answered request (a refused one settles 0)
+                self._answered += 1
+                if self._answered >= RECOVER_AFTER and self._requests is not None:
+                    self._answered = 0
+                    ceiling = self._ceiling["requests"] or 0.0
+                    now_rpm = self._requests.rate * 60.0
+                    if now_rpm < ceiling:
+                        self._set_rate(self._requests, min(ceiling, now_rpm + ceiling / 10.0))
+
+    def _set_rate(self, bucket: _Bucket, per_minute: float) -> None:
+        bucket.rate = per_minute / 60.0
+        bucket.capacity = max(1.0, bucket.rate * self.limits.burst_seconds)
+
+    def pace(self) -> dict[str, float | None]:
+        """The current pace: ``requests_per_minute`` and ``tokens_per_minute`` (lower than configured once adapted)."""
+        with self._lock:
+            return {
+                "requests_per_minute": self._requests.rate * 60.0 if self._requests is not None else None,
+                "tokens_per_minute": self._tokens.rate * 60.0 if self._tokens is not None else None,
+            }
+
+    def refused(self, requests_per_minute: float | None = None, tokens_per_minute: float | None = None) -> str | None:
+        """A request was refused with 429; ``requests_per_minute`` / ``tokens_per_minute`` are the limits the
+        response stated (``None``: it stated none). Lowers the pace (see the module docstring) and returns the
+        message of the first adaptation of this limiter, which it also warns once (:class:`RateLimitAdapted`)."""
+        import warnings
+
+        changes: list[str] = []
+        with self._lock:
+            now = self.clock()
+            self._answered = 0
+            for key, bucket, stated, unit in (
+                ("requests", self._requests, requests_per_minute, "requests/min"),
+                ("tokens", self._tokens, tokens_per_minute, "tokens/min"),
+            ):
+                target = float(stated) * STATED_MARGIN if stated and stated > 0 else None
+                if bucket is not None and target is not None and target < bucket.rate * 60.0 - 1e-9:
+                    self._set_rate(bucket, target)
+                    self._ceiling[key] = target
+                    changes.append(f"{target:g} {unit} ({STATED_MARGIN:.0%} of the {stated:g} the provider stated)")
+            if not changes and self._requests is not None and not (requests_per_minute or tokens_per_minute):
+                self._refusals = [t for t in self._refusals if now - t < 60.0] + [now]
+                if len(self._refusals) >= 2:
+                    self._refusals = []
+                    lowered = max(1.0, self._requests.rate * 60.0 * DECREASE)
+                    self._set_rate(self._requests, lowered)
+                    changes.append(f"{lowered:.3g} requests/min (repeated 429s at the configured pace)")
+            if not changes:
+                return None
+            self._stats["adapted"] += 1
+            if self._announced:
+                return None
+            self._announced = True
+        configured = ", ".join(
+            f"{v:g} {u}" for v, u in ((self.limits.requests_per_minute, "requests/min"), (self.limits.tokens_per_minute, "tokens/min")) if v
+        )
+        message = (
+            f"{self.name or 'the endpoint'} refuses requests below the configured {configured}: pacing at {'; '.join(changes)} "
+            "from now on (said once; later changes are counted in the limiter's stats)"
+        )
+        warnings.warn(message, RateLimitAdapted, stacklevel=3)
+        return message
 
     def penalize(self, seconds: float) -> None:
         with self._lock:
@@ -178,7 +276,7 @@ class RateLimiter:
             self._stats["pauses"] += 1
 
     def stats(self) -> dict[str, Any]:
-        """Requests booked, tokens reserved and settled, total seconds callers were told to wait, pauses."""
+        """Requests booked, tokens reserved and settled, total seconds callers were told to wait, pauses, adaptations."""
         with self._lock:
             return dict(self._stats)
 
@@ -211,6 +309,9 @@ class RemoteLimiter:
     def penalize(self, seconds: float) -> None:
         self._get(self.actor.penalize.remote(float(seconds)))
 
+    def refused(self, requests_per_minute: float | None = None, tokens_per_minute: float | None = None) -> str | None:
+        return self._get(self.actor.refused.remote(requests_per_minute, tokens_per_minute))  # type: ignore[no-any-return]
+
 
 class _Shared:
     """A limiter bound to its endpoint key (what a solver holds)."""
@@ -229,6 +330,11 @@ class _Shared:
 
     def stats(self) -> dict[str, Any]:
         return dict(self.inner.stats()) if hasattr(self.inner, "stats") else {}
+
+    def refused(self, requests_per_minute: float | None = None, tokens_per_minute: float | None = None) -> str | None:
+        if isinstance(self.inner, AdaptiveLimiter):
+            return self.inner.refused(requests_per_minute, tokens_per_minute)
+        return None
 
 
 _registry: dict[tuple[str, RateLimits], RateLimiter] = {}
@@ -252,7 +358,10 @@ def shared_limiter(key: str, limits: RateLimits) -> _Shared:
     if _backend is not None:
         return _Shared(key, limits, _backend(key, limits))
     with _registry_lock:
-        inner = _registry.setdefault((key, limits), RateLimiter(limits))
+        inner = _registry.get((key, limits))
+        if inner is None:
+            inner = _registry[(key, limits)] = RateLimiter(limits)
+            inner.name = key
     return _Shared(key, limits, inner)
 
 
@@ -278,13 +387,23 @@ def paced(limiter: Limiter | None, fn: Callable[[], T], reserve: int, used: Call
     return call
 
 
-def sharing_retry_after(limiter: Limiter | None, parse: Callable[[BaseException], float | None]) -> Callable[[BaseException], float | None]:
-    """A ``retry_after`` for :meth:`~deltap.solvers.retry.RetryPolicy.call` that also pauses the whole endpoint."""
+def sharing_retry_after(
+    limiter: Limiter | None,
+    parse: Callable[[BaseException], float | None],
+    stated: Callable[[BaseException], tuple[float | None, float | None] | None] | None = None,
+) -> Callable[[BaseException], float | None]:
+    """A ``retry_after`` for :meth:`~deltap.solvers.retry.RetryPolicy.call` that also pauses the whole endpoint and,
+    when ``stated(exc)`` says the failure was a 429 (``(requests/min, tokens/min)`` the response stated, each
+    ``None`` when absent; ``None``: not a 429), lets an :class:`AdaptiveLimiter` learn the lower limit."""
 
     def retry_after(exc: BaseException) -> float | None:
         seconds = parse(exc)
         if seconds is not None and limiter is not None:
             limiter.penalize(seconds)
+        if stated is not None and isinstance(limiter, AdaptiveLimiter):
+            limits = stated(exc)
+            if limits is not None:
+                limiter.refused(*limits)
         return seconds
 
     return retry_after
