@@ -304,3 +304,28 @@ def test_pilot_lets_a_run_with_real_effects_go_on(tmp_path: Path, corpus: Corpus
     assert res.run["pilot"]["hopeless"] is False and res.run["pilot"]["cases_that_can_yield_labels"] >= 3
     assert res.run["pilot"]["calls"] == 6 * 2 * 3
     assert sum(p["metadata"]["calls_by_kind"]["preflight"] for p in res.dataset.pairs) == 6 * 2 * 3  # not asked twice
+
+
+def test_cli_plan_json_export_and_their_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from deltap.cli.app import main
+    from tests.unit.test_mining_cli import _files
+
+    corpus, bench = _files(tmp_path)
+    out = tmp_path / "run"
+    common = ["mine", str(bench), "--corpus", str(corpus), "--retriever", "none", "--solver", "simulated", "--budget", "32"]
+    main([*common, "--placebo", "3", "--out", str(out), "--plan", "--json", "--price-in", "1", "--price-out", "4", "--latency", "0.5"])
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["cases"] == 1 and plan["calls_ceiling"] == plan["by_case"][0]["calls_ceiling"] > 32
+    assert plan["tokens_counted"].startswith("estimate") and plan["prices"]["usd_per_million_in"] == 1.0
+    assert not out.exists()  # no call made, nothing written
+    with pytest.raises(SystemExit) as exc:
+        main([*common, "--out", str(out), "--json"])
+    assert exc.value.code == 2 and "--json prints the plan" in capsys.readouterr().err
+    main([*common, "--placebo", "3", "--out", str(out), "--sim-effect", "0.6", "--pilot", "0"])
+    assert "spent " in capsys.readouterr().err
+    main(["export", str(out), "--format", "csv"])
+    path = Path(capsys.readouterr().out.strip())
+    assert path == out / "trials.csv" and len(path.read_text().splitlines()) == json.loads((out / "run.json").read_text())["calls"] + 1
+    with pytest.raises(SystemExit) as exc:
+        main(["export", str(out), "--format", "xlsx"])
+    assert exc.value.code == 2 and "--format must be one of csv, parquet" in capsys.readouterr().err
