@@ -38,7 +38,10 @@ def main() -> None:
         for c, p in con.execute("SELECT case_id, pool_json FROM pools")
     }
     con.close()
-    cfg = MiningConfig(**{k: v for k, v in meta.items() if k in MiningConfig.__dataclass_fields__})
+    from dataclasses import fields
+
+    names = {f.name for f in fields(MiningConfig)}
+    cfg = MiningConfig(**{k: v for k, v in meta.items() if k in names})
     if args.demo:
         from deltap.demo import build_demo_corpus, load_demo_cases
 
