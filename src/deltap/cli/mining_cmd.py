@@ -267,7 +267,7 @@ def mine_command(
     if run.get("spend"):
         from deltap.mining.spend import spend_line
 
-        console.print(spend_line(run["spend"]) + " (all sessions)", highlight=False)
+        console.print(spend_line(run["spend"]), highlight=False)
     pl = run["placebo"]
     console.print(f"placebo false-positive rate: {pl['fpr']:.3f} ({pl['labelled_relevant']} relevant + {pl['labelled_harmful']} harmful of {pl['n']}; BH reference q·R/M {pl['nominal']:.4f})")
     if "effect_abs" in pl:

@@ -143,12 +143,14 @@ def log_spend(log: TrialLog, case_ids: Iterable[str], prices: Prices | None = No
 
 
 def spend_line(spend: Mapping[str, Any]) -> str:
-    """``spent 288 calls · 412,300 tokens in / 2,310 out · $0.07 · 1,012 s solver time`` (one line, under 80 columns
-    for any realistic run)."""
+    """``spent 288 calls · 412,300 tokens in / 2,310 out · $0.07 · 1,012 s solver time`` over every session (one line,
+    under 80 columns for any realistic run; no cost for free prices)."""
     parts = [f"spent {int(spend.get('calls') or 0):,} calls"]
     if spend.get("tokens_in") is not None:
         parts.append(f"{int(spend['tokens_in']):,} tokens in / {int(spend.get('tokens_out') or 0):,} out")
-    if spend.get("cost_usd") is not None:
+    prices = spend.get("prices") or {}
+    free = not prices.get("usd_per_million_in") and not prices.get("usd_per_million_out")
+    if spend.get("cost_usd") is not None and not free:  # the local model's $0.00 says nothing
         parts.append(f"${float(spend['cost_usd']):,.2f}")
     parts.append(f"{float(spend.get('solver_seconds') or 0):,.0f} s solver time")
     return " · ".join(parts)
