@@ -329,3 +329,21 @@ def test_cli_plan_json_export_and_their_errors(tmp_path: Path, capsys: pytest.Ca
     with pytest.raises(SystemExit) as exc:
         main(["export", str(out), "--format", "xlsx"])
     assert exc.value.code == 2 and "--format must be one of csv, parquet" in capsys.readouterr().err
+
+
+def test_pilot_judgement_one_flip_among_eight_is_not_worth_the_budget() -> None:
+    from deltap.mining.pilot import PilotCase, assess_pilot
+
+    flat = [PilotCase(f"c{i}", (float(i % 2),), (float(i % 2),)) for i in range(7)]
+    one_flip = assess_pilot([*flat, PilotCase("c7", (0.0,), (1.0,))], 16, "pass", 0.1, 32, 8)
+    assert one_flip.hopeless and one_flip.decidable_cases == 1 and "fewer than 2" in one_flip.message
+    three = assess_pilot([*flat[:5], *(PilotCase(f"u{i}", (0.0,), (1.0,)) for i in range(3))], 16, "pass", 0.1, 32, 8)
+    assert not three.hopeless and three.decidable_cases == 3
+    # logprob, as the demo: every case's reference gains nats with the documents
+    demo = assess_pilot([PilotCase(f"d{i}", (-9.0,), (-6.0 + 0.1 * i,)) for i in range(6)], 12, "logprob", 0.5, 16, 6)
+    assert not demo.hopeless and demo.decidable_cases == 6
+    # the budget decides what is detectable: a 0.3 nat lift clears min effect 0.25 but not 2.8·2σ/√B at budget 16
+    small = assess_pilot([PilotCase(f"s{i}", (-9.0,), (-8.7,)) for i in range(4)], 8, "logprob", 0.25, 16, 4)
+    assert small.detectable["s0"] == pytest.approx(2.8 * 2 * 0.15 / 4) and small.decidable_cases == 4
+    big_noise = assess_pilot([PilotCase(f"p{i}", (0.0, 1.0, 0.0), (1.0, 0.0, 1.0)) for i in range(4)], 24, "pass", 0.1, 16, 4)
+    assert big_noise.detectable["p0"] == pytest.approx(2.8 * 2 * 0.5 / 4) and big_noise.hopeless  # lift 1/3 < 0.7

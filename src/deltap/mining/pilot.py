@@ -12,8 +12,9 @@ wasted. From them the pilot estimates:
   ``δ = 2.8 · 2σ/√B``. A case can yield a relevant or harmful label only when its lift reaches both the minimum
   effect and ``δ``; the pilot extrapolates the share of such cases to the run.
 
-When no sampled case can yield one, every label the run could give is ``irrelevant`` or ``undecided``: the pilot
-says so in one line and the run stops unless ``force``. The saturation check of the preflight is per case; this is
+When no sampled case can yield one, every label the run could give is ``irrelevant`` or ``undecided``; when the
+share that can, extrapolated to the run, is under :data:`MIN_EXPECTED_CASES` cases, the whole budget buys at most
+one case's labels. Either way the pilot says so in one line and the run stops unless ``force``. The saturation check of the preflight is per case; this is
 the same evidence, pooled over cases, and asked before any case spends its budget; it needs at least
 :data:`MIN_CASES_TO_STOP` sampled cases to stop a run.
 """
@@ -28,12 +29,15 @@ import numpy as np
 
 from deltap.errors import DeltapError
 
-__all__ = ["MIN_CASES_TO_STOP", "PilotCase", "PilotResult", "PilotStop", "assess_pilot", "sample_cases"]
+__all__ = ["MIN_CASES_TO_STOP", "MIN_EXPECTED_CASES", "PilotCase", "PilotResult", "PilotStop", "assess_pilot", "sample_cases"]
 
 #: z_{0.975} + z_{0.80}: a two-sided 5% test with 80% power
 _Z_POWER = 1.96 + 0.84
 #: fewest sampled cases the pilot stops a run on (with fewer, each case's own preflight decides about it)
 MIN_CASES_TO_STOP = 3
+#: fewest cases of the run expected to yield a label for the run to go on: one flip among the sampled cases is what a
+#: small model's answer does with any added text (the placebo effect), and the whole budget would buy one case's labels
+MIN_EXPECTED_CASES = 2.0
 
 
 class PilotStop(DeltapError):
@@ -127,6 +131,14 @@ def assess_pilot(
             f"(|every candidate − no document| ≤ {biggest:.2f}{unit}, min effect {min_effect:g}{unit}), so budget {budget} can "
             "only label documents irrelevant; stopping before the design trials (--force mines anyway; the pilot's calls "
             "are logged and reused)"
+        )
+    elif out.expected_decidable < MIN_EXPECTED_CASES and len(lifts) >= MIN_CASES_TO_STOP:
+        out.hopeless = True
+        out.message = (
+            f"pilot: only {out.decidable_cases} of {len(lifts)} sampled case(s) ({calls} calls) move with the documents "
+            f"(largest lift {biggest:.2f}{unit}): about {out.expected_decidable:.1f} case(s) of {n_cases} can yield a relevant or "
+            f"harmful label at budget {budget}, fewer than {MIN_EXPECTED_CASES:g}; stopping before the design trials "
+            "(--force mines anyway; the pilot's calls are logged and reused)"
         )
     else:
         out.message = (
