@@ -337,6 +337,8 @@ def test_pilot_judgement_one_flip_among_eight_is_not_worth_the_budget() -> None:
     flat = [PilotCase(f"c{i}", (float(i % 2),), (float(i % 2),)) for i in range(7)]
     one_flip = assess_pilot([*flat, PilotCase("c7", (0.0,), (1.0,))], 16, "pass", 0.1, 32, 8)
     assert one_flip.hopeless and one_flip.decidable_cases == 1 and "fewer than 2" in one_flip.message
+    drawn = assess_pilot([*flat, PilotCase("c7", (0.0,), (1.0,))], 16, "pass", 0.1, 32, 8, deterministic=False)
+    assert not drawn.hopeless  # a stochastic solver's single calls are draws: only "nothing moved" stops
     three = assess_pilot([*flat[:5], *(PilotCase(f"u{i}", (0.0,), (1.0,)) for i in range(3))], 16, "pass", 0.1, 32, 8)
     assert not three.hopeless and three.decidable_cases == 3
     # logprob, as the demo: every case's reference gains nats with the documents

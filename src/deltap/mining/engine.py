@@ -72,7 +72,7 @@ from deltap.mining.runner import CallTally, TrialRunner, fit_context, logged_cal
 from deltap.mining.spend import log_spend, prices_for
 from deltap.mining.trials import TrialLog
 from deltap.mining.verdicts import VerdictPolicy
-from deltap.solvers.base import solver_id
+from deltap.solvers.base import is_deterministic, solver_id
 
 if TYPE_CHECKING:
     from deltap.cases import Case
@@ -364,7 +364,9 @@ def _pilot(
             lanes.executor.release(cid)
         sampled.append(PilotCase(cid, tuple(float(v) for v in none if np.isfinite(v)), tuple(float(v) for v in full if np.isfinite(v))))
         lanes.report({"phase": "pilot", "case_id": cid})
-    result = assess_pilot(sampled, lanes.tally.value - before, cfg.outcome, cfg.policy().min_effect, cfg.budget, len(cases))
+    result = assess_pilot(
+        sampled, lanes.tally.value - before, cfg.outcome, cfg.policy().min_effect, cfg.budget, len(cases), is_deterministic(solver)
+    )
     if result.hopeless and not cfg.force:
         raise PilotStop(result.message)
     return result.to_dict()

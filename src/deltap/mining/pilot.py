@@ -14,7 +14,8 @@ wasted. From them the pilot estimates:
 
 When no sampled case can yield one, every label the run could give is ``irrelevant`` or ``undecided``; when the
 share that can, extrapolated to the run, is under :data:`MIN_EXPECTED_CASES` cases, the whole budget buys at most
-one case's labels. Either way the pilot says so in one line and the run stops unless ``force``. The saturation check of the preflight is per case; this is
+one case's labels (judged for a deterministic solver only, whose single pilot call per group is the case's outcome;
+a stochastic solver's single calls are draws). Either way the pilot says so in one line and the run stops unless ``force``. The saturation check of the preflight is per case; this is
 the same evidence, pooled over cases, and asked before any case spends its budget; it needs at least
 :data:`MIN_CASES_TO_STOP` sampled cases to stop a run.
 """
@@ -94,9 +95,13 @@ def sample_cases(case_ids: list[str], n: int, seed: int) -> list[str]:
 
 
 def assess_pilot(
-    cases: list[PilotCase], calls: int, outcome: str, min_effect: float, budget: int, n_cases: int
+    cases: list[PilotCase], calls: int, outcome: str, min_effect: float, budget: int, n_cases: int, deterministic: bool = True
 ) -> PilotResult:
-    """Judge the pilot (see the module docstring): can the run decide any relevant or harmful label?"""
+    """Judge the pilot (see the module docstring): can the run decide any relevant or harmful label?
+
+    ``deterministic``: the solver answers a prompt the same way every time, so one call per group is the case's
+    outcome; a stochastic solver's single calls are draws, and the pilot then stops only a run in which nothing moved.
+    """
     out = PilotResult(cases, calls)
     lifts = {c.case_id: c.lift for c in cases if c.lift is not None}
     if not lifts:
@@ -132,7 +137,7 @@ def assess_pilot(
             "only label documents irrelevant; stopping before the design trials (--force mines anyway; the pilot's calls "
             "are logged and reused)"
         )
-    elif out.expected_decidable < MIN_EXPECTED_CASES and len(lifts) >= MIN_CASES_TO_STOP:
+    elif out.expected_decidable < MIN_EXPECTED_CASES and len(lifts) >= MIN_CASES_TO_STOP and deterministic:
         out.hopeless = True
         out.message = (
             f"pilot: only {out.decidable_cases} of {len(lifts)} sampled case(s) ({calls} calls) move with the documents "
