@@ -312,8 +312,35 @@ def test_cli_plan_json_export_and_their_errors(tmp_path: Path, capsys: pytest.Ca
 
     corpus, bench = _files(tmp_path)
     out = tmp_path / "run"
-    common = ["mine", str(bench), "--corpus", str(corpus), "--retriever", "none", "--solver", "simulated", "--budget", "32"]
-    main([*common, "--placebo", "3", "--out", str(out), "--plan", "--json", "--price-in", "1", "--price-out", "4", "--latency", "0.5"])
+    common = [
+        "mine",
+        str(bench),
+        "--corpus",
+        str(corpus),
+        "--retriever",
+        "none",
+        "--solver",
+        "simulated",
+        "--budget",
+        "32",
+    ]
+    main(
+        [
+            *common,
+            "--placebo",
+            "3",
+            "--out",
+            str(out),
+            "--plan",
+            "--json",
+            "--price-in",
+            "1",
+            "--price-out",
+            "4",
+            "--latency",
+            "0.5",
+        ]
+    )
     plan = json.loads(capsys.readouterr().out)
     assert plan["cases"] == 1 and plan["calls_ceiling"] == plan["by_case"][0]["calls_ceiling"] > 32
     assert plan["tokens_counted"].startswith("estimate") and plan["prices"]["usd_per_million_in"] == 1.0
@@ -325,7 +352,10 @@ def test_cli_plan_json_export_and_their_errors(tmp_path: Path, capsys: pytest.Ca
     assert "spent " in capsys.readouterr().err
     main(["export", str(out), "--format", "csv"])
     path = Path(capsys.readouterr().out.strip())
-    assert path == out / "trials.csv" and len(path.read_text().splitlines()) == json.loads((out / "run.json").read_text())["calls"] + 1
+    assert (
+        path == out / "trials.csv"
+        and len(path.read_text().splitlines()) == json.loads((out / "run.json").read_text())["calls"] + 1
+    )
     with pytest.raises(SystemExit) as exc:
         main(["export", str(out), "--format", "xlsx"])
     assert exc.value.code == 2 and "--format must be one of csv, parquet" in capsys.readouterr().err
@@ -347,5 +377,39 @@ def test_pilot_judgement_one_flip_among_eight_is_not_worth_the_budget() -> None:
     # the budget decides what is detectable: a 0.3 nat lift clears min effect 0.25 but not 2.8·2σ/√B at budget 16
     small = assess_pilot([PilotCase(f"s{i}", (-9.0,), (-8.7,)) for i in range(4)], 8, "logprob", 0.25, 16, 4)
     assert small.detectable["s0"] == pytest.approx(2.8 * 2 * 0.15 / 4) and small.decidable_cases == 4
-    big_noise = assess_pilot([PilotCase(f"p{i}", (0.0, 1.0, 0.0), (1.0, 0.0, 1.0)) for i in range(4)], 24, "pass", 0.1, 16, 4)
+    big_noise = assess_pilot(
+        [PilotCase(f"p{i}", (0.0, 1.0, 0.0), (1.0, 0.0, 1.0)) for i in range(4)], 24, "pass", 0.1, 16, 4
+    )
     assert big_noise.detectable["p0"] == pytest.approx(2.8 * 2 * 0.5 / 4) and big_noise.hopeless  # lift 1/3 < 0.7
+
+
+def test_cli_plans_a_hosted_model_without_a_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deltap.cli.app import main
+    from tests.unit.test_mining_cli import _files
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    corpus, bench = _files(tmp_path)
+    main(["mine", str(bench), "--corpus", str(corpus), "--retriever", "none", "--solver", "openai", "--model", "gpt-4o-mini",
+          "--rpm", "30", "--out", str(tmp_path / "run"), "--plan", "--json"])  # fmt: skip
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["solver"] == "openai:gpt-4o-mini" and plan["tokens_counted"].startswith("estimate")
+    assert plan["prices"]["usd_per_million_in"] == 0.15 and "2025-01" in plan["prices"]["source"]
+    assert plan["seconds"]["max"] == pytest.approx(60 * plan["calls_ceiling"] / 30)  # the --rpm bounds the time
+    with pytest.raises(SystemExit) as exc:  # a real run still needs the key
+        main(
+            [
+                "mine",
+                str(bench),
+                "--corpus",
+                str(corpus),
+                "--retriever",
+                "none",
+                "--solver",
+                "openai",
+                "--out",
+                str(tmp_path / "r"),
+            ]
+        )
+    assert exc.value.code == 2 and "no API key" in capsys.readouterr().err

@@ -227,7 +227,14 @@ def mine_command(
         options = {**planted_truth(cases, sim_effect, sim_base), "outcome": outcome, "seed": seed, **options}
     # One recipe for the driver's solver and for every Ray replica: they cannot disagree.
     spec = SolverSpec(solver_kind, options)
-    solver: Any = spec.build()
+    try:
+        solver: Any = spec.build()
+    except DeltapError:
+        if not (plan and solver_kind in ("openai", "gemini")):
+            raise
+        from deltap.mining.plan import HostedModel
+
+        solver = HostedModel.of(solver_kind, options.get("model"))  # planning needs no key and no connection
     config = MiningConfig(
         outcome=outcome,  # type: ignore[arg-type]
         budget=budget, seed=seed, q=q, pi=pi, design=design, null=null, min_effect=min_effect, context_order=context_order,

@@ -30,7 +30,15 @@ import numpy as np
 
 from deltap.errors import DeltapError
 
-__all__ = ["MIN_CASES_TO_STOP", "MIN_EXPECTED_CASES", "PilotCase", "PilotResult", "PilotStop", "assess_pilot", "sample_cases"]
+__all__ = [
+    "MIN_CASES_TO_STOP",
+    "MIN_EXPECTED_CASES",
+    "PilotCase",
+    "PilotResult",
+    "PilotStop",
+    "assess_pilot",
+    "sample_cases",
+]
 
 #: z_{0.975} + z_{0.80}: a two-sided 5% test with 80% power
 _Z_POWER = 1.96 + 0.84
@@ -95,7 +103,13 @@ def sample_cases(case_ids: list[str], n: int, seed: int) -> list[str]:
 
 
 def assess_pilot(
-    cases: list[PilotCase], calls: int, outcome: str, min_effect: float, budget: int, n_cases: int, deterministic: bool = True
+    cases: list[PilotCase],
+    calls: int,
+    outcome: str,
+    min_effect: float,
+    budget: int,
+    n_cases: int,
+    deterministic: bool = True,
 ) -> PilotResult:
     """Judge the pilot (see the module docstring): can the run decide any relevant or harmful label?
 

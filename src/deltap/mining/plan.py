@@ -59,7 +59,28 @@ LOCAL_GENERATED_TOKENS_PER_S = (40.0, 80.0)
 FALLBACK_MAX_TOKENS = 256
 
 
-def token_counter(solver: Solver) -> tuple[Callable[[SolveRequest], int], str]:
+@dataclass(frozen=True)
+class HostedModel:
+    """What a plan needs of a hosted model it does not connect to (no API key needed to plan): the id its solver
+    would have and its answer ceilings per benchmark type. Used by :func:`plan_calls` only; it answers nothing.
+    """
+
+    id: str
+    max_tokens: Mapping[str, int]
+
+    @classmethod
+    def of(cls, kind: str, model: str | None) -> HostedModel:
+        """``openai`` / ``gemini`` with that solver's default answer ceilings."""
+        if kind == "gemini":
+            from deltap.solvers.gemini import DEFAULT_MAX_TOKENS as GEMINI
+
+            return cls(f"gemini:{model or 'gemini-2.0-flash'}", dict(GEMINI))
+        from deltap.solvers.openai_compat import DEFAULT_MAX_TOKENS as OPENAI
+
+        return cls(f"openai:{model or 'gpt-4o-mini'}", dict(OPENAI))
+
+
+def token_counter(solver: Solver | HostedModel) -> tuple[Callable[[SolveRequest], int], str]:
     """``(count, how)``: the prompt tokens of a request, and how they are counted (``exact (the solver's
     tokenizer)`` or ``estimate (...)``)."""
     if isinstance(solver, ContextWindow):
@@ -253,7 +274,7 @@ def plan_calls(
     cases: Sequence[Case],
     pools: Mapping[str, Sequence[Document]],
     cfg: MiningConfig,
-    solver: Solver,
+    solver: Solver | HostedModel,
     *,
     ceiling: Callable[[Case], dict[str, int]] | None = None,
     prices: Prices | None = None,
@@ -341,7 +362,7 @@ def plan_calls(
 def plan_mine(
     cases: Sequence[Case],
     corpus: Corpus,
-    solver: Solver,
+    solver: Solver | HostedModel,
     cfg: MiningConfig,
     *,
     retriever: Retriever | None = None,
