@@ -408,6 +408,8 @@ def test_cli_plans_a_hosted_model_without_a_key(
                 "none",
                 "--solver",
                 "openai",
+                "--model",
+                "m",
                 "--out",
                 str(tmp_path / "r"),
             ]
