@@ -202,8 +202,9 @@ def _spend_cards(data: RunData) -> list[str]:
     if tokens_in is None:
         return []
     cards = [_card("tokens in / out (all sessions)", f"{int(tokens_in):,} / {int(tokens_out or 0):,}")]
-    if spend.get("cost_usd") is not None:
-        source = (spend.get("prices") or {}).get("source", "")
+    prices = spend.get("prices") or {}
+    if spend.get("cost_usd") is not None and (prices.get("usd_per_million_in") or prices.get("usd_per_million_out")):
+        source = prices.get("source", "")
         cards.append(_card("cost", f"${float(spend['cost_usd']):,.2f}" + (f" ({_e(source)})" if source else "")))
     return cards
 

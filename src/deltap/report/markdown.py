@@ -35,7 +35,8 @@ def _spend_rows(data: RunData) -> list[tuple[str, Any]]:
     if tokens_in is None:
         return []
     rows: list[tuple[str, Any]] = [("tokens in / out, all sessions", f"{int(tokens_in):,} / {int(tokens_out or 0):,}")]
-    if spend.get("cost_usd") is not None:
+    prices = spend.get("prices") or {}
+    if spend.get("cost_usd") is not None and (prices.get("usd_per_million_in") or prices.get("usd_per_million_out")):
         rows.append((f"cost (USD; {(spend.get('prices') or {}).get('source', 'given prices')})", f"{float(spend['cost_usd']):.4f}"))
     return rows
 
