@@ -380,6 +380,6 @@ def plan_mine(
         pool = build_pool(
             case, corpus, retriever, cfg.k, cfg.n_placebo, cfg.max_candidates, cfg.seed, placebo_kind=cfg.placebo_kind
         )
-        pool, _ = fit_context(pool, case, corpus, solver, cfg)
+        pool, _ = fit_context(pool, case, corpus, solver, cfg)  # type: ignore[arg-type]  # a HostedModel has no window
         pools[case.case_id] = [corpus[d] for d in pool.doc_ids]
     return plan_calls(cases, pools, cfg, solver, prices=prices, latency=latency, rpm=rpm)

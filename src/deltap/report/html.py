@@ -194,7 +194,8 @@ def _time_cards(data: RunData) -> list[str]:
 def _spend_cards(data: RunData) -> list[str]:
     """Tokens in/out and their cost over every session: ``run.json``'s ``spend`` (cost at the run's prices), else the
     trial log's own token counts (no cost). Nothing when no call recorded tokens."""
-    spend = data.summary.get("spend") if isinstance(data.summary.get("spend"), dict) else {}
+    raw = data.summary.get("spend")
+    spend: dict[str, Any] = raw if isinstance(raw, dict) else {}
     log = data.trial_log
     tokens_in, tokens_out = spend.get("tokens_in"), spend.get("tokens_out")
     if tokens_in is None and log is not None and log.token_calls:

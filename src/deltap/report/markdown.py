@@ -27,7 +27,8 @@ def _cell(text: object) -> str:
 
 def _spend_rows(data: RunData) -> list[tuple[str, Any]]:
     """Tokens in/out (all sessions) and the cost, as the HTML report's spend cards."""
-    spend = data.summary.get("spend") if isinstance(data.summary.get("spend"), dict) else {}
+    raw = data.summary.get("spend")
+    spend: dict[str, Any] = raw if isinstance(raw, dict) else {}
     log = data.trial_log
     tokens_in, tokens_out = spend.get("tokens_in"), spend.get("tokens_out")
     if tokens_in is None and log is not None and log.token_calls:

@@ -41,7 +41,8 @@ def mlflow_metrics(run_dir: str | Path) -> dict[str, float]:
         "solver_calls": data.total_calls(),
         "wall_seconds": data.get("wall_seconds"),
     }
-    spend = data.summary.get("spend") if isinstance(data.summary.get("spend"), dict) else {}
+    raw = data.summary.get("spend")
+    spend: dict[str, Any] = raw if isinstance(raw, dict) else {}
     log = data.trial_log
     out["solver_seconds"] = spend.get("solver_seconds", log.solver_seconds if log is not None else None)
     out["tokens_in"] = spend.get("tokens_in")

@@ -310,7 +310,8 @@ class RemoteLimiter:
         self._get(self.actor.penalize.remote(float(seconds)))
 
     def refused(self, requests_per_minute: float | None = None, tokens_per_minute: float | None = None) -> str | None:
-        return self._get(self.actor.refused.remote(requests_per_minute, tokens_per_minute))  # type: ignore[no-any-return]
+        answer = self._get(self.actor.refused.remote(requests_per_minute, tokens_per_minute))
+        return None if answer is None else str(answer)
 
 
 class _Shared:
