@@ -61,6 +61,17 @@ def _take_channel() -> None:
 _take_channel()
 
 
+def candidate_failure(reason: object) -> None:
+    """Called by the separate-process stand-in module (``deltap_remote``) when the candidate's process failed by
+    accident (exited, crashed, hung, gave what cannot cross): the checker fails the check even if a test caught it.
+    Only the test process calls this, and in separate mode no candidate code runs there."""
+    _emit("candidate_failure", id=str(_state.get("current", "")), reason=str(reason)[:500])
+
+
+def pytest_runtest_logstart(nodeid: str, location: object) -> None:
+    _state["current"] = str(nodeid)
+
+
 def pytest_collectreport(report: object) -> None:
     if getattr(report, "failed", False):
         _emit("collect_error", id=str(getattr(report, "nodeid", "")))

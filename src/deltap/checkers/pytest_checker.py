@@ -91,7 +91,17 @@ _WORDS = (
 )
 _INI = "[pytest]\naddopts =\nconsole_output_style = classic\n"
 _CANDIDATE_PROCESS = ("auto", "separate", "shared")
-_NEEDS_BWRAP = "candidate_process is 'separate' but separate-process mode needs bubblewrap (apt-get install bubblewrap)"
+_NEEDS_SEPARATION = (
+    "separate-process mode needs bubblewrap, or root with PID namespaces and the user nobody (apt-get install bubblewrap)"
+)
+
+
+def _separation_available() -> bool:
+    """Whether two sandboxes keep the candidate away from the test process: bubblewrap (private mounts and ``/tmp``
+    each), or the legacy sandbox as root (own PID namespace each, both run as ``nobody``; the test process's
+    directories are then reachable only by a random name in a stage directory nobody can list)."""
+    a = isolation_available()
+    return bool(a.get("bwrap") or (a.get("root_ns") and a.get("legacy_nobody")))
 
 
 @dataclass
@@ -105,6 +115,8 @@ class RunRecords:
         phases: ``{test_id: {when: outcome}}``; ``xfail`` phases are stored as ``"xfail"``.
         collected: Test ids collected (after any deselection).
         collect_errors: Node ids whose collection failed.
+        candidate_failures: ``(test_id, reason)`` for each accident of the candidate's process the stand-in module
+            reported (separate-process mode): each one fails the check, even when the test caught it.
         tampering: Reasons the channel itself looks forged.
     """
 
@@ -115,6 +127,7 @@ class RunRecords:
     collected: list[str] = field(default_factory=list)
     collect_errors: list[str] = field(default_factory=list)
     tampering: list[str] = field(default_factory=list)
+    candidate_failures: list[tuple[str, str]] = field(default_factory=list)
 
     @classmethod
     def parse(cls, data: bytes, nonce: str, overflow: bool = False) -> RunRecords:
@@ -168,6 +181,8 @@ class RunRecords:
                 if when in phases:
                     rec.tampering.append(f"{test_id} reported its {when} twice")
                 phases[when] = "xfail" if obj.get("xfail") else obj["outcome"]
+            elif kind == "candidate_failure":
+                rec.candidate_failures.append((obj["id"], obj["reason"]))
             elif kind == "finish":
                 rec.finished = True
                 rec.exitstatus = obj["exitstatus"]
@@ -209,8 +224,10 @@ def _malformed(obj: dict[str, Any]) -> str:
         ids = obj.get("ids")
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             return "ids"
-    if kind in ("collect_error", "report") and not isinstance(obj.get("id"), str):
+    if kind in ("collect_error", "report", "candidate_failure") and not isinstance(obj.get("id"), str):
         return "id"
+    if kind == "candidate_failure" and not isinstance(obj.get("reason"), str):
+        return "reason"
     if kind == "report":
         if obj.get("when") not in _PHASES:
             return "when"
@@ -309,28 +326,76 @@ class PytestChecker:
         self._required: frozenset[str] | None = None
         self._separate = False  # decided by the preflight (see ``candidate_process``)
         self._lock = threading.Lock()
-        self.id = (
-            f"pytest({self.test_file.name},module={module_name},wall={self.limits.wall_seconds}s,"
-            f"cpu={self.limits.cpu_seconds}s,mem={self.limits.memory_bytes // 1024**2}MiB,cpus={self.limits.cpus})"
+        self._decided = False  # the preflight (or its absence) fixed where the candidate runs
+
+    @property
+    def id(self) -> str:
+        """The checker's id, with where the candidate runs once that is decided: ``process=separate`` (its own
+        sandbox), ``process=shared`` (imported into the test process: the residual risk of the module docstring
+        applies) or ``process=auto`` (not decided yet). Every trial's label records it."""
+        process = ("separate" if self._separate else "shared") if self._decided else "auto"
+        return (
+            f"pytest({self.test_file.name},module={self.module_name},wall={self.limits.wall_seconds}s,"
+            f"cpu={self.limits.cpu_seconds}s,mem={self.limits.memory_bytes // 1024**2}MiB,cpus={self.limits.cpus},"
+            f"process={process})"
         )
+
+    @property
+    def candidate_process_label(self) -> str:
+        """Where checks run the candidate, and why not separately: ``separate``, or ``shared (<reason>)`` (runs the
+        preflight when it has not run)."""
+        pre = self.preflight()
+        if pre is not None and not pre.passed:
+            return f"none (the reference does not pass: {pre.detail})"
+        if self._separate:
+            return "separate"
+        if pre is not None and isinstance(pre.info.get("candidate_process"), str):
+            return str(pre.info["candidate_process"])
+        if self.candidate_process == "shared":
+            return "shared (candidate_process: shared)"
+        return "shared (no reference to verify a separate process)"
+
+    @property
+    def separate(self) -> bool:
+        """Whether checks run the candidate in its own process (decided by :meth:`preflight`, which this runs)."""
+        pre = self.preflight()
+        return self._separate and (pre is None or pre.passed)
 
     # -- one sandboxed run -------------------------------------------------------------------------------------
 
     @staticmethod
     def _canaries() -> tuple[str, dict[str, str]]:
-        """Source of 2-4 hidden tests and their expected outcomes (at least one ``passed``, one ``failed``)."""
+        """Source of 4-6 hidden tests and their expected outcomes: one that passes and one that fails through the
+        builtins the test module sees (``abs``, ``sorted``, ``min``, ``max``, ``len``, ``sum``, ``isinstance``: a
+        shadowed or patched one flips a canary), one of each through ``pytest.raises`` (a replaced ``raises`` that
+        swallows everything passes the failing one; one that lets everything through fails the passing one), and
+        0-2 plain arithmetic ones."""
         rng = secrets.SystemRandom()
-        expected = ["passed", "failed"] + [rng.choice(("passed", "failed")) for _ in range(rng.randint(0, 2))]
-        rng.shuffle(expected)
+        kinds = [("builtins", "passed"), ("builtins", "failed"), ("raises", "passed"), ("raises", "failed")]
+        kinds += [("arith", rng.choice(("passed", "failed"))) for _ in range(rng.randint(0, 2))]
+        rng.shuffle(kinds)
         chunks, names = [], {}
-        for want in expected:
+        for kind, want in kinds:
             name = f"test_{rng.choice(_WORDS)}_{secrets.token_hex(3)}"
             a, b = rng.randint(2, 10**6), rng.randint(2, 10**6)
-            op = rng.choice(("+", "*", "-"))
-            value = {"+": a + b, "*": a * b, "-": a - b}[op]
-            if want == "failed":
-                value += rng.choice((-1, 1)) * rng.randint(1, 9)
-            chunks.append(f"\n\ndef {name}():\n    assert {a} {op} {b} == {value}\n")
+            lo, hi = min(a, b), max(a, b) + 1
+            if kind == "builtins" and want == "passed":
+                value = a + lo + 2 + lo + hi + a
+                body = (f"assert isinstance({a}, int) and abs(-{a}) + sorted([{hi}, {lo}])[0] + len([{a}, {b}])"
+                        f" + min({hi}, {lo}) + max({lo}, {hi}) + sum([{a}]) == {value}")
+            elif kind == "builtins":
+                body = f"assert sorted([{hi}, {lo}]) == [{hi}, {lo}] or abs(-{a}) == -{a} or max({lo}, {hi}) == {lo}"
+            elif kind == "raises":
+                token = secrets.token_hex(3)
+                inner = f'int("{token}z")' if want == "passed" else f'int("{a}")'
+                body = f"import pytest as _pytest_{token}\n    with _pytest_{token}.raises(ValueError):\n        {inner}"
+            else:
+                op = rng.choice(("+", "*", "-"))
+                value = {"+": a + b, "*": a * b, "-": a - b}[op]
+                if want == "failed":
+                    value += rng.choice((-1, 1)) * rng.randint(1, 9)
+                body = f"assert {a} {op} {b} == {value}"
+            chunks.append(f"\n\ndef {name}():\n    {body}\n")
             names[name] = want
         return "".join(chunks), names
 
@@ -348,14 +413,20 @@ class PytestChecker:
         ``_remote_module.py``); otherwise the candidate module is imported into the test process itself.
         """
         stage = Path(tempfile.mkdtemp(prefix="deltap-pytest-"))
-        tests, plugin, work = stage / "tests", stage / "plugin", stage / "work"
+        # The test side under a random name in a stage nobody can list: without bubblewrap both sandboxes see the
+        # host's /tmp, and the candidate's must neither read the tests nor write where the test process imports from.
+        side = stage / secrets.token_hex(16) if separate else stage
+        tests, plugin, work = side / "tests", side / "plugin", side / "work"
         cand_lib, cand = stage / "cand-lib", stage / "cand"
         canary_src, canaries = self._canaries()
         nonce = secrets.token_hex(16)
         fds: dict[str, int] = {}  # every descriptor this process still has to close
         remote = _RemoteSide() if separate else None
         try:
-            stage.chmod(0o755)
+            stage.chmod(0o711 if separate else 0o755)
+            if separate:
+                side.mkdir(mode=0o755)
+                side.chmod(0o755)
             for d in (tests, plugin, work, *((cand_lib, cand) if separate else ())):
                 d.mkdir(mode=0o755)
             test_path = tests / self.test_file.name
@@ -416,6 +487,10 @@ class PytestChecker:
             if remote is not None:
                 remote.start(cand_lib, cand, self.module_name, self.limits)
                 env["DELTAP_REMOTE_FDS"] = f"{remote.fds['req_w']},{remote.fds['resp_r']}"
+                # the candidate's answers stop counting a little before the test process's own clock runs out, so a
+                # hang is reported by the test that waited for it (a CandidateFailure), not as a timeout of the run
+                wall = self.limits.wall_seconds
+                env["DELTAP_REMOTE_SECONDS"] = str(round(max(wall * 0.5, wall - max(3.0, wall * 0.25)), 1))
                 test_fds += (remote.fds["req_w"], remote.fds["resp_r"])
 
             def started(_proc: object) -> None:  # the test process holds its ends now: drop ours
@@ -489,6 +564,10 @@ class PytestChecker:
             )
         if not any(rec.phases.values()):
             return CheckResult("fail", None, f"no test ran (pytest stopped early, exit status {rec.exitstatus})", info)
+        if rec.candidate_failures:
+            test_id, reason = rec.candidate_failures[0]
+            where = f" in {test_id.removeprefix(prefix)}" if test_id else ""
+            return CheckResult("fail", None, f"the candidate failed{where}: {reason}", info)
         for name, want in canaries.items():
             got = rec.outcome(prefix + name)
             if got != want:
@@ -538,10 +617,11 @@ class PytestChecker:
         ``None`` without a reference.
         """
         if self.fixed_file is None:
-            if self.candidate_process == "separate" and not isolation_available().get("bwrap"):
-                self._preflight = CheckResult("fail", None, _NEEDS_BWRAP)
+            if self.candidate_process == "separate" and not _separation_available():
+                self._preflight = CheckResult("fail", None, f"candidate_process is 'separate' but {_NEEDS_SEPARATION}")
                 return self._preflight
-            self._separate = self.candidate_process == "separate"
+            self._separate = self.candidate_process == "separate" and _separation_available()
+            self._decided = True
             return None
         with self._lock:
             if self._preflight is None:
@@ -559,8 +639,8 @@ class PytestChecker:
         mode = "shared"
         if self.candidate_process == "shared":
             why = "candidate_process: shared"
-        elif not isolation_available().get("bwrap"):
-            why = "separate-process mode needs bubblewrap"
+        elif not _separation_available():
+            why = _NEEDS_SEPARATION
         else:
             separate, _, _ = self._run(reference, required, separate=True)
             why = "" if separate.passed else f"the reference does not pass in a separate process: {separate.detail}"
@@ -569,6 +649,7 @@ class PytestChecker:
         if self.candidate_process == "separate" and mode != "separate":
             return CheckResult("fail", None, f"candidate_process is 'separate' but {why}", info)
         self._separate = mode == "separate"
+        self._decided = True
         info["candidate_process"] = mode if not why else f"{mode} ({why})"
         return CheckResult("pass", None, f"{len(passed)} tests pass with the reference", info)
 
@@ -588,8 +669,7 @@ class PytestChecker:
         result, _, _ = self._run(code, self._required, separate=self._separate)
         info = result.info
         if not self._separate:  # say why the candidate shared the test process (the residual risk applies)
-            mode = (pre.info.get("candidate_process") if pre is not None else None) or "shared (no reference to verify a separate process)"
-            info = {**info, "candidate_process": mode}
+            info = {**info, "candidate_process": self.candidate_process_label}
         return CheckResult(result.outcome, None, result.detail, info)
 
 

@@ -94,6 +94,7 @@ def mine_command(
     limit: Annotated[int | None, typer.Option("--limit", help="Mine only the first N cases.")] = None,
     case_ids: Annotated[str | None, typer.Option("--cases", help="Comma-separated case ids to mine.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Mine saturated/unsolvable cases anyway.")] = _CFG.force,
+    require_separate: Annotated[bool, typer.Option("--require-separate", help="Refuse cases whose pytest checker would run the candidate inside the test process (shared mode).")] = _CFG.require_separate,
     workers: Annotated[
         int | None,
         typer.Option(
@@ -239,6 +240,7 @@ def mine_command(
         outcome=outcome,  # type: ignore[arg-type]
         budget=budget, seed=seed, q=q, pi=pi, design=design, null=null, min_effect=min_effect, context_order=context_order,
         k=k if retriever else 0, n_placebo=placebo, placebo_kind=placebo_kind, max_candidates=max_candidates, force=force,
+        require_separate=require_separate,
         coalitions=not no_coalitions, gold_weight=gold_weight, cases_in_flight=cases_in_flight,
         workers=workers if executor_kind == "inprocess" and workers is not None else _CFG.workers,
         price_in=price_in, price_out=price_out, pilot=pilot,
@@ -275,6 +277,9 @@ def mine_command(
         from deltap.mining.spend import spend_line
 
         console.print(spend_line(run["spend"]), highlight=False)
+    shared = (run.get("pytest_checks") or {}).get("shared") or {}
+    if shared.get("cases"):
+        console.print(f"pytest checks in the test process (shared mode, see --require-separate): {shared['cases']} case(s), {shared['trials']} trial(s)")
     pl = run["placebo"]
     console.print(f"placebo false-positive rate: {pl['fpr']:.3f} ({pl['labelled_relevant']} relevant + {pl['labelled_harmful']} harmful of {pl['n']}; BH reference q·R/M {pl['nominal']:.4f})")
     if "effect_abs" in pl:

@@ -74,6 +74,9 @@ class MiningConfig:
         context_order: Order of the documents in every prompt of a case: ``length`` (longest first, ties by id — the
             fewest prompt tokens for the local solver's prefix reuse) or ``id``. Never depends on provenance. *result*
         force: Mine saturated/unsolvable cases anyway.
+        require_separate: Refuse the run (a :class:`~deltap.errors.DeltapError`, before any solver call) when a case's
+            pytest checker would import the candidate into the test process (shared mode) instead of running it in
+            its own sandbox.
         coalitions: Look for interaction pairs and a minimal winning coalition.
         verify_trials: Trials that verify a coalition.
         workers: Concurrent solver calls of the default in-process executor (remote solvers); a solver that is not
@@ -117,6 +120,7 @@ class MiningConfig:
     null: str | None = None
     context_order: str = "length"
     force: bool = False
+    require_separate: bool = False
     coalitions: bool = True
     verify_trials: int = 6
     workers: int = 1

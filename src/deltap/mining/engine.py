@@ -58,6 +58,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from deltap.checkers.pytest_checker import PytestChecker
 from deltap.errors import DeltapError
 from deltap.mining.adaptive import StoppingRule
 from deltap.mining.config import MiningConfig
@@ -101,6 +102,26 @@ def _default_checker(case: Case) -> Checker:
     from deltap.checkers import make_checker
 
     return make_checker(case.checker)
+
+def _separate_only(cases: Sequence[Case], factory: Callable[[Case], Checker]) -> Callable[[Case], Checker]:
+    """``--require-separate``: build every case's checker now and refuse the run, before any solver call, when a
+    pytest checker would import the candidate into the test process; the checkers built are handed to the run."""
+    made: dict[str, Checker] = {}
+    for case in cases:
+        if case.checker.kind != "pytest":
+            continue
+        try:
+            checker = factory(case)
+        except DeltapError:
+            continue  # the run reports it as the case's reason (no usable checker)
+        if isinstance(checker, PytestChecker) and not checker.separate:
+            raise DeltapError(
+                f"case {case.case_id!r}: --require-separate, but its pytest checker would run the candidate inside the "
+                f"test process: {checker.candidate_process_label}"
+            )
+        made[case.case_id] = checker
+    return lambda case: made.pop(case.case_id, None) or factory(case)
+
 
 def mine(
     cases: Sequence[Case],
@@ -155,6 +176,8 @@ def mine(
     out_path = Path(out) if out is not None else None
     if out_path is not None:
         check_writable_ids(cases, corpus)
+    if cfg.require_separate and cfg.outcome == "pass":
+        checker_factory = _separate_only(cases, checker_factory or _default_checker)
     log = TrialLog(out_path / "trials.sqlite" if out_path is not None else ":memory:")  # locks the run directory
     started = time.time()
     solver_name = solver_id(solver)
@@ -279,6 +302,8 @@ def _prepare_case(
         except DeltapError as exc:
             res.info["reason"] = f"no usable checker: {exc}"
             return _Prepared(res)
+        if isinstance(checker, PytestChecker):  # every label says where the candidate ran (also in the checker id)
+            res.info["candidate_process"] = checker.candidate_process_label
     elif not case.reference_answer:
         res.info["reason"] = "the logprob outcome needs a reference answer"
         return _Prepared(res)

@@ -62,7 +62,7 @@ def build_dataset(results: list[CaseResult], corpus: Corpus, cfg: MiningConfig, 
             "missing_gold": list(dict.fromkeys([*(r.case.metadata.get("gold_missing") or []), *r.pool.missing_gold])),
             "dropped_candidates": r.pool.dropped,
             "preflight": r.preflight,
-            **{k: v for k, v in r.info.items() if k in ("reason", "looks", "interaction_pairs", "coalition_check", "intercept", "context", "calls_by_kind", "spend")},
+            **{k: v for k, v in r.info.items() if k in ("reason", "looks", "interaction_pairs", "coalition_check", "intercept", "context", "calls_by_kind", "spend", "candidate_process")},
         }
         pairs.append({
             "id": r.case.case_id,
@@ -116,8 +116,14 @@ def run_summary(results: list[CaseResult], cfg: MiningConfig, policy: VerdictPol
 
     by_status: dict[str, int] = {}
     verdicts: dict[str, int] = {"relevant": 0, "harmful": 0, "irrelevant": 0, "undecided": 0}
+    # pytest checks by where the candidate ran: "shared" ones carry the residual risk of the test process
+    processes = {"separate": {"cases": 0, "trials": 0}, "shared": {"cases": 0, "trials": 0}}
     for r in results:
         by_status[r.status] = by_status.get(r.status, 0) + 1
+        where = str(r.info.get("candidate_process", "")).split(" ", 1)[0]
+        if where in processes:
+            processes[where]["cases"] += 1
+            processes[where]["trials"] += int(len(r.y)) if r.y is not None else 0
         if r.X is not None:
             for row in r.candidates:
                 verdicts[row["verdict"]] += 1
@@ -139,6 +145,7 @@ def run_summary(results: list[CaseResult], cfg: MiningConfig, policy: VerdictPol
         "cases": len(results),
         "cases_by_status": by_status,
         "verdicts": verdicts,
+        **({"pytest_checks": processes} if any(p["cases"] for p in processes.values()) else {}),
         "placebo": {k: placebo[k] for k in ("n", "labelled_relevant", "labelled_harmful", "fpr", "nominal", "effect_abs", "null", "check", "warning") if k in placebo},
     }
 
