@@ -19,7 +19,7 @@ pytestmark = [
     ),
 ]
 
-TESTS = '''\
+TESTS = """\
 import pytest
 
 import queue_tools
@@ -46,9 +46,9 @@ def test_output_is_captured(capsys):
 def test_constant_and_kwargs():
     assert LIMIT == 10
     assert queue_tools.clip([5, 50], limit=LIMIT) == [5, 10]
-'''
+"""
 
-FIXED = '''\
+FIXED = """\
 LIMIT = 10
 
 
@@ -69,7 +69,7 @@ def shout(text):
 
 def clip(xs, limit):
     return [min(x, limit) for x in xs]
-'''
+"""
 
 WRONG = FIXED.replace("    xs.sort()\n", "    xs = sorted(xs)\n")  # sorts a copy: the caller's list is unchanged
 
@@ -79,8 +79,13 @@ def _checker(root: Path, tests: str, fixed: str, module: str, mode: str = "auto"
     (root / "fixed.py").write_text(fixed)
     spec = CheckerSpec(
         "pytest",
-        {"test_file": str(root / f"test_{module}.py"), "fixed_file": str(root / "fixed.py"), "module_name": module,
-         "candidate_process": mode, "wall_seconds": 20},
+        {
+            "test_file": str(root / f"test_{module}.py"),
+            "fixed_file": str(root / "fixed.py"),
+            "module_name": module,
+            "candidate_process": mode,
+            "wall_seconds": 20,
+        },
     )
     checker = make_checker(spec)
     assert isinstance(checker, PytestChecker)
@@ -102,7 +107,7 @@ def test_functions_exceptions_constants_output_and_mutation_cross_the_boundary(t
 
 
 # The test passes an object of its own class (not callable, not plain data) into the candidate: it cannot cross.
-CLASS_TESTS = '''\
+CLASS_TESTS = """\
 from shapes import area
 
 
@@ -113,7 +118,7 @@ class Square:
 
 def test_area():
     assert area(Square(3)) == 9
-'''
+"""
 CLASS_FIXED = "def area(shape):\n    return shape.side ** 2\n"
 
 
@@ -163,7 +168,7 @@ def test_a_candidate_sandbox_that_never_starts_is_an_error_not_a_fail(
 # the wrong candidate must come out ``fail``. On the old code each of these was scored ``pass`` (or the reference could
 # not run separated at all, which made the check an ``error``).
 
-ACC_TESTS = '''\
+ACC_TESTS = """\
 import pytest
 
 from acc import *
@@ -195,9 +200,9 @@ def test_bad_input_is_refused_somehow():
     except Exception:
         return
     raise AssertionError("accepted")
-'''
+"""
 
-ACC_FIXED = '''\
+ACC_FIXED = """\
 def parse(text):
     if not text.isdigit():
         raise ValueError(f"not a number: {text}")
@@ -224,7 +229,7 @@ def grow_lists(d):
 
 def magnitude(x):
     return abs(x)
-'''
+"""
 
 
 def _bad_parse(body: str, header: str = "") -> str:
@@ -243,7 +248,8 @@ ACCIDENTS = {
     "abort": _bad_parse("        os.abort()\n", "import os\n"),
     "returns-the-exception": _bad_parse("        return ValueError(f'not a number: {text}')\n"),
     "returns-what-cannot-cross": _bad_parse("        return object()\n"),
-    "numpy-scalars": "import numpy\n" + ACC_FIXED.replace("return n % 2 == 0", "return numpy.int64(n) % 2 == 0").replace(
+    "numpy-scalars": "import numpy\n"
+    + ACC_FIXED.replace("return n % 2 == 0", "return numpy.int64(n) % 2 == 0").replace(
         "return len(text.split())", "return numpy.int64(len(text.split()))"
     ),
     "shadowed-builtin": ACC_FIXED.replace("    return abs(x)\n", "    return x\n") + "\n\ndef abs(x):\n    return x\n",
@@ -265,7 +271,7 @@ def test_the_reference_passes_separated(accidents: tuple[Case, PytestChecker]) -
     assert (result.outcome, result.info["candidate_process"]) == ("pass", "separate"), result.info.get("output")
 
 
-NESTED_TESTS = '''\
+NESTED_TESTS = """\
 from acc import widen_rows, grow_lists
 
 
@@ -281,7 +287,7 @@ def test_dict_of_lists_changes_in_place():
     d = {"a": inner}
     grow_lists(d)
     assert inner == [1, 1] and d == {"a": [1, 1]}
-'''
+"""
 
 
 def test_nested_in_place_changes_are_carried_back_in_full(tmp_path: Path) -> None:
@@ -297,7 +303,9 @@ def test_nested_in_place_changes_are_carried_back_in_full(tmp_path: Path) -> Non
 def test_an_accident_is_a_fail(accidents: tuple[Case, PytestChecker], name: str) -> None:
     case, checker = accidents
     result = checker.check(case, _fenced(ACCIDENTS[name]))
-    assert result.outcome == "fail", f"{name}: {result.outcome} ({result.detail})\n{result.info.get('output', '')[-2000:]}"
+    assert result.outcome == "fail", (
+        f"{name}: {result.outcome} ({result.detail})\n{result.info.get('output', '')[-2000:]}"
+    )
 
 
 def test_a_hang_is_a_fail_before_the_test_process_times_out(accidents: tuple[Case, PytestChecker]) -> None:
@@ -310,7 +318,7 @@ def test_a_hang_is_a_fail_before_the_test_process_times_out(accidents: tuple[Cas
 
 # -- issue 24: agent-style tests (callbacks in, objects of the candidate's classes out) run separated -------------------
 
-AGENT_TESTS = '''\
+AGENT_TESTS = """\
 import pytest
 
 from agent import Agent, Step, apply_all
@@ -352,9 +360,9 @@ def test_a_callback_that_raises_reaches_the_test_unchanged():
 def test_unknown_tool():
     with pytest.raises(KeyError):
         Agent(tools={}).run("missing", "q")
-'''
+"""
 
-AGENT_FIXED = '''\
+AGENT_FIXED = """\
 from dataclasses import dataclass
 
 
@@ -380,7 +388,7 @@ class Agent:
 
     def __len__(self):
         return len(self.history)
-'''
+"""
 
 AGENT_WRONG = {
     # reaches the test module through the callback's globals and rewrites the expected value
@@ -412,7 +420,7 @@ def test_a_wrong_agent_is_a_fail(agents: tuple[Case, PytestChecker], name: str) 
     assert result.outcome == "fail", f"{name}: {result.detail}\n{result.info.get('output', '')[-2000:]}"
 
 
-RAISES_TESTS = '''\
+RAISES_TESTS = """\
 import pytest
 
 from acc import parse
@@ -425,7 +433,7 @@ def test_bad_input_is_refused():
 
 def test_good_input():
     assert parse("3") == 3
-'''
+"""
 
 REPLACES_RAISES = (
     "import contextlib\nimport pytest\n\npytest.raises = lambda *a, **k: contextlib.suppress(BaseException)\n\n\n"

@@ -28,10 +28,14 @@ PLAIN_TYPES = {type(None), bool, int, float, complex, str, bytes, bytearray, lis
 
 def _random_value(rng: random.Random, depth: int = 0) -> Any:
     leaves: list[Callable[[], Any]] = [
-        lambda: None, lambda: rng.random() < 0.5, lambda: rng.randint(-(10**30), 10**30),
+        lambda: None,
+        lambda: rng.random() < 0.5,
+        lambda: rng.randint(-(10**30), 10**30),
         lambda: rng.choice([0.1, -0.0, math.inf, -math.inf, 1e-310, rng.random()]),
-        lambda: complex(rng.random(), -1.5), lambda: "".join(chr(rng.randint(0, 0x10FFFF)) for _ in range(5)),
-        lambda: bytes(rng.randrange(256) for _ in range(4)), lambda: bytearray(b"\x00\xff"),
+        lambda: complex(rng.random(), -1.5),
+        lambda: "".join(chr(rng.randint(0, 0x10FFFF)) for _ in range(5)),
+        lambda: bytes(rng.randrange(256) for _ in range(4)),
+        lambda: bytearray(b"\x00\xff"),
     ]
     if depth > 3 or rng.random() < 0.4:
         return rng.choice(leaves)()
@@ -228,13 +232,21 @@ def test_the_process_ending_fails_every_later_call(candidate: Callable[..., dict
 def test_exceptions_map_to_builtins_and_mirrors(candidate: Callable[..., dict[str, Any]]) -> None:
     module = {
         "functions": [["f", None]],
-        "exceptions": [["EmptyError", [["stats", "EmptyError"], ["builtins", "ValueError"], ["builtins", "Exception"]]]],
+        "exceptions": [
+            ["EmptyError", [["stats", "EmptyError"], ["builtins", "ValueError"], ["builtins", "Exception"]]]
+        ],
         "values": [["LIMIT", plain.encode(3)]],
         "opaque": ["Median"],
     }
     raised = [
         ["raise", {"mro": [["stats", "EmptyError"]], "args": [plain.encode("empty")], "text": "empty"}, [], "", ""],
-        ["raise", {"mro": [["json.decoder", "JSONDecodeError"], ["builtins", "ValueError"]], "args": [], "text": "x"}, [], "", ""],
+        [
+            "raise",
+            {"mro": [["json.decoder", "JSONDecodeError"], ["builtins", "ValueError"]], "args": [], "text": "x"},
+            [],
+            "",
+            "",
+        ],
         ["raise", {"mro": [["builtins", "SystemExit"]], "args": [plain.encode(0)], "text": "0"}, [], "", ""],
     ]
     ns = candidate(raised, module)
@@ -359,8 +371,10 @@ def test_nested_in_place_changes_reach_the_objects_the_test_holds(candidate: Cal
 
 
 def test_a_returned_exception_is_a_value_not_a_raise(candidate: Callable[..., dict[str, Any]]) -> None:
-    exc = ["X", {"mro": [["builtins", "ValueError"], ["builtins", "Exception"]], "args": [plain.encode("bad")],
-                 "text": "bad"}]
+    exc = [
+        "X",
+        {"mro": [["builtins", "ValueError"], ["builtins", "Exception"]], "args": [plain.encode("bad")], "text": "bad"},
+    ]
     ns = candidate([["return", exc, [], "", ""]])
     value = ns["f"]("x")
     assert type(value) is ValueError and value.args == ("bad",)
@@ -370,8 +384,11 @@ def test_a_returned_exception_is_a_value_not_a_raise(candidate: Callable[..., di
     ("answer", "what"),
     [
         pytest.param(["unsupported", "return value (a generator)", "", ""], "cannot cross", id="cannot-cross"),
-        pytest.param(["raise", {"mro": [["builtins", "KeyboardInterrupt"]], "args": [], "text": ""}, [], "", ""],
-                     "KeyboardInterrupt", id="keyboard-interrupt"),
+        pytest.param(
+            ["raise", {"mro": [["builtins", "KeyboardInterrupt"]], "args": [], "text": ""}, [], "", ""],
+            "KeyboardInterrupt",
+            id="keyboard-interrupt",
+        ),
         pytest.param(["return", ["N", "<i8", [3], "00"], [], "", ""], "cannot rebuild", id="bad-value"),
     ],
 )
@@ -424,9 +441,15 @@ def test_a_star_import_never_brings_in_builtins_or_pytest_names(candidate: Calla
     pytest's reserved names (``pytest_plugins``, ``pytest_*`` hooks, ``test*`` functions) must not land in the test
     module, where they would replace the builtin or be read by pytest."""
     module = {
-        "functions": [["f", None], ["abs", None], ["sorted", None], ["pytest_collection_modifyitems", None],
-                      ["test_always", None]],
-        "exceptions": [], "values": [["pytest_plugins", plain.encode(["pytester"])], ["LIMIT", plain.encode(3)]],
+        "functions": [
+            ["f", None],
+            ["abs", None],
+            ["sorted", None],
+            ["pytest_collection_modifyitems", None],
+            ["test_always", None],
+        ],
+        "exceptions": [],
+        "values": [["pytest_plugins", plain.encode(["pytester"])], ["LIMIT", plain.encode(3)]],
         "opaque": [],
     }
     ns = candidate([], module)

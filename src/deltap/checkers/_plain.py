@@ -31,8 +31,18 @@ class Unsupported(TypeError):
     """A value that is not plain data (an object, a generator, a subclass of a built-in type, a cycle)."""
 
 
-_DEFAULT_FACTORIES = {"int": int, "float": float, "str": str, "list": list, "dict": dict, "set": set, "tuple": tuple,
-                      "frozenset": frozenset, "bool": bool, "bytes": bytes}
+_DEFAULT_FACTORIES = {
+    "int": int,
+    "float": float,
+    "str": str,
+    "list": list,
+    "dict": dict,
+    "set": set,
+    "tuple": tuple,
+    "frozenset": frozenset,
+    "bool": bool,
+    "bytes": bytes,
+}
 
 
 def _numpy() -> Any:

@@ -90,7 +90,9 @@ class _Opaque:
     __call__ = _refuse
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith(("_", "pytest")):  # pytest, mock and inspect probe such names on whatever a test module holds
+        if name.startswith(
+            ("_", "pytest")
+        ):  # pytest, mock and inspect probe such names on whatever a test module holds
             raise AttributeError(name)
         return self._refuse(what=f".{name}")
 
@@ -363,7 +365,9 @@ def _send_args(what: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tupl
     try:
         return _dump(list(args)), _dump(kwargs)
     except plain.Unsupported as exc:
-        raise _failure(f"deltap runs the candidate in a separate process and cannot send this argument to {what}: {exc}") from None
+        raise _failure(
+            f"deltap runs the candidate in a separate process and cannot send this argument to {what}: {exc}"
+        ) from None
 
 
 def _stand_in(module: str, name: str, doc: str | None) -> Any:
@@ -472,9 +476,31 @@ class _Proxy(metaclass=_ProxyMeta):
 
 
 for _name in (
-    "__repr__", "__str__", "__len__", "__bool__", "__iter__", "__next__", "__contains__", "__getitem__",
-    "__setitem__", "__delitem__", "__lt__", "__le__", "__gt__", "__ge__", "__int__", "__float__", "__index__",
-    "__add__", "__sub__", "__mul__", "__enter__", "__exit__", "__reversed__", "__abs__", "__neg__",
+    "__repr__",
+    "__str__",
+    "__len__",
+    "__bool__",
+    "__iter__",
+    "__next__",
+    "__contains__",
+    "__getitem__",
+    "__setitem__",
+    "__delitem__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+    "__int__",
+    "__float__",
+    "__index__",
+    "__add__",
+    "__sub__",
+    "__mul__",
+    "__enter__",
+    "__exit__",
+    "__reversed__",
+    "__abs__",
+    "__neg__",
 ):
     setattr(_Proxy, _name, _op(_name))
 
@@ -489,8 +515,12 @@ def _mirror(desc: Any) -> type:
         return known
     bases = tuple(_mirrors[b] for b in desc.get("bases") or [] if type(b) is int and b in _mirrors) or (_Proxy,)
     namespace = {
-        "__slots__": (), "__module__": _state.get("module", "?"), "__doc__": desc.get("doc"),
-        "__qualname__": desc["name"], "_deltap_class": handle, "_deltap_eq": bool(desc.get("eq")),
+        "__slots__": (),
+        "__module__": _state.get("module", "?"),
+        "__doc__": desc.get("doc"),
+        "__qualname__": desc["name"],
+        "_deltap_class": handle,
+        "_deltap_eq": bool(desc.get("eq")),
     }
     try:
         cls = _ProxyMeta(desc["name"] if desc["name"].isidentifier() else "Candidate", bases, namespace)

@@ -43,12 +43,32 @@ import deltap_plain as plain  # noqa: E402 - copied beside this file in the sand
 
 #: Dunder operations the test side may ask of a proxied object (everything else is refused).
 _OPS = {
-    "__repr__": repr, "__str__": str, "__len__": len, "__bool__": bool, "__hash__": hash, "__iter__": iter,
-    "__next__": next, "__contains__": operator.contains, "__getitem__": operator.getitem,
-    "__setitem__": operator.setitem, "__delitem__": operator.delitem, "__lt__": operator.lt, "__le__": operator.le,
-    "__gt__": operator.gt, "__ge__": operator.ge, "__int__": int, "__float__": float, "__index__": operator.index,
-    "__add__": operator.add, "__sub__": operator.sub, "__mul__": operator.mul, "__enter__": lambda o: o.__enter__(),
-    "__exit__": lambda o, *a: o.__exit__(*a), "__reversed__": reversed, "__abs__": abs, "__neg__": operator.neg,
+    "__repr__": repr,
+    "__str__": str,
+    "__len__": len,
+    "__bool__": bool,
+    "__hash__": hash,
+    "__iter__": iter,
+    "__next__": next,
+    "__contains__": operator.contains,
+    "__getitem__": operator.getitem,
+    "__setitem__": operator.setitem,
+    "__delitem__": operator.delitem,
+    "__lt__": operator.lt,
+    "__le__": operator.le,
+    "__gt__": operator.gt,
+    "__ge__": operator.ge,
+    "__int__": int,
+    "__float__": float,
+    "__index__": operator.index,
+    "__add__": operator.add,
+    "__sub__": operator.sub,
+    "__mul__": operator.mul,
+    "__enter__": lambda o: o.__enter__(),
+    "__exit__": lambda o, *a: o.__exit__(*a),
+    "__reversed__": reversed,
+    "__abs__": abs,
+    "__neg__": operator.neg,
 }
 
 
@@ -145,11 +165,17 @@ class Server:
     def describe_class(self, cls: type) -> dict[str, Any]:
         bases = [self.handle(b) for b in cls.__bases__ if b is not object and b.__module__ != "builtins"]
         custom_eq = cls.__eq__ is not object.__eq__
-        return {"name": cls.__name__, "handle": self.handle(cls), "bases": bases, "eq": custom_eq,
-                "doc": cls.__doc__ if isinstance(cls.__doc__, str) else None}
+        return {
+            "name": cls.__name__,
+            "handle": self.handle(cls),
+            "bases": bases,
+            "eq": custom_eq,
+            "doc": cls.__doc__ if isinstance(cls.__doc__, str) else None,
+        }
 
     def load(self, node: Any) -> Any:
         """Decode what the test side sent: plain values, references to objects here, callbacks of the tests."""
+
         def hook(ref: list[Any]) -> Any:
             if ref[0] == "P" and len(ref) >= 2 and type(ref[1]) is int and ref[1] in self.handles:
                 return self.handles[ref[1]]
@@ -246,7 +272,9 @@ class Server:
             if kind == "getattr" and len(message) == 3:
                 return self.invoke(getattr, [self.target(message[1]), str(message[2])], {}, track=False)
             if kind == "setattr" and len(message) == 4:
-                return self.invoke(setattr, [self.target(message[1]), str(message[2]), self.load(message[3])], {}, track=False)
+                return self.invoke(
+                    setattr, [self.target(message[1]), str(message[2]), self.load(message[3])], {}, track=False
+                )
             if kind == "delattr" and len(message) == 3:
                 return self.invoke(delattr, [self.target(message[1]), str(message[2])], {}, track=False)
             if kind == "op" and len(message) == 4 and message[2] in _OPS:
@@ -289,8 +317,12 @@ class Server:
         except (plain.Unsupported, TypeError):
             encoded_all = None
         return {
-            "functions": functions, "exceptions": exceptions, "values": values, "opaque": opaque,
-            "classes": sorted(classes, key=lambda c: c[2]), "all": encoded_all,
+            "functions": functions,
+            "exceptions": exceptions,
+            "values": values,
+            "opaque": opaque,
+            "classes": sorted(classes, key=lambda c: c[2]),
+            "all": encoded_all,
             "doc": module.__doc__ if isinstance(module.__doc__, str) else None,
         }
 
@@ -344,7 +376,9 @@ def _holds_mutable(value: Any, depth: int) -> bool:
     if depth > 50:
         return False
     t = type(value)
-    if t in (list, dict, set, bytearray) or (t.__module__ in ("collections", "numpy") and hasattr(value, "__setitem__")):
+    if t in (list, dict, set, bytearray) or (
+        t.__module__ in ("collections", "numpy") and hasattr(value, "__setitem__")
+    ):
         return True
     if t is tuple or t is frozenset:
         return any(_holds_mutable(v, depth + 1) for v in value)

@@ -86,14 +86,30 @@ _REMOTE_MODULE_SOURCE = Path(__file__).with_name("_remote_module.py")
 _REMOTE_SERVER_SOURCE = Path(__file__).with_name("_remote_server.py")
 _MAX_CHANNEL_BYTES = 16 * 1024**2
 _WORDS = (
-    "basic", "edge", "empty", "large", "mixed", "order", "repeat", "round", "simple", "small", "types", "values",
-    "zero", "negative", "unicode", "nested", "bounds", "identity", "inverse", "default",
+    "basic",
+    "edge",
+    "empty",
+    "large",
+    "mixed",
+    "order",
+    "repeat",
+    "round",
+    "simple",
+    "small",
+    "types",
+    "values",
+    "zero",
+    "negative",
+    "unicode",
+    "nested",
+    "bounds",
+    "identity",
+    "inverse",
+    "default",
 )
 _INI = "[pytest]\naddopts =\nconsole_output_style = classic\n"
 _CANDIDATE_PROCESS = ("auto", "separate", "shared")
-_NEEDS_SEPARATION = (
-    "separate-process mode needs bubblewrap, or root with PID namespaces and the user nobody (apt-get install bubblewrap)"
-)
+_NEEDS_SEPARATION = "separate-process mode needs bubblewrap, or root with PID namespaces and the user nobody (apt-get install bubblewrap)"
 
 
 def _separation_available() -> bool:
@@ -148,7 +164,8 @@ class RunRecords:
             if not raw.startswith(prefix):
                 rec.tampering.append(
                     "a record on the result channel has the wrong nonce"
-                    if raw.startswith(b'{"nonce": ') else "a line on the result channel is not deltap's"
+                    if raw.startswith(b'{"nonce": ')
+                    else "a line on the result channel is not deltap's"
                 )
                 continue
             try:
@@ -305,7 +322,9 @@ class PytestChecker:
         if not module_name or not module_name.replace("_", "a").isalnum():
             raise DeltapError(f"pytest checker: module_name must be a plain module name, got {module_name!r}")
         if module_name.startswith("deltap_"):
-            raise DeltapError(f"pytest checker: module_name {module_name!r} is reserved (deltap_* are deltap's own modules)")
+            raise DeltapError(
+                f"pytest checker: module_name {module_name!r} is reserved (deltap_* are deltap's own modules)"
+            )
         if candidate_process not in _CANDIDATE_PROCESS:
             raise DeltapError(
                 f"pytest checker: candidate_process must be one of {', '.join(_CANDIDATE_PROCESS)}, got {candidate_process!r}"
@@ -381,14 +400,18 @@ class PytestChecker:
             lo, hi = min(a, b), max(a, b) + 1
             if kind == "builtins" and want == "passed":
                 value = a + lo + 2 + lo + hi + a
-                body = (f"assert isinstance({a}, int) and abs(-{a}) + sorted([{hi}, {lo}])[0] + len([{a}, {b}])"
-                        f" + min({hi}, {lo}) + max({lo}, {hi}) + sum([{a}]) == {value}")
+                body = (
+                    f"assert isinstance({a}, int) and abs(-{a}) + sorted([{hi}, {lo}])[0] + len([{a}, {b}])"
+                    f" + min({hi}, {lo}) + max({lo}, {hi}) + sum([{a}]) == {value}"
+                )
             elif kind == "builtins":
                 body = f"assert sorted([{hi}, {lo}]) == [{hi}, {lo}] or abs(-{a}) == -{a} or max({lo}, {hi}) == {lo}"
             elif kind == "raises":
                 token = secrets.token_hex(3)
                 inner = f'int("{token}z")' if want == "passed" else f'int("{a}")'
-                body = f"import pytest as _pytest_{token}\n    with _pytest_{token}.raises(ValueError):\n        {inner}"
+                body = (
+                    f"import pytest as _pytest_{token}\n    with _pytest_{token}.raises(ValueError):\n        {inner}"
+                )
             else:
                 op = rng.choice(("+", "*", "-"))
                 value = {"+": a + b, "*": a * b, "-": a - b}[op]
@@ -474,9 +497,26 @@ class PytestChecker:
             reader = threading.Thread(target=drain, name="deltap-verdict-reader", daemon=True)
             reader.start()
             argv = [
-                sys.executable, "-B", "-m", "pytest", "-p", "deltap_verdict", "-p", "no:cacheprovider",
-                "-c", str(tests / "pytest.ini"), "--rootdir", str(tests), "--confcutdir", str(tests),
-                "-q", "--no-header", "-o", "addopts=", *self.pytest_args, str(test_path),
+                sys.executable,
+                "-B",
+                "-m",
+                "pytest",
+                "-p",
+                "deltap_verdict",
+                "-p",
+                "no:cacheprovider",
+                "-c",
+                str(tests / "pytest.ini"),
+                "--rootdir",
+                str(tests),
+                "--confcutdir",
+                str(tests),
+                "-q",
+                "--no-header",
+                "-o",
+                "addopts=",
+                *self.pytest_args,
+                str(test_path),
             ]
             env = {
                 "PYTHONPATH": os.pathsep.join([str(plugin), str(work)]),
@@ -516,8 +556,11 @@ class PytestChecker:
                     os.close(fd)
             shutil.rmtree(stage, ignore_errors=True)
         prefix = f"{self.test_file.name}::"
-        real = {tid: records.outcome(tid) for tid in {*records.phases, *records.collected}
-                if tid.removeprefix(prefix) not in canaries}
+        real = {
+            tid: records.outcome(tid)
+            for tid in {*records.phases, *records.collected}
+            if tid.removeprefix(prefix) not in canaries
+        }
         result = self._classify(raw, records, canaries, real, required, reference)
         if remote is not None:
             ended_first = remote.ended_first and not raw.timed_out  # both hit the clock: the tests' timeout says it
@@ -527,8 +570,13 @@ class PytestChecker:
     # -- verdicts ----------------------------------------------------------------------------------------------
 
     def _classify(
-        self, r: SandboxResult, rec: RunRecords, canaries: dict[str, str], real: dict[str, str],
-        required: frozenset[str] | None, reference: bool,
+        self,
+        r: SandboxResult,
+        rec: RunRecords,
+        canaries: dict[str, str],
+        real: dict[str, str],
+        required: frozenset[str] | None,
+        reference: bool,
     ) -> CheckResult:
         prefix = f"{self.test_file.name}::"
         counts: dict[str, int] = {}
@@ -557,10 +605,15 @@ class PytestChecker:
             how = _exit_description(r.returncode)
             if r.info.get("oom_killed"):
                 how += "; the memory limit of the sandbox was hit"
-            return CheckResult("fail", None, f"pytest did not finish ({how}): the code exited, crashed or was killed", info)
+            return CheckResult(
+                "fail", None, f"pytest did not finish ({how}): the code exited, crashed or was killed", info
+            )
         if rec.collect_errors:
             return CheckResult(
-                "fail", None, f"collection failed (the module does not import): {rec.collect_errors[0] or 'session'}", info
+                "fail",
+                None,
+                f"collection failed (the module does not import): {rec.collect_errors[0] or 'session'}",
+                info,
             )
         if not any(rec.phases.values()):
             return CheckResult("fail", None, f"no test ran (pytest stopped early, exit status {rec.exitstatus})", info)
@@ -776,8 +829,11 @@ def _with_remote(result: CheckResult, raw: SandboxResult | None, started: bool, 
 
 
 _SIGNAL_CAUSES = {
-    signal.SIGXCPU: "the CPU-time limit", signal.SIGKILL: "a hard limit or an OOM kill",
-    signal.SIGXFSZ: "the file-size limit", signal.SIGSEGV: "a crash", signal.SIGABRT: "an abort",
+    signal.SIGXCPU: "the CPU-time limit",
+    signal.SIGKILL: "a hard limit or an OOM kill",
+    signal.SIGXFSZ: "the file-size limit",
+    signal.SIGSEGV: "a crash",
+    signal.SIGABRT: "an abort",
 }
 
 
