@@ -42,8 +42,11 @@ def test_a_complete_run_parses() -> None:
         pytest.param(_line("start") + b"3 passed in 0.01s\n", "not deltap's", id="plain-text-summary"),
         pytest.param(_line("start") + _line("finish", nonce="guess", exitstatus=0), "wrong nonce", id="wrong-nonce"),
         pytest.param(_line("start") + _phases("t.py::a") + _phases("t.py::a"), "twice", id="duplicate-phase"),
-        pytest.param(_line("start") + _line("finish", exitstatus=0) + _phases("t.py::a"), "after pytest finished",
-                     id="record-after-finish"),
+        pytest.param(
+            _line("start") + _line("finish", exitstatus=0) + _phases("t.py::a"),
+            "after pytest finished",
+            id="record-after-finish",
+        ),
         pytest.param(_line("start") + _line("start"), "started twice", id="second-start"),
         pytest.param(_line("start") + _line("verdict", result="pass"), "unknown record kind", id="unknown-kind"),
     ],
@@ -85,7 +88,9 @@ def test_canaries_always_include_a_pass_and_a_fail() -> None:
     for _ in range(50):
         source, expected = PytestChecker._canaries()
         assert {"passed", "failed"} <= set(expected.values())
-        assert 2 <= len(expected) <= 4
+        assert 4 <= len(expected) <= 6
+        # a pass and a fail through pytest.raises, and through the builtins a test module sees (issue 24)
+        assert source.count(".raises(ValueError)") >= 2 and "sorted([" in source and "abs(-" in source
         namespace: dict[str, object] = {}
         exec(compile(source, "canary", "exec"), namespace)  # the expectations are what the code does
         for name, want in expected.items():
@@ -94,9 +99,54 @@ def test_canaries_always_include_a_pass_and_a_fail() -> None:
             try:
                 fn()
                 got = "passed"
-            except AssertionError:
+            except (AssertionError, pytest.fail.Exception):
                 got = "failed"
             assert got == want, (name, source)
+
+
+def _canary_outcomes(source: str, namespace: dict[str, object]) -> dict[str, str]:
+    exec(compile(source, "canary", "exec"), namespace)
+    got = {}
+    for name, fn in list(namespace.items()):
+        if name.startswith("test_") and callable(fn):
+            try:
+                fn()
+                got[name] = "passed"
+            except (AssertionError, pytest.fail.Exception):
+                got[name] = "failed"
+            except Exception:  # noqa: BLE001 - a patched helper that raises: not the expected outcome either
+                got[name] = "error"
+    return got
+
+
+@pytest.mark.parametrize(
+    "shadow",
+    [
+        pytest.param({"sorted": lambda xs: list(xs)}, id="sorted-keeps-order"),
+        pytest.param({"abs": lambda x: x}, id="abs-identity"),
+        pytest.param({"max": min}, id="max-is-min"),
+    ],
+)
+def test_a_shadowed_builtin_flips_a_canary(shadow: dict[str, object]) -> None:
+    """What a star import of a candidate's ``sorted``/``abs`` would do to the test module: some canary comes out
+    other than expected (issue 24)."""
+    for _ in range(20):
+        source, expected = PytestChecker._canaries()
+        assert _canary_outcomes(source, dict(shadow)) != expected
+
+
+@pytest.mark.parametrize("replacement", ["swallow-everything", "let-everything-through"])
+def test_a_replaced_pytest_raises_flips_a_canary(replacement: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import contextlib
+
+    fake = (
+        (lambda *a, **k: contextlib.suppress(BaseException))
+        if replacement == "swallow-everything"
+        else (lambda *a, **k: contextlib.nullcontext())
+    )
+    source, expected = PytestChecker._canaries()
+    monkeypatch.setattr(pytest, "raises", fake)
+    assert _canary_outcomes(source, {}) != expected
 
 
 def test_bwrap_layout(tmp_path: Path) -> None:
@@ -121,16 +171,31 @@ def test_bwrap_layout(tmp_path: Path) -> None:
         assert f"--tmpfs {private}" in joined
     assert "--cap-drop ALL" in joined
     if sandbox._is_root():
-        assert argv[-len(sandbox._drop_to_nobody()):] == sandbox._drop_to_nobody()
+        assert argv[-len(sandbox._drop_to_nobody()) :] == sandbox._drop_to_nobody()
         assert "--bounding-set=-all" in argv
     net = sandbox._bwrap_prefix("bwrap", SandboxLimits(network=True), work, ())
     assert "--unshare-net" not in net
 
 
 def test_protections_when_nothing_is_permitted(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox, "isolation_available", lambda: dict.fromkeys(
-        ("bwrap", "netns", "userns", "root_ns", "uid_nobody", "legacy_nobody", "legacy_nobody_dac", "pids_cgroup",
-         "memory_cgroup"), False))
+    monkeypatch.setattr(
+        sandbox,
+        "isolation_available",
+        lambda: dict.fromkeys(
+            (
+                "bwrap",
+                "netns",
+                "userns",
+                "root_ns",
+                "uid_nobody",
+                "legacy_nobody",
+                "legacy_nobody_dac",
+                "pids_cgroup",
+                "memory_cgroup",
+            ),
+            False,
+        ),
+    )
     table = sandbox.protections()
     off = {n for n, p in table.items() if not p.enforced}
     assert {"network", "private-tmp", "memory-whole-sandbox", "disk-whole-sandbox", "hidden-homes"} <= off
@@ -164,3 +229,17 @@ def test_exit_description(rc: int | None, expected: str) -> None:
     from deltap.checkers.pytest_checker import _exit_description
 
     assert _exit_description(rc) == expected
+
+
+def test_candidate_failure_records_are_kept_and_checked() -> None:
+    """The separate-process stand-in reports each accident of the candidate's process (issue 24); a malformed one is
+    tampering, like any record with fields the plugin does not write."""
+    data = (
+        _line("start")
+        + _line("candidate_failure", id="t.py::test_a", reason="it ended")
+        + _line("finish", exitstatus=0)
+    )
+    rec = RunRecords.parse(data, NONCE)
+    assert rec.candidate_failures == [("t.py::test_a", "it ended")] and not rec.tampering
+    bad = RunRecords.parse(_line("start") + _line("candidate_failure", id="t.py::test_a", reason=3), NONCE)
+    assert bad.tampering and not bad.candidate_failures
