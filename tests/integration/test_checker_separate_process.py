@@ -449,3 +449,35 @@ def test_a_replaced_pytest_raises_is_caught_by_the_canaries(tmp_path: Path, mode
     assert result.outcome == "fail", result.detail
     if mode == "shared":
         assert result.detail.startswith("tampering detected"), result.detail
+
+
+# -- issue 24: labels say where the candidate ran; --require-separate refuses shared checks ----------------------------
+
+
+def test_require_separate_refuses_a_shared_check_before_any_solver_call(tmp_path: Path) -> None:
+    from deltap.documents import Corpus, Document
+    from deltap.errors import DeltapError
+    from deltap.mining.engine import _separate_only, mine
+    from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
+
+    for sub in ("shared", "separate"):
+        (tmp_path / sub).mkdir()
+    shared_case, shared = _checker(tmp_path / "shared", CLASS_TESTS, CLASS_FIXED, "shapes")
+    separate_case, _ = _checker(tmp_path / "separate", TESTS, FIXED, "queue_tools")
+    corpus = Corpus([Document(f"d{i}", f"text {i}") for i in range(6)])
+    solver = SimulatedSolver({"fix:shapes": SimulatedTruth(0.5)}, seed=1)
+    with pytest.raises(DeltapError, match=r"case 'fix:shapes': --require-separate, but .* test process: shared \("):
+        mine([separate_case, shared_case], corpus, solver, require_separate=True, n_placebo=2, budget=8)
+    assert solver.calls == 0
+    # the separable case passes the guard, and its checker (preflight done) is the one the run uses
+    built: list[PytestChecker] = []
+
+    def build(case: Case) -> PytestChecker:
+        built.append(make_checker(case.checker))  # type: ignore[arg-type]
+        return built[-1]
+
+    factory = _separate_only([separate_case], build)
+    made = factory(separate_case)
+    assert len(built) == 1 and made is built[0]
+    assert isinstance(made, PytestChecker) and made.separate and made.id.endswith(",process=separate)")
+    assert shared.candidate_process_label.startswith("shared (") and shared.id.endswith(",process=shared)")

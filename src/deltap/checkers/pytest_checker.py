@@ -4,19 +4,27 @@ Threat model. The candidate is hostile code that wants a wrong answer scored ``p
 infrastructure ``error`` (errors are left out of the estimate) or an exception out of :meth:`PytestChecker.check`
 (which stops a mining run). It knows deltap's source. The defences, and what each one defeats:
 
-0. **The candidate does not share the test process** (separate-process mode, the default where bubblewrap works:
-   ``candidate_process`` ``auto``). The module the tests import is a stand-in (``_remote_module.py``); the
-   candidate module runs in a second sandbox (``_remote_server.py``) that cannot see the tests, the plugin or the
-   test process, and every call crosses a pipe as plain data (``_plain.py``): the tests get back exact built-in
-   ``int``/``float``/``str``/containers, or an exception of a built-in class (or a local copy of the module's own
-   exception classes). So an object equal to everything (``unittest.mock.ANY``), a ctypes-patched ``float.__eq__``,
-   a look at the calling test's frame, patched pytest internals, a patched or forged verdict channel, a hijacked
-   ``sys.modules`` — every attack that needs to be *in* the test process — has nothing to act on. The preflight
-   uses this mode only when the reference passes every required test through it (functions of plain data,
-   in-place changes of list/dict/set/bytearray arguments, printed output, plain constants); classes, callbacks,
-   generators, numpy values do not cross, and such a case falls back to shared mode, saying why in
-   ``info["candidate_process"]``. ``candidate_process`` ``separate`` insists (the preflight fails otherwise),
-   ``shared`` never separates.
+0. **The candidate does not share the test process** (separate-process mode, the default where the sandbox can
+   keep two processes apart: bubblewrap, or root with PID namespaces and ``nobody``; ``candidate_process``
+   ``auto``). The module the tests import is a stand-in (``_remote_module.py``); the candidate module runs in a
+   second sandbox (``_remote_server.py``) that cannot see the tests, the plugin or the test process (without
+   bubblewrap the test side sits under a random name in a stage directory nobody can list), and every call crosses
+   a pipe (``_plain.py``): plain values keep their exact type (built-ins, ``Counter``/``OrderedDict``/
+   ``defaultdict``, numpy scalars and arrays), exceptions arrive as built-in classes or local copies of the module's
+   own (a *returned* exception as a value), and everything else crosses as a proxy whose uses go back across the
+   pipe: objects, classes and functions of the candidate (``==`` between two proxies compares plain fields in the
+   test process), and the callbacks a test passes in (they run in the test process; the candidate holds only a
+   reference). So an object equal to everything (``unittest.mock.ANY``), a ctypes-patched ``float.__eq__``, a look
+   at the calling test's frame or a callback's globals, patched pytest internals, a patched or forged verdict
+   channel, a hijacked ``sys.modules`` — every attack that needs to be *in* the test process — has nothing to act
+   on. Accidents cannot pass either: a candidate process that exits, crashes, is killed, hangs past its time, or
+   returns what cannot cross gives the test a ``CandidateFailure`` (a ``BaseException``: ``pytest.raises(Exception)``
+   does not take it) and a ``candidate_failure`` record that fails the check even when a test catches it;
+   ``SystemExit`` stays ``SystemExit``. Stand-ins never enter a test module through ``import *`` under a builtin's
+   or pytest's name. The preflight uses this mode only when the reference passes every required test through it; a
+   case whose tests send what cannot cross (an object of the test's own class) falls back to shared mode, saying
+   why in ``info["candidate_process"]`` and in the checker id (``process=shared``). ``candidate_process``
+   ``separate`` insists (the preflight fails otherwise), ``shared`` never separates.
 1. **The verdict never comes from stdout or the exit code.** deltap's plugin (``-p deltap_verdict``, loaded from a
    read-only directory before any test module, see ``_verdict_plugin.py``) writes one JSON record per test phase
    to a private pipe, tagged with a per-run nonce it reads from a second pipe and that both descriptors are
@@ -26,6 +34,8 @@ infrastructure ``error`` (errors are left out of the estimate) or an exception o
    after ``finish`` is tampering, ``fail``. The parser never raises.
 2. **Hidden canary tests** (the tampering detector; design (b) of issue 15). Each run appends to the test file a
    few tests with random names, at least one that must pass and one that must fail; only the parent knows which.
+   They go through the builtins the test module sees and through ``pytest.raises``, so a shadowed ``sorted`` or a
+   replaced ``raises`` flips one.
    They are compiled, rewritten, collected and reported exactly like the real tests, so tampering with pytest's
    reporting, with ``Function.runtest``, with assertion handling or with the collected module shows up as a
    canary with the wrong outcome: ``fail`` ("tampering detected").
@@ -45,8 +55,8 @@ infrastructure ``error`` (errors are left out of the estimate) or an exception o
    the reference does not pass.
 
 Residual risk (stated, not hidden; ``tests/adversarial/heldout`` keeps each as a strict xfail): in **shared
-mode** — a case whose reference cannot cross the process boundary, a machine without bubblewrap, or
-``candidate_process: shared`` — the candidate shares the pytest process, and code written for that (an object
+mode** — a case whose tests send what cannot cross the process boundary, a machine where two sandboxes cannot be
+kept apart, or ``candidate_process: shared`` — the candidate shares the pytest process, and code written for that (an object
 equal to everything, a patched ``float.__eq__``, reading the expected value from the calling test's frame, or,
 against deltap specifically, finding the plugin's nonce and forging the records, or flipping only the tests that
 call it, which the canaries never do) is scored ``pass``. Generic tampering is still detected. The sandbox
