@@ -279,7 +279,7 @@ def mine_command(
         console.print(spend_line(run["spend"]), highlight=False)
     shared = (run.get("pytest_checks") or {}).get("shared") or {}
     if shared.get("cases"):
-        console.print(f"pytest checks in the test process (shared mode, see --require-separate): {shared['cases']} case(s), {shared['trials']} trial(s)")
+        console.print(f"pytest checks in the test process (shared mode, see --require-separate): {shared['cases']} case(s), {shared['checks']} check(s)")
     pl = run["placebo"]
     console.print(f"placebo false-positive rate: {pl['fpr']:.3f} ({pl['labelled_relevant']} relevant + {pl['labelled_harmful']} harmful of {pl['n']}; BH reference q·R/M {pl['nominal']:.4f})")
     if "effect_abs" in pl:

@@ -117,13 +117,13 @@ def run_summary(results: list[CaseResult], cfg: MiningConfig, policy: VerdictPol
     by_status: dict[str, int] = {}
     verdicts: dict[str, int] = {"relevant": 0, "harmful": 0, "irrelevant": 0, "undecided": 0}
     # pytest checks by where the candidate ran: "shared" ones carry the residual risk of the test process
-    processes = {"separate": {"cases": 0, "trials": 0}, "shared": {"cases": 0, "trials": 0}}
+    processes = {"separate": {"cases": 0, "checks": 0}, "shared": {"cases": 0, "checks": 0}}
     for r in results:
         by_status[r.status] = by_status.get(r.status, 0) + 1
         where = str(r.info.get("candidate_process", "")).split(" ", 1)[0]
         if where in processes:
             processes[where]["cases"] += 1
-            processes[where]["trials"] += int(len(r.y)) if r.y is not None else 0
+            processes[where]["checks"] += int(r.calls)  # every solver call of a pass-outcome case is one check
         if r.X is not None:
             for row in r.candidates:
                 verdicts[row["verdict"]] += 1
