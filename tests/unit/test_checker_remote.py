@@ -159,15 +159,15 @@ def candidate() -> Iterator[Callable[[list[Any]], dict[str, Any]]]:
     """Install the proxy against a fake candidate process that answers the import with ``module`` and then each
     request with the next scripted answer (raw frames). Yields a function taking the script, returning the module."""
     threads: list[threading.Thread] = []
-    fds: list[int] = []
+    ends: list[tuple[int, int, int, int]] = []
 
     def start(script: list[Any], module: Any = None) -> dict[str, Any]:
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
-        fds.extend([req_r, req_w, resp_r, resp_w])
+        ends.append((req_r, req_w, resp_r, resp_w))
         description = module or {"functions": [["f", "doc"]], "exceptions": [], "values": [], "opaque": []}
 
-        def serve() -> None:
+        def serve() -> None:  # owns req_r and resp_w: closes them itself, so no descriptor is closed twice
             answers = [["module", description], *script]
             try:
                 for answer in answers:
@@ -177,9 +177,11 @@ def candidate() -> Iterator[Callable[[list[Any]], dict[str, Any]]]:
                         os.write(resp_w, answer)
                     else:
                         plain.send(resp_w, answer)
-                os.close(resp_w)
-            except OSError:  # the test is over and closed the pipes under this thread
+            except (OSError, ValueError):
                 return
+            finally:
+                os.close(resp_w)  # end of the script: the "process" ends
+                os.close(req_r)
 
         thread = threading.Thread(target=serve, daemon=True)
         thread.start()
@@ -191,11 +193,11 @@ def candidate() -> Iterator[Callable[[list[Any]], dict[str, Any]]]:
         return namespace
 
     yield start
-    for fd in fds:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
+    for _req_r, req_w, resp_r, _resp_w in ends:
+        os.close(req_w)  # the serving thread sees end of file and closes its ends
+        os.close(resp_r)
+    for thread in threads:
+        thread.join(timeout=10)
     remote._state.clear()
 
 

@@ -132,7 +132,7 @@ def _enc(obj: Any, depth: int, export: Any) -> Any:
             return ["O", pairs]
         factory = obj.default_factory
         name = getattr(factory, "__name__", None)
-        if factory is not None and _DEFAULT_FACTORIES.get(name) is not factory:
+        if factory is not None and _DEFAULT_FACTORIES.get(str(name)) is not factory:
             raise Unsupported("a defaultdict whose default_factory is not a built-in type is not plain data")
         return ["D", name, pairs]
     if t.__module__ == "numpy":

@@ -131,6 +131,8 @@ def _exchange(message: list[Any]) -> list[Any]:
         except TimeoutError:
             seconds = _state.get("seconds")
             raise _failure(f"the candidate's process did not answer within {seconds}s (it hangs?)", dead=True) from None
+        except BrokenPipeError:  # nobody reads the requests any more: the process is gone
+            raise _failure("the candidate's process ended (it exited, crashed or was killed)", dead=True) from None
         except (OSError, ValueError) as exc:
             raise _failure(
                 f"the candidate's process broke the protocol ({type(exc).__name__}: {exc})", dead=True

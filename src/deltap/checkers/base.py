@@ -46,6 +46,7 @@ class CheckResult:
 class Checker(Protocol):
     """Judges an answer; ``id`` names the checker and its parameters (stored with every trial)."""
 
-    id: str
+    @property
+    def id(self) -> str: ...  # read-only: a checker may say in it what it decided (the pytest checker's process)
 
     def check(self, case: Case, answer: str) -> CheckResult: ...
