@@ -130,7 +130,9 @@ def _exchange(message: list[Any]) -> list[Any]:
                 return answer
         except TimeoutError:
             seconds = _state.get("seconds")
-            raise _failure(f"the candidate's process did not answer within {seconds}s (it hangs?)", dead=True) from None
+            raise _failure(
+                f"the candidate's process timed out: no answer within {seconds}s (it hangs?)", dead=True
+            ) from None
         except BrokenPipeError:  # nobody reads the requests any more: the process is gone
             raise _failure("the candidate's process ended (it exited, crashed or was killed)", dead=True) from None
         except (OSError, ValueError) as exc:

@@ -618,6 +618,10 @@ class PytestChecker:
             return CheckResult(
                 "fail", None, f"pytest did not finish ({how}): the code exited, crashed or was killed", info
             )
+        if rec.candidate_failures:
+            test_id, reason = rec.candidate_failures[0]
+            where = f" in {test_id.removeprefix(prefix)}" if test_id else ""
+            return CheckResult("fail", None, f"the candidate failed{where}: {reason}", info)
         if rec.collect_errors:
             return CheckResult(
                 "fail",
@@ -627,10 +631,6 @@ class PytestChecker:
             )
         if not any(rec.phases.values()):
             return CheckResult("fail", None, f"no test ran (pytest stopped early, exit status {rec.exitstatus})", info)
-        if rec.candidate_failures:
-            test_id, reason = rec.candidate_failures[0]
-            where = f" in {test_id.removeprefix(prefix)}" if test_id else ""
-            return CheckResult("fail", None, f"the candidate failed{where}: {reason}", info)
         for name, want in canaries.items():
             got = rec.outcome(prefix + name)
             if got != want:
