@@ -371,14 +371,16 @@ def _mine(config: DemoConfig, corpus: Corpus, cases: Sequence[Case], solver: Any
     """Mine ``cases`` into ``run_dir`` with :func:`deltap.mining.engine.mine` (resumes an existing trial log)."""
     from deltap.mining.engine import mine
     from deltap.mining.results import PlaceboCalibrationWarning
+    from deltap.mining.tilt import TiltWarning
     from deltap.solvers.base import is_deterministic
 
     det = is_deterministic(solver)
     with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), config.progress, config=mining, deterministic=det) as bar:
         warnings.simplefilter("always", PlaceboCalibrationWarning)
+        warnings.simplefilter("always", TiltWarning)
         mine(list(cases), corpus, solver, out=run_dir, config=mining, retriever=retriever, progress=bar)
     for w in caught:  # shown after the progress bars, as one readable line each
-        if issubclass(w.category, PlaceboCalibrationWarning):
+        if issubclass(w.category, PlaceboCalibrationWarning | TiltWarning):
             say(f"  warning: {w.message}")
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

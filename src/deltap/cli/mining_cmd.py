@@ -176,6 +176,7 @@ def mine_command(
     from deltap.mining.engine import mine
     from deltap.mining.progress import MiningProgress
     from deltap.mining.results import PlaceboCalibrationWarning
+    from deltap.mining.tilt import TiltWarning
     from deltap.solvers.base import is_deterministic
 
     console = Console(stderr=True)
@@ -263,6 +264,7 @@ def mine_command(
     with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), console=console, config=config, deterministic=is_deterministic(solver),
                                                                        prices=prices) as progress:
         warnings.simplefilter("always", PlaceboCalibrationWarning)
+        warnings.simplefilter("always", TiltWarning)
         result = mine(cases, corpus, solver, out=out, config=config, retriever=retriever, progress=progress, remine_changed=remine_changed,
                       executor=executor)
     run = result.run
@@ -292,6 +294,9 @@ def mine_command(
         console.print(f"null: placebo effects, {describe_null(nl)}")
     elif nl.get("reason") and not nl.get("too_few"):  # too few placebos: said once, last, by summary_lines
         console.print(f"null: zero ({nl['reason']})")
+    tilt = run.get("tilt") or {}
+    if tilt.get("message") and not tilt.get("large"):  # a large tilt is a warning below
+        console.print(str(tilt["message"]), markup=False, highlight=False, soft_wrap=True)
     for w in caught:
         console.print(f"[red]warning:[/red] {w.message}")
     from deltap.mining.placebo_check import summary_lines

@@ -30,7 +30,8 @@ Run directory (``out``)::
     qrels.jsonl              qrels JSONL with query, reference answer, coalition and provenance
     run.json                 summary: tool version, solver, outcome, seed, budget, q, pi, times, calls,
                              cases by status, verdict counts, placebo calibration, spend (calls, tokens
-                             in/out, solver seconds, cost; per case and in total, over every session)
+                             in/out, solver seconds, cost; per case and in total, over every session), the tilt
+                             (retrieved non-gold documents' effect spread over the placebos', :mod:`deltap.mining.tilt`)
 
 Infrastructure errors (``SolverError``, a checker's ``error`` outcome) are logged as ``error`` trials and never
 counted as failures; a case whose error rate exceeds ``max_error_rate`` stops with status ``errors``.
@@ -71,6 +72,7 @@ from deltap.mining.procedure import case_weights, run_case
 from deltap.mining.results import CaseResult, MiningResult, PlaceboCalibrationWarning, ProgressFn
 from deltap.mining.runner import CallTally, TrialRunner, fit_context, logged_calls
 from deltap.mining.spend import log_spend, prices_for
+from deltap.mining.tilt import TiltWarning, run_tilt
 from deltap.mining.trials import TrialLog
 from deltap.mining.verdicts import VerdictPolicy
 from deltap.solvers.base import is_deterministic, solver_id
@@ -220,6 +222,10 @@ def mine(
             # the dataset keeps what the calls were (tokens, cost); how long they took goes to run.json only
             res.info["spend"] = {k: v for k, v in spend["by_case"][res.case.case_id].items() if k != "solver_seconds"}
         placebo = {**placebo_calibration(results, cfg), "null": null_info}
+        tilt = run_tilt(
+            ((c.sources, row) for r in results if r.X is not None for c, row in zip(r.pool.candidates, r.candidates, strict=True)),
+            unit="nats" if cfg.outcome == "logprob" else "probability", seed=cfg.seed,
+        )
         ended = time.time()
         dataset = build_dataset(results, corpus, cfg, policy, solver_name, placebo, __version__, started)
         run = run_summary(results, cfg, policy, solver_name, placebo, __version__, started, ended)
@@ -230,6 +236,7 @@ def mine(
         run["resume"] = resumed
         if pilot_info is not None:
             run["pilot"] = pilot_info
+        run["tilt"] = tilt.to_dict()
         run["execution"] = {**executor.describe(), "cases_in_flight": lanes.limit}
         if out_path is not None:
             write_run_directory(out_path, dataset, run)
@@ -240,6 +247,8 @@ def mine(
             log.close()
     if placebo["warning"]:
         warnings.warn(placebo_warning(placebo, null_info), PlaceboCalibrationWarning, stacklevel=2)
+    if tilt.large:
+        warnings.warn(tilt.message, TiltWarning, stacklevel=2)
     return MiningResult(dataset, results, run, out_path)
 
 @dataclass

@@ -316,6 +316,9 @@ def _placebo(data: RunData) -> str:
         worst = sorted(per_case, key=lambda t: -(t[1] or 0.0))[:5]
         if worst and (worst[0][1] or 0) > 0:
             out.append("<p>Cases with the highest placebo false-positive rate: " + ", ".join(f"{_e(c)} ({v:.2f})" for c, v in worst if v) + ".</p>")
+    tilt = data.summary.get("tilt") or {}
+    if tilt.get("message"):  # deltap.mining.tilt: do retrieved non-gold documents move the outcome more than placebos?
+        out.append(f'<p><b>Tilt</b>: <span class="{"warn" if tilt.get("large") else "ok"}">{_e(str(tilt["message"]))}</span>.</p>')
     out.append("</section>")
     return "".join(out)
 

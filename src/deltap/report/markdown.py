@@ -94,6 +94,9 @@ def render_markdown(data: RunData, top_docs: int = 3) -> str:
             lines.append(f"**{'Placebo check FAILED' if check.get('failed') else 'Placebo check'}:** {check['message']}")
     else:
         lines.append("**Placebo calibration:** not available (no placebo candidates)")
+    tilt = data.summary.get("tilt") or {}
+    if tilt.get("message"):  # deltap.mining.tilt
+        lines.append(f"**{'Tilt (large)' if tilt.get('large') else 'Tilt'}:** {tilt['message']}")
     lines.append("")
 
     view = read_comparison(data.evaluation)
