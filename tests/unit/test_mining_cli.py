@@ -35,7 +35,11 @@ def test_mine_writes_the_run_directory(tmp_path: Path, capsys: pytest.CaptureFix
     pair = data["pairs"][0]
     assert pair["metadata"]["missing_gold"] == ["pkg.Missing"]
     assert {c["doc_id"]: c["verdict"] for c in pair["candidates"]}["pkg.D0"] == "relevant"
-    assert "1 gold id(s) of 1 case(s)" in capsys.readouterr().err
+    printed = capsys.readouterr()
+    assert "1 gold id(s) of 1 case(s)" in printed.err
+    # the tilt (issue 28): no retrieved candidates, so not measured — and the terminal says so
+    assert run["tilt"]["ratio"] is None and run["tilt"]["spreads"]["placebo"]["n"] == 3
+    assert "tilt: not measured (0 retrieved non-gold and 3 placebo estimates" in printed.out + printed.err
 
 
 def test_simulate_prints_a_table(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
