@@ -206,10 +206,14 @@ def measure_tilt(
     lo, hi = (float(x) for x in np.quantile(b, [a, 1 - a], method="inverted_cdf"))
     p_value = _permutation_p(data["retrieved"], data["placebo"], ratio, n_boot, rng)
     large = bool(p_value < alpha and ratio >= warn_at)
+    how = (
+        f"move the outcome {ratio:.2f}x as much as random placebos"
+        if np.isfinite(ratio)
+        else "move the outcome beyond sampling noise, random placebos do not"
+    )
     msg = (
         f"tilt {ratio:.2f} (bootstrap {level:.0%} interval {lo:.2f}-{hi:.2f}, permutation p = {p_value:.3g}): retrieved "
-        f"non-gold documents move the outcome {ratio:.2f}x as much as random placebos (excess spread {r.spread:.3g} vs "
-        f"{p.spread:.3g} {unit}; {r.n} and {p.n} estimates)"
+        f"non-gold documents {how} (excess spread {r.spread:.3g} vs {p.spread:.3g} {unit}; {r.n} and {p.n} estimates)"
     )
     if large:
         msg += (
