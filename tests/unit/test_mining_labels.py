@@ -125,22 +125,27 @@ def test_similar_placebos_see_what_retrieved_nulls_do() -> None:
         text = {d: float((1.0 if d in topic else 0.5) * rng.standard_normal()) for d in big.ids}
         truths[c.case_id] = SimulatedTruth(-6.0, {**text, "x0000": 8.0})
 
-    def run(kind: str) -> tuple[int, int, float]:
+    def run(kind: str) -> tuple[int, int, float, bool]:
         import warnings
 
         from deltap.mining.results import PlaceboCalibrationWarning
+        from deltap.mining.tilt import TiltWarning
 
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("ignore", PlaceboCalibrationWarning)
+            warnings.simplefilter("always", TiltWarning)
             res = mine(cases, big, SimulatedSolver(truths, outcome="logprob", noise=0.2, seed=2), outcome="logprob", budget=64,
                        k=6, n_placebo=9, placebo_kind=kind, retriever=_Ranked(order), coalitions=False)
         rows = [c for p in res.dataset.pairs for c in p["candidates"]]
         false = sum(1 for c in rows if c["source"] == ["retrieved"] and c["verdict"] in ("relevant", "harmful"))
         gold = sum(1 for c in rows if c["doc_id"] == "x0000" and c["verdict"] == "relevant")
-        return false, gold, float(res.run["placebo"]["null"]["spread"])
+        tilted = any(issubclass(w.category, TiltWarning) for w in caught)
+        assert tilted == res.run["tilt"]["large"]
+        return false, gold, float(res.run["placebo"]["null"]["spread"]), tilted
 
-    false_random, gold_random, spread_random = run("random")
-    false_similar, gold_similar, spread_similar = run("similar")
+    false_random, gold_random, spread_random, tilt_random = run("random")
+    false_similar, gold_similar, spread_similar, tilt_similar = run("similar")
+    assert tilt_random and not tilt_similar  # the run itself says the random placebos miss the on-topic spread
     assert spread_similar > 1.4 * spread_random
     assert false_random >= 3 and false_similar <= 1
     assert gold_similar == 6
