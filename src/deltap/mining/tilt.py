@@ -174,29 +174,34 @@ def measure_tilt(
         keep = np.isfinite(coef) & np.isfinite(se)
         data[src] = (coef[keep], se[keep] ** 2)
     rng = np.random.default_rng([seed, 28])
-    pc, pv = data["placebo"]
+    pc = data["placebo"][0]
     centre = float(np.median(pc)) if pc.size else 0.0
-    # one bootstrap of the placebos, shared by every source's spread (the centre and the ratio's denominator)
-    if pc.size:
-        bi = rng.integers(0, pc.size, (n_boot, pc.size))
-        b_centre = np.median(pc[bi], axis=1)
-    else:
-        b_centre = np.zeros(n_boot)
     a = (1.0 - level) / 2.0
+    # the bootstrap, in chunks (memory stays bounded on large runs): one resample of the placebos per replicate,
+    # shared by every source's spread (the centre and the ratio's denominator); each other source resampled on its own
+    parts: dict[str, list[NDArray[np.float64]]] = {src: [] for src in SOURCE_GROUPS if data[src][0].size}
+    for k in _chunks(n_boot, sum(data[src][0].size for src in SOURCE_GROUPS)):
+        b_centre = np.zeros(k)
+        if pc.size:
+            bi = rng.integers(0, pc.size, (k, pc.size))
+            b_centre = np.median(pc[bi], axis=1)
+            parts["placebo"].append(_spread(pc[bi], data["placebo"][1][bi], b_centre))
+        for src in parts:
+            if src != "placebo":
+                coef, var = data[src]
+                idx = rng.integers(0, coef.size, (k, coef.size))
+                parts[src].append(_spread(coef[idx], var[idx], b_centre))
+    boots = {src: np.concatenate(v) for src, v in parts.items()}
     spreads: dict[str, SourceSpread] = {}
-    boots: dict[str, NDArray[np.float64]] = {}
     for src in SOURCE_GROUPS:
         coef, var = data[src]
         if coef.size == 0:
             spreads[src] = SourceSpread(src, 0, float("nan"), float("nan"), float("nan"), float("nan"))
             continue
         point = float(_spread(coef, var, np.asarray(centre)))
-        idx = bi if src == "placebo" and pc.size else rng.integers(0, coef.size, (n_boot, coef.size))
-        boots[src] = _spread(coef[idx], var[idx], b_centre)
         lo, hi = np.quantile(boots[src], [a, 1 - a], method="inverted_cdf")
-        spreads[src] = SourceSpread(
-            src, int(coef.size), point, float(lo), float(hi), float(np.mean(np.abs(coef - centre)))
-        )
+        mean_abs = float(np.mean(np.abs(coef - centre)))
+        spreads[src] = SourceSpread(src, int(coef.size), point, float(lo), float(hi), mean_abs)
     r, p = spreads["retrieved"], spreads["placebo"]
     if r.n < 2 or p.n < 2:
         msg = f"tilt: not measured ({r.n} retrieved non-gold and {p.n} placebo estimates; 2 of each needed)"
@@ -236,11 +241,20 @@ def _permutation_p(
     coef = np.concatenate([retrieved[0], placebo[0]])
     var = np.concatenate([retrieved[1], placebo[1]])
     n_r = retrieved[0].size
-    order = np.argsort(rng.random((n_perm, coef.size)), axis=1)
-    c, v = coef[order], var[order]
-    centre = np.median(c[:, n_r:], axis=1)
-    perm = _ratio(_spread(c[:, :n_r], v[:, :n_r], centre), _spread(c[:, n_r:], v[:, n_r:], centre))
-    return float((1 + np.sum(perm >= observed)) / (1 + n_perm))
+    at_least = 0
+    for k in _chunks(n_perm, coef.size):
+        order = np.argsort(rng.random((k, coef.size)), axis=1)
+        c, v = coef[order], var[order]
+        centre = np.median(c[:, n_r:], axis=1)
+        perm = _ratio(_spread(c[:, :n_r], v[:, :n_r], centre), _spread(c[:, n_r:], v[:, n_r:], centre))
+        at_least += int(np.sum(perm >= observed))
+    return float((1 + at_least) / (1 + n_perm))
+
+
+def _chunks(total: int, width: int, cells: int = 1_000_000) -> list[int]:
+    """Replicate counts per chunk so that a chunk's ``(replicates, width)`` arrays hold at most ``cells`` numbers."""
+    step = max(1, cells // max(width, 1))
+    return [min(step, total - i) for i in range(0, total, step)]
 
 
 def _finite_str(x: float) -> str:
