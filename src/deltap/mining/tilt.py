@@ -14,12 +14,12 @@ the root of the *excess* variance of the estimated effects (their spread around 
 sampling noise alone gives), in the outcome's unit. The **tilt** is ``spread(retrieved) / spread(placebo)``: 1 when
 retrieved non-gold documents move the outcome like random text, the simulation's topic scale when they move it that
 many times more. It counts relevant non-gold documents too (a run cannot tell them apart from on-topic nulls), so it
-is an upper bound of the nulls' tilt when the retriever finds helpful documents the gold misses. The interval is a
+overstates the nulls' tilt when the retriever finds helpful documents the gold misses. The interval is a
 percentile bootstrap over candidates (each source resampled on its own, the centre recomputed), at ``level``; with
 heavy-tailed text effects and tens of placebos it is too narrow (on the simulation without tilt its lower bound
 exceeds 1 in about a quarter of 10-case datasets), so the decision rests on a **permutation test** instead: the
-share of relabellings of the pooled retrieved and placebo estimates with a tilt at least the observed one (exact
-under "no tilt", where the two groups are exchangeable).
+share of relabellings of the pooled retrieved and placebo estimates with a tilt at least the observed one (valid
+when, without tilt, the two groups' estimates are exchangeable: the same text effects and similar trial counts).
 
 :func:`measure_tilt` marks the tilt ``large`` when the permutation test rejects "no tilt" at :data:`ALPHA` and the
 estimate is at least :data:`WARN_TILT` = 1.35: on the simulation (``logprob_tilted`` with topic scale 1, 1.25, 1.5,
