@@ -28,6 +28,7 @@ FLOORS: list[set[str]] = [
     {"deltap.retrieval", "deltap.checkers", "deltap.solvers"},
     {"deltap.execution"},
     {"deltap.mining", "deltap.evaluation", "deltap.check"},
+    {"deltap.endtoend"},
     {"deltap.report"},
     {"deltap.demo"},
     {"deltap.cli", "deltap"},
