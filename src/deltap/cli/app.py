@@ -43,8 +43,10 @@ def _root(
 def _register() -> None:
     import importlib
 
-    for name in ("corpus_cmd", "retrieval_cmd", "mining_cmd", "evaluation_cmd", "check_cmd", "report_cmd", "audit_cmd", "export_cmd", "demo_cmd",
-                 "sandbox_cmd"):
+    for name in (
+        "corpus_cmd", "retrieval_cmd", "mining_cmd", "evaluation_cmd", "check_cmd", "report_cmd", "audit_cmd", "export_cmd",
+        "endtoend_cmd", "demo_cmd", "sandbox_cmd",
+    ):  # fmt: skip
         importlib.import_module(f"deltap.cli.{name}").register(app)
 
 

@@ -91,7 +91,8 @@ class _CaseRun:
     case_id: str
     values: dict[str, float] = field(default_factory=dict)  # system -> mean value over repeats (nan: none)
     trials: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    calls: int = 0
+    calls: int = 0  # logged trials that were solver calls (the same after a resume)
+    calls_now: int = 0  # calls this process made
     cached: int = 0
     dropped: dict[str, int] = field(default_factory=dict)
     skipped: str | None = None
@@ -170,7 +171,12 @@ def end_to_end(
             "solver": solver_id(solver),
             "repeats": cfg.repeats,
         }
-        log.check_config(run_config, EndToEndConfig.RESULT_KEYS)
+        try:
+            log.check_config(run_config, EndToEndConfig.RESULT_KEYS)
+        except DeltapError as exc:
+            raise DeltapError(
+                str(exc).replace("choose a new --out directory", "delete RUN_DIR/endtoend to start over")
+            ) from None
         before = log.count()
         if executor is None:
             from deltap.execution.local import InProcessExecutor
@@ -196,6 +202,7 @@ def end_to_end(
         "ceiling": ceiling,
         "calls": sum(r.calls for r in runs),
         "cached": sum(r.cached for r in runs),
+        "calls_this_process": sum(r.calls_now for r in runs),
         "trials_this_process": made_now,
         "wall_seconds": time.time() - started,
         "execution": executor.describe(),
@@ -233,6 +240,7 @@ def _run_cases(
     tally, stop, lock = CallTally(), threading.Event(), threading.Lock()
     mcfg = MiningConfig(outcome=cfg.outcome, seed=cfg.seed, context_order="id", workers=cfg.workers)  # type: ignore[arg-type]
     done = [0]
+    reps = 1 if is_deterministic(solver) else cfg.repeats  # a greedy model repeats its answer: one trial says it
     limit = cfg.cases_in_flight if cfg.cases_in_flight is not None else max(1, int(executor.slots))
 
     def one(case: Case) -> _CaseRun:
@@ -256,10 +264,12 @@ def _run_cases(
                 case, pool, corpus, solver, checker, log, mcfg, executor, tally, stop, answered=answered
             )
             kind = KIND_PREFIX + system.name
-            _refuse_changed(runner, kind, cfg.repeats, system.name)
-            recs = runner.get(kind, list(range(cfg.repeats)), _all_in(len(docs)))
-            run.calls += runner.calls
-            run.cached += sum(1 for r in recs if r.detail.startswith("cached:"))
+            _refuse_changed(runner, kind, reps, system.name)
+            recs = runner.get(kind, list(range(reps)), _all_in(len(docs)))
+            run.calls_now += runner.calls
+            cached = sum(1 for r in recs if r.detail.startswith("cached:"))
+            run.cached += cached
+            run.calls += len(recs) - cached
             vals = [float(r.value) for r in recs if r.value is not None]
             run.values[system.name] = float(np.mean(vals)) if vals else math.nan
             run.trials[system.name] = [

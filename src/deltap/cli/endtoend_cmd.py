@@ -1,0 +1,274 @@
+"""``deltap endtoend``: after ``deltap mine``, which retriever makes the model succeed, and which qrels predict it.
+
+Only options, the call and printing: systems are built by :mod:`deltap.endtoend.systems`, the run is
+:func:`deltap.endtoend.end_to_end`, the validity table :mod:`deltap.endtoend.validity`. Heavy modules are imported
+inside the command body so ``deltap --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from deltap.endtoend.config import EndToEndConfig
+
+_C = EndToEndConfig()
+RETRIEVERS = "bm25,dense,hybrid"
+CONTROLS = "none,gold,mined,all"
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``endtoend`` to ``app``."""
+    app.command("endtoend")(endtoend_command)
+
+
+def endtoend_command(
+    run_dir: Annotated[
+        Path, typer.Argument(metavar="RUN_DIR", help="A deltap mine run directory (retrieval_dataset.yaml, qrels/).")
+    ],
+    cases_path: Annotated[
+        Path, typer.Argument(metavar="CASES", help="The benchmark the run mined (YAML or BEIR folder).")
+    ],
+    corpus_path: Annotated[Path, typer.Option("--corpus", help="The corpus the run mined.")],
+    retrievers: Annotated[
+        str,
+        typer.Option("--retriever", help=f"Retriever systems, comma-separated ('' for none). Default {RETRIEVERS}."),
+    ] = RETRIEVERS,
+    runs: Annotated[
+        list[str], typer.Option("--run", help="A saved run as a system: NAME=PATH (TREC or JSON). Repeatable.")
+    ] = [],  # noqa: B006 - typer reads it, never mutates it
+    controls: Annotated[
+        str, typer.Option("--controls", help=f"Control systems: {CONTROLS} (comma-separated, '' for none).")
+    ] = CONTROLS,
+    k: Annotated[int, typer.Option("--k", help="Documents of each retriever or run put in the prompt.")] = _C.k,
+    repeats: Annotated[
+        int,
+        typer.Option("--repeats", help="Trials per case and system (a deterministic solver answers each prompt once)."),
+    ] = _C.repeats,
+    metrics: Annotated[
+        str | None,
+        typer.Option("--metrics", "-m", help="Metrics of the validity table (default ndcg@K,hit_rate@K,recall@K)."),
+    ] = None,
+    outcome: Annotated[
+        str | None,
+        typer.Option(
+            "--outcome", help="pass (the case's checker) or logprob (log-prob of the reference); default: the run's."
+        ),
+    ] = None,
+    solver_kind: Annotated[
+        str, typer.Option("--solver", help="local (SmolLM2 in-process), openai, gemini or simulated.")
+    ] = "local",
+    model: Annotated[str | None, typer.Option("--model", help="Model name/path for the solver.")] = None,
+    solver_option: Annotated[
+        list[str], typer.Option("--solver-option", help="Extra solver option key=value (repeatable).")
+    ] = [],  # noqa: B006
+    seed: Annotated[
+        int,
+        typer.Option("--seed", help="Seed of the trial seeds (namespaced apart from mining's), bootstrap and tests."),
+    ] = _C.seed,
+    max_calls: Annotated[
+        int | None, typer.Option("--max-calls", help="Refuse to start when the call ceiling exceeds this.")
+    ] = None,
+    index: Annotated[
+        str | None, typer.Option("--index", help="Dense index folder or Qdrant URL (reused across runs).")
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option("--workers", help="In-process: solver calls in flight (remote solvers). Ray: solver replicas."),
+    ] = None,
+    executor_kind: Annotated[
+        str, typer.Option("--executor", help="inprocess or ray (pip install 'deltap[ray]').")
+    ] = "inprocess",
+    ray_address: Annotated[
+        str | None, typer.Option("--ray-address", help="--executor ray: the cluster (auto, ray://HOST:10001).")
+    ] = None,
+    requests_per_minute: Annotated[
+        float | None,
+        typer.Option("--requests-per-minute", "--rpm", help="openai/gemini: the endpoint's request limit."),
+    ] = None,
+    tokens_per_minute: Annotated[
+        float | None, typer.Option("--tokens-per-minute", "--tpm", help="openai/gemini: the endpoint's token limit.")
+    ] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N cases of the run.")] = None,
+) -> None:
+    """Run every system's top-k through the solver end to end and say which qrels predict success.
+
+    Systems: retrievers, saved runs and controls (no context, the gold documents, the mined relevant documents, every
+    candidate). Writes RUN_DIR/endtoend/results.json, per_case.csv, per_case.json, manifest.json and its own
+    resumable trials.sqlite (fresh seeds: mining's trials are never reused).
+    """
+    import json
+
+    from rich.console import Console
+
+    from deltap.dataset import dataset_qrels, read_dataset
+    from deltap.endtoend import control_systems, end_to_end, retriever_systems, run_systems
+    from deltap.endtoend.engine import call_ceiling
+    from deltap.errors import DeltapError
+    from deltap.loaders import load_cases, load_corpus
+    from deltap.mining.trials import TrialLog
+    from deltap.solvers.base import is_deterministic
+
+    console = Console(stderr=True)
+    control_names = [c.strip() for c in controls.split(",") if c.strip()]
+    bad = [c for c in control_names if c not in CONTROLS.split(",")]
+    if bad:
+        raise DeltapError(f"--controls: unknown control(s) {', '.join(bad)}; choose from {CONTROLS}")
+    dataset_path = run_dir / "retrieval_dataset.yaml"
+    if not dataset_path.is_file():
+        raise DeltapError(
+            f"{run_dir} is not a deltap mine run directory (no retrieval_dataset.yaml); run deltap mine first"
+        )
+    run_json = (
+        json.loads((run_dir / "run.json").read_text(encoding="utf-8")) if (run_dir / "run.json").is_file() else {}
+    )
+    outcome = outcome or str(run_json.get("outcome") or "pass")
+    cfg = EndToEndConfig(k=k, repeats=repeats, outcome=outcome, seed=seed, max_calls=max_calls, workers=workers or 1)
+    out = run_dir / "endtoend"
+    TrialLog.check_unlocked(out / "trials.sqlite")
+    dataset = read_dataset(dataset_path)
+    corpus = load_corpus(corpus_path)
+    mined_ids = {str(p["id"]) for p in dataset.pairs}
+    cases = [c for c in load_cases(cases_path, corpus=corpus, on_missing="skip") if c.case_id in mined_ids]
+    if not cases:
+        raise DeltapError(f"no case of {cases_path} was mined in {run_dir}: pass the benchmark the run mined")
+    cases = cases[:limit] if limit is not None else cases
+    solver, executor = _solver(
+        solver_kind,
+        model,
+        solver_option,
+        requests_per_minute,
+        tokens_per_minute,
+        executor_kind,
+        workers,
+        ray_address,
+        seed,
+        outcome,
+        cases,
+    )
+    det = is_deterministic(solver)
+    kinds = [r.strip() for r in retrievers.split(",") if r.strip()]
+    with console.status(f"building the systems ({', '.join(kinds) or 'no retriever'}) over {len(corpus)} documents..."):
+        systems = [
+            *retriever_systems(kinds, cases, corpus, k, store=index, seed=seed),
+            *run_systems(runs, cases, corpus),
+            *control_systems(control_names, cases, dataset.pairs),
+        ]
+    if not systems:
+        raise DeltapError("no system to evaluate: give --retriever, --run or --controls")
+    ceiling = call_ceiling(len(cases), len(systems), cfg.repeats, det)
+    note = "; a deterministic solver answers each distinct prompt once (fewer calls)" if det else ""
+    console.print(
+        f"[bold]end to end:[/bold] {len(cases)} cases × {len(systems)} systems ({', '.join(s.name for s in systems)}) × "
+        f"{1 if det else cfg.repeats} repeat(s) = ≤{ceiling} solver calls{note}; outcome {outcome}, top {k}"
+        + (f", --max-calls {max_calls}" if max_calls is not None else "")
+    )
+    gold = {c.case_id: {d: 1 for d in c.gold_doc_ids} for c in cases if c.gold_doc_ids}
+    judgements = {"gold": gold, "deltap": dataset_qrels(dataset)}
+    measures = [m.strip() for m in (metrics or f"ndcg@{k},hit_rate@{k},recall@{k}").split(",") if m.strip()]
+    manifest = {
+        "run_dir": str(run_dir),
+        "cases": str(cases_path),
+        "corpus": str(corpus_path),
+        "solver": solver_kind,
+        "runs": list(runs),
+    }
+    with _Progress(console, len(cases), ceiling) as progress:
+        result = end_to_end(cases, corpus, solver, systems, out=out, config=cfg, executor=executor, progress=progress,
+                            judgements=judgements, metrics=measures, dataset_path=dataset_path, manifest=manifest)  # fmt: skip
+    _print(console, result)
+    typer.echo(str(out / "results.json"))
+
+
+def _solver(kind: str, model: str | None, items: list[str], rpm: float | None, tpm: float | None, executor_kind: str,
+            workers: int | None, address: str | None, seed: int, outcome: str, cases: list[Any]) -> tuple[Any, Any]:  # fmt: skip
+    """The solver (and a Ray executor when asked), built as ``deltap mine`` builds them."""
+    from deltap.cli.mining_cmd import _parse_options
+    from deltap.errors import DeltapError
+    from deltap.execution import EXECUTORS
+    from deltap.execution.base import SolverSpec
+
+    if executor_kind not in EXECUTORS:
+        raise DeltapError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor_kind!r}")
+    if executor_kind != "ray" and address is not None:
+        raise DeltapError("--ray-address needs --executor ray")
+    options = _parse_options(items)
+    if model:
+        options.setdefault("model", model)
+    for key, value in (("requests_per_minute", rpm), ("tokens_per_minute", tpm)):
+        if value is not None:
+            if kind not in ("openai", "gemini"):
+                raise DeltapError(f"--{key.replace('_', '-')} paces the openai and gemini solvers, not {kind!r}")
+            options[key] = value
+    if kind == "simulated":
+        from deltap.solvers.simulated import planted_truth
+
+        options = {**planted_truth(cases, 0.3, 0.1), "outcome": outcome, "seed": seed, **options}
+    spec = SolverSpec(kind, options)
+    executor = None
+    if executor_kind == "ray":
+        from deltap.execution import make_executor
+
+        executor = make_executor(
+            "ray", solver=spec, **({"workers": workers} if workers else {}), **({"address": address} if address else {})
+        )
+    return spec.build(), executor
+
+
+class _Progress:
+    """A progress bar over cases, with the solver calls made so far."""
+
+    def __init__(self, console: Any, cases: int, ceiling: int) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(TextColumn("cases"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[calls]}"), TimeElapsedColumn(),
+                            console=console, transient=True)  # fmt: skip
+        self.task = self.bar.add_task("cases", total=cases, calls=f"0/{ceiling} calls")
+        self.ceiling = ceiling
+
+    def __enter__(self) -> _Progress:
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        self.bar.update(self.task, completed=event["done"], calls=f"{event['calls']}/≤{self.ceiling} calls")
+
+
+def _print(console: Any, result: Any) -> None:
+    run = result.run
+    now = run["calls_this_process"]
+    console.print(
+        f"{run['calls']} solver calls, {run['cached']} trials answered from the same prompt's earlier answer"
+        + (f" ({now} calls made now, the rest read from the trial log)" if now < run["calls"] else "")
+    )
+    typer.echo(result.table())
+    sig = [p for p in result.pairs if p["p_holm"] <= 0.05]
+    typer.echo(
+        f"paired randomization tests, Holm-corrected over {len(result.pairs)} pairs: {len(sig)} significant at 0.05"
+    )
+    for p in sorted(sig, key=lambda p: p["p_holm"])[:10]:
+        typer.echo(f"  {p['a']} − {p['b']} = {p['diff']:+.3f} (p_holm {p['p_holm']:.4f})")
+    v = result.validity
+    if v:
+        typer.echo(validity_table(v))
+        for note in v.get("notes", []):
+            typer.echo(f"note: {note}")
+        typer.secho(v["summary"], bold=True)
+
+
+def validity_table(v: dict[str, Any]) -> str:
+    """The validity rows as plain text."""
+
+    def f(x: float | None) -> str:
+        return "—" if x is None else f"{x:+.2f}"
+
+    lines = [f"{'metric':<22} {'qrels':<16} {'τ systems':>9} {'interval':>16} {'r questions':>11} {'interval':>16}"]
+    for r in v["rows"]:
+        lines.append(f"{r['metric']:<22} {r['qrels']:<16} {f(r['tau']):>9} {'[' + f(r['tau_ci'][0]) + ', ' + f(r['tau_ci'][1]) + ']':>16} "
+                     f"{f(r['r']):>11} {'[' + f(r['r_ci'][0]) + ', ' + f(r['r_ci'][1]) + ']':>16}")  # fmt: skip
+    return "\n".join(lines)
