@@ -73,6 +73,10 @@ _LAZY: dict[str, str] = {
     # pipeline check
     "check_pipeline": "deltap.check",
     "PipelineCheckResult": "deltap.check",
+    # end-to-end evaluation
+    "evaluate_end_to_end": "deltap.endtoend",
+    "EndToEndConfig": "deltap.endtoend",
+    "EndToEndResult": "deltap.endtoend",
     # mining
     "mine": "deltap.mining.engine",
     "MiningConfig": "deltap.mining.config",
@@ -97,6 +101,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deltap.dataset import VerifiedDataset, read_dataset, write_dataset
     from deltap.demo import DemoConfig, run_demo
     from deltap.documents import Corpus, Document
+    from deltap.endtoend import EndToEndConfig, EndToEndResult, evaluate_end_to_end
     from deltap.errors import DeltapError, DuplicateIdsError, FormatError, MissingIdsError
     from deltap.evaluation import (
         Comparison,

@@ -103,37 +103,31 @@ def endtoend_command(
 
     from rich.console import Console
 
-    from deltap.dataset import dataset_qrels, read_dataset
-    from deltap.endtoend import control_systems, end_to_end, retriever_systems, run_systems
     from deltap.endtoend.engine import call_ceiling
+    from deltap.endtoend.rundir import evaluate_end_to_end, rundir_systems
     from deltap.errors import DeltapError
     from deltap.loaders import load_cases, load_corpus
     from deltap.mining.trials import TrialLog
     from deltap.solvers.base import is_deterministic
 
     console = Console(stderr=True)
-    control_names = [c.strip() for c in controls.split(",") if c.strip()]
-    bad = [c for c in control_names if c not in CONTROLS.split(",")]
-    if bad:
-        raise DeltapError(f"--controls: unknown control(s) {', '.join(bad)}; choose from {CONTROLS}")
-    dataset_path = run_dir / "retrieval_dataset.yaml"
-    if not dataset_path.is_file():
+    run_json = run_dir / "run.json"
+    mined_outcome = json.loads(run_json.read_text(encoding="utf-8")).get("outcome") if run_json.is_file() else None
+    outcome = outcome or str(mined_outcome or "pass")
+    cfg = EndToEndConfig(k=k, repeats=repeats, outcome=outcome, seed=seed, max_calls=max_calls, workers=workers or 1)
+    TrialLog.check_unlocked(run_dir / "endtoend" / "trials.sqlite")
+    if not (run_dir / "retrieval_dataset.yaml").is_file():
         raise DeltapError(
             f"{run_dir} is not a deltap mine run directory (no retrieval_dataset.yaml); run deltap mine first"
         )
-    run_json = (
-        json.loads((run_dir / "run.json").read_text(encoding="utf-8")) if (run_dir / "run.json").is_file() else {}
-    )
-    outcome = outcome or str(run_json.get("outcome") or "pass")
-    cfg = EndToEndConfig(k=k, repeats=repeats, outcome=outcome, seed=seed, max_calls=max_calls, workers=workers or 1)
-    out = run_dir / "endtoend"
-    TrialLog.check_unlocked(out / "trials.sqlite")
-    dataset = read_dataset(dataset_path)
+    control_names = [c.strip() for c in controls.split(",") if c.strip()]
+    kinds = [r.strip() for r in retrievers.split(",") if r.strip()]
     corpus = load_corpus(corpus_path)
-    mined_ids = {str(p["id"]) for p in dataset.pairs}
-    cases = [c for c in load_cases(cases_path, corpus=corpus, on_missing="skip") if c.case_id in mined_ids]
-    if not cases:
-        raise DeltapError(f"no case of {cases_path} was mined in {run_dir}: pass the benchmark the run mined")
+    cases = load_cases(cases_path, corpus=corpus, on_missing="skip")
+    with console.status(f"building the systems ({', '.join(kinds) or 'no retriever'}) over {len(corpus)} documents..."):
+        cases, systems, _ = rundir_systems(
+            run_dir, cases, corpus, retrievers=kinds, runs=runs, controls=control_names, k=k, store=index, seed=seed
+        )
     cases = cases[:limit] if limit is not None else cases
     solver, executor = _solver(
         solver_kind,
@@ -149,15 +143,6 @@ def endtoend_command(
         cases,
     )
     det = is_deterministic(solver)
-    kinds = [r.strip() for r in retrievers.split(",") if r.strip()]
-    with console.status(f"building the systems ({', '.join(kinds) or 'no retriever'}) over {len(corpus)} documents..."):
-        systems = [
-            *retriever_systems(kinds, cases, corpus, k, store=index, seed=seed),
-            *run_systems(runs, cases, corpus),
-            *control_systems(control_names, cases, dataset.pairs),
-        ]
-    if not systems:
-        raise DeltapError("no system to evaluate: give --retriever, --run or --controls")
     ceiling = call_ceiling(len(cases), len(systems), cfg.repeats, det)
     note = "; a deterministic solver answers each distinct prompt once (fewer calls)" if det else ""
     console.print(
@@ -165,21 +150,13 @@ def endtoend_command(
         f"{1 if det else cfg.repeats} repeat(s) = ≤{ceiling} solver calls{note}; outcome {outcome}, top {k}"
         + (f", --max-calls {max_calls}" if max_calls is not None else "")
     )
-    gold = {c.case_id: {d: 1 for d in c.gold_doc_ids} for c in cases if c.gold_doc_ids}
-    judgements = {"gold": gold, "deltap": dataset_qrels(dataset)}
-    measures = [m.strip() for m in (metrics or f"ndcg@{k},hit_rate@{k},recall@{k}").split(",") if m.strip()]
-    manifest = {
-        "run_dir": str(run_dir),
-        "cases": str(cases_path),
-        "corpus": str(corpus_path),
-        "solver": solver_kind,
-        "runs": list(runs),
-    }
+    measures = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
+    manifest = {"cases": str(cases_path), "corpus": str(corpus_path), "solver": solver_kind, "runs": list(runs)}
     with _Progress(console, len(cases), ceiling) as progress:
-        result = end_to_end(cases, corpus, solver, systems, out=out, config=cfg, executor=executor, progress=progress,
-                            judgements=judgements, metrics=measures, dataset_path=dataset_path, manifest=manifest)  # fmt: skip
+        result = evaluate_end_to_end(run_dir, cases, corpus, solver, metrics=measures, config=cfg, executor=executor, progress=progress,
+                                     systems=systems, manifest=manifest)  # fmt: skip
     _print(console, result)
-    typer.echo(str(out / "results.json"))
+    typer.echo(str(run_dir / "endtoend" / "results.json"))
 
 
 def _solver(kind: str, model: str | None, items: list[str], rpm: float | None, tpm: float | None, executor_kind: str,

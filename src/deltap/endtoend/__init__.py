@@ -9,6 +9,7 @@ mined qrels agree with that success, across systems and across questions.
 from deltap.endtoend.config import EndToEndConfig
 from deltap.endtoend.engine import end_to_end
 from deltap.endtoend.results import EndToEndResult
+from deltap.endtoend.rundir import evaluate_end_to_end
 from deltap.endtoend.systems import CONTROLS, System, control_systems, retriever_systems, run_systems
 from deltap.endtoend.validity import metric_validity
 
@@ -19,6 +20,7 @@ __all__ = [
     "System",
     "control_systems",
     "end_to_end",
+    "evaluate_end_to_end",
     "metric_validity",
     "retriever_systems",
     "run_systems",
