@@ -172,3 +172,25 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a deltap mine run directory" in err
+
+
+def test_report_shows_the_end_to_end_section(tmp_path: Path) -> None:
+    from deltap.endtoend.rundir import evaluate_end_to_end
+    from deltap.mining.engine import mine
+    from deltap.report import write_html_report, write_markdown_report
+
+    cases, corpus, truth = _toy(4)
+    solver = SimulatedSolver(truth, seed=2)
+    mine(cases, corpus, solver, out=tmp_path, budget=8, n_placebo=1, coalitions=False)
+    assert "End-to-end" not in write_html_report(tmp_path).read_text(encoding="utf-8")
+    res = evaluate_end_to_end(
+        tmp_path, cases, corpus, solver, retrievers=("bm25",), config=EndToEndConfig(k=1, repeats=2)
+    )
+    assert set(res.systems) == {"bm25", "none", "gold", "mined", "all"}
+    html = write_html_report(tmp_path).read_text(encoding="utf-8")
+    md = write_markdown_report(tmp_path).read_text(encoding="utf-8")
+    for text in (html, md):
+        assert "End-to-end" in text and "ndcg@1 (gold)" in text and "Kendall τ across systems" in text
+    gold_row = next(line for line in md.splitlines() if line.startswith("| gold | control |"))
+    assert f"{res.summary['gold']['mean']:.3f}" in gold_row
+    assert res.validity["summary"] in md

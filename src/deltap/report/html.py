@@ -15,6 +15,7 @@ from typing import Any
 
 from deltap.report.audit_section import audit_html
 from deltap.report.comparison import ComparisonView, read_comparison
+from deltap.report.endtoend import endtoend_html
 from deltap.report.figures import convergence, hit_at_k, recall_curve
 from deltap.report.plots import (
     PALETTE,
@@ -683,6 +684,7 @@ def render_html(data: RunData, title: str | None = None, corpus: Any = None) -> 
             ("summary", "Summary"),
             ("placebo", "Placebo calibration"),
             ("retrievers", "Retrievers"),
+            *((("endtoend", "End-to-end"),) if (data.path / "endtoend" / "results.json").is_file() else ()),
             ("convergence", "Convergence"),
             ("failures", "Failures"),
             ("audit", "Qrels audit"),
@@ -700,6 +702,7 @@ def render_html(data: RunData, title: str | None = None, corpus: Any = None) -> 
         _summary(data),
         _placebo(data),
         _retrievers(data),
+        endtoend_html(data.path),
         _convergence(data),
         _failures(data, corpus),
         audit_html(data),

@@ -7,6 +7,7 @@ from typing import Any
 
 from deltap.report.audit_section import audit_markdown
 from deltap.report.comparison import read_comparison
+from deltap.report.endtoend import endtoend_markdown
 from deltap.report.figures import convergence, hit_at_k, wilson_interval
 from deltap.report.rundir import VERDICTS, RunData, load_run_dir
 
@@ -140,6 +141,7 @@ def render_markdown(data: RunData, top_docs: int = 3) -> str:
             lines.append("**Mean hit rate@5 with 95% Wilson interval:** " + "; ".join(finals))
     lines.append("")
 
+    lines += endtoend_markdown(data.path)
     lines.append("## Cases")
     base = "base log p" if data.outcome == "logprob" else "base success"
     lines.append(f"| case | status | trials | {base} | relevant (top ΔP) | harmful | undecided |")

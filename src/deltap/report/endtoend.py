@@ -1,0 +1,139 @@
+"""The "End-to-end" section of a run's report: success per system with intervals beside the IR metrics, the
+metric validity table and its sentence — read from ``RUN_DIR/endtoend/results.json`` (``deltap endtoend``)."""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from pathlib import Path
+from typing import Any
+
+__all__ = ["endtoend_html", "endtoend_markdown", "read_endtoend"]
+
+
+def read_endtoend(run_dir: str | Path) -> dict[str, Any] | None:
+    """``RUN_DIR/endtoend/results.json``, or ``None`` when absent or unreadable."""
+    path = Path(run_dir) / "endtoend" / "results.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("summary"), dict) else None
+
+
+def _f(v: Any, digits: int = 3, sign: bool = False) -> str:
+    if not isinstance(v, int | float):
+        return "—"
+    return f"{v:+.{digits}f}" if sign else f"{v:.{digits}f}"
+
+
+def _ci(ci: Any, digits: int = 3, sign: bool = False) -> str:
+    if not isinstance(ci, list) or len(ci) != 2 or any(not isinstance(x, int | float) for x in ci):
+        return ""
+    return f" [{_f(ci[0], digits, sign)}, {_f(ci[1], digits, sign)}]"
+
+
+def _systems(data: dict[str, Any]) -> list[str]:
+    summary = data["summary"]
+    return sorted(
+        summary, key=lambda s: -(summary[s].get("mean") if isinstance(summary[s].get("mean"), int | float) else -1e300)
+    )
+
+
+def _metric_columns(data: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        r
+        for r in (data.get("validity") or {}).get("rows", [])
+        if r.get("qrels") in ("gold", "deltap", "deltap (signed)")
+    ]
+
+
+def _rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The success table: system, kind, success [CI], then each metric's mean per qrels."""
+    cols = _metric_columns(data)
+    kinds = {s.get("name"): s.get("kind", "") for s in data.get("systems", []) if isinstance(s, dict)}
+    pct = int(round(100 * float(data.get("confidence", 0.95))))
+    head = [
+        "system",
+        "kind",
+        f"{data.get('unit', 'success')} [{pct}% CI]",
+        *(f"{c['metric']} ({c['qrels']})" for c in cols),
+    ]
+    body = []
+    for s in _systems(data):
+        row = data["summary"][s]
+        body.append(
+            [
+                s,
+                str(kinds.get(s, "")),
+                _f(row.get("mean")) + _ci(row.get("ci")),
+                *(_f((c.get("means") or {}).get(s)) for c in cols),
+            ]
+        )
+    return head, body
+
+
+def _validity(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    head = ["metric", "qrels", "Kendall τ across systems [95% CI]", "r across questions [95% CI]"]
+    rows = (data.get("validity") or {}).get("rows", [])
+    return head, [
+        [
+            r["metric"],
+            r["qrels"],
+            _f(r.get("tau"), 2, True) + _ci(r.get("tau_ci"), 2, True),
+            _f(r.get("r"), 2, True) + _ci(r.get("r_ci"), 2, True),
+        ]
+        for r in rows
+    ]
+
+
+def endtoend_html(run_dir: str | Path) -> str:
+    """The section (``""`` when the run has no end-to-end results)."""
+    data = read_endtoend(run_dir)
+    if data is None:
+        return ""
+
+    def table(head: list[str], body: list[list[str]]) -> str:
+        th = "".join(f"<th>{escape(h)}</th>" for h in head)
+        trs = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in body)
+        return f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
+
+    run = data.get("run") or {}
+    v = data.get("validity") or {}
+    sig = [p for p in data.get("pairs", []) if isinstance(p.get("p_holm"), int | float) and p["p_holm"] <= 0.05]
+    out = ['<section id="endtoend"><h2>End-to-end: which system makes the model succeed</h2>',
+           f"<p>Each system's top {escape(str(data.get('k')))} in the prompt, the solver asked with fresh seeds, the case's own "
+           f"checker ({escape(str(data.get('outcome')))}); {data.get('complete_cases')} of {data.get('cases')} cases with a value for every "
+           f"system; {escape(str(run.get('calls', '?')))} solver calls, {escape(str(run.get('cached', 0)))} answered from an identical prompt.</p>",
+           table(*_rows(data)),
+           f"<p>Paired randomization tests, Holm-corrected over {len(data.get('pairs', []))} pairs: {len(sig)} significant at 0.05"
+           + ("".join(f"; {escape(p['a'])} − {escape(p['b'])} = {_f(p.get('diff'), 3, True)}" for p in sig[:6])) + ".</p>"]  # fmt: skip
+    if v.get("rows"):
+        out += ["<h3>Which qrels predict success on this data</h3>", table(*_validity(data)),
+                f"<p><strong>{escape(str(v.get('summary', '')))}</strong></p>"]  # fmt: skip
+        out += [f"<p class='note'>{escape(n)}</p>" for n in v.get("notes", [])]
+    out.append("</section>")
+    return "".join(out)
+
+
+def endtoend_markdown(run_dir: str | Path) -> list[str]:
+    """The section as Markdown lines (``[]`` when the run has no end-to-end results)."""
+    data = read_endtoend(run_dir)
+    if data is None:
+        return []
+
+    def table(head: list[str], body: list[list[str]]) -> list[str]:
+        return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(r) + " |" for r in body)]
+
+    lines = ["## End-to-end", "", *table(*_rows(data)), ""]
+    v = data.get("validity") or {}
+    if v.get("rows"):
+        lines += [
+            "### Which qrels predict success",
+            "",
+            *table(*_validity(data)),
+            "",
+            f"**{v.get('summary', '')}**",
+            "",
+        ]
+    return lines
