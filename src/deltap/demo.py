@@ -9,7 +9,10 @@
    from the dense retriever, placebo controls, ``budget`` solver calls in total, into ``OUT/run``.
 4. **Evaluation** — BM25, dense (all-MiniLM-L6-v2 in the embedded Qdrant store) and hybrid (RRF) retrieve for every
    mined case and are compared against the mined qrels: ``OUT/run/evaluation/compare.json`` and ``runs/*.trec``.
-5. **Report** — ``OUT/run/report.html`` (self-contained) and ``OUT/run/report.md``.
+5. **End to end** — each retriever's top ``retrieved_k`` and no context at all go into the prompt of every mined
+   question, the solver is asked with fresh seeds (:func:`deltap.endtoend.evaluate_end_to_end`): success (or mean
+   log-probability) per retriever, and whether the gold or the mined qrels predict it: ``OUT/run/endtoend/``.
+6. **Report** — ``OUT/run/report.html`` (self-contained) and ``OUT/run/report.md``.
 
 Nothing is downloaded: the embedding model and the LLM come from pip packages.
 """
@@ -60,6 +63,8 @@ STDLIB_MODULES: tuple[str, ...] = (
 BENCHMARK_PATH = Path(__file__).resolve().parent / "data" / "stdlib_benchmark.yaml"
 DEMO_RETRIEVERS: tuple[str, ...] = ("bm25", "dense", "hybrid")
 DEMO_METRICS: tuple[str, ...] = ("hit_rate@5", "recall@10", "MRR@10", "ndcg@10")
+#: the systems of the demo's end-to-end step: the retrievers and the no-context control
+E2E_SYSTEMS: tuple[str, ...] = (*DEMO_RETRIEVERS, "none")
 RUN_DEPTH = 20
 MAX_DOC_CHARS = 1000
 PREFLIGHT = 2
@@ -89,6 +94,9 @@ class DemoConfig:
         n_placebo: Placebo candidates per case (9: 54 over the default 6 cases — the placebo null of the logprob
             outcome needs about 50 over the run, :data:`deltap.mining.empirical_null.RECOMMENDED_PLACEBOS`).
         progress: Show progress bars.
+        endtoend: Run the end-to-end step (:data:`E2E_SYSTEMS` on the mined questions, ``retrieved_k`` documents
+            each, fresh seeds; a deterministic local model answers identical prompts once: at most
+            ``cases × len(E2E_SYSTEMS)`` calls).
     """
 
     out: Path
@@ -101,6 +109,7 @@ class DemoConfig:
     retrieved_k: int = 3
     n_placebo: int = 9
     progress: bool = True
+    endtoend: bool = True
 
     def __post_init__(self) -> None:
         if self.cases < 1:
@@ -125,6 +134,7 @@ class DemoResult:
     timings: dict[str, float] = field(default_factory=dict)
     comparison: dict[str, Any] = field(default_factory=dict)
     placebo: dict[str, Any] = field(default_factory=dict)  # run.json's placebo summary (its check is printed last)
+    endtoend: dict[str, Any] = field(default_factory=dict)  # RUN_DIR/endtoend/results.json (empty: step skipped)
 
 
 def build_demo_corpus(modules: Sequence[str] = STDLIB_MODULES, max_chars: int | None = MAX_DOC_CHARS) -> Corpus:
@@ -213,14 +223,14 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
     timings: dict[str, float] = {}
     t_all = time.perf_counter()
 
-    say(f"[1/5] corpus: documenting {len(STDLIB_MODULES)} standard-library modules")
+    say(f"[1/6] corpus: documenting {len(STDLIB_MODULES)} standard-library modules")
     t0 = time.perf_counter()
     corpus = build_demo_corpus()
     corpus_path = write_corpus_jsonl(corpus, out / "corpus.jsonl")
     cut = sum(1 for d in corpus if "truncated_from" in d.metadata)
     _stage(say, timings, "corpus", t0, f"{len(corpus)} documents ({cut} long texts cut to {MAX_DOC_CHARS} characters) -> {corpus_path}")
 
-    say("[2/5] retrievers: BM25, dense (embedded Qdrant), hybrid (RRF)")
+    say("[2/6] retrievers: BM25, dense (embedded Qdrant), hybrid (RRF)")
     t0 = time.perf_counter()
     all_cases = load_demo_cases(corpus)
     cases = select_cases(all_cases, config.cases)
@@ -249,14 +259,14 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
     mining = _mining_config(config, per_case)
     plan = planned_calls(mining, deterministic=det)
     say(
-        f"[3/5] mining: {len(cases)} cases × {plan.describe()} = ≤{len(cases) * plan.per_case} of --budget "
+        f"[3/6] mining: {len(cases)} cases × {plan.describe()} = ≤{len(cases) * plan.per_case} of --budget "
         f"{config.budget}; solver={config.solver}, outcome={config.outcome}"
     )
     t0 = time.perf_counter()
     _mine(config, corpus, cases, solver, dense, run_dir, mining, say)
     _stage(say, timings, "mining", t0, f"verified dataset -> {run_dir / 'retrieval_dataset.yaml'}")
 
-    say(f"[4/5] evaluation: {', '.join(DEMO_RETRIEVERS)} against the mined qrels")
+    say(f"[4/6] evaluation: {', '.join(DEMO_RETRIEVERS)} against the mined qrels")
     t0 = time.perf_counter()
     qrels = read_beir_qrels(run_dir / "qrels" / "test.tsv") if (run_dir / "qrels" / "test.tsv").is_file() else {}
     # The questions of the qrels, under the evaluation engine's rule for those without a relevant document (one
@@ -276,7 +286,12 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
     else:
         _stage(say, timings, "evaluation", t0, "skipped: no mined case has a relevant document (raise --budget)")
 
-    say("[5/5] report")
+    say(f"[5/6] end to end: {', '.join(E2E_SYSTEMS)}: each one's top {config.retrieved_k} in the prompt, fresh seeds")
+    t0 = time.perf_counter()
+    endtoend = _end_to_end(config, corpus, cases, solver, retrievers, run_dir) if config.endtoend else {}
+    _stage(say, timings, "endtoend", t0, _endtoend_line(endtoend, config) if endtoend else "skipped (--no-endtoend)")
+
+    say("[6/6] report")
     t0 = time.perf_counter()
     html = write_html_report(run_dir, corpus=corpus)
     md = write_markdown_report(run_dir)
@@ -293,6 +308,7 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
         timings=timings,
         comparison=comparison,
         placebo=_placebo_summary(run_dir),
+        endtoend=endtoend,
     )
 
 
@@ -395,3 +411,25 @@ def _compare(qrels: dict[str, dict[str, int]], runs: dict[str, dict[str, dict[st
         warnings.simplefilter("ignore", EvaluationWarning)  # the demo states the rule in its own line
         report = compare(qrels, runs, list(DEMO_METRICS), baseline="bm25", seed=seed)
     return dict(report.to_dict())
+
+
+def _end_to_end(config: DemoConfig, corpus: Corpus, cases: Sequence[Case], solver: Any, retrievers: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """The end-to-end step: :data:`E2E_SYSTEMS` on the mined ``cases`` into ``run_dir/endtoend`` (resumable)."""
+    from deltap.endtoend import EndToEndConfig, evaluate_end_to_end
+    from deltap.endtoend.systems import System, control_systems
+
+    k = config.retrieved_k
+    systems = [System(n, "retriever", {q: list(run) for q, run in _retrieve(retrievers[n], cases, k).items()}, source=f"retriever {n}")
+               for n in DEMO_RETRIEVERS]  # fmt: skip
+    systems += control_systems(["none"], cases, None)
+    cfg = EndToEndConfig(k=k, repeats=1, outcome=config.outcome, seed=config.seed, n_resamples=500, n_permutations=2000)
+    result = evaluate_end_to_end(run_dir, cases, corpus, solver, config=cfg, systems=systems, metrics=[f"ndcg@{k}", f"hit_rate@{k}"])
+    return result.to_dict()
+
+
+def _endtoend_line(data: dict[str, Any], config: DemoConfig) -> str:
+    summary = data.get("summary") or {}
+    unit = "success" if data.get("outcome") == "pass" else "mean log-p"
+    best = ", ".join(f"{s} {v['mean']:.2f}" for s, v in sorted(summary.items(), key=lambda kv: -(kv[1]["mean"] or -1e9)) if v.get("mean") is not None)
+    run = data.get("run") or {}
+    return f"{unit}: {best}; {run.get('calls', 0)} calls ({run.get('cached', 0)} identical prompts answered once) -> {config.out}/run/endtoend"

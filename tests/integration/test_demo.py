@@ -34,18 +34,23 @@ def test_simulated_demo_writes_every_output(simulated_demo: tuple[Path, list[str
     run = out / "run"
     for rel in ("retrieval_dataset.yaml", "trials.sqlite", "qrels/test.tsv", "qrels.trec", "qrels.jsonl", "run.json",
                 "evaluation/compare.json", "evaluation/runs/bm25.trec", "evaluation/runs/dense.trec",
-                "evaluation/runs/hybrid.trec", "report.html", "report.md"):
+                "evaluation/runs/hybrid.trec", "endtoend/results.json", "endtoend/per_case.csv", "report.html", "report.md"):
         assert (run / rel).is_file(), rel
     assert (out / "corpus.jsonl").is_file()
     assert [ln for ln in lines if ln.startswith("[")] == [
-        "[1/5] corpus: documenting 12 standard-library modules",
-        "[2/5] retrievers: BM25, dense (embedded Qdrant), hybrid (RRF)",
-        "[3/5] mining: 5 cases × ≤40 solver calls (4 preflight, ≤28 trials, ≤8 coalition check) = ≤200 of --budget 200; "
+        "[1/6] corpus: documenting 12 standard-library modules",
+        "[2/6] retrievers: BM25, dense (embedded Qdrant), hybrid (RRF)",
+        "[3/6] mining: 5 cases × ≤40 solver calls (4 preflight, ≤28 trials, ≤8 coalition check) = ≤200 of --budget 200; "
         "solver=simulated, outcome=logprob",
-        "[4/5] evaluation: bm25, dense, hybrid against the mined qrels",
-        "[5/5] report",
+        "[4/6] evaluation: bm25, dense, hybrid against the mined qrels",
+        "[5/6] end to end: bm25, dense, hybrid, none: each one's top 3 in the prompt, fresh seeds",
+        "[6/6] report",
     ]
-    assert set(result.timings) >= {"corpus", "index", "mining", "evaluation", "report", "total"}  # type: ignore[attr-defined]
+    assert set(result.timings) >= {"corpus", "index", "mining", "evaluation", "endtoend", "report", "total"}  # type: ignore[attr-defined]
+    e2e = result.endtoend  # type: ignore[attr-defined]
+    assert set(e2e["summary"]) == {"bm25", "dense", "hybrid", "none"} and e2e["complete_cases"] == 5
+    # the planted gold effect (+2.5 nats each): a retriever that finds gold beats no context in mean log-probability
+    assert max(e2e["summary"][s]["mean"] for s in ("bm25", "dense", "hybrid")) > e2e["summary"]["none"]["mean"] + 1.0
 
 
 def test_simulated_demo_recovers_the_planted_gold_documents(simulated_demo: tuple[Path, list[str], object]) -> None:
@@ -69,7 +74,7 @@ def test_simulated_demo_comparison_and_report(simulated_demo: tuple[Path, list[s
     assert compare["baseline"] == "bm25" and set(compare["systems"]) == {"bm25", "dense", "hybrid"}
     assert compare["measures"] == ["hit_rate@5", "recall@10", "MRR@10", "ndcg@10"]
     html = (out / "run" / "report.html").read_text(encoding="utf-8")
-    for needle in ("Run summary", "Placebo calibration", "Retriever comparison", "Convergence of the mean hit rate@5"):
+    for needle in ("Run summary", "Placebo calibration", "Retriever comparison", "Convergence of the mean hit rate@5", "End-to-end: which system"):
         assert needle in html
     assert "not available" not in html.split('id="cases"')[0]  # every section above the cases is filled
     assert len(re.findall(r'class="plot forest"', html)) == 5

@@ -208,7 +208,7 @@ def test_demo_header_states_the_ceiling_it_keeps(tmp_path: Path) -> None:
 
     lines: list[str] = []
     result = run_demo(DemoConfig(out=tmp_path / "demo", cases=3, budget=90, solver="simulated", embedder="hash", progress=False), say=lines.append)
-    header = next(ln for ln in lines if ln.startswith("[3/5]"))
+    header = next(ln for ln in lines if ln.startswith("[3/6]"))
     m = re.search(r"3 cases × ≤(\d+) solver calls \((\d+) preflight, ≤(\d+) trials, ≤(\d+) coalition check\) = ≤(\d+) of --budget 90", header)
     assert m, header
     per_case, pre, trials, coal, total = map(int, m.groups())

@@ -36,12 +36,14 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(_D.seed, "--seed", help="Run seed (placebos, trial designs, bootstrap)."),
         embedder: str | None = typer.Option(_D.embedder, "--embedder", help="Dense embedder spec (default all-MiniLM-L6-v2)."),
         progress: bool = typer.Option(_D.progress, "--progress/--no-progress", help="Show progress bars."),
+        endtoend: bool = typer.Option(_D.endtoend, "--endtoend/--no-endtoend", help="Run the end-to-end step (retrievers' top-k in the prompt)."),
     ) -> None:
         """Run deltap end to end offline: stdlib corpus, bundled questions, local LLM mining, BM25/dense/hybrid, report."""
         from deltap.demo import run_demo
 
         config = DemoConfig(
-            out=out, cases=cases, budget=budget, solver=solver, outcome=outcome, seed=seed, embedder=embedder, progress=progress
+            out=out, cases=cases, budget=budget, solver=solver, outcome=outcome, seed=seed, embedder=embedder, progress=progress,
+            endtoend=endtoend,
         )
         result = run_demo(config, say=typer.echo)
         typer.echo("")
@@ -52,6 +54,8 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"  trial log         {result.run_dir / 'trials.sqlite'} ({_calls_line(result.run_dir)})")
         if result.comparison:
             typer.echo(f"  comparison        {result.run_dir / 'evaluation' / 'compare.json'}")
+        if result.endtoend:
+            typer.echo(f"  end to end        {result.run_dir / 'endtoend' / 'results.json'}")
         typer.echo(f"  Markdown summary  {result.report_md}")
         typer.secho(f"  HTML report       {result.report_html}", bold=True)
         from deltap.mining.placebo_check import summary_lines
