@@ -1,0 +1,148 @@
+"""End-to-end truth (issue 26 item 6): which system makes the model succeed, and which qrels predict it.
+
+1. ``--phase simulated`` (seconds, no model): the planted scenario of :mod:`deltap.endtoend.planted` — a simulated
+   solver with planted utilities, gold sets that hold a planted distractor — mined by ``mine()`` and run end to end,
+   over ``--replications`` seeds: does measured success rank the planted systems exactly as their true utility, and do
+   metrics on deltap's mined qrels (and ``signed_utility@K`` when the library has it) predict success better than the
+   same metrics on the gold qrels?
+2. ``--phase mine`` (heavy: run under ``flock /tmp/deltap-heavy.lock``): mine every question of the bundled stdlib
+   benchmark with the local SmolLM2-135M (logprob outcome, dense candidates) into ``--out/run``; resumable, so
+   ``--limit N`` splits it into short jobs.
+3. ``--phase endtoend`` (heavy): bm25, dense, hybrid and the controls none, gold, mined, all — each one's top ``--k``
+   in the prompt, fresh seeds, the local model — and the validity table. Writes ``--out/run/endtoend/``.
+
+Run: ``python benchmarks/bench_end_to_end.py --phase simulated``; then, under the heavy lock, ``--phase mine`` and
+``--phase endtoend``. Results: benchmarks/README.md, "End-to-end truth".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def simulated(replications: int, n_cases: int) -> None:
+    from deltap.endtoend.planted import PLANTED_SYSTEMS, planted_scenario, run_planted
+
+    exact, wins, rows_all = 0, 0, []
+    t0 = time.perf_counter()
+    for rep in range(replications):
+        scenario = planted_scenario(n_cases, seed=rep)
+        out = run_planted(scenario, seed=rep)
+        res = out["result"]
+        planted = [s for s in out["systems"] if s.name in PLANTED_SYSTEMS]
+        truth = scenario.true_utility(planted, 2).mean(axis=0)
+        measured = np.array([res.summary[s.name]["mean"] for s in planted])
+        exact += int(list(np.argsort(-truth)) == list(np.argsort(-measured)))
+        rows = {(r["metric"], r["qrels"]): r for r in res.validity["rows"]}
+        wins += int(all(c["tau_diff_ci"][0] is not None and c["tau_diff_ci"][0] > 0 for c in res.validity["comparisons"]))
+        rows_all.append(rows)
+        if rep == 0:
+            print(res.table())
+            print(f"verdicts of the mining run: {out['mining'].run['verdicts']}")
+    print(f"\n{replications} replications × {n_cases} cases, 8 systems, 8 repeats: {time.perf_counter() - t0:.1f} s")
+    print(f"measured success ranks the 6 planted systems exactly as their true utility: {exact}/{replications}")
+    print(f"deltap-qrels tau above gold-qrels tau with the whole interval > 0, every metric: {wins}/{replications}")
+    keys = list(rows_all[0])
+    print(f"{'metric':<14} {'qrels':<16} {'tau (mean over reps)':>20} {'r (mean)':>9}")
+    for key in keys:
+        taus = [r[key]["tau"] for r in rows_all if r[key]["tau"] is not None]
+        rs = [r[key]["r"] for r in rows_all if r[key]["r"] is not None]
+        print(f"{key[0]:<14} {key[1]:<16} {np.mean(taus):>+20.3f} {np.mean(rs):>+9.3f}")
+
+
+def _inputs(out: Path):  # type: ignore[no-untyped-def]
+    from deltap.demo import build_demo_corpus, load_demo_cases
+
+    corpus = build_demo_corpus()
+    return corpus, load_demo_cases(corpus)
+
+
+def mine_phase(out: Path, limit: int | None, budget: int) -> None:
+    from deltap.demo import DemoConfig, _build_dense
+    from deltap.mining.config import MiningConfig
+    from deltap.mining.engine import mine
+    from deltap.solvers import make_solver
+
+    corpus, cases = _inputs(out)
+    cases = cases[:limit] if limit else cases
+    t0 = time.perf_counter()
+    dense = _build_dense(corpus, out, DemoConfig(out=out, progress=False))
+    solver = make_solver("local")
+    cfg = MiningConfig(outcome="logprob", budget=budget, seed=0, k=3, n_placebo=3, preflight=2, first_look=max(4, budget // 2),
+                       batch=4, coalitions=False)  # fmt: skip
+    res = mine(cases, corpus, solver, out=out / "run", config=cfg, retriever=dense)
+    print(f"mined {len(cases)} cases in {time.perf_counter() - t0:.0f} s: {res.run['calls']} calls "
+          f"({res.run.get('calls_this_process')} now), verdicts {res.run['verdicts']}, statuses {res.run['cases_by_status']}")  # fmt: skip
+
+
+def endtoend_phase(out: Path, k: int, outcome: str) -> None:
+    from deltap.demo import DemoConfig, _build_dense
+    from deltap.endtoend import CONTROLS, EndToEndConfig, evaluate_end_to_end
+    from deltap.endtoend.systems import System, control_systems
+    from deltap.solvers import make_solver
+
+    corpus, cases = _inputs(out)
+    from deltap.dataset import read_dataset
+
+    mined = {str(p["id"]) for p in read_dataset(out / "run" / "retrieval_dataset.yaml").pairs}
+    cases = [c for c in cases if c.case_id in mined]
+    dense = _build_dense(corpus, out, DemoConfig(out=out, progress=False))
+    from deltap.retrieval import build_retriever
+    from deltap.retrieval.hybrid import HybridRetriever
+
+    bm25 = build_retriever("bm25", corpus)
+    retrievers = {"bm25": bm25, "dense": dense, "hybrid": HybridRetriever(corpus, [bm25, dense])}
+    systems = []
+    for name, r in retrievers.items():
+        hits = r.search_batch([c.query for c in cases], k=k)
+        systems.append(System(name, "retriever", {c.case_id: [h.doc_id for h in row] for c, row in zip(cases, hits, strict=True)}))
+    systems += control_systems(list(CONTROLS), cases, read_dataset(out / "run" / "retrieval_dataset.yaml").pairs)
+    solver = make_solver("local")
+    t0 = time.perf_counter()
+    cfg = EndToEndConfig(k=k, outcome=outcome, seed=0)
+    sub = out / "run" if outcome == "logprob" else out / f"run-{outcome}"
+    if outcome != "logprob":  # its own results folder beside the logprob one
+        import shutil
+
+        sub.mkdir(parents=True, exist_ok=True)
+        for f in ("retrieval_dataset.yaml", "run.json"):
+            shutil.copy(out / "run" / f, sub / f)
+    res = evaluate_end_to_end(sub, cases, corpus, solver, config=cfg, systems=systems, metrics=[f"ndcg@{k}", f"hit_rate@{k}", f"recall@{k}"])
+    print(f"{len(cases)} cases × {len(systems)} systems in {time.perf_counter() - t0:.0f} s: {res.run['calls']} calls, "
+          f"{res.run['cached']} identical prompts answered once, {res.run['calls_this_process']} now")  # fmt: skip
+    print(res.table())
+    from deltap.cli.endtoend_cmd import validity_table
+
+    print(validity_table(res.validity))
+    for n in res.validity["notes"]:
+        print("note:", n)
+    print(res.validity["summary"])
+    print(json.dumps({p["a"] + " - " + p["b"]: round(p["p_holm"], 4) for p in res.pairs if p["p_holm"] <= 0.05}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--phase", choices=("simulated", "mine", "endtoend"), default="simulated")
+    ap.add_argument("--out", type=Path, default=Path("bench-e2e"))
+    ap.add_argument("--replications", type=int, default=5)
+    ap.add_argument("--cases", type=int, default=60, help="simulated: cases per replication")
+    ap.add_argument("--limit", type=int, default=None, help="mine: only the first N questions (resumable)")
+    ap.add_argument("--budget", type=int, default=8, help="mine: design trials per question")
+    ap.add_argument("--k", type=int, default=3)
+    ap.add_argument("--outcome", default="logprob", choices=("logprob", "pass"))
+    args = ap.parse_args()
+    if args.phase == "simulated":
+        simulated(args.replications, args.cases)
+    elif args.phase == "mine":
+        mine_phase(args.out, args.limit, args.budget)
+    else:
+        endtoend_phase(args.out, args.k, args.outcome)
+
+
+if __name__ == "__main__":
+    main()
