@@ -223,6 +223,13 @@ def _print(console: Any, result: Any) -> None:
         f"{run['calls']} solver calls, {run['cached']} trials answered from the same prompt's earlier answer"
         + (f" ({now} calls made now, the rest read from the trial log)" if now < run["calls"] else "")
     )
+    missing = len(result.case_ids) - len(result.complete)
+    if missing:
+        skipped = [c for c in result.per_case if c.get("skipped")]
+        why = f"; {len(skipped)} skipped ({skipped[0]['case_id']}: {skipped[0]['skipped']})" if skipped else ""
+        console.print(
+            f"[yellow]{missing} of {len(result.case_ids)} cases lack a value for some system and are left out of the statistics{why}[/yellow]"
+        )
     typer.echo(result.table())
     sig = [p for p in result.pairs if p["p_holm"] <= 0.05]
     typer.echo(
