@@ -19,8 +19,8 @@ from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
 
 
 @pytest.fixture(scope="module")
-def planted() -> dict:
-    return run_planted(planted_scenario(60, seed=3), repeats=8, seed=3)
+def planted(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return run_planted(planted_scenario(60, seed=3), repeats=8, seed=3, out=tmp_path_factory.mktemp("planted"))
 
 
 def test_success_ranks_the_planted_systems_exactly(planted: dict) -> None:

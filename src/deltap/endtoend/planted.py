@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -111,10 +112,12 @@ def planted_scenario(
 
 
 def run_planted(
-    scenario: PlantedScenario, *, repeats: int = 8, k: int = 2, seed: int = 0, budget: int = 64
+    scenario: PlantedScenario, *, repeats: int = 8, k: int = 2, seed: int = 0, budget: int = 64, out: Path | None = None
 ) -> dict[str, Any]:
-    """Mine the scenario (in memory), then run it end to end: returns ``{"mining": MiningResult, "result":
-    EndToEndResult}`` with the validity of ndcg / hit_rate / recall on gold and deltap qrels and the planted utility."""
+    """Mine the scenario (into ``out``, or in memory), then run it end to end: returns ``{"mining": MiningResult,
+    "result": EndToEndResult, "systems": [...]}`` with the validity of ndcg / hit_rate / recall on gold and deltap
+    qrels, ``signed_utility@k`` when the library has it (needs ``out``: it reads the dataset file) and the planted
+    utility."""
     from deltap.dataset import dataset_qrels
     from deltap.endtoend.config import EndToEndConfig
     from deltap.endtoend.engine import end_to_end
@@ -123,7 +126,7 @@ def run_planted(
     from deltap.mining.config import MiningConfig
     from deltap.mining.engine import mine
 
-    mining = mine(scenario.cases, scenario.corpus, scenario.solver, retriever=scenario.retriever,
+    mining = mine(scenario.cases, scenario.corpus, scenario.solver, retriever=scenario.retriever, out=out,
                   config=MiningConfig(budget=budget, seed=seed, k=3, n_placebo=2, coalitions=False))  # fmt: skip
     systems = [*scenario.systems, *control_systems(["gold", "mined"], scenario.cases, mining.dataset.pairs)]
     result = end_to_end(

@@ -140,7 +140,7 @@ def metric_validity(
             columns.append(
                 (signed, "deltap (signed)", per_case_metric(signed, dataset_path, systems, result.case_ids, k)[idx])
             )
-        except DeltapError as exc:
+        except (DeltapError, ValueError, KeyError, TypeError) as exc:  # an optional measure: say why, keep the table
             notes.append(f"{signed} not computed: {exc}")
     elif not signed:
         notes.append(f"signed_utility@{k} is not in the evaluation library yet: not in the table")
