@@ -135,7 +135,7 @@ def control_systems(
         raise DeltapError("the mined and all controls need the run directory's retrieval_dataset.yaml")
     mined, every = _mined_lists(dataset_pairs or [])
     ids = [c.case_id for c in cases]
-    lists = {
+    lists: dict[str, dict[str, list[str]]] = {
         "none": {i: [] for i in ids},
         "gold": {c.case_id: list(c.gold_doc_ids) for c in cases},
         "mined": {i: mined.get(i, []) for i in ids},
