@@ -194,7 +194,9 @@ def end_to_end(
         log.close()
     values = np.array([[r.values.get(n, math.nan) for n in names] for r in runs], dtype=float)
     result = summarize(ids, names, values, cfg, [r.__dict__ for r in runs])
-    result.systems_info = [{"name": s.name, "kind": s.kind, "source": s.source} for s in systems]
+    result.systems_info = [
+        {"name": s.name, "kind": s.kind, "source": s.source, "lists_sha256": _digest(s, ids, cfg.k)} for s in systems
+    ]
     result.run = {
         "tool": f"deltap {__version__}",
         "solver": solver_id(solver),
@@ -311,3 +313,12 @@ def _refuse_changed(runner: _SystemRunner, kind: str, repeats: int, name: str) -
 def _all_in(n: int) -> Callable[[int, int], np.ndarray]:
     """The inclusion of every trial of a system: all of its documents."""
     return lambda i, s: np.ones(n, dtype=bool)
+
+
+def _digest(system: System, case_ids: Sequence[str], k: int) -> str:
+    """SHA-256 of the system's document lists over the cases (the manifest's record of what was shown)."""
+    import hashlib
+    import json
+
+    payload = json.dumps({c: system.top(c, k) for c in case_ids}, sort_keys=True)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
