@@ -139,7 +139,13 @@ def run_planted(
     gold = {c.case_id: {d: 1 for d in c.gold_doc_ids} for c in scenario.cases}
     judgements = {"gold": gold, "deltap": dataset_qrels(mining.dataset)}
     metrics = [f"ndcg@{k}", f"hit_rate@{k}", f"recall@{k}"]
+    dataset_path = str(out / "retrieval_dataset.yaml") if out is not None else None
     result.validity = metric_validity(
-        result, systems, judgements, metrics, extra={"true utility": scenario.true_utility(systems, k)}
+        result,
+        systems,
+        judgements,
+        metrics,
+        dataset_path=dataset_path,
+        extra={"true utility": scenario.true_utility(systems, k)},
     )
     return {"mining": mining, "result": result, "systems": systems}

@@ -144,6 +144,8 @@ def metric_validity(
             notes.append(f"{signed} not computed: {exc}")
     elif not signed:
         notes.append(f"signed_utility@{k} is not in the evaluation library yet: not in the table")
+    else:
+        notes.append(f"{signed} needs the mined retrieval_dataset.yaml (no dataset_path given): not in the table")
     for label, arr in (extra or {}).items():
         columns.append((label, "planted", np.asarray(arr, dtype=float)[idx]))
     rng = np.random.default_rng(result_seed(result, seed))
@@ -197,17 +199,29 @@ def _compare_qrels(
     r_boot: Mapping[tuple[str, str], np.ndarray],
     rows: Sequence[Mapping[str, Any]],
 ) -> list[dict[str, Any]]:
-    """``deltap − gold`` for each metric: the τ and r differences with intervals from the shared resamples."""
+    """``deltap − gold`` for each metric, and the signed utility against the first metric on gold: the τ and r
+    differences with intervals from the shared resamples."""
     if "gold" not in judgements or "deltap" not in judgements:
         return []
     point = {(r["metric"], r["qrels"]): r for r in rows}
+    pairs = [(m, (m, "deltap"), (m, "gold"), "deltap's mined qrels", "the benchmark's gold qrels") for m in metrics]
+    signed = [key for key in point if key[1] == "deltap (signed)"]
+    if signed and metrics:
+        pairs.append(
+            (
+                f"{signed[0][0]} vs {metrics[0]} on gold",
+                signed[0],
+                (metrics[0], "gold"),
+                "the signed utility",
+                f"gold {metrics[0]}",
+            )
+        )
     out = []
-    for m in metrics:
-        g, d = point[(m, "gold")], point[(m, "deltap")]
-        entry: dict[str, Any] = {"metric": m}
+    for label, a, b, a_name, b_name in pairs:
+        entry: dict[str, Any] = {"metric": label, "a": a_name, "b": b_name}
         for key, boot in (("tau", tau_boot), ("r", r_boot)):
-            diff = boot[(m, "deltap")] - boot[(m, "gold")]
-            est = None if g[key] is None or d[key] is None else d[key] - g[key]
+            diff = boot[a] - boot[b]
+            est = None if point[a][key] is None or point[b][key] is None else point[a][key] - point[b][key]
             entry[f"{key}_diff"], entry[f"{key}_diff_ci"] = est, _ci(diff)
         out.append(entry)
     return out
@@ -217,9 +231,9 @@ def _verdict(est: float | None, ci: Sequence[float | None]) -> str:
     if est is None or ci[0] is None or ci[1] is None:
         return "undefined"
     if ci[0] > 0:
-        return "deltap"
+        return "a"
     if ci[1] < 0:
-        return "gold"
+        return "b"
     return "cannot tell"
 
 
@@ -229,6 +243,7 @@ def summary_sentence(comparisons: Sequence[Mapping[str, Any]], n_systems: int, n
         return "No gold and deltap qrels to compare."
     parts = []
     for c in comparisons:
+        a, b = c.get("a", "deltap's mined qrels"), c.get("b", "the benchmark's gold qrels")
         for key, what in (("tau", "ranks the systems"), ("r", "tells which questions succeed")):
             est, ci = c[f"{key}_diff"], c[f"{key}_diff_ci"]
             v = _verdict(est, ci)
@@ -237,11 +252,13 @@ def summary_sentence(comparisons: Sequence[Mapping[str, Any]], n_systems: int, n
                 parts.append(f"{c['metric']} {what}: undefined (a constant metric or success on these {n_cases} cases)")
             elif v == "cannot tell":
                 parts.append(
-                    f"{c['metric']} {what}: the data cannot tell gold from deltap qrels ({sym} difference {est:+.2f}, interval [{ci[0]:+.2f}, {ci[1]:+.2f}] includes 0)"
+                    f"{c['metric']} {what}: the data cannot tell {a} from {b} "
+                    f"({sym} difference {est:+.2f}, interval [{ci[0]:+.2f}, {ci[1]:+.2f}] includes 0)"
                 )
             else:
-                better = "deltap's mined qrels" if v == "deltap" else "the benchmark's gold qrels"
+                better = a if v == "a" else b
                 parts.append(
-                    f"{c['metric']} {what} better on {better}: {sym} higher by {abs(est):.2f} (interval of deltap − gold [{ci[0]:+.2f}, {ci[1]:+.2f}])"
+                    f"{c['metric']} {what} better with {better}: {sym} higher by {abs(est):.2f} "
+                    f"(interval of the difference [{ci[0]:+.2f}, {ci[1]:+.2f}])"
                 )
     return f"Over {n_systems} systems and {n_cases} questions: " + "; ".join(parts) + "."
