@@ -62,29 +62,39 @@ def _inputs(out: Path):  # type: ignore[no-untyped-def]
     return corpus, load_demo_cases(corpus)
 
 
+_SOLVER: list[object] = []
+
+
+def _solver() -> object:
+    """The local model, loaded once per process."""
+    from deltap.solvers import make_solver
+
+    if not _SOLVER:
+        _SOLVER.append(make_solver("local"))
+    return _SOLVER[0]
+
+
 def mine_phase(out: Path, limit: int | None, budget: int) -> None:
     from deltap.demo import DemoConfig, _build_dense
     from deltap.mining.config import MiningConfig
     from deltap.mining.engine import mine
-    from deltap.solvers import make_solver
 
     corpus, cases = _inputs(out)
     cases = cases[:limit] if limit else cases
     t0 = time.perf_counter()
     dense = _build_dense(corpus, out, DemoConfig(out=out, progress=False))
-    solver = make_solver("local")
-    cfg = MiningConfig(outcome="logprob", budget=budget, seed=0, k=3, n_placebo=3, preflight=2, first_look=max(4, budget // 2),
+    solver = _solver()
+    cfg = MiningConfig(outcome="logprob", budget=budget, seed=0, k=3, n_placebo=2, preflight=2, first_look=max(4, budget // 2),
                        batch=4, coalitions=False)  # fmt: skip
     res = mine(cases, corpus, solver, out=out / "run", config=cfg, retriever=dense)
     print(f"mined {len(cases)} cases in {time.perf_counter() - t0:.0f} s: {res.run['calls']} calls "
           f"({res.run.get('calls_this_process')} now), verdicts {res.run['verdicts']}, statuses {res.run['cases_by_status']}")  # fmt: skip
 
 
-def endtoend_phase(out: Path, k: int, outcome: str) -> None:
+def endtoend_phase(out: Path, k: int, outcome: str, controls: list[str]) -> None:
     from deltap.demo import DemoConfig, _build_dense
     from deltap.endtoend import CONTROLS, EndToEndConfig, evaluate_end_to_end
     from deltap.endtoend.systems import System, control_systems
-    from deltap.solvers import make_solver
 
     corpus, cases = _inputs(out)
     from deltap.dataset import read_dataset
@@ -101,8 +111,8 @@ def endtoend_phase(out: Path, k: int, outcome: str) -> None:
     for name, r in retrievers.items():
         hits = r.search_batch([c.query for c in cases], k=k)
         systems.append(System(name, "retriever", {c.case_id: [h.doc_id for h in row] for c, row in zip(cases, hits, strict=True)}))
-    systems += control_systems(list(CONTROLS), cases, read_dataset(out / "run" / "retrieval_dataset.yaml").pairs)
-    solver = make_solver("local")
+    systems += control_systems([c for c in CONTROLS if c in controls], cases, read_dataset(out / "run" / "retrieval_dataset.yaml").pairs)
+    solver = _solver()
     t0 = time.perf_counter()
     cfg = EndToEndConfig(k=k, outcome=outcome, seed=0)
     sub = out / "run" if outcome == "logprob" else out / f"run-{outcome}"
@@ -127,12 +137,14 @@ def endtoend_phase(out: Path, k: int, outcome: str) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--phase", choices=("simulated", "mine", "endtoend"), default="simulated")
+    ap.add_argument("--phase", choices=("simulated", "mine", "endtoend", "real"), default="simulated",
+                    help="real = mine then endtoend in one process (one model load)")
+    ap.add_argument("--controls", default="none,gold,mined,all", help="endtoend: the control systems")
     ap.add_argument("--out", type=Path, default=Path("bench-e2e"))
     ap.add_argument("--replications", type=int, default=5)
     ap.add_argument("--cases", type=int, default=60, help="simulated: cases per replication")
     ap.add_argument("--limit", type=int, default=None, help="mine: only the first N questions (resumable)")
-    ap.add_argument("--budget", type=int, default=8, help="mine: design trials per question")
+    ap.add_argument("--budget", type=int, default=12, help="mine: design trials per question")
     ap.add_argument("--k", type=int, default=3)
     ap.add_argument("--outcome", default="logprob", choices=("logprob", "pass"))
     args = ap.parse_args()
@@ -140,8 +152,11 @@ def main() -> None:
         simulated(args.replications, args.cases)
     elif args.phase == "mine":
         mine_phase(args.out, args.limit, args.budget)
+    elif args.phase == "endtoend":
+        endtoend_phase(args.out, args.k, args.outcome, args.controls.split(","))
     else:
-        endtoend_phase(args.out, args.k, args.outcome)
+        mine_phase(args.out, args.limit, args.budget)
+        endtoend_phase(args.out, args.k, args.outcome, args.controls.split(","))
 
 
 if __name__ == "__main__":
