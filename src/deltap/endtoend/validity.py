@@ -238,27 +238,39 @@ def _verdict(est: float | None, ci: Sequence[float | None]) -> str:
 
 
 def summary_sentence(comparisons: Sequence[Mapping[str, Any]], n_systems: int, n_cases: int) -> str:
-    """In words: which qrels predict success on this data, by how much, or that the data cannot tell."""
+    """In words: which qrels predict success on this data and by how much, or that the data cannot tell.
+
+    Decisive comparisons (the interval of the difference excludes 0) are named one by one; the others are counted
+    in one clause with the first of them as an example.
+    """
     if not comparisons:
         return "No gold and deltap qrels to compare."
-    parts = []
+    decided, open_, undefined = [], [], []
     for c in comparisons:
         a, b = c.get("a", "deltap's mined qrels"), c.get("b", "the benchmark's gold qrels")
-        for key, what in (("tau", "ranks the systems"), ("r", "tells which questions succeed")):
+        for key, what in (("tau", "ranking the systems"), ("r", "telling which questions succeed")):
             est, ci = c[f"{key}_diff"], c[f"{key}_diff_ci"]
             v = _verdict(est, ci)
             sym = "τ" if key == "tau" else "r"
             if v == "undefined":
-                parts.append(f"{c['metric']} {what}: undefined (a constant metric or success on these {n_cases} cases)")
+                undefined.append(f"{c['metric']} ({sym})")
             elif v == "cannot tell":
-                parts.append(
-                    f"{c['metric']} {what}: the data cannot tell {a} from {b} "
-                    f"({sym} difference {est:+.2f}, interval [{ci[0]:+.2f}, {ci[1]:+.2f}] includes 0)"
-                )
+                open_.append(f"{c['metric']}, {what}: {a} − {b} {sym} {est:+.2f} [{ci[0]:+.2f}, {ci[1]:+.2f}]")
             else:
-                better = a if v == "a" else b
-                parts.append(
-                    f"{c['metric']} {what} better with {better}: {sym} higher by {abs(est):.2f} "
-                    f"(interval of the difference [{ci[0]:+.2f}, {ci[1]:+.2f}])"
+                better, worse = (a, b) if v == "a" else (b, a)
+                decided.append(
+                    f"for {c['metric']}, the better predictor of success at {what} is {better}, not {worse} "
+                    f"({sym} higher by {abs(est):.2f}, interval of the difference [{ci[0]:+.2f}, {ci[1]:+.2f}])"
                 )
-    return f"Over {n_systems} systems and {n_cases} questions: " + "; ".join(parts) + "."
+    parts = []
+    if decided:
+        parts.append("; ".join(decided))
+    if open_:
+        lead = "the data cannot tell" if not decided else "elsewhere the data cannot tell"
+        parts.append(
+            f"{lead} which qrels predict success better ({len(open_)} comparison(s) whose interval includes 0, e.g. {open_[0]})"
+        )
+    if undefined:
+        parts.append(f"undefined where a metric or the success is constant over the systems: {', '.join(undefined)}")
+    text = "; ".join(parts)
+    return f"Over {n_systems} systems and {n_cases} questions: {text[0].lower()}{text[1:]}."
