@@ -177,6 +177,7 @@ def end_to_end(
             raise DeltapError(
                 str(exc).replace("choose a new --out directory", "delete RUN_DIR/endtoend to start over")
             ) from None
+        retried = log.retire_errors()  # error trials of an earlier session are asked again (as mine does)
         before = log.count()
         if executor is None:
             from deltap.execution.local import InProcessExecutor
@@ -206,6 +207,7 @@ def end_to_end(
         "cached": sum(r.cached for r in runs),
         "calls_this_process": sum(r.calls_now for r in runs),
         "trials_this_process": made_now,
+        "errors_retried": retried,
         "wall_seconds": time.time() - started,
         "execution": executor.describe(),
         "config": {**run_config},
