@@ -202,3 +202,31 @@ def test_report_shows_the_end_to_end_section(tmp_path: Path) -> None:
     gold_row = next(line for line in md.splitlines() if line.startswith("| gold | control |"))
     assert f"{res.summary['gold']['mean']:.3f}" in gold_row
     assert res.validity["summary"] in md
+
+
+class _Flaky:
+    """Answers "yes" when documents are shown; raises while ``down`` (a transient outage)."""
+
+    id = "flaky-test-solver"
+
+    def __init__(self) -> None:
+        self.down = True
+
+    def answer(self, request):  # type: ignore[no-untyped-def]
+        from deltap.solvers.base import Answer, SolverError
+
+        if self.down:
+            raise SolverError("service unavailable")
+        return Answer("yes" if request.documents else "no")
+
+
+def test_error_trials_are_retried_on_resume(tmp_path: Path) -> None:
+    cases, corpus, _ = _toy(3)
+    solver = _Flaky()
+    systems = _systems(cases, {"a": ["d0"], "none": []})
+    first = end_to_end(cases, corpus, solver, systems, out=tmp_path)  # type: ignore[arg-type]
+    assert first.complete == [] and np.isnan(first.values).all()  # errors are not failures
+    solver.down = False
+    again = end_to_end(cases, corpus, solver, systems, out=tmp_path)  # type: ignore[arg-type]
+    assert again.run["errors_retried"] == 6 and len(again.complete) == 3
+    assert again.summary["a"]["mean"] == 1.0 and again.summary["none"]["mean"] == 0.0
