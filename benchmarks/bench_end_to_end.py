@@ -80,7 +80,10 @@ def mine_phase(out: Path, limit: int | None, budget: int) -> None:
     from deltap.mining.engine import mine
 
     corpus, cases = _inputs(out)
-    cases = cases[:limit] if limit else cases
+    if limit:  # a spread: the paraphrased questions first, round-robin over the modules (the demo's order)
+        from deltap.demo import select_cases
+
+        cases = select_cases(cases, limit)
     t0 = time.perf_counter()
     dense = _build_dense(corpus, out, DemoConfig(out=out, progress=False))
     solver = _solver()
