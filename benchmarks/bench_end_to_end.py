@@ -33,21 +33,27 @@ def simulated(replications: int, n_cases: int) -> None:
     t0 = time.perf_counter()
     for rep in range(replications):
         scenario = planted_scenario(n_cases, seed=rep)
-        out = run_planted(scenario, seed=rep, out=Path(tempfile.mkdtemp()) / "run")  # a folder: signed_utility reads the dataset
+        out = run_planted(
+            scenario, seed=rep, out=Path(tempfile.mkdtemp()) / "run"
+        )  # a folder: signed_utility reads the dataset
         res = out["result"]
         planted = [s for s in out["systems"] if s.name in PLANTED_SYSTEMS]
         truth = scenario.true_utility(planted, 2).mean(axis=0)
         measured = np.array([res.summary[s.name]["mean"] for s in planted])
         exact += int(list(np.argsort(-truth)) == list(np.argsort(-measured)))
         rows = {(r["metric"], r["qrels"]): r for r in res.validity["rows"]}
-        wins += int(all(c["tau_diff_ci"][0] is not None and c["tau_diff_ci"][0] > 0 for c in res.validity["comparisons"]))
+        wins += int(
+            all(c["tau_diff_ci"][0] is not None and c["tau_diff_ci"][0] > 0 for c in res.validity["comparisons"])
+        )
         rows_all.append(rows)
         if rep == 0:
             print(res.table())
             print(f"verdicts of the mining run: {out['mining'].run['verdicts']}")
     print(f"\n{replications} replications × {n_cases} cases, 8 systems, 8 repeats: {time.perf_counter() - t0:.1f} s")
     print(f"measured success ranks the 6 planted systems exactly as their true utility: {exact}/{replications}")
-    print(f"deltap-qrels tau (and the signed utility's) above gold-qrels tau, the whole interval > 0, every metric: {wins}/{replications}")
+    print(
+        f"deltap-qrels tau (and the signed utility's) above gold-qrels tau, the whole interval > 0, every metric: {wins}/{replications}"
+    )
     keys = list(rows_all[0])
     print(f"{'metric':<14} {'qrels':<16} {'tau (mean over reps)':>20} {'r (mean)':>9}")
     for key in keys:
@@ -114,8 +120,12 @@ def endtoend_phase(out: Path, k: int, outcome: str, controls: list[str]) -> None
     systems = []
     for name, r in retrievers.items():
         hits = r.search_batch([c.query for c in cases], k=k)
-        systems.append(System(name, "retriever", {c.case_id: [h.doc_id for h in row] for c, row in zip(cases, hits, strict=True)}))
-    systems += control_systems([c for c in CONTROLS if c in controls], cases, read_dataset(out / "run" / "retrieval_dataset.yaml").pairs)
+        systems.append(
+            System(name, "retriever", {c.case_id: [h.doc_id for h in row] for c, row in zip(cases, hits, strict=True)})
+        )
+    systems += control_systems(
+        [c for c in CONTROLS if c in controls], cases, read_dataset(out / "run" / "retrieval_dataset.yaml").pairs
+    )
     solver = _solver()
     t0 = time.perf_counter()
     cfg = EndToEndConfig(k=k, outcome=outcome, seed=0)
@@ -126,7 +136,9 @@ def endtoend_phase(out: Path, k: int, outcome: str, controls: list[str]) -> None
         sub.mkdir(parents=True, exist_ok=True)
         for f in ("retrieval_dataset.yaml", "run.json"):
             shutil.copy(out / "run" / f, sub / f)
-    res = evaluate_end_to_end(sub, cases, corpus, solver, config=cfg, systems=systems, metrics=[f"ndcg@{k}", f"hit_rate@{k}", f"recall@{k}"])
+    res = evaluate_end_to_end(
+        sub, cases, corpus, solver, config=cfg, systems=systems, metrics=[f"ndcg@{k}", f"hit_rate@{k}", f"recall@{k}"]
+    )
     print(f"{len(cases)} cases × {len(systems)} systems in {time.perf_counter() - t0:.0f} s: {res.run['calls']} calls, "
           f"{res.run['cached']} identical prompts answered once, {res.run['calls_this_process']} now")  # fmt: skip
     print(res.table())
@@ -141,8 +153,12 @@ def endtoend_phase(out: Path, k: int, outcome: str, controls: list[str]) -> None
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--phase", choices=("simulated", "mine", "endtoend", "real"), default="simulated",
-                    help="real = mine then endtoend in one process (one model load)")
+    ap.add_argument(
+        "--phase",
+        choices=("simulated", "mine", "endtoend", "real"),
+        default="simulated",
+        help="real = mine then endtoend in one process (one model load)",
+    )
     ap.add_argument("--controls", default="none,gold,mined,all", help="endtoend: the control systems")
     ap.add_argument("--out", type=Path, default=Path("bench-e2e"))
     ap.add_argument("--replications", type=int, default=5)
