@@ -267,15 +267,17 @@ def test_check_results_carry_the_match_and_the_reason() -> None:
     assert (ok.outcome, ok.extracted, ok.detail) == ("pass", "agents.BaseAgent", "matched 'google.adk.agents.baseagent'")
     bad = checker.check(CASE, "pkg.NotBaseAgent")  # type: ignore[attr-defined]
     assert (bad.outcome, bad.extracted) == ("fail", "pkg.NotBaseAgent")
-    assert bad.detail == "none of ['pkg.NotBaseAgent'] matches ['google.adk.agents.BaseAgent']"
+    assert bad.detail == "wrong: the answer 'pkg.NotBaseAgent' matches none of ['google.adk.agents.BaseAgent']"
     empty = checker.check(CASE, "   ")  # type: ignore[attr-defined]
     assert (empty.outcome, empty.extracted, empty.detail) == ("fail", None, "empty answer")
-    assert checker.id == "string_match(case_sensitive=False,qualified=either)"  # type: ignore[attr-defined]
-    several = _string_match("X").check(CASE, "one two three four five\nsix")  # type: ignore[attr-defined]
-    assert several.detail == "none of ['one two three four five', 'one'] matches ['X']"
+    assert checker.id == "string_match(case_sensitive=False,qualified=either,grammar=strict)"  # type: ignore[attr-defined]
+    prose = _string_match("X").check(CASE, "one two three four five\nsix")  # type: ignore[attr-defined]
+    assert prose.detail == "no answer: no candidate name in the answer span 'one two three four five'"
+    lenient = _string_match("X", grammar="lenient").check(CASE, "one two three four five\nsix")  # type: ignore[attr-defined]
+    assert lenient.detail == "none of ['one two three four five', 'one'] matches ['X']"
     choice = make_checker(CheckerSpec("multiple_choice", {"correct": "C", "options": OPTIONS}))
     assert choice.check(CASE, "").detail == "empty answer"
-    assert choice.check(CASE, "no idea at all").detail == "no unambiguous option letter in the answer"
+    assert choice.check(CASE, "no idea at all").detail == "no answer: no option letter in the reply"
     assert choice.check(CASE, "B").detail == "chose B, correct is C"
     regex = make_checker(CheckerSpec("regex", {"pattern": r"Base\w+", "mode": "fullmatch"}))
     assert regex.check(CASE, "`BaseAgent`.").extracted == "BaseAgent"  # type: ignore[attr-defined]
@@ -313,11 +315,11 @@ def test_string_match_defaults_and_detail_limits() -> None:
 
     default = StringMatchChecker(["google.adk.agents.BaseAgent"])  # case-insensitive, qualified="either"
     assert default.check(CASE, "baseagent").passed and default.check(CASE, "AGENTS.BASEAGENT").passed
-    assert default.id == "string_match(case_sensitive=False,qualified=either)"
+    assert default.id == "string_match(case_sensitive=False,qualified=either,grammar=strict)"
     assert default.check(CASE, None).detail == "empty answer"  # type: ignore[arg-type]
-    # At most four candidates are named in a failure (this reply has five).
+    # At most four candidates are named in a (lenient) failure (this reply has five).
     reply = '{"answer": "Foo", "x": "answer is Qux `Bar`"}'
-    detail = StringMatchChecker(["X"]).check(CASE, reply).detail
+    detail = StringMatchChecker(["X"], grammar="lenient").check(CASE, reply).detail
     assert detail == f"none of {['Foo', 'Qux', 'Bar', reply]} matches ['X']"
     with pytest.raises(DeltapError, match=r"^string_match checker needs at least one non-empty accepted answer \(params\['answers'\]\)$"):
         StringMatchChecker([" "])

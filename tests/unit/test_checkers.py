@@ -159,10 +159,10 @@ def test_extract_code(reply: str, code: str | None) -> None:
 
 def test_multiple_choice_results_are_exact() -> None:
     checker = make_checker(CheckerSpec("multiple_choice", {"correct": "C", "options": OPTIONS}))
-    assert checker.id == "multiple_choice"
+    assert checker.id == "multiple_choice(grammar=strict)"
     assert checker.check(CASE, "C") == CheckResult("pass", "C", "correct option")
-    assert checker.check(CASE, "B") == CheckResult("fail", "B", "chose B, correct is C")
-    assert checker.check(CASE, "no idea") == CheckResult("fail", None, "no unambiguous option letter in the answer")
+    assert checker.check(CASE, "B") == CheckResult("fail", "B", "chose B, correct is C", {"rule": "wrong"})
+    assert checker.check(CASE, "no idea") == CheckResult("fail", None, "no answer: no option letter in the reply", {"rule": "no answer"})
     assert checker.check(CASE, "") == CheckResult("fail", None, "empty answer")
     assert checker.check(CASE, "   ") == CheckResult("fail", None, "empty answer")
     assert checker.check(CASE, None) == CheckResult("fail", None, "empty answer")  # type: ignore[arg-type]
@@ -267,9 +267,11 @@ def test_make_checker_error_messages(spec: CheckerSpec, message: str) -> None:
 
 def test_make_checker_string_match_params() -> None:
     one = make_checker(CheckerSpec("string_match", {"answers": "BaseAgent"}))  # a single answer as a string
-    assert one.answers == ("BaseAgent",) and one.id == "string_match(case_sensitive=False,qualified=either)"
-    both = make_checker(CheckerSpec("string_match", {"answers": ["a.B"], "case_sensitive": True, "qualified": "exact"}))
-    assert both.id == "string_match(case_sensitive=True,qualified=exact)"
+    assert one.answers == ("BaseAgent",) and one.id == "string_match(case_sensitive=False,qualified=either,grammar=strict)"
+    both = make_checker(
+        CheckerSpec("string_match", {"answers": ["a.B"], "case_sensitive": True, "qualified": "exact", "grammar": "lenient"})
+    )
+    assert both.id == "string_match(case_sensitive=True,qualified=exact,grammar=lenient)"
 
 
 def test_make_checker_pytest_params(tmp_path) -> None:  # type: ignore[no-untyped-def]

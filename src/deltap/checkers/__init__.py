@@ -5,8 +5,9 @@
 =================== ==================================================================================
 kind                params
 =================== ==================================================================================
-``string_match``    ``answers`` (list), optional ``case_sensitive`` (False), ``qualified`` (``either``)
-``multiple_choice`` ``correct`` (letter), ``options`` (letter -> text)
+``string_match``    ``answers`` (list), optional ``case_sensitive`` (False), ``qualified`` (``either``),
+                    ``grammar`` (``strict``/``lenient``, see :mod:`deltap.checkers.grammar`)
+``multiple_choice`` ``correct`` (letter), ``options`` (letter -> text), optional ``grammar`` (``strict``)
 ``regex``           ``pattern``, optional ``mode`` (``search``/``fullmatch``), ``ignore_case``
 ``python``          ``callable`` (``"module:function"``), called as ``fn(case, answer)``
 ``pytest``          ``test_file``, ``module_name``, optional ``fixed_file`` (preflight), ``wall_seconds``,
@@ -43,11 +44,14 @@ def make_checker(spec: CheckerSpec) -> Checker:
         answers = p.get("answers")
         if isinstance(answers, str):
             answers = [answers]
-        return StringMatchChecker(answers or [], bool(p.get("case_sensitive", False)), str(p.get("qualified", "either")))
+        return StringMatchChecker(
+            answers or [], bool(p.get("case_sensitive", False)), str(p.get("qualified", "either")),
+            str(p.get("grammar", "strict")),
+        )
     if kind == "multiple_choice":
         from deltap.checkers.choice import MultipleChoiceChecker
 
-        return MultipleChoiceChecker(str(p.get("correct", "")), p.get("options") or {})
+        return MultipleChoiceChecker(str(p.get("correct", "")), p.get("options") or {}, str(p.get("grammar", "strict")))
     if kind == "regex":
         from deltap.checkers.regex import RegexChecker
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from deltap.checkers.base import CheckResult
 from deltap.checkers.extract import extract_choice
+from deltap.checkers.grammar import grammar_param, read_choice
 from deltap.errors import DeltapError
 
 if TYPE_CHECKING:
@@ -18,25 +19,41 @@ __all__ = ["MultipleChoiceChecker"]
 class MultipleChoiceChecker:
     """Pass when the reply unambiguously chooses the correct option.
 
-    The letter is found by :func:`~deltap.checkers.extract.extract_choice` (``C``, ``(C)``, ``Answer: C``, ``The
-    answer is C.``, JSON, or the exact text of an option). A reply naming no option, or two different ones, fails
-    (it is a wrong answer, not an infrastructure error).
+    ``grammar="strict"`` (the default) reads exactly one option or fails, by
+    :func:`~deltap.checkers.grammar.read_choice`: an echo of the option list, several letters (``A, B, C or D``,
+    ``Answer: A or C``) and a negated letter (``not B``) fail, the article ``a`` is never option A, and ``A is
+    wrong, C is right`` chooses C. A failure's ``detail`` starts with the rule (``echo``, ``several``,
+    ``negated``, ``no answer``) and ``info["rule"]`` holds it. ``grammar="lenient"`` is the checker before issue
+    24 (:func:`~deltap.checkers.extract.extract_choice`). A reply naming no option fails (it is a wrong answer, not
+    an infrastructure error).
 
     Args:
         correct: The correct option key.
         options: ``letter -> text``.
+        grammar: ``strict`` or ``lenient``; the checker id names it.
     """
 
-    def __init__(self, correct: str, options: Mapping[str, str]) -> None:
+    def __init__(self, correct: str, options: Mapping[str, str], grammar: str = "strict") -> None:
         if not options:
             raise DeltapError("multiple_choice checker needs params['options'] (letter -> text)")
         if correct not in options:
             raise DeltapError(f"multiple_choice checker: correct answer {correct!r} is not an option key {sorted(options)}")
         self.correct = correct
         self.options = dict(options)
-        self.id = "multiple_choice"
+        self.grammar = grammar_param(grammar, "multiple_choice")
+        self.id = f"multiple_choice(grammar={self.grammar})"
 
     def check(self, case: Case, answer: str) -> CheckResult:
+        if self.grammar == "lenient":
+            return self._check_lenient(answer)
+        reading = read_choice(answer, self.options)
+        if reading.answer is None:
+            return CheckResult("fail", None, reading.detail, {"rule": reading.rule})
+        if reading.answer == self.correct:
+            return CheckResult("pass", reading.answer, "correct option")
+        return CheckResult("fail", reading.answer, f"chose {reading.answer}, correct is {self.correct}", {"rule": "wrong"})
+
+    def _check_lenient(self, answer: str) -> CheckResult:
         letter = extract_choice(answer, self.options)  # None for an empty (or None) reply
         if letter is None:
             why = "empty answer" if not (answer or "").strip() else "no unambiguous option letter in the answer"

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from deltap.checkers.base import CheckResult
 from deltap.checkers.extract import clean_identifier, identifier_candidates, normalize_identifier
+from deltap.checkers.grammar import grammar_param, read_answer, same_answer
 from deltap.errors import DeltapError
 
 if TYPE_CHECKING:
@@ -16,9 +17,16 @@ __all__ = ["StringMatchChecker"]
 
 
 class StringMatchChecker:
-    """Pass when the reply names one of the accepted answers.
+    """Pass when the reply names one of the accepted answers — and nothing else.
 
-    Normalization (see :func:`~deltap.checkers.extract.normalize_identifier`): whitespace, quotes, backticks,
+    ``grammar="strict"`` (the default) reads the reply by the answer grammar of :mod:`deltap.checkers.grammar`:
+    the answer span (JSON ``answer``, the text after ``answer is``, else the first line) must commit to exactly one
+    candidate name, not negated, not hedged with ``I don't know``, and not followed by an alternative; numbers are
+    compared as numbers and the qualified-tail rule applies only between two dotted identifiers. A failure's
+    ``detail`` starts with the rule that failed it (``several``, ``negated``, ``hedge``, ``alternatives``,
+    ``no answer``, ``wrong``) and ``info["rule"]`` holds it.
+
+    ``grammar="lenient"`` is the checker before issue 24, unchanged: normalization (see :func:`~deltap.checkers.extract.normalize_identifier`): whitespace, quotes, backticks,
     Markdown emphasis, a trailing ``()`` and trailing punctuation are removed; comparison is case-insensitive unless
     ``case_sensitive``. Candidates are pulled from the reply by
     :func:`~deltap.checkers.extract.identifier_candidates` (JSON ``answer``, ``answer is X``, the first backticked
@@ -34,9 +42,12 @@ class StringMatchChecker:
         answers: Accepted answers (at least one).
         case_sensitive: Compare with case.
         qualified: ``either`` or ``exact`` (see above).
+        grammar: ``strict`` or ``lenient``; the checker id names it.
     """
 
-    def __init__(self, answers: Sequence[str], case_sensitive: bool = False, qualified: str = "either") -> None:
+    def __init__(
+        self, answers: Sequence[str], case_sensitive: bool = False, qualified: str = "either", grammar: str = "strict"
+    ) -> None:
         accepted = [str(a) for a in answers if str(a).strip()]
         if not accepted:
             raise DeltapError("string_match checker needs at least one non-empty accepted answer (params['answers'])")
@@ -45,7 +56,8 @@ class StringMatchChecker:
         self.answers = tuple(accepted)
         self.case_sensitive = case_sensitive
         self.qualified = qualified
-        self.id = f"string_match(case_sensitive={case_sensitive},qualified={qualified})"
+        self.grammar = grammar_param(grammar, "string_match")
+        self.id = f"string_match(case_sensitive={case_sensitive},qualified={qualified},grammar={self.grammar})"
 
     def _norm(self, s: str) -> str:
         return clean_identifier(s) if self.case_sensitive else normalize_identifier(s)
@@ -60,6 +72,20 @@ class StringMatchChecker:
         return False
 
     def check(self, case: Case, answer: str) -> CheckResult:
+        if self.grammar == "lenient":
+            return self._check_lenient(answer)
+        reading = read_answer(answer, self.answers, self.case_sensitive, self.qualified)
+        if reading.answer is None:
+            extracted = reading.candidates[0] if reading.candidates else None
+            return CheckResult("fail", extracted, reading.detail, {"rule": reading.rule})
+        for e in self.answers:
+            if same_answer(reading.answer, e, self.case_sensitive, self.qualified):
+                return CheckResult("pass", reading.answer, f"matched {self._norm(e)!r}")
+        return CheckResult(
+            "fail", reading.answer, f"wrong: the answer {reading.answer!r} matches none of {list(self.answers)}", {"rule": "wrong"}
+        )
+
+    def _check_lenient(self, answer: str) -> CheckResult:
         candidates = identifier_candidates(answer or "")
         if not candidates:
             return CheckResult("fail", None, "empty answer")
