@@ -163,9 +163,9 @@ def test_multiple_choice_results_are_exact() -> None:
     assert checker.check(CASE, "C") == CheckResult("pass", "C", "correct option")
     assert checker.check(CASE, "B") == CheckResult("fail", "B", "chose B, correct is C", {"rule": "wrong"})
     assert checker.check(CASE, "no idea") == CheckResult("fail", None, "no answer: no option letter in the reply", {"rule": "no answer"})
-    assert checker.check(CASE, "") == CheckResult("fail", None, "empty answer")
-    assert checker.check(CASE, "   ") == CheckResult("fail", None, "empty answer")
-    assert checker.check(CASE, None) == CheckResult("fail", None, "empty answer")  # type: ignore[arg-type]
+    assert checker.check(CASE, "") == CheckResult("fail", None, "empty answer", {"rule": "empty"})
+    assert checker.check(CASE, "   ") == CheckResult("fail", None, "empty answer", {"rule": "empty"})
+    assert checker.check(CASE, None) == CheckResult("fail", None, "empty answer", {"rule": "empty"})  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
