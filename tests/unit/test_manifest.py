@@ -225,3 +225,39 @@ def test_log_of_an_older_version_gets_a_manifest_and_is_checked_from_then_on(tmp
     assert again.run["resume"]["unverified"] == ["a"] and again.run["calls_this_process"] == 0
     with pytest.raises(ManifestChanged, match="question"):
         mine([_case("a", query="edited")], _corpus(), _solver(), out=tmp_path, **OPTS)
+
+
+def _legacy_log(out: Path) -> None:
+    """Make a run directory look mined before the answer grammar existed: no ``checker_grammar`` in its manifests."""
+    import json
+
+    with sqlite3.connect(out / "trials.sqlite") as db:
+        for case_id, manifest in db.execute("SELECT case_id, manifest_json FROM manifests").fetchall():
+            m = json.loads(manifest)
+            m.pop("checker_grammar", None)
+            db.execute("UPDATE manifests SET manifest_json = ? WHERE case_id = ?", (json.dumps(m), case_id))
+
+
+def test_a_log_judged_by_the_lenient_grammar_is_not_resumed_silently_by_the_strict_one(tmp_path: Path) -> None:
+    mine([_case("a"), _case("b")], _corpus(), _solver(), out=tmp_path, **OPTS)
+    _legacy_log(tmp_path)
+    with pytest.raises(ManifestChanged) as err:
+        mine([_case("a"), _case("b")], _corpus(), _solver(), out=tmp_path, **OPTS)
+    msg = str(err.value)
+    assert "checker_grammar lenient -> strict in 2 case(s) [a; b]" in msg and "grammar: lenient" in msg
+    assert "--remine-changed" in msg
+    lenient = CheckerSpec("string_match", {"answers": ["ans-a"], "grammar": "lenient"})
+    lenient_b = CheckerSpec("string_match", {"answers": ["ans-b"], "grammar": "lenient"})
+    # the same grammar resumes with no call; the strict one re-mines exactly the changed cases when asked
+    again = mine([_case("a", checker=lenient), _case("b", checker=lenient_b)], _corpus(), _solver(), out=tmp_path, **OPTS)
+    assert again.run["calls_this_process"] == 0
+    _legacy_log(tmp_path)
+    res = mine([_case("a"), _case("b")], _corpus(), _solver(), out=tmp_path, remine_changed=True, **OPTS)
+    assert res.run["resume"]["remined"] == ["a", "b"] and res.run["calls_this_process"] > 0
+
+
+def test_a_changed_grammar_is_a_changed_input(tmp_path: Path) -> None:
+    mine([_case("a")], _corpus(), _solver(), out=tmp_path, **OPTS)
+    lenient = CheckerSpec("string_match", {"answers": ["ans-a"], "grammar": "lenient"})
+    with pytest.raises(ManifestChanged, match=r"checker_grammar strict -> lenient in 1 case\(s\) \[a\]"):
+        mine([_case("a", checker=lenient)], _corpus(), _solver(), out=tmp_path, **OPTS)

@@ -193,17 +193,25 @@ def _one_word(item: str) -> str | None:
     return w if _TOKEN.fullmatch(w) or w else None
 
 
-def _clause_candidates(clause: str, accepted: Callable[[str], bool]) -> list[_Cand]:
+def _clause_candidates(clause: str, accepted: Callable[[str], bool], spots: Sequence[re.Pattern[str]] = ()) -> list[_Cand]:
     tokens = list(_TOKEN.finditer(clause))
     marked = [_Cand(m.group("bt") or m.group("bold"), m.start(), m.end()) for m in tokens if m.group("bt") or m.group("bold")]
+    word = clause.strip().strip(_QUOTES + ".,;:!?\u2026").strip()
     if marked:
         cands = marked
+    elif word and not re.search(r"\s", word):  # the clause is one word (``ans-a``, ``--budget``): it is the candidate
+        start = clause.find(word)
+        cands = [_Cand(word, start, start + len(word))]
     else:
         cands = []
         for m in tokens:
             t = m.group("num") or m.group("ident")
-            if t and (m.group("num") or _code_like(t) or accepted(t) or len(tokens) == 1):
+            if t and (m.group("num") or _code_like(t) or accepted(t)):
                 cands.append(_Cand(t, m.start(), m.end()))
+        for spot in spots:  # an accepted answer that is not one token (``ans-a`` in a sentence)
+            for m in spot.finditer(clause):
+                if not any(c.start < m.end() and m.start() < c.end for c in cands):
+                    cands.append(_Cand(m.group(0), m.start(), m.end()))
     items = _list_items(clause)
     if items:
         words = [(sep, _one_word(item), item) for sep, item in items]
@@ -290,19 +298,25 @@ def read_answer(
     def is_accepted(word: str) -> bool:
         return any(same_answer(word, a, case_sensitive, qualified) for a in accepted)
 
+    flags = 0 if case_sensitive else re.I
+    spots = [re.compile(r"(?<![\w.-])" + re.escape(clean_identifier(a)) + r"(?![\w-]|\.\w)", flags) for a in accepted if clean_identifier(a)]
+
+    def candidates(clause: str) -> list[_Cand]:
+        return _clause_candidates(clause, is_accepted, spots)
+
     lead, span, rest = _answer_span(reply)
     if span.strip() and _BULLET.match(span):
         bullets = _bullets(span + "\n" + rest)
         if len(bullets) >= 2:
-            firsts = [cs[0].text for b in bullets if (cs := [c for c in _clause_candidates(b, is_accepted) if not c.negated])]
+            firsts = [cs[0].text for b in bullets if (cs := [c for c in candidates(b) if not c.negated])]
             names = _distinct([_Cand(t, 0, 0) for t in firsts], case_sensitive)
             if len(names) >= 2:
                 return Reading(None, "several", f"several: a list of {len(names)} candidates {names[:6]}", tuple(names))
         span = bullets[0] if bullets else span
-    elif not _clause_candidates(span, is_accepted) and span.rstrip().endswith(":"):
+    elif not candidates(span) and span.rstrip().endswith(":"):
         bullets = _bullets(rest)
         if len(bullets) >= 2:
-            names = _distinct([c for b in bullets for c in _clause_candidates(b, is_accepted)[:1]], case_sensitive)
+            names = _distinct([c for b in bullets for c in candidates(b)[:1]], case_sensitive)
             if len(names) >= 2:
                 return Reading(None, "several", f"several: a list of {len(names)} candidates {names[:6]}", tuple(names))
         if bullets:
@@ -310,7 +324,7 @@ def read_answer(
     clauses = _clauses(span)
     negated: list[str] = []
     for i, clause in enumerate(clauses):
-        cands = _clause_candidates(clause, is_accepted)
+        cands = candidates(clause)
         positive = _distinct([c for c in cands if not c.negated], case_sensitive)
         negated += [c.text for c in cands if c.negated]
         if not positive:
@@ -325,7 +339,7 @@ def read_answer(
         later = clauses[i + 1 :] + _clauses(rest)
         for c in later:
             if _ALT_OPEN.search(c):
-                others = [o.text for o in _clause_candidates(c, is_accepted) if not o.negated and not same_answer(o.text, answer, case_sensitive)]
+                others = [o.text for o in candidates(c) if not o.negated and not same_answer(o.text, answer, case_sensitive)]
                 if others:
                     return Reading(None, "alternatives", f"alternatives: after {answer!r} the reply offers {others[:4]}", (answer, *others[:4]))
         return Reading(answer, "ok", f"answer {answer!r}", (answer,))

@@ -43,9 +43,12 @@ __all__ = ["ManifestChanged", "case_manifest", "check_writable_ids", "describe_c
 
 #: the fields of a manifest, in the order a message lists them
 FIELDS = (
-    "question", "reference_answer", "checker", "checker_files", "benchmark_type", "prompt", "prompt_template", "gold",
+    "question", "reference_answer", "checker", "checker_grammar", "checker_files", "benchmark_type", "prompt", "prompt_template", "gold",
     "retriever", "k", "n_placebo", "max_candidates", "seed", "solver", "candidates",
 )
+
+#: checker kinds that read replies by an answer grammar (``params["grammar"]``, see deltap.checkers.grammar)
+GRAMMAR_KINDS = ("string_match", "multiple_choice")
 
 #: pytest-checker params that name files whose *content* decides outcomes (the spec records only their paths)
 _CHECKER_FILE_PARAMS = ("test_file", "fixed_file", "unfixed_file")
@@ -152,7 +155,8 @@ def case_manifest(
     return {
         "question": _digest(case.query),
         "reference_answer": _digest(case.reference_answer),
-        "checker": _canonical({"kind": case.checker.kind, "params": dict(case.checker.params)}),
+        "checker": _canonical({"kind": case.checker.kind, "params": _spec_params(case)}),
+        "checker_grammar": checker_grammar(case),
         "checker_files": checker_files(case),
         "benchmark_type": case.benchmark_type,
         "prompt": prompt_hash(render_prompt(request_from_case(case), template))[:16],
@@ -168,9 +172,45 @@ def case_manifest(
     }
 
 
+def _spec_params(case: Case) -> dict[str, Any]:
+    """The checker's params without ``grammar`` (recorded on its own, ``checker_grammar``)."""
+    params = dict(case.checker.params)
+    if case.checker.kind in GRAMMAR_KINDS:
+        params.pop("grammar", None)
+    return params
+
+
+def checker_grammar(case: Case) -> str:
+    """The answer grammar a case's checker reads replies by: ``strict`` (the default) or ``lenient``; ``""`` for
+    kinds without one. Logs written before the grammar existed were judged ``lenient`` (see :func:`manifest_diff`)."""
+    if case.checker.kind not in GRAMMAR_KINDS:
+        return ""
+    return str(case.checker.params.get("grammar", "strict"))
+
+
+def _old_grammar(old: Mapping[str, Any]) -> str | None:
+    """The grammar of a manifest recorded before ``checker_grammar`` existed: ``lenient`` for a string-match or
+    multiple-choice checker (the only grammar then), ``""`` for other kinds, ``None`` when unknown."""
+    try:
+        kind = json.loads(str(old.get("checker"))).get("kind")
+    except (ValueError, AttributeError):
+        return None
+    return "lenient" if kind in GRAMMAR_KINDS else ""
+
+
 def manifest_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, str]:
-    """``{field: "old -> new"}`` for every field that differs (``candidates`` as a list of changed doc ids)."""
+    """``{field: "old -> new"}`` for every field that differs (``candidates`` as a list of changed doc ids).
+
+    A manifest without ``checker_grammar`` (a log mined before issue 24) is compared as ``lenient`` for the
+    string-match and multiple-choice checkers, so resuming it with the strict default is refused (or re-mined)
+    instead of mixing the two grammars' verdicts.
+    """
     out: dict[str, str] = {}
+    old = dict(old)
+    if "checker_grammar" not in old and "checker" in old:
+        legacy = _old_grammar(old)
+        if legacy is not None:
+            old["checker_grammar"] = legacy
     for f in FIELDS:
         if f not in old:
             continue  # a field this log's deltap did not record yet (checker_files): nothing to compare with
@@ -216,10 +256,12 @@ class ManifestChanged(DeltapError):
 
     def __init__(self, path: str, changes: Mapping[str, Mapping[str, str]]) -> None:
         self.changes = {k: dict(v) for k, v in changes.items()}
+        grammar = any("checker_grammar" in v for v in changes.values())
         super().__init__(
             f"{path}: the inputs of {len(changes)} logged case(s) changed since their trials were run: "
-            f"{describe_changes(changes)}. Resume with the same inputs, pass --remine-changed (remine_changed=True) to "
-            "re-mine exactly these cases, or choose a new --out directory"
+            f"{describe_changes(changes)}. Resume with the same inputs"
+            + (" (a log judged by the lenient answer grammar resumes with grammar: lenient in the checker params)" if grammar else "")
+            + ", pass --remine-changed (remine_changed=True) to re-mine exactly these cases, or choose a new --out directory"
         )
 
 
