@@ -329,13 +329,12 @@ def read_answer(
         negated += [c.text for c in cands if c.negated]
         if not positive:
             continue
+        if _DISCLAIM.search(lead + " " + " ".join(clauses[: i + 1])):
+            return Reading(None, "hedge", f"hedge: the reply disclaims knowing the answer before naming {positive[:6]}", tuple(positive))
         if len(positive) >= 2:
             joined = " or " if re.search(r"\bor\b", clause, re.I) else ", "
             return Reading(None, "several", f"several: the answer names {len(positive)} candidates ({joined.strip()}) {positive[:6]}", tuple(positive))
         answer = positive[0]
-        before = lead + " " + " ".join(clauses[: i + 1])
-        if _DISCLAIM.search(before):
-            return Reading(None, "hedge", f"hedge: the reply disclaims knowing the answer before naming {answer!r}", (answer,))
         later = clauses[i + 1 :] + _clauses(rest)
         for c in later:
             if _ALT_OPEN.search(c):

@@ -1,0 +1,231 @@
+"""Re-check the replies stored in real trial logs with the lenient and the strict answer grammar (issue 24, item 3).
+
+For every run directory given (mined with ``--outcome pass``, so every trial keeps the model's reply):
+
+1. **Verdicts.** Every stored reply of a ``string_match`` / ``multiple_choice`` case is checked again with
+   ``grammar=lenient`` (the checker before issue 24) and ``grammar=strict`` (the default now), with the checker
+   spec the run recorded in its manifest. No solver call. Counts: replies, pass->fail, fail->pass, and the strict
+   rule that failed each reply the lenient grammar passed.
+2. **Labels.** For each grammar the run's ``trials.sqlite`` is copied to a scratch directory, every trial's outcome
+   is replaced by the re-checked one, and the library's own mining (:func:`deltap.mine`: preflight, stopping rule,
+   dataset-wide BH, verdicts, coalitions) resumes on the copy with a *replay solver* that answers each prompt with
+   the reply the log holds for it (the run's local model is greedy: the same prompt gets the same reply). A prompt
+   the log never saw (the procedure takes another path when outcomes change) cannot be replayed: it is an ``error``
+   trial, counted in the table (``unseen``). The lenient replay must give back the run's own labels (checked and
+   printed: ``lenient replay == run``); the strict one's labels are compared with it.
+
+Run (after mining, needs the cases and corpus the run was mined with)::
+
+    python benchmarks/bench_recheck.py /tmp/demo-pass/run --demo /tmp/demo-pass/corpus.jsonl
+    python benchmarks/bench_recheck.py RUN --cases api_understanding.yaml --corpus adk.jsonl
+
+Prints one table row per run directory (and the changed replies with ``--show``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sqlite3
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+from deltap.cases import Case, CheckerSpec  # noqa: E402
+from deltap.checkers import make_checker  # noqa: E402
+from deltap.solvers.base import Answer, SolverError  # noqa: E402
+
+GRAMMAR_KINDS = ("string_match", "multiple_choice")
+
+
+def _specs(db: sqlite3.Connection) -> dict[str, CheckerSpec]:
+    """The checker spec of every case, from the manifests the run recorded."""
+    out = {}
+    for case_id, manifest in db.execute("SELECT case_id, manifest_json FROM manifests"):
+        spec = json.loads(json.loads(manifest)["checker"])
+        out[case_id] = CheckerSpec(spec["kind"], spec["params"])
+    return out
+
+
+def _with_grammar(spec: CheckerSpec, grammar: str) -> CheckerSpec:
+    return CheckerSpec(spec.kind, {**dict(spec.params), "grammar": grammar}) if spec.kind in GRAMMAR_KINDS else spec
+
+
+def recheck_verdicts(run: Path, show: bool = False) -> dict[str, Any]:
+    """Re-check every stored reply with both grammars (no solver call)."""
+    db = sqlite3.connect(f"file:{run / 'trials.sqlite'}?mode=ro", uri=True)
+    specs = _specs(db)
+    checkers = {cid: {g: make_checker(_with_grammar(s, g)) for g in ("lenient", "strict")} for cid, s in specs.items() if s.kind in GRAMMAR_KINDS}
+    counts: Counter[str] = Counter()
+    rules: Counter[str] = Counter()
+    examples: list[tuple[str, str, str, str]] = []
+    rows = db.execute("SELECT case_id, answer, outcome FROM trials WHERE answer IS NOT NULL AND outcome IN ('pass', 'fail')").fetchall()
+    for case_id, answer, logged in rows:
+        if case_id not in checkers:
+            continue
+        case = Case(case_id, "")
+        old = checkers[case_id]["lenient"].check(case, answer)
+        new = checkers[case_id]["strict"].check(case, answer)
+        counts["replies"] += 1
+        counts[f"kind:{specs[case_id].kind}"] += 1
+        counts["logged == lenient"] += int(logged == old.outcome)
+        if old.outcome != new.outcome:
+            counts[f"{old.outcome}->{new.outcome}"] += 1
+            if old.outcome == "pass":
+                rules[str(new.info.get("rule", "?"))] += 1
+            examples.append((case_id, old.outcome, new.outcome, f"{answer[:160]!r} [{new.detail}]"))
+    db.close()
+    if show:
+        for ex in examples:
+            print("   ", *ex)
+    return {"counts": counts, "rules": rules, "examples": examples, "specs": specs}
+
+
+class ReplaySolver:
+    """Answers a prompt with the reply a trial log holds for it; an unseen prompt is a :class:`SolverError`."""
+
+    deterministic = True
+
+    def __init__(self, solver_id: str, replies: dict[str, str]) -> None:
+        self.id = solver_id
+        self.replies = replies
+        self.unseen = 0
+
+    def answer(self, request: Any) -> Answer:
+        from deltap.solvers.prompts import prompt_hash, render_prompt
+
+        h = prompt_hash(render_prompt(request))
+        if h not in self.replies:
+            self.unseen += 1
+            raise SolverError("prompt not in the trial log (cannot be replayed without the model)")
+        return Answer(self.replies[h], solver_id=self.id)
+
+    def score(self, request: Any, reference: str) -> Any:
+        raise NotImplementedError("replay of pass-outcome logs only")
+
+
+def _labels(result: Any) -> dict[tuple[str, str], tuple[str, Any]]:
+    return {(p["id"], c["doc_id"]): (c["verdict"], c.get("grade")) for p in result.dataset.pairs for c in p["candidates"]}
+
+
+def _status(result: Any) -> dict[str, str]:
+    return {p["id"]: p["metadata"]["status"] for p in result.dataset.pairs}
+
+
+def relabel(run: Path, cases: list[Case], corpus: Any, grammar: str, scratch: Path) -> tuple[Any, int]:
+    """Mine again on a copy of ``run`` whose trial outcomes are re-checked with ``grammar`` (replayed replies)."""
+    from deltap import mine
+    from deltap.mining.config import MiningConfig
+
+    out = scratch / grammar
+    out.mkdir(parents=True)
+    src = sqlite3.connect(f"file:{run / 'trials.sqlite'}?mode=ro", uri=True)
+    dst = sqlite3.connect(out / "trials.sqlite")
+    src.backup(dst)
+    src.close()
+    specs = _specs(dst)
+    config = {k: json.loads(v) for k, v in dst.execute("SELECT key, value FROM meta")}
+    replies = {h: a for h, a in dst.execute("SELECT prompt_hash, answer FROM trials WHERE answer IS NOT NULL AND prompt_hash IS NOT NULL")}
+    checkers = {cid: make_checker(_with_grammar(s, grammar)) for cid, s in specs.items()}
+    rows = dst.execute("SELECT rowid, case_id, answer FROM trials WHERE answer IS NOT NULL AND outcome IN ('pass', 'fail')").fetchall()
+    with dst:
+        for rowid, case_id, answer in rows:
+            checker = checkers[case_id]
+            res = checker.check(Case(case_id, ""), answer)
+            dst.execute(
+                "UPDATE trials SET outcome = ?, value = ?, checker_id = ?, detail = ? WHERE rowid = ?",
+                (res.outcome, 1.0 if res.passed else 0.0, checker.id, res.detail[:500], rowid),
+            )
+        dst.execute("DELETE FROM manifests")  # recomputed from these cases (their grammar is the replayed one)
+        dst.execute("UPDATE meta SET value = 'null' WHERE key = 'solver_model'")  # the replay has no weights file
+    dst.close()
+    fields = MiningConfig.__dataclass_fields__
+    cfg = MiningConfig(**{k: v for k, v in config.items() if k in fields and k not in ("workers", "cases_in_flight")})
+    by_id = {c.case_id: c for c in cases}
+    mined = [by_id[cid] for cid in specs if cid in by_id]
+    mined = [replace(c, checker=_with_grammar(c.checker, grammar)) for c in mined]
+    solver = ReplaySolver(str(config["solver"]), replies)
+    result = mine(mined, corpus, solver, out=out, config=cfg, retriever=None)
+    return result, solver.unseen
+
+
+def _original(run: Path) -> dict[tuple[str, str], tuple[str, Any]]:
+    """The run's own labels (its ``retrieval_dataset.yaml``), ``{}`` when it has none."""
+    from deltap.dataset import read_dataset
+
+    path = run / "retrieval_dataset.yaml"
+    if not path.exists():
+        return {}
+    return {(p["id"], c["doc_id"]): (c["verdict"], c.get("grade")) for p in read_dataset(path).pairs for c in p["candidates"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("runs", nargs="+", type=Path, help="run directories (each with trials.sqlite)")
+    ap.add_argument("--demo", type=Path, help="the demo's corpus.jsonl: cases are the bundled stdlib benchmark")
+    ap.add_argument("--cases", type=Path, help="the cases file the runs were mined with")
+    ap.add_argument("--corpus", type=Path, help="the corpus the runs were mined with")
+    ap.add_argument("--show", action="store_true", help="print every reply whose verdict changed")
+    ap.add_argument("--verdicts-only", action="store_true", help="skip the relabelling (no mining replay)")
+    args = ap.parse_args(argv)
+    import warnings
+
+    warnings.simplefilter("ignore")
+    from deltap import load_corpus
+
+    if args.demo:
+        from deltap.demo import load_demo_cases
+
+        corpus = load_corpus(args.demo)
+        cases = load_demo_cases(corpus)
+    elif args.cases and args.corpus:
+        from deltap import load_cases
+
+        corpus = load_corpus(args.corpus)
+        cases = load_cases(args.cases, corpus, on_missing="skip")
+    else:
+        corpus, cases = None, []
+        args.verdicts_only = True
+    header = (
+        f"{'run':<28} {'replies':>7} {'lenient=log':>11} {'pass->fail':>10} {'fail->pass':>10} "
+        f"{'labels':>6} {'replay=run':>10} {'labels changed':>14} {'status changed':>14} {'unseen':>6}"
+    )
+    lines = [header, "-" * len(header)]
+    for run in args.runs:
+        v = recheck_verdicts(run, args.show)
+        c = v["counts"]
+        row = f"{run.parent.name + '/' + run.name:<28} {c['replies']:>7} {c['logged == lenient']:>11} {c['pass->fail']:>10} {c['fail->pass']:>10}"
+        if not args.verdicts_only:
+            with tempfile.TemporaryDirectory(prefix="recheck-") as tmp:
+                lenient, unseen_l = relabel(run, cases, corpus, "lenient", Path(tmp))
+                strict, unseen_s = relabel(run, cases, corpus, "strict", Path(tmp))
+            ll, ls, orig = _labels(lenient), _labels(strict), _original(run)
+            same_as_run = "yes" if not orig else ("yes" if ll == orig else f"no ({sum(orig.get(k) != x for k, x in ll.items())})")
+            changed = sum(1 for k in ll.keys() | ls.keys() if ll.get(k, ("absent",))[0] != ls.get(k, ("absent",))[0])
+            st_l, st_s = _status(lenient), _status(strict)
+            status_changed = sum(1 for k in st_l if st_l[k] != st_s.get(k))
+            row += f" {len(ll):>6} {same_as_run:>10} {changed:>14} {status_changed:>14} {unseen_l + unseen_s:>6}"
+            for k in sorted(ll.keys() | ls.keys()):
+                if ll.get(k, ("absent",))[0] != ls.get(k, ("absent",))[0]:
+                    print(f"    label {k[0]} / {k[1]}: {ll.get(k, ('absent',))[0]} -> {ls.get(k, ('absent',))[0]}")
+            for k in st_l:
+                if st_l[k] != st_s.get(k):
+                    print(f"    case {k}: {st_l[k]} -> {st_s.get(k)}")
+        lines.append(row)
+        if v["rules"]:
+            lines.append(f"{'':<28} strict rules that failed lenient passes: {dict(v['rules'])}")
+        kinds = {k.split(':', 1)[1]: n for k, n in c.items() if k.startswith('kind:')}
+        lines.append(f"{'':<28} replies by checker: {kinds}")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
