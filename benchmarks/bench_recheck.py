@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sqlite3
 import sys
 import tempfile
@@ -62,11 +61,17 @@ def recheck_verdicts(run: Path, show: bool = False) -> dict[str, Any]:
     """Re-check every stored reply with both grammars (no solver call)."""
     db = sqlite3.connect(f"file:{run / 'trials.sqlite'}?mode=ro", uri=True)
     specs = _specs(db)
-    checkers = {cid: {g: make_checker(_with_grammar(s, g)) for g in ("lenient", "strict")} for cid, s in specs.items() if s.kind in GRAMMAR_KINDS}
+    checkers = {
+        cid: {g: make_checker(_with_grammar(s, g)) for g in ("lenient", "strict")}
+        for cid, s in specs.items()
+        if s.kind in GRAMMAR_KINDS
+    }
     counts: Counter[str] = Counter()
     rules: Counter[str] = Counter()
     examples: list[tuple[str, str, str, str]] = []
-    rows = db.execute("SELECT case_id, answer, outcome FROM trials WHERE answer IS NOT NULL AND outcome IN ('pass', 'fail')").fetchall()
+    rows = db.execute(
+        "SELECT case_id, answer, outcome FROM trials WHERE answer IS NOT NULL AND outcome IN ('pass', 'fail')"
+    ).fetchall()
     for case_id, answer, logged in rows:
         if case_id not in checkers:
             continue
@@ -112,7 +117,9 @@ class ReplaySolver:
 
 
 def _labels(result: Any) -> dict[tuple[str, str], tuple[str, Any]]:
-    return {(p["id"], c["doc_id"]): (c["verdict"], c.get("grade")) for p in result.dataset.pairs for c in p["candidates"]}
+    return {
+        (p["id"], c["doc_id"]): (c["verdict"], c.get("grade")) for p in result.dataset.pairs for c in p["candidates"]
+    }
 
 
 def _status(result: Any) -> dict[str, str]:
@@ -132,9 +139,16 @@ def relabel(run: Path, cases: list[Case], corpus: Any, grammar: str, scratch: Pa
     src.close()
     specs = _specs(dst)
     config = {k: json.loads(v) for k, v in dst.execute("SELECT key, value FROM meta")}
-    replies = {h: a for h, a in dst.execute("SELECT prompt_hash, answer FROM trials WHERE answer IS NOT NULL AND prompt_hash IS NOT NULL")}
+    replies = {
+        h: a
+        for h, a in dst.execute(
+            "SELECT prompt_hash, answer FROM trials WHERE answer IS NOT NULL AND prompt_hash IS NOT NULL"
+        )
+    }
     checkers = {cid: make_checker(_with_grammar(s, grammar)) for cid, s in specs.items()}
-    rows = dst.execute("SELECT rowid, case_id, answer FROM trials WHERE answer IS NOT NULL AND outcome IN ('pass', 'fail')").fetchall()
+    rows = dst.execute(
+        "SELECT rowid, case_id, answer FROM trials WHERE answer IS NOT NULL AND outcome IN ('pass', 'fail')"
+    ).fetchall()
     with dst:
         for rowid, case_id, answer in rows:
             checker = checkers[case_id]
@@ -163,7 +177,11 @@ def _original(run: Path) -> dict[tuple[str, str], tuple[str, Any]]:
     path = run / "retrieval_dataset.yaml"
     if not path.exists():
         return {}
-    return {(p["id"], c["doc_id"]): (c["verdict"], c.get("grade")) for p in read_dataset(path).pairs for c in p["candidates"]}
+    return {
+        (p["id"], c["doc_id"]): (c["verdict"], c.get("grade"))
+        for p in read_dataset(path).pairs
+        for c in p["candidates"]
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -207,7 +225,9 @@ def main(argv: list[str] | None = None) -> int:
                 lenient, unseen_l = relabel(run, cases, corpus, "lenient", Path(tmp))
                 strict, unseen_s = relabel(run, cases, corpus, "strict", Path(tmp))
             ll, ls, orig = _labels(lenient), _labels(strict), _original(run)
-            same_as_run = "yes" if not orig else ("yes" if ll == orig else f"no ({sum(orig.get(k) != x for k, x in ll.items())})")
+            same_as_run = (
+                "yes" if not orig else ("yes" if ll == orig else f"no ({sum(orig.get(k) != x for k, x in ll.items())})")
+            )
             changed = sum(1 for k in ll.keys() | ls.keys() if ll.get(k, ("absent",))[0] != ls.get(k, ("absent",))[0])
             st_l, st_s = _status(lenient), _status(strict)
             status_changed = sum(1 for k in st_l if st_l[k] != st_s.get(k))
@@ -221,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(row)
         if v["rules"]:
             lines.append(f"{'':<28} strict rules that failed lenient passes: {dict(v['rules'])}")
-        kinds = {k.split(':', 1)[1]: n for k, n in c.items() if k.startswith('kind:')}
+        kinds = {k.split(":", 1)[1]: n for k, n in c.items() if k.startswith("kind:")}
         lines.append(f"{'':<28} replies by checker: {kinds}")
     print("\n".join(lines))
     return 0

@@ -45,7 +45,9 @@ STRING_ATTACKS = [
     pytest.param("BaseAgent", "`LlmAgent`, `SequentialAgent` or `BaseAgent`", "several", id="backticked-list"),
     pytest.param("BaseAgent", "- LlmAgent\n- BaseAgent\n- Runner", "several", id="bullet-list"),
     pytest.param("BaseAgent", "Possible answers:\n- LlmAgent\n- BaseAgent", "several", id="bullet-list-after-colon"),
-    pytest.param("BaseAgent", "Agents include LlmAgent, SequentialAgent, BaseAgent and Runner.", "several", id="buried"),
+    pytest.param(
+        "BaseAgent", "Agents include LlmAgent, SequentialAgent, BaseAgent and Runner.", "several", id="buried"
+    ),
     pytest.param("BaseAgent", "BaseAgent. Or maybe LlmAgent.", "alternatives", id="later-alternative"),
     pytest.param("BaseAgent", '{"answer": "LlmAgent or BaseAgent"}', "several", id="json-two"),
     pytest.param("name", "name or description", "several", id="plain-words-or"),
@@ -68,7 +70,9 @@ STRING_RIGHT = [
     pytest.param("0.6", "The default is `0.60`.", id="number-in-sentence"),
     pytest.param("BaseAgent", "The answer is `BaseAgent`.", id="answer-is"),
     pytest.param("BaseAgent", "`BaseAgent` \u2014 it is the base class of all agents", id="explanation-after-dash"),
-    pytest.param("BaseAgent", "BaseAgent. It is the base class of LlmAgent and SequentialAgent.", id="explanation-sentence"),
+    pytest.param(
+        "BaseAgent", "BaseAgent. It is the base class of LlmAgent and SequentialAgent.", id="explanation-sentence"
+    ),
     pytest.param("BaseAgent", '{"answer": "BaseAgent"}', id="json"),
     pytest.param("BaseAgent", "```\nBaseAgent\n```", id="fence"),
     pytest.param("BaseAgent", "BaseAgent()", id="call"),
@@ -78,11 +82,17 @@ STRING_RIGHT = [
     pytest.param("BaseAgent", "It is not LlmAgent but BaseAgent", id="not-x-but-y"),
     pytest.param("BaseAgent", "Use BaseAgent instead of LlmAgent", id="instead-of"),
     pytest.param("BaseAgent", "LlmAgent is wrong, BaseAgent is right", id="wrong-then-right"),
-    pytest.param("BaseAgent", "The BaseAgent class is the foundational class of all agents in the ADK.", id="acronym-is-prose"),
+    pytest.param(
+        "BaseAgent", "The BaseAgent class is the foundational class of all agents in the ADK.", id="acronym-is-prose"
+    ),
     pytest.param("name", "The mandatory parameter is `name`.", id="plain-word-backticked"),
     pytest.param("name", "The mandatory parameter is name.", id="plain-word"),
     pytest.param("ans-a", "The answer is ans-a.", id="hyphenated-answer"),
-    pytest.param("BaseAgent", "Answer: BaseAgent\nYou can subclass it, or use LlmAgent for a model-backed agent.", id="or-inside-later-prose"),
+    pytest.param(
+        "BaseAgent",
+        "Answer: BaseAgent\nYou can subclass it, or use LlmAgent for a model-backed agent.",
+        id="or-inside-later-prose",
+    ),
     pytest.param("BaseAgent", "Maybe BaseAgent.", id="tentative-single"),
     pytest.param("BaseAgent", "- BaseAgent", id="single-bullet"),
 ]
@@ -99,7 +109,9 @@ def test_string_match_right_answers_in_natural_phrasings_pass(expected: str, rep
     [
         pytest.param("5", "2.5", id="number-tail"),
         pytest.param("0", "The default is 1.0", id="number-in-sentence"),
-        pytest.param("BaseAgent", "The base class is: `google.adk.agents.BaseAgent` or `LlmAgent`", id="qualified-in-list"),
+        pytest.param(
+            "BaseAgent", "The base class is: `google.adk.agents.BaseAgent` or `LlmAgent`", id="qualified-in-list"
+        ),
         pytest.param("5", "The version is 2.5", id="number-tail-in-sentence"),
         pytest.param("BaseAgent", "I use pkg.LlmAgent, not my.BaseAgent", id="tail-rule-not-over-a-line"),
     ],
@@ -186,12 +198,34 @@ _camel = st.builds(
 )
 _snake = st.builds("_".join, st.lists(st.text(string.ascii_lowercase, min_size=2, max_size=6), min_size=2, max_size=3))
 _name = st.one_of(_camel, _snake)
-_two_names = st.tuples(_name, _name).filter(lambda t: t[0].lower() != t[1].lower() and t[0].lower() not in t[1].lower() and t[1].lower() not in t[0].lower())
+_two_names = st.tuples(_name, _name).filter(
+    lambda t: t[0].lower() != t[1].lower() and t[0].lower() not in t[1].lower() and t[1].lower() not in t[0].lower()
+)
 
-RIGHT_ALONE = ["{a}", "`{a}`", "**{a}**", "The answer is `{a}`.", "Answer: {a}", '{{"answer": "{a}"}}', "```\n{a}\n```", "{a}()",
-               "`{a}` \u2014 that is the one to use.", "It is {a}."]
-WITH_ANOTHER = ["{b} or {a}", "{a} or {b}", "{b}, {a}", "`{b}`, `{a}`", "maybe {b} or {a}", "I don't know. Perhaps {b}, {a}",
-                "- {b}\n- {a}", "Either `{a}` or `{b}`.", "The answer is {b} or {a}.", "{a}. Or maybe {b}."]
+RIGHT_ALONE = [
+    "{a}",
+    "`{a}`",
+    "**{a}**",
+    "The answer is `{a}`.",
+    "Answer: {a}",
+    '{{"answer": "{a}"}}',
+    "```\n{a}\n```",
+    "{a}()",
+    "`{a}` \u2014 that is the one to use.",
+    "It is {a}.",
+]
+WITH_ANOTHER = [
+    "{b} or {a}",
+    "{a} or {b}",
+    "{b}, {a}",
+    "`{b}`, `{a}`",
+    "maybe {b} or {a}",
+    "I don't know. Perhaps {b}, {a}",
+    "- {b}\n- {a}",
+    "Either `{a}` or `{b}`.",
+    "The answer is {b} or {a}.",
+    "{a}. Or maybe {b}.",
+]
 NEGATED = ["It is definitely not {a}", "not `{a}`", "The answer is not {a}.", "{a} is wrong", "Definitely not {a}."]
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -221,7 +255,10 @@ def test_property_a_negated_right_answer_fails(names: tuple[str, str], template:
 
 
 @SETTINGS
-@given(x=st.decimals(min_value=-1000, max_value=1000, allow_nan=False, allow_infinity=False, places=3), y=st.integers(0, 999))
+@given(
+    x=st.decimals(min_value=-1000, max_value=1000, allow_nan=False, allow_infinity=False, places=3),
+    y=st.integers(0, 999),
+)
 def test_property_numbers_compare_as_numbers(x: object, y: int) -> None:
     from decimal import Decimal
 
@@ -235,9 +272,27 @@ def test_property_numbers_compare_as_numbers(x: object, y: int) -> None:
 
 
 _letters = st.sampled_from(sorted(OPTIONS))
-CHOICE_RIGHT_ALONE = ["{c}", "({c})", "**{c}**", "Answer: {c}", "The answer is {c}.", "The answer is ({c}).", '{{"answer": "{c}"}}',
-                      "{c}) {text}", "I would pick {c}.", "{w} is wrong, {c} is right", "Not {w}, it is {c}."]
-CHOICE_WITH_ANOTHER = ["{c} or {w}", "{w} or {c}", "Answer: {c} or {w}", "{w}, {c}", "Either ({c}) or ({w}).", "({w}) and ({c})"]
+CHOICE_RIGHT_ALONE = [
+    "{c}",
+    "({c})",
+    "**{c}**",
+    "Answer: {c}",
+    "The answer is {c}.",
+    "The answer is ({c}).",
+    '{{"answer": "{c}"}}',
+    "{c}) {text}",
+    "I would pick {c}.",
+    "{w} is wrong, {c} is right",
+    "Not {w}, it is {c}.",
+]
+CHOICE_WITH_ANOTHER = [
+    "{c} or {w}",
+    "{w} or {c}",
+    "Answer: {c} or {w}",
+    "{w}, {c}",
+    "Either ({c}) or ({w}).",
+    "({w}) and ({c})",
+]
 
 
 @SETTINGS
@@ -257,7 +312,12 @@ def test_property_the_right_option_with_another_fails(pair: tuple[str, str], tem
 
 
 @SETTINGS
-@given(correct=_letters, order=st.permutations(sorted(OPTIONS)), sep=st.sampled_from([" ", "\n", "  ", "; "]), k=st.integers(2, 4))
+@given(
+    correct=_letters,
+    order=st.permutations(sorted(OPTIONS)),
+    sep=st.sampled_from([" ", "\n", "  ", "; "]),
+    k=st.integers(2, 4),
+)
 def test_property_an_echoed_option_list_fails(correct: str, order: list[str], sep: str, k: int) -> None:
     shown = sorted(order[:k]) if correct in order[:k] else sorted([correct, *order[: k - 1]])
     reply = sep.join(f"{letter}) {OPTIONS[letter]}" for letter in shown)
@@ -265,7 +325,12 @@ def test_property_an_echoed_option_list_fails(correct: str, order: list[str], se
 
 
 @SETTINGS
-@given(correct=_letters, template=st.sampled_from(["not {c}", "Not {c}.", "The answer is not {c}.", "{c} is wrong.", "It is definitely not ({c})"]))
+@given(
+    correct=_letters,
+    template=st.sampled_from(
+        ["not {c}", "Not {c}.", "The answer is not {c}.", "{c} is wrong.", "It is definitely not ({c})"]
+    ),
+)
 def test_property_a_negated_right_option_fails(correct: str, template: str) -> None:
     reply = template.format(c=correct)
     assert _mc(correct).check(CASE, reply).outcome == "fail", reply

@@ -193,9 +193,13 @@ def _one_word(item: str) -> str | None:
     return w if _TOKEN.fullmatch(w) or w else None
 
 
-def _clause_candidates(clause: str, accepted: Callable[[str], bool], spots: Sequence[re.Pattern[str]] = ()) -> list[_Cand]:
+def _clause_candidates(
+    clause: str, accepted: Callable[[str], bool], spots: Sequence[re.Pattern[str]] = ()
+) -> list[_Cand]:
     tokens = list(_TOKEN.finditer(clause))
-    marked = [_Cand(m.group("bt") or m.group("bold"), m.start(), m.end()) for m in tokens if m.group("bt") or m.group("bold")]
+    marked = [
+        _Cand(m.group("bt") or m.group("bold"), m.start(), m.end()) for m in tokens if m.group("bt") or m.group("bold")
+    ]
     word = clause.strip().strip(_QUOTES + ".,;:!?\u2026").strip()
     if marked:
         cands = marked
@@ -299,7 +303,11 @@ def read_answer(
         return any(same_answer(word, a, case_sensitive, qualified) for a in accepted)
 
     flags = 0 if case_sensitive else re.I
-    spots = [re.compile(r"(?<![\w.-])" + re.escape(clean_identifier(a)) + r"(?![\w-]|\.\w)", flags) for a in accepted if clean_identifier(a)]
+    spots = [
+        re.compile(r"(?<![\w.-])" + re.escape(clean_identifier(a)) + r"(?![\w-]|\.\w)", flags)
+        for a in accepted
+        if clean_identifier(a)
+    ]
 
     def candidates(clause: str) -> list[_Cand]:
         return _clause_candidates(clause, is_accepted, spots)
@@ -330,17 +338,34 @@ def read_answer(
         if not positive:
             continue
         if _DISCLAIM.search(lead + " " + " ".join(clauses[: i + 1])):
-            return Reading(None, "hedge", f"hedge: the reply disclaims knowing the answer before naming {positive[:6]}", tuple(positive))
+            return Reading(
+                None,
+                "hedge",
+                f"hedge: the reply disclaims knowing the answer before naming {positive[:6]}",
+                tuple(positive),
+            )
         if len(positive) >= 2:
             joined = " or " if re.search(r"\bor\b", clause, re.I) else ", "
-            return Reading(None, "several", f"several: the answer names {len(positive)} candidates ({joined.strip()}) {positive[:6]}", tuple(positive))
+            return Reading(
+                None,
+                "several",
+                f"several: the answer names {len(positive)} candidates ({joined.strip()}) {positive[:6]}",
+                tuple(positive),
+            )
         answer = positive[0]
         later = clauses[i + 1 :] + _clauses(rest)
         for c in later:
             if _ALT_OPEN.search(c):
-                others = [o.text for o in candidates(c) if not o.negated and not same_answer(o.text, answer, case_sensitive)]
+                others = [
+                    o.text for o in candidates(c) if not o.negated and not same_answer(o.text, answer, case_sensitive)
+                ]
                 if others:
-                    return Reading(None, "alternatives", f"alternatives: after {answer!r} the reply offers {others[:4]}", (answer, *others[:4]))
+                    return Reading(
+                        None,
+                        "alternatives",
+                        f"alternatives: after {answer!r} the reply offers {others[:4]}",
+                        (answer, *others[:4]),
+                    )
         return Reading(answer, "ok", f"answer {answer!r}", (answer,))
     if any(is_accepted(n) or any(same_answer(n, a, case_sensitive, qualified) for a in accepted) for n in negated):
         return Reading(None, "negated", f"negated: the reply rejects {negated[:4]}", tuple(negated))
@@ -351,14 +376,43 @@ def read_answer(
 # -- option letters ----------------------------------------------------------------------------------------------
 
 _LETTER = re.compile(r"(?<![\w'\u2019\\-])([A-Za-z])(?![\w'\u2019-])")
-_CHOICE_CUE = re.compile(
-    r"\b(?:answer|option|choice)\s*(?:is|would\s+be|should\s+be|:|=)?\s*[:\s]*", re.I
-)
+_CHOICE_CUE = re.compile(r"\b(?:answer|option|choice)\s*(?:is|would\s+be|should\s+be|:|=)?\s*[:\s]*", re.I)
 #: words after a capital letter that make it an option letter, not an article or a pronoun
 _VERBISH = {
-    "is", "was", "would", "seems", "looks", "appears", "and", "or", "nor", "are", "because", "since", "as", "but",
-    "then", "matches", "fits", "describes", "best", "correctly", "can", "could", "should", "will", "might", "may",
-    "isn't", "wasn't", "only", "alone", "too", "also", "here", "instead",
+    "is",
+    "was",
+    "would",
+    "seems",
+    "looks",
+    "appears",
+    "and",
+    "or",
+    "nor",
+    "are",
+    "because",
+    "since",
+    "as",
+    "but",
+    "then",
+    "matches",
+    "fits",
+    "describes",
+    "best",
+    "correctly",
+    "can",
+    "could",
+    "should",
+    "will",
+    "might",
+    "may",
+    "isn't",
+    "wasn't",
+    "only",
+    "alone",
+    "too",
+    "also",
+    "here",
+    "instead",
 }
 
 
@@ -372,7 +426,9 @@ class _Mention:
     echo: bool = False
 
 
-def _choice_mentions(body: str, options: Mapping[str, str] | None, key_of: Callable[[str], str | None]) -> list[_Mention]:
+def _choice_mentions(
+    body: str, options: Mapping[str, str] | None, key_of: Callable[[str], str | None]
+) -> list[_Mention]:
     cue_ends = {m.end() for m in _CHOICE_CUE.finditer(body)}
     out: list[_Mention] = []
     for m in _LETTER.finditer(body):
@@ -381,9 +437,11 @@ def _choice_mentions(body: str, options: Mapping[str, str] | None, key_of: Calla
         if key is None:
             continue
         before, after = body[max(0, s - 2) : s], body[e : e + 2]
-        wrapped = (before.endswith(("(", "[")) and after.startswith((")", "]"))) or (
-            before == "**" and (after == "**" or body[e : e + 3] in (".**", ")**"))
-        ) or (before.endswith("`") and after.startswith("`"))
+        wrapped = (
+            (before.endswith(("(", "[")) and after.startswith((")", "]")))
+            or (before == "**" and (after == "**" or body[e : e + 3] in (".**", ")**")))
+            or (before.endswith("`") and after.startswith("`"))
+        )
         line_start = body.rfind("\n", 0, s) + 1
         at_line_start = not body[line_start:s].strip(" \t([*")
         marker = not wrapped and (
@@ -477,9 +535,19 @@ def read_choice(reply: str | None, options: Mapping[str, str] | Iterable[str]) -
     if len(positive) == 1:
         return Reading(positive[0], "ok", f"option {positive[0]}", (positive[0],))
     if negated:
-        return Reading(None, "negated", f"negated: the reply rejects option(s) {', '.join(negated)} and names no other", tuple(negated))
+        return Reading(
+            None,
+            "negated",
+            f"negated: the reply rejects option(s) {', '.join(negated)} and names no other",
+            tuple(negated),
+        )
     if echoed:
-        return Reading(None, "echo", f"echo: the reply repeats the option list ({', '.join(sorted(map(str, echo_keys)))}) without choosing", ())
+        return Reading(
+            None,
+            "echo",
+            f"echo: the reply repeats the option list ({', '.join(sorted(map(str, echo_keys)))}) without choosing",
+            (),
+        )
     if mapping:
         norm = normalize_identifier(body)
         hits = [str(k) for k, v in mapping.items() if normalize_identifier(str(v)) == norm]
@@ -496,4 +564,3 @@ def grammar_param(value: object, kind: str) -> str:
     if g not in GRAMMARS:
         raise DeltapError(f"{kind}: grammar must be 'strict' or 'lenient', got {value!r}")
     return g
-
