@@ -269,7 +269,7 @@ def _answer_span(reply: str) -> tuple[str, str, str]:
 
 
 def _bullets(text: str) -> list[str]:
-    out = []
+    out: list[str] = []
     for line in text.split("\n"):
         if not line.strip():
             if out:
