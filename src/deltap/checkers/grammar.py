@@ -190,7 +190,7 @@ def _one_word(item: str) -> str | None:
     if len(words) != 1:
         return None
     w = words[0].strip(_QUOTES + ".,;:!?")
-    return w if _TOKEN.fullmatch(w) or w else None
+    return w or None
 
 
 def _clause_candidates(
@@ -464,9 +464,7 @@ def _choice_mentions(
         elif marker:
             form = "marker"
         else:
-            if article and not after_cue:
-                continue
-            if article and after_cue:
+            if article:  # "A function", "I think": the article or the pronoun, after a cue too
                 continue
             form = "cue" if after_cue else "bare"
         mention = _Mention(key, s, e, form)
