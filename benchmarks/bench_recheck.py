@@ -25,6 +25,7 @@ Prints one table row per run directory (and the changed replies with ``--show``)
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sqlite3
 import sys
@@ -160,7 +161,7 @@ def relabel(run: Path, cases: list[Case], corpus: Any, grammar: str, scratch: Pa
         dst.execute("DELETE FROM manifests")  # recomputed from these cases (their grammar is the replayed one)
         dst.execute("UPDATE meta SET value = 'null' WHERE key = 'solver_model'")  # the replay has no weights file
     dst.close()
-    fields = MiningConfig.__dataclass_fields__
+    fields = {f.name for f in dataclasses.fields(MiningConfig)}
     cfg = MiningConfig(**{k: v for k, v in config.items() if k in fields and k not in ("workers", "cases_in_flight")})
     by_id = {c.case_id: c for c in cases}
     mined = [by_id[cid] for cid in specs if cid in by_id]
@@ -226,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
                 strict, unseen_s = relabel(run, cases, corpus, "strict", Path(tmp))
             ll, ls, orig = _labels(lenient), _labels(strict), _original(run)
             same_as_run = (
-                "yes" if not orig else ("yes" if ll == orig else f"no ({sum(orig.get(k) != x for k, x in ll.items())})")
+                "n/a" if not orig else ("yes" if ll == orig else f"no ({sum(orig.get(k) != x for k, x in ll.items())})")
             )
             changed = sum(1 for k in ll.keys() | ls.keys() if ll.get(k, ("absent",))[0] != ls.get(k, ("absent",))[0])
             st_l, st_s = _status(lenient), _status(strict)
