@@ -334,3 +334,22 @@ def test_property_an_echoed_option_list_fails(correct: str, order: list[str], se
 def test_property_a_negated_right_option_fails(correct: str, template: str) -> None:
     reply = template.format(c=correct)
     assert _mc(correct).check(CASE, reply).outcome == "fail", reply
+
+
+QUESTION = Case("q", "What is the mandatory parameter required by the `BaseAgent` constructor?")
+
+
+@pytest.mark.parametrize(
+    ("reply", "outcome"),
+    [
+        pytest.param(
+            "The mandatory parameter required by the `BaseAgent` constructor is `name`.", "pass", id="restated"
+        ),
+        pytest.param("The BaseAgent constructor requires name.", "pass", id="restated-plain"),
+        pytest.param("`BaseAgent` or `name`", "fail", id="restated-in-a-list-still-counts"),
+        pytest.param("The `BaseAgent` constructor requires `name` and `description`.", "fail", id="two-new-names"),
+        pytest.param("The `LlmAgent` constructor requires `name`.", "fail", id="a-name-not-in-the-question"),
+    ],
+)
+def test_names_the_question_mentions_are_restated_not_answered(reply: str, outcome: str) -> None:
+    assert _sm("name").check(QUESTION, reply).outcome == outcome, _sm("name").check(QUESTION, reply).detail

@@ -28,7 +28,8 @@ kept in :mod:`deltap.checkers.extract` for comparison and for logs mined with it
    of``, ``rather than``, ``other than``, ``unlike`` or ``except`` stands between it and the previous candidate
    of its clause, or ``is wrong`` / ``is incorrect`` / ``is not`` follows it. Negated candidates are rejected
    alternatives: ``the answer is not `X`; it is Y`` answers ``Y``.
-5. *Decision.* The first clause with a candidate that is not negated decides: two or more such candidates fail
+5. *Decision.* The first clause with a candidate that is not negated decides (when it names several and is not a
+   list, those the question itself mentions are dropped as restated, if that leaves one): two or more fail
    (rule ``several``); one is *the* answer. A reply whose only mention of an accepted answer is negated fails
    (rule ``negated``); a span with no candidate fails (rule ``no answer``). The answer then fails when the reply
    disclaims knowledge before or in its clause (``I don't know``, ``not sure``, ``no idea``, ``can't tell``:
@@ -283,7 +284,11 @@ def _bullets(text: str) -> list[str]:
 
 
 def read_answer(
-    reply: str | None, accepted: Sequence[str], case_sensitive: bool = False, qualified: str = "either"
+    reply: str | None,
+    accepted: Sequence[str],
+    case_sensitive: bool = False,
+    qualified: str = "either",
+    question: str = "",
 ) -> Reading:
     """Read the one answer a reply commits to, by the strict grammar (module docstring, rules 1-5).
 
@@ -292,6 +297,8 @@ def read_answer(
         accepted: The accepted answers (a word equal to one of them is a candidate even in prose).
         case_sensitive: Compare names with case.
         qualified: ``either`` or ``exact`` (the qualified-tail rule, see :func:`same_answer`).
+        question: The question asked; names it mentions are restated, not answered, when the clause names
+            another candidate (``The mandatory parameter of `BaseAgent` is `name```).
 
     Returns:
         A :class:`Reading`; ``answer`` is set only when exactly one answer was found and no rule failed the reply.
@@ -311,6 +318,11 @@ def read_answer(
 
     def candidates(clause: str) -> list[_Cand]:
         return _clause_candidates(clause, is_accepted, spots)
+
+    asked = [c.text for c in _clause_candidates(question, lambda w: False)] if question else []
+
+    def restated(name: str) -> bool:
+        return any(same_answer(name, q, case_sensitive, "exact") for q in asked)
 
     lead, span, rest = _answer_span(reply)
     if span.strip() and _BULLET.match(span):
@@ -335,6 +347,9 @@ def read_answer(
         cands = candidates(clause)
         positive = _distinct([c for c in cands if not c.negated], case_sensitive)
         negated += [c.text for c in cands if c.negated]
+        fresh = [p for p in positive if not restated(p)]
+        if len(positive) >= 2 and 0 < len(fresh) < len(positive) and not _list_items(clause):
+            positive = fresh  # the names the question itself mentions are restated, not answered
         if not positive:
             continue
         if _DISCLAIM.search(lead + " " + " ".join(clauses[: i + 1])):

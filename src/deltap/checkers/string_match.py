@@ -74,7 +74,7 @@ class StringMatchChecker:
     def check(self, case: Case, answer: str) -> CheckResult:
         if self.grammar == "lenient":
             return self._check_lenient(answer)
-        reading = read_answer(answer, self.answers, self.case_sensitive, self.qualified)
+        reading = read_answer(answer, self.answers, self.case_sensitive, self.qualified, getattr(case, "query", "") or "")
         if reading.answer is None:
             extracted = reading.candidates[0] if reading.candidates else None
             return CheckResult("fail", extracted, reading.detail, {"rule": reading.rule})
