@@ -95,6 +95,8 @@ STRING_RIGHT = [
     ),
     pytest.param("BaseAgent", "Maybe BaseAgent.", id="tentative-single"),
     pytest.param("BaseAgent", "- BaseAgent", id="single-bullet"),
+    pytest.param("BaseAgent", "No, it is BaseAgent.", id="interjection-no"),
+    pytest.param("BaseAgent", "There is no LlmAgent here; BaseAgent is it.", id="negated-other-then-right"),
 ]
 
 
@@ -181,6 +183,7 @@ CHOICE_RIGHT = [
     pytest.param("C", "**C**", id="bold"),
     pytest.param("C", '{"answer": "C"}', id="json"),
     pytest.param("C", "SequentialAgent", id="option-text"),
+    pytest.param("C", "No, the answer is C.", id="interjection-no"),
 ]
 
 

@@ -24,9 +24,10 @@ kept in :mod:`deltap.checkers.extract` for comparison and for logs mined with it
    every item when all of them are one word (``name, id``), else those that are capitalised or name-like, or that
    an ``or`` joins (``Runner or App``). Candidates equal as names (a qualified name and its tail) or as numbers
    count once.
-4. *Negation.* A candidate is negated when ``not``, ``never``, ``no``, ``n't``, ``neither``, ``nor``, ``instead
-   of``, ``rather than``, ``other than``, ``unlike`` or ``except`` stands between it and the previous candidate
-   of its clause, or ``is wrong`` / ``is incorrect`` / ``is not`` follows it. Negated candidates are rejected
+4. *Negation.* A candidate is negated when ``not``, ``never``, ``n't``, ``neither``, ``nor``, ``instead of``,
+   ``rather than``, ``other than``, ``unlike`` or ``except`` stands at most two words before it (``not the `X`
+   class``) with no other candidate between, or ``no`` right before it, or ``is wrong`` / ``is incorrect`` /
+   ``is not (the answer)`` follows it. Negated candidates are rejected
    alternatives: ``the answer is not `X`; it is Y`` answers ``Y``.
 5. *Decision.* The first clause with a candidate that is not negated decides (when it names several and is not a
    list, those the question itself mentions are dropped as restated, if that leaves one): two or more fail
@@ -90,8 +91,11 @@ _TOKEN = re.compile(
 )
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+#: a negation cue at most two words before a candidate (``not X``, ``not the `X` class``, ``isn't X``, ``no X``)
 _NEG_BEFORE = re.compile(
-    r"\b(?:not|never|no|neither|nor|instead\s+of|rather\s+than|other\s+than|unlike|except)\b|n't\b|\bnot?\b", re.I
+    r"(?:\b(?:not|never|neither|nor|instead\s+of|rather\s+than|other\s+than|unlike|except)\b|n't\b)"
+    r"(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$|\bno\s*[`*(\[\"']*$",
+    re.I,
 )
 _NEG_AFTER = re.compile(
     r"^[`*'\"\u2019\u201d)\]]*\s*(?:(?:is|was|would\s+be|seems)\s+(?:wrong|incorrect|false)\b|"
@@ -107,6 +111,34 @@ _ALT_OPEN = re.compile(r"^[\s(\[*`'\"]*(?:or|maybe|perhaps|possibly|alternativel
 _LIST_SEP = re.compile(r"\s*(,|\bor\b|\band\b|\bnor\b|/|\|)\s*", re.I)
 _BULLET = re.compile(r"^\s*(?:[-*\u2022+]|\d+[.)])\s+(.*)$")
 _LEAD_WORDS = {"either", "both", "one", "of"}
+#: one-word list items that are interjections or pronouns, never names (``No, it is X``; ``Well, X``)
+_NOT_NAMES = {
+    "yes",
+    "no",
+    "ok",
+    "okay",
+    "sure",
+    "well",
+    "so",
+    "hmm",
+    "note",
+    "also",
+    "then",
+    "here",
+    "there",
+    "it",
+    "this",
+    "that",
+    "thanks",
+    "hi",
+    "hello",
+    "indeed",
+    "correct",
+    "right",
+    "wrong",
+    "true",
+    "false",
+}
 _QUOTES = "`'\"*\u2018\u2019\u201c\u201d"
 
 
@@ -225,7 +257,7 @@ def _clause_candidates(
         for sep, w, item in words:
             at = clause.find(item, pos)
             pos = at + len(item) if at >= 0 else pos
-            if not w or item.lower().startswith(("not ", "no ")):
+            if not w or w.lower() in _NOT_NAMES or item.lower().startswith(("not ", "no ")):
                 continue
             if bare_list or sep == "or" or w[:1].isupper() or _code_like(w) or accepted(w) or as_number(w) is not None:
                 begin = clause.find(w, at if at >= 0 else 0)
