@@ -356,3 +356,19 @@ QUESTION = Case("q", "What is the mandatory parameter required by the `BaseAgent
 )
 def test_names_the_question_mentions_are_restated_not_answered(reply: str, outcome: str) -> None:
     assert _sm("name").check(QUESTION, reply).outcome == outcome, _sm("name").check(QUESTION, reply).detail
+
+
+@settings(max_examples=300, deadline=None)
+@given(reply=st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=200), expected=_name)
+def test_property_any_reply_gets_a_verdict_never_an_exception(reply: str, expected: str) -> None:
+    assert _sm(expected).check(CASE, reply).outcome in ("pass", "fail")
+    assert _mc("B").check(CASE, reply).outcome in ("pass", "fail")
+
+
+@settings(max_examples=300, deadline=None)
+@given(reply=st.text(alphabet="ABCDabcd()[]*`'\" .,:;-\nornotisAnswer", max_size=80))
+def test_property_option_replies_from_the_option_alphabet_get_a_verdict(reply: str) -> None:
+    result = _mc("B").check(CASE, reply)
+    assert result.outcome in ("pass", "fail")
+    if result.outcome == "pass":
+        assert result.extracted == "B"
