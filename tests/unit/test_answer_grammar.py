@@ -372,3 +372,10 @@ def test_property_option_replies_from_the_option_alphabet_get_a_verdict(reply: s
     assert result.outcome in ("pass", "fail")
     if result.outcome == "pass":
         assert result.extracted == "B"
+
+
+def test_an_unmarked_accepted_answer_beside_a_restated_marked_name_passes() -> None:
+    question = Case("q", "What is the default value of `max_tokens`?")
+    assert _sm("1024").check(question, "The default `max_tokens` is 1024.").outcome == "pass"
+    assert _sm("1024").check(question, "The default `max_tokens` is 1024 or 2048.").outcome == "fail"
+    assert _sm("1024").check(CASE, "Well, maybe, `LlmAgent`").outcome == "fail"

@@ -19,7 +19,8 @@ kept in :mod:`deltap.checkers.extract` for comparison and for logs mined with it
 3. *Candidates of a clause.* Backticked and ``**bold**`` spans when the clause has any (the model marked its
    names); otherwise its name-like tokens: a dotted, underscored, call (``f()``) or camel-case identifier, a
    number, a word equal to an accepted answer, or the clause's only word (all-capital words such as ``ADK`` are
-   prose unless accepted).
+   prose unless accepted). An accepted answer's own text counts wherever it stands (``1024`` beside a backticked
+   ``max_tokens``).
    A clause that is a list (items joined by ``,``, ``or``, ``and``, ``nor``, ``/``, ``|``) adds its one-word items:
    every item when all of them are one word (``name, id``), else those that are capitalised or name-like, or that
    an ``or`` joins (``Runner or App``). Candidates equal as names (a qualified name and its tail) or as numbers
@@ -138,6 +139,12 @@ _NOT_NAMES = {
     "wrong",
     "true",
     "false",
+    "maybe",
+    "perhaps",
+    "probably",
+    "possibly",
+    "actually",
+    "basically",
 }
 _QUOTES = "`'\"*\u2018\u2019\u201c\u201d"
 
@@ -245,10 +252,10 @@ def _clause_candidates(
             t = m.group("num") or m.group("ident")
             if t and (m.group("num") or _code_like(t) or accepted(t)):
                 cands.append(_Cand(t, m.start(), m.end()))
-        for spot in spots:  # an accepted answer that is not one token (``ans-a`` in a sentence)
-            for m in spot.finditer(clause):
-                if not any(c.start < m.end() and m.start() < c.end for c in cands):
-                    cands.append(_Cand(m.group(0), m.start(), m.end()))
+    for spot in spots:  # an accepted answer, even unmarked or not one token (``ans-a``, ``1024`` beside `max_tokens`)
+        for m in spot.finditer(clause):
+            if not any(c.start < m.end() and m.start() < c.end for c in cands):
+                cands.append(_Cand(m.group(0), m.start(), m.end()))
     items = _list_items(clause)
     if items:
         words = [(sep, _one_word(item), item) for sep, item in items]
