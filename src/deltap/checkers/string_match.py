@@ -26,13 +26,15 @@ class StringMatchChecker:
     ``detail`` starts with the rule that failed it (``several``, ``negated``, ``hedge``, ``alternatives``,
     ``no answer``, ``wrong``) and ``info["rule"]`` holds it.
 
-    ``grammar="lenient"`` is the checker before issue 24, unchanged: normalization (see :func:`~deltap.checkers.extract.normalize_identifier`): whitespace, quotes, backticks,
-    Markdown emphasis, a trailing ``()`` and trailing punctuation are removed; comparison is case-insensitive unless
-    ``case_sensitive``. Candidates are pulled from the reply by
+    ``grammar="lenient"`` is the checker before issue 24, unchanged: normalization (see
+    :func:`~deltap.checkers.extract.normalize_identifier`): whitespace, quotes, backticks, Markdown emphasis, a
+    trailing ``()`` and trailing punctuation are removed; comparison is case-insensitive unless ``case_sensitive``
+    (both grammars). Candidates are pulled from the reply by
     :func:`~deltap.checkers.extract.identifier_candidates` (JSON ``answer``, ``answer is X``, the first backticked
     span, the first line and its first token) so ``The answer is `BaseAgent`.`` passes for ``BaseAgent``.
 
-    Qualified vs bare identifiers (``qualified="either"``, the default): one name may be the other's tail cut at a
+    Qualified vs bare identifiers (``qualified="either"``, the default; in the strict grammar only between two
+    dotted identifiers): one name may be the other's tail cut at a
     ``.`` — ``google.adk.agents.BaseAgent`` passes for the expected ``BaseAgent``, and ``BaseAgent`` or
     ``agents.BaseAgent`` pass for the expected ``google.adk.agents.BaseAgent``; ``pkg.NotBaseAgent``,
     ``google.adk.MyBaseAgent`` and ``other.BaseAgent`` (for a qualified expectation) fail. With ``qualified="exact"``
