@@ -379,3 +379,20 @@ def test_an_unmarked_accepted_answer_beside_a_restated_marked_name_passes() -> N
     assert _sm("1024").check(question, "The default `max_tokens` is 1024.").outcome == "pass"
     assert _sm("1024").check(question, "The default `max_tokens` is 1024 or 2048.").outcome == "fail"
     assert _sm("LlmAgent").check(CASE, "Well, maybe, LlmAgent").outcome == "pass"  # interjections are not names
+
+
+@pytest.mark.parametrize(
+    ("expected", "reply", "outcome"),
+    [
+        pytest.param("Barack Obama", "Barack Obama, in 2008.", "pass", id="year-beside-a-name"),
+        pytest.param("Barack Obama", "Barack Obama was the 44th president.", "pass", id="ordinal"),
+        pytest.param("Barack Obama", "Barack Obama or Joe Biden", "fail", id="two-names"),
+        pytest.param("2008", "In 2008, under Barack Obama.", "pass", id="number-expected-beside-prose"),
+        pytest.param("2008", "In 2008 or 2012.", "fail", id="two-numbers"),
+        pytest.param("3", "Larkspur retries a failed job 3 times by default.", "pass", id="qa-number"),
+        pytest.param("7431", "The default port is 7431, or 8080 behind the proxy.", "fail", id="qa-number-alternative"),
+    ],
+)
+def test_free_text_answers(expected: str, reply: str, outcome: str) -> None:
+    result = _sm(expected).check(CASE, reply)
+    assert result.outcome == outcome, result.detail

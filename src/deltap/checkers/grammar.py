@@ -18,13 +18,14 @@ kept in :mod:`deltap.checkers.extract` for comparison and for logs mined with it
    that holds the answer is not read (``BaseAgent — it is the base class of all agents`` names one answer).
 3. *Candidates of a clause.* Backticked and ``**bold**`` spans when the clause has any (the model marked its
    names); otherwise its name-like tokens: a dotted, underscored, call (``f()``) or camel-case identifier, a
-   number, a word equal to an accepted answer, or the clause's only word (all-capital words such as ``ADK`` are
+   number (when a number is expected or the clause names nothing else: ``Barack Obama, in 2008``), a word equal
+   to an accepted answer, or the clause's only word (all-capital words such as ``ADK`` are
    prose unless accepted). An accepted answer's own text counts wherever it stands (``1024`` beside a backticked
    ``max_tokens``).
    A clause that is a list (items joined by ``,``, ``or``, ``and``, ``nor``, ``/``, ``|``) adds its one-word items:
    every item when all of them are one word (``name, id``), else those that are capitalised or name-like, or that
-   an ``or`` joins (``Runner or App``). Candidates equal as names (a qualified name and its tail) or as numbers
-   count once.
+   an ``or`` joins (``Runner or App``); and its proper names of two or three capitalised words (``Joe Biden``).
+   Candidates equal as names (a qualified name and its tail) or as numbers count once.
 4. *Negation.* A candidate is negated when ``not``, ``never``, ``n't``, ``neither``, ``nor``, ``instead of``,
    ``rather than``, ``other than``, ``unlike`` or ``except`` stands at most two words before it (``not the `X`
    class``) with no other candidate between, or ``no`` right before it, or ``is wrong`` / ``is incorrect`` /
@@ -112,6 +113,7 @@ _ALT_OPEN = re.compile(r"^[\s(\[*`'\"]*(?:or|maybe|perhaps|possibly|alternativel
 _LIST_SEP = re.compile(r"\s*(,|\bor\b|\band\b|\bnor\b|/|\|)\s*", re.I)
 _BULLET = re.compile(r"^\s*(?:[-*\u2022+]|\d+[.)])\s+(.*)$")
 _LEAD_WORDS = {"either", "both", "one", "of"}
+_TITLE = re.compile(r"[A-Z][\w'-]*(?: [A-Z][\w'-]*){1,2}")
 #: one-word list items that are interjections or pronouns, never names (``No, it is X``; ``Well, X``)
 _NOT_NAMES = {
     "yes",
@@ -234,13 +236,14 @@ def _one_word(item: str) -> str | None:
 
 
 def _clause_candidates(
-    clause: str, accepted: Callable[[str], bool], spots: Sequence[re.Pattern[str]] = ()
+    clause: str, accepted: Callable[[str], bool], spots: Sequence[re.Pattern[str]] = (), numbers: bool = True
 ) -> list[_Cand]:
     tokens = list(_TOKEN.finditer(clause))
     marked = [
         _Cand(m.group("bt") or m.group("bold"), m.start(), m.end()) for m in tokens if m.group("bt") or m.group("bold")
     ]
     word = clause.strip().strip(_QUOTES + ".,;:!?\u2026").strip()
+    nums: list[_Cand] = []
     if marked:
         cands = marked
     elif word and not re.search(r"\s", word):  # the clause is one word (``ans-a``, ``--budget``): it is the candidate
@@ -249,13 +252,18 @@ def _clause_candidates(
     else:
         cands = []
         for m in tokens:
-            t = m.group("num") or m.group("ident")
-            if t and (m.group("num") or _code_like(t) or accepted(t)):
+            if m.group("num"):
+                nums.append(_Cand(m.group("num"), m.start(), m.end()))
+            elif (t := m.group("ident")) and (_code_like(t) or accepted(t)):
                 cands.append(_Cand(t, m.start(), m.end()))
     for spot in spots:  # an accepted answer, even unmarked or not one token (``ans-a``, ``1024`` beside `max_tokens`)
         for m in spot.finditer(clause):
             if not any(c.start < m.end() and m.start() < c.end for c in cands):
                 cands.append(_Cand(m.group(0), m.start(), m.end()))
+    # numbers are candidates when a number is expected, or when the clause names nothing else ("in 2008")
+    cands += (
+        [n for n in nums if not any(c.start < n.end and n.start < c.end for c in cands)] if numbers or not cands else []
+    )
     items = _list_items(clause)
     if items:
         words = [(sep, _one_word(item), item) for sep, item in items]
@@ -264,6 +272,8 @@ def _clause_candidates(
         for sep, w, item in words:
             at = clause.find(item, pos)
             pos = at + len(item) if at >= 0 else pos
+            if not w and _TITLE.fullmatch(item.strip(_QUOTES + ".,;:!?")):  # a proper name: ``Joe Biden``
+                w = item.strip(_QUOTES + ".,;:!?")
             if not w or w.lower() in _NOT_NAMES or item.lower().startswith(("not ", "no ")):
                 continue
             if bare_list or sep == "or" or w[:1].isupper() or _code_like(w) or accepted(w) or as_number(w) is not None:
@@ -355,8 +365,10 @@ def read_answer(
         if clean_identifier(a)
     ]
 
+    numeric = any(as_number(a) is not None for a in accepted)
+
     def candidates(clause: str) -> list[_Cand]:
-        return _clause_candidates(clause, is_accepted, spots)
+        return _clause_candidates(clause, is_accepted, spots, numeric)
 
     asked = [c.text for c in _clause_candidates(question, lambda w: False)] if question else []
 
