@@ -55,3 +55,29 @@ def test_unknown_scenario_is_a_one_line_error(capsys: pytest.CaptureFixture[str]
         main(["simulate", "--scenario", "nope", "-r", "5"])
     assert exc.value.code == 2
     assert "unknown scenario" in capsys.readouterr().err
+
+
+def test_a_run_mined_before_the_answer_grammar_resumes_only_when_asked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import sqlite3
+
+    corpus, bench = _files(tmp_path)
+    out = tmp_path / "run"
+    args = ["mine", str(bench), "--corpus", str(corpus), "--retriever", "none", "--solver", "simulated", "--budget", "32",
+            "--placebo", "2", "--no-coalitions", "--out", str(out)]
+    main(args)
+    with sqlite3.connect(out / "trials.sqlite") as db:  # as a log written before checker_grammar existed
+        for case_id, manifest in db.execute("SELECT case_id, manifest_json FROM manifests").fetchall():
+            m = json.loads(manifest)
+            del m["checker_grammar"]
+            db.execute("UPDATE manifests SET manifest_json = ? WHERE case_id = ?", (json.dumps(m), case_id))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    err = capsys.readouterr().err
+    assert exc.value.code != 0 and "checker_grammar lenient -> strict in 1 case(s) [q1]" in err and "--answer-grammar lenient" in err
+    assert "Traceback" not in err
+    main([*args, "--answer-grammar", "lenient"])
+    assert json.loads((out / "run.json").read_text())["calls_this_process"] == 0
+    with pytest.raises(SystemExit):
+        main([*args, "--answer-grammar", "loose"])
+    assert "--answer-grammar must be strict or lenient, got 'loose'" in capsys.readouterr().err

@@ -47,6 +47,18 @@ Budget = Annotated[
 ]
 
 
+def _with_grammar(case: Any, grammar: str) -> Any:
+    """``case`` with ``grammar`` in its string-match / multiple-choice checker's params (unless they name one)."""
+    from dataclasses import replace
+
+    from deltap.cases import CheckerSpec
+
+    spec = case.checker
+    if spec.kind not in ("string_match", "multiple_choice") or "grammar" in spec.params:
+        return case
+    return replace(case, checker=CheckerSpec(spec.kind, {**dict(spec.params), "grammar": grammar}))
+
+
 def mine_command(
     cases_path: Annotated[Path, typer.Argument(metavar="CASES", help="Benchmark YAML, question-answer JSONL/YAML (id, question, answers, gold_ids), qrels JSONL with reference_answer, or BEIR folder.")],
     corpus_path: Annotated[Path, typer.Option("--corpus", help="Corpus: BEIR folder, corpus.jsonl or API-symbol YAML.")],
@@ -154,6 +166,14 @@ def mine_command(
             "a run whose success does not move with the documents stops unless --force. 0: no pilot.",
         ),
     ] = PILOT_CASES,
+    answer_grammar: Annotated[
+        str,
+        typer.Option(
+            "--answer-grammar",
+            help="How string_match and multiple_choice read replies: strict (exactly one answer, else fail) or lenient "
+            "(deltap's matching before the answer grammar; resumes a run directory mined with it).",
+        ),
+    ] = "strict",
     remine_changed: Annotated[
         bool,
         typer.Option(
@@ -182,6 +202,8 @@ def mine_command(
     console = Console(stderr=True)
     if outcome not in ("pass", "logprob"):
         raise DeltapError(f"--outcome must be pass or logprob, got {outcome!r}")
+    if answer_grammar not in ("strict", "lenient"):
+        raise DeltapError(f"--answer-grammar must be strict or lenient, got {answer_grammar!r}")
     from deltap.mining.trials import TrialLog
 
     TrialLog.check_unlocked(out / "trials.sqlite")  # a second `deltap mine` on this directory stops here, at once
@@ -200,6 +222,8 @@ def mine_command(
         cases = [c for c in cases if c.case_id in set(wanted)]
     if limit is not None:
         cases = cases[:limit]
+    if answer_grammar == "lenient":
+        cases = [_with_grammar(c, answer_grammar) for c in cases]
     if any(c.checker.kind == "pytest" for c in cases):
         _say_sandbox_gaps(console)
     retriever = None

@@ -260,7 +260,12 @@ class ManifestChanged(DeltapError):
         super().__init__(
             f"{path}: the inputs of {len(changes)} logged case(s) changed since their trials were run: "
             f"{describe_changes(changes)}. Resume with the same inputs"
-            + (" (a log judged by the lenient answer grammar resumes with grammar: lenient in the checker params)" if grammar else "")
+            + (
+                " (a log judged by the lenient answer grammar resumes with --answer-grammar lenient, or grammar: lenient in"
+                " the checker's params)"
+                if grammar
+                else ""
+            )
             + ", pass --remine-changed (remine_changed=True) to re-mine exactly these cases, or choose a new --out directory"
         )
 
