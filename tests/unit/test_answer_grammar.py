@@ -230,7 +230,8 @@ WITH_ANOTHER = [
     "{a}. Or maybe {b}.",
 ]
 NEGATED = ["It is definitely not {a}", "not `{a}`", "The answer is not {a}.", "{a} is wrong", "Definitely not {a}."]
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomize: the same examples every run (seeded, as the house style wants); a failure is replayable as is
+SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
@@ -358,14 +359,14 @@ def test_names_the_question_mentions_are_restated_not_answered(reply: str, outco
     assert _sm("name").check(QUESTION, reply).outcome == outcome, _sm("name").check(QUESTION, reply).detail
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, derandomize=True)
 @given(reply=st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=200), expected=_name)
 def test_property_any_reply_gets_a_verdict_never_an_exception(reply: str, expected: str) -> None:
     assert _sm(expected).check(CASE, reply).outcome in ("pass", "fail")
     assert _mc("B").check(CASE, reply).outcome in ("pass", "fail")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, derandomize=True)
 @given(reply=st.text(alphabet="ABCDabcd()[]*`'\" .,:;-\nornotisAnswer", max_size=80))
 def test_property_option_replies_from_the_option_alphabet_get_a_verdict(reply: str) -> None:
     result = _mc("B").check(CASE, reply)
