@@ -58,8 +58,9 @@ def _with_grammar(spec: CheckerSpec, grammar: str) -> CheckerSpec:
     return CheckerSpec(spec.kind, {**dict(spec.params), "grammar": grammar}) if spec.kind in GRAMMAR_KINDS else spec
 
 
-def recheck_verdicts(run: Path, show: bool = False) -> dict[str, Any]:
-    """Re-check every stored reply with both grammars (no solver call)."""
+def recheck_verdicts(run: Path, cases: dict[str, Case], show: bool = False) -> dict[str, Any]:
+    """Re-check every stored reply with both grammars (no solver call); ``cases`` give the questions (the strict
+    grammar reads names a question mentions as restated)."""
     db = sqlite3.connect(f"file:{run / 'trials.sqlite'}?mode=ro", uri=True)
     specs = _specs(db)
     checkers = {
@@ -76,7 +77,7 @@ def recheck_verdicts(run: Path, show: bool = False) -> dict[str, Any]:
     for case_id, answer, logged in rows:
         if case_id not in checkers:
             continue
-        case = Case(case_id, "")
+        case = cases.get(case_id) or Case(case_id, "")
         old = checkers[case_id]["lenient"].check(case, answer)
         new = checkers[case_id]["strict"].check(case, answer)
         counts["replies"] += 1
@@ -147,13 +148,14 @@ def relabel(run: Path, cases: list[Case], corpus: Any, grammar: str, scratch: Pa
         )
     }
     checkers = {cid: make_checker(_with_grammar(s, grammar)) for cid, s in specs.items()}
+    by_id = {c.case_id: c for c in cases}
     rows = dst.execute(
         "SELECT rowid, case_id, answer FROM trials WHERE answer IS NOT NULL AND outcome IN ('pass', 'fail')"
     ).fetchall()
     with dst:
         for rowid, case_id, answer in rows:
             checker = checkers[case_id]
-            res = checker.check(Case(case_id, ""), answer)
+            res = checker.check(by_id.get(case_id) or Case(case_id, ""), answer)
             dst.execute(
                 "UPDATE trials SET outcome = ?, value = ?, checker_id = ?, detail = ? WHERE rowid = ?",
                 (res.outcome, 1.0 if res.passed else 0.0, checker.id, res.detail[:500], rowid),
@@ -163,7 +165,6 @@ def relabel(run: Path, cases: list[Case], corpus: Any, grammar: str, scratch: Pa
     dst.close()
     fields = {f.name for f in dataclasses.fields(MiningConfig)}
     cfg = MiningConfig(**{k: v for k, v in config.items() if k in fields and k not in ("workers", "cases_in_flight")})
-    by_id = {c.case_id: c for c in cases}
     mined = [by_id[cid] for cid in specs if cid in by_id]
     mined = [replace(c, checker=_with_grammar(c.checker, grammar)) for c in mined]
     solver = ReplaySolver(str(config["solver"]), replies)
@@ -218,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     lines = [header, "-" * len(header)]
     for run in args.runs:
-        v = recheck_verdicts(run, args.show)
+        v = recheck_verdicts(run, {c.case_id: c for c in cases}, args.show)
         c = v["counts"]
         row = f"{run.parent.name + '/' + run.name:<28} {c['replies']:>7} {c['logged == lenient']:>11} {c['pass->fail']:>10} {c['fail->pass']:>10}"
         if not args.verdicts_only:
