@@ -397,3 +397,17 @@ def test_an_unmarked_accepted_answer_beside_a_restated_marked_name_passes() -> N
 def test_free_text_answers(expected: str, reply: str, outcome: str) -> None:
     result = _sm(expected).check(CASE, reply)
     assert result.outcome == outcome, result.detail
+
+
+@pytest.mark.parametrize(
+    ("reply", "outcome"),
+    [
+        pytest.param("The mandatory parameter is `name: typing.Optional[str]`.", "pass", id="annotated"),
+        pytest.param("The mandatory parameter is `name: str = 'agent'`.", "pass", id="annotated-default"),
+        pytest.param("Pass `name='agent'`.", "pass", id="keyword"),
+        pytest.param("The mandatory parameter is `description: str`.", "fail", id="annotated-other"),
+        pytest.param("`name: str` or `description: str`", "fail", id="two-declarations"),
+    ],
+)
+def test_a_marked_declaration_names_its_parameter(reply: str, outcome: str) -> None:
+    assert _sm("name").check(CASE, reply).outcome == outcome

@@ -17,7 +17,7 @@ kept in :mod:`deltap.checkers.extract` for comparison and for logs mined with it
    ``since``, ``which``, ``but``, ``although``, ``though``, ``whereas``, ``while``. Explanation after the clause
    that holds the answer is not read (``BaseAgent — it is the base class of all agents`` names one answer).
 3. *Candidates of a clause.* Backticked and ``**bold**`` spans when the clause has any (the model marked its
-   names); otherwise its name-like tokens: a dotted, underscored, call (``f()``) or camel-case identifier, a
+   names; a marked declaration ``name: str = "x"`` names ``name``; no clause break falls inside one); otherwise its name-like tokens: a dotted, underscored, call (``f()``) or camel-case identifier, a
    number (when a number is expected or the clause names nothing else: ``Barack Obama, in 2008``), a word equal
    to an accepted answer, or the clause's only word (all-capital words such as ``ADK`` are
    prose unless accepted). An accepted answer's own text counts wherever it stands (``1024`` beside a backticked
@@ -209,9 +209,21 @@ class _Cand:
     negated: bool = False
 
 
+_DECLARED = re.compile(r"\s*([A-Za-z_][\w.]*)\s*(?::\s*[^=]+?)?\s*(?:=\s*.+)?\s*")
+
+
+def _declared(text: str) -> str:
+    """The name of a marked declaration: ``name: str`` / ``name: str = "x"`` / ``name=...`` name ``name``."""
+    m = _DECLARED.fullmatch(text)
+    return m.group(1) if m and (":" in text or "=" in text) else text
+
+
 def _clauses(span: str) -> list[str]:
+    code = [(m.start(), m.end()) for m in _TOKEN.finditer(span) if m.group("bt") or m.group("bold")]
     out, last = [], 0
     for m in _BREAK.finditer(span):
+        if any(a < m.start() < b for a, b in code):  # never inside a backticked span (`name: str`)
+            continue
         out.append(span[last : m.start()])
         last = m.end()
     out.append(span[last:])
@@ -240,7 +252,9 @@ def _clause_candidates(
 ) -> list[_Cand]:
     tokens = list(_TOKEN.finditer(clause))
     marked = [
-        _Cand(m.group("bt") or m.group("bold"), m.start(), m.end()) for m in tokens if m.group("bt") or m.group("bold")
+        _Cand(_declared(m.group("bt") or m.group("bold")), m.start(), m.end())
+        for m in tokens
+        if m.group("bt") or m.group("bold")
     ]
     word = clause.strip().strip(_QUOTES + ".,;:!?\u2026").strip()
     nums: list[_Cand] = []
