@@ -11,7 +11,7 @@ For every run directory given (mined with ``--outcome pass``, so every trial kee
    dataset-wide BH, verdicts, coalitions) resumes on the copy with a *replay solver* that answers each prompt with
    the reply the log holds for it (the run's local model is greedy: the same prompt gets the same reply). A prompt
    the log never saw (the procedure takes another path when outcomes change) cannot be replayed: it is an ``error``
-   trial, counted in the table (``unseen``). The lenient replay must give back the run's own labels (checked and
+   trial, counted in the table (``unseen``) — or, with ``--model``, asked of the run's local model. The lenient replay must give back the run's own labels (checked and
    printed: ``lenient replay == run``); the strict one's labels are compared with it.
 
 Run (after mining, needs the cases and corpus the run was mined with)::
@@ -100,9 +100,10 @@ class ReplaySolver:
 
     deterministic = True
 
-    def __init__(self, solver_id: str, replies: dict[str, str]) -> None:
+    def __init__(self, solver_id: str, replies: dict[str, str], fallback: Any = None) -> None:
         self.id = solver_id
         self.replies = replies
+        self.fallback = fallback  # the run's model, asked only for prompts the log never saw (``--model``)
         self.unseen = 0
 
     def answer(self, request: Any) -> Answer:
@@ -111,7 +112,9 @@ class ReplaySolver:
         h = prompt_hash(render_prompt(request))
         if h not in self.replies:
             self.unseen += 1
-            raise SolverError("prompt not in the trial log (cannot be replayed without the model)")
+            if self.fallback is None:
+                raise SolverError("prompt not in the trial log (cannot be replayed without the model)")
+            self.replies[h] = self.fallback.answer(request).text
         return Answer(self.replies[h], solver_id=self.id)
 
     def score(self, request: Any, reference: str) -> Any:
@@ -128,7 +131,9 @@ def _status(result: Any) -> dict[str, str]:
     return {p["id"]: p["metadata"]["status"] for p in result.dataset.pairs}
 
 
-def relabel(run: Path, cases: list[Case], corpus: Any, grammar: str, scratch: Path) -> tuple[Any, int]:
+def relabel(
+    run: Path, cases: list[Case], corpus: Any, grammar: str, scratch: Path, fallback: Any = None
+) -> tuple[Any, int]:
     """Mine again on a copy of ``run`` whose trial outcomes are re-checked with ``grammar`` (replayed replies)."""
     from deltap import mine
     from deltap.mining.config import MiningConfig
@@ -167,7 +172,9 @@ def relabel(run: Path, cases: list[Case], corpus: Any, grammar: str, scratch: Pa
     cfg = MiningConfig(**{k: v for k, v in config.items() if k in fields and k not in ("workers", "cases_in_flight")})
     mined = [by_id[cid] for cid in specs if cid in by_id]
     mined = [replace(c, checker=_with_grammar(c.checker, grammar)) for c in mined]
-    solver = ReplaySolver(str(config["solver"]), replies)
+    if fallback is not None and str(getattr(fallback, "id", "")) != str(config["solver"]):
+        raise SystemExit(f"--model: the solver {fallback.id} is not the run's {config['solver']}")
+    solver = ReplaySolver(str(config["solver"]), replies, fallback)
     result = mine(mined, corpus, solver, out=out, config=cfg, retriever=None)
     return result, solver.unseen
 
@@ -194,6 +201,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", type=Path, help="the corpus the runs were mined with")
     ap.add_argument("--show", action="store_true", help="print every reply whose verdict changed")
     ap.add_argument("--verdicts-only", action="store_true", help="skip the relabelling (no mining replay)")
+    ap.add_argument(
+        "--model",
+        action="store_true",
+        help="load the run's local model and ask it the prompts the log never saw (heavy: run under the shared lock)",
+    )
     args = ap.parse_args(argv)
     import warnings
 
@@ -223,9 +235,14 @@ def main(argv: list[str] | None = None) -> int:
         c = v["counts"]
         row = f"{run.parent.name + '/' + run.name:<28} {c['replies']:>7} {c['logged == lenient']:>11} {c['pass->fail']:>10} {c['fail->pass']:>10}"
         if not args.verdicts_only:
+            fallback = None
+            if args.model:
+                from deltap.solvers import make_solver
+
+                fallback = make_solver("local")
             with tempfile.TemporaryDirectory(prefix="recheck-") as tmp:
-                lenient, unseen_l = relabel(run, cases, corpus, "lenient", Path(tmp))
-                strict, unseen_s = relabel(run, cases, corpus, "strict", Path(tmp))
+                lenient, unseen_l = relabel(run, cases, corpus, "lenient", Path(tmp), fallback)
+                strict, unseen_s = relabel(run, cases, corpus, "strict", Path(tmp), fallback)
             ll, ls, orig = _labels(lenient), _labels(strict), _original(run)
             same_as_run = (
                 "n/a" if not orig else ("yes" if ll == orig else f"no ({sum(orig.get(k) != x for k, x in ll.items())})")
