@@ -73,7 +73,8 @@ def clean_identifier(text: str) -> str:
 
 
 def identifier_candidates(text: str) -> list[str]:
-    """Possible identifier answers in a model's reply, most explicit first (duplicates removed).
+    """Possible identifier answers in a model's reply, most explicit first (duplicates removed) — the lenient
+    grammar; the string-match checker's default is :func:`deltap.checkers.grammar.read_answer`.
 
     Tried: a JSON ``answer`` field; the whole reply (fences removed) when it is a single token; ``answer is X`` /
     ``Answer: X``; the first backticked span; the first line; the first token of the first line.
@@ -117,7 +118,8 @@ _BOLD_LETTER = re.compile(r"\*\*([A-Za-z])[.)]?\*\*")
 
 
 def extract_choice(text: str, options: Mapping[str, str] | Iterable[str]) -> str | None:
-    """The option letter a reply chooses, or ``None`` when there is none or it is ambiguous.
+    """The option letter a reply chooses, or ``None`` when there is none or it is ambiguous (the lenient grammar;
+    the checkers' default is :func:`deltap.checkers.grammar.read_choice`).
 
     Accepted forms: ``C``, ``(C)``, ``C.``, ``C) text``, ``**C**``, ``Answer: C``, ``The answer is (C).``,
     ``{"answer": "C"}``, and the exact text of one option. Letters are matched case-insensitively against the
