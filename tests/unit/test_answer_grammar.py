@@ -150,6 +150,7 @@ def test_a_bad_grammar_is_a_one_line_error(kind: str) -> None:
 CHOICE_ATTACKS = [
     pytest.param("A", "A) BaseAgent B) LlmAgent C) SequentialAgent D) Runner", "echo", id="echo-inline"),
     pytest.param("A", "A) BaseAgent\nB) LlmAgent\nC) SequentialAgent\nD) Runner", "echo", id="echo-lines"),
+    pytest.param("B", "A. BaseAgent\nB. LlmA", "echo", id="echo-cut-off-by-max-tokens"),
     pytest.param("A", "A, B, C or D", "several", id="all-letters"),
     pytest.param("A", "Answer: A or C", "several", id="answer-two-letters"),
     pytest.param("A", "A is wrong, C is right", "wrong", id="wrong-then-right"),

@@ -551,7 +551,12 @@ def _choice_mentions(
         if marker and options:
             text = normalize_identifier(str(options.get(key, "")))
             following_text = normalize_identifier(body[e + 1 : e + 1 + len(str(options.get(key, ""))) + 4])
-            mention.echo = bool(text) and following_text.startswith(text[: max(1, min(len(text), 24))])
+            # its own option text follows, or the start of it where the reply was cut off (``B. Global`` at the end)
+            cut = normalize_identifier(body[e + 1 :])
+            mention.echo = bool(text) and (
+                following_text.startswith(text[: max(1, min(len(text), 24))])
+                or (len(cut) >= 3 and text.startswith(cut))
+            )
         out.append(mention)
     prev = 0
     for mt in out:
