@@ -425,7 +425,7 @@ def _legacy_prefix(
         size = max(limits.disk_bytes, 4 * 1024**2) // 4
         lines = ["set -e", "umask 022"]
         q = shlex.quote
-        # The cover holding the staging dir goes last: once it is mounted, the staging dir is out of sight.
+            # The cover holding the staging dir goes last: once it is mounted, the staging dir is out of sight.
         order = sorted(covers, key=lambda m: (_under(staging, m), m))
         for i, mount in enumerate(order):
             stage = os.path.join(staging, str(i))
@@ -443,7 +443,8 @@ def _legacy_prefix(
                 if ro:
                     lines.append(f"mount -o remount,bind,ro {q(inner)}")
                 bound.append(path)
-            lines.append(f"mount --move {q(stage)} {q(mount)}")
+            # A recursive bind, not a move: ``mount --move`` is refused inside a user namespace.
+            lines.append(f"mount --rbind {q(stage)} {q(mount)}")
         lines.append('exec "$@"')
         prefix += ["sh", "-c", "\n".join(lines), "deltap-sandbox"]
     if drop is not None:
