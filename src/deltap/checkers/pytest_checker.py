@@ -366,7 +366,7 @@ class PytestChecker:
         return (
             f"pytest({self.test_file.name},module={self.module_name},wall={self.limits.wall_seconds}s,"
             f"cpu={self.limits.cpu_seconds}s,mem={self.limits.memory_bytes // 1024**2}MiB,cpus={self.limits.cpus},"
-            f"process={process},sandbox={backend_id()})"
+            f"sandbox={backend_id()},process={process})"
         )
 
     @property
