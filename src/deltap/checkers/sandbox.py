@@ -410,10 +410,14 @@ def _legacy_prefix(
         if not limits.network:
             prefix.insert(len(prefix) - 4, "--net")
         keeps: list[tuple[str, bool]] = [(str(workdir), False), *((os.path.realpath(p), True) for p in readonly)]
-        if drop is not None:
-            keeps += [(p, True) for p in _needed_paths()]
-        covers: dict[str, list[tuple[str, bool]]] = {}
         privates = sorted({os.path.realpath(d) for d in _PRIVATE_DIRS if os.path.isdir(d) and not os.path.islink(d)})
+        # The interpreter's directories: always where a private dir would hide them (a venv in /tmp), and, when the
+        # code runs as nobody, where a directory nobody cannot enter holds them.
+        keeps += [
+            (p, True) for p in _needed_paths()
+            if drop is not None or any(_under(p, d) and p != d for d in privates)
+        ]
+        covers: dict[str, list[tuple[str, bool]]] = {}
         for d in privates:
             covers[d] = []
         for path, ro in keeps:
