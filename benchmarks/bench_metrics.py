@@ -197,7 +197,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data", default="/tmp/deltap-bench-metrics", help="Where the TREC files are written.")
     parser.add_argument("--only", default=",".join(WORKERS), help="Comma-separated workers to run.")
-    parser.add_argument("--repeat", type=int, default=1, help="Rounds (fresh processes, tools alternating); the median is reported.")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="Rounds (fresh processes, tools alternating); the median is reported."
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--qrels", help=argparse.SUPPRESS)
     parser.add_argument("--run", help=argparse.SUPPRESS)
@@ -213,8 +215,22 @@ def main() -> None:
     samples: dict[str, list[dict[str, Any]]] = {}
     for rep in range(args.repeat):  # tools alternate within each round, so slow phases of the machine hit all of them
         for name in args.only.split(","):
-            cmd = [sys.executable, __file__, "--worker", name, "--queries", str(args.queries), "--depth", str(args.depth),
-                   "--seed", str(args.seed), "--qrels", str(qrels_path), "--run", str(run_path)]
+            cmd = [
+                sys.executable,
+                __file__,
+                "--worker",
+                name,
+                "--queries",
+                str(args.queries),
+                "--depth",
+                str(args.depth),
+                "--seed",
+                str(args.seed),
+                "--qrels",
+                str(qrels_path),
+                "--run",
+                str(run_path),
+            ]
             proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
             if proc.returncode != 0:
                 print(f"{name} failed:\n{proc.stderr[-2000:]}", file=sys.stderr)
@@ -247,7 +263,11 @@ def main() -> None:
             print(f"| {source} | {label} | {r['seconds']:.2f} | {r['peak_mb']:.0f} | {speed} |")
             if tool == "ranx":
                 warm = {"seconds": r["seconds_warm"]}
-                sp = f"{warm['seconds'] / results[f'deltap-{source}']['seconds']:.2f}×" if f"deltap-{source}" in results else "—"
+                sp = (
+                    f"{warm['seconds'] / results[f'deltap-{source}']['seconds']:.2f}×"
+                    if f"deltap-{source}" in results
+                    else "—"
+                )
                 print(f"| {source} | ranx (second call, warm) | {r['seconds_warm']:.2f} | | {sp} |")
     if "deltap-file" in results and "pytrec-file" in results:
         print(f"\ndeltap from TREC files vs pytrec_eval from TREC files: {ratio('deltap-file', 'pytrec-file')}")

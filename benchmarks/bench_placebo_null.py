@@ -103,8 +103,19 @@ def one_run(seed: int, args: argparse.Namespace, tilt: float, kind: str, n_place
     extra = {"placebo_kind": kind} if kind != "random" else {}  # (runs on the code before issue 14 too)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PlaceboCalibrationWarning)
-        res = mine(world.cases, world.corpus, solver, outcome="logprob", budget=args.budget, seed=seed, k=k,
-                   n_placebo=n_placebo, coalitions=False, retriever=RankedRetriever(world), **extra)
+        res = mine(
+            world.cases,
+            world.corpus,
+            solver,
+            outcome="logprob",
+            budget=args.budget,
+            seed=seed,
+            k=k,
+            n_placebo=n_placebo,
+            coalitions=False,
+            retriever=RankedRetriever(world),
+            **extra,
+        )
     labelled = false = gold_rel = gold_n = 0
     ses: list[float] = []
     M = 0
@@ -126,8 +137,14 @@ def one_run(seed: int, args: argparse.Namespace, tilt: float, kind: str, n_place
     null = check.get("null") or {}
     # BH's threshold of the relevant family in this run: q·R₊/M (R₊ = candidates with a q-value ≤ q and a positive
     # effect; every rejection of this scenario is on that side)
-    R = sum(1 for p in res.dataset.pairs for c in p["candidates"]
-            if c.get("q_value") is not None and c["q_value"] <= args.q and (c.get("regression_effect") or {}).get("coef", 0) > 0)
+    R = sum(
+        1
+        for p in res.dataset.pairs
+        for c in p["candidates"]
+        if c.get("q_value") is not None
+        and c["q_value"] <= args.q
+        and (c.get("regression_effect") or {}).get("coef", 0) > 0
+    )
     threshold = args.q * max(R, 1) / M
     # fresh retrieved-like null documents against the run's fitted null, at BH's p-value of this run
     fresh = 20000
@@ -157,7 +174,9 @@ def _p_values(est: np.ndarray, se: np.ndarray, df: int, null: dict[str, Any]) ->
     if null.get("used") != "placebo":
         z = empirical_null.null_z(est, se, df)
     else:
-        z = empirical_null.null_z(est, se, df, null["center"], null["spread"], null.get("tail_weight", 0.0), null.get("tail_spread", 0.0))
+        z = empirical_null.null_z(
+            est, se, df, null["center"], null["spread"], null.get("tail_weight", 0.0), null.get("tail_spread", 0.0)
+        )
     return np.asarray(stats.norm.sf(np.abs(z)))
 
 
@@ -166,8 +185,16 @@ def s1_run(seed: int, args: argparse.Namespace) -> dict[str, Any]:
     from deltap.cases import CheckerSpec
 
     corpus = Corpus([Document(f"d{i:03d}", f"text {i}") for i in range(200)])
-    cases = [Case(f"s{c}", f"question s{c}", gold_doc_ids=("d000", "d001"), checker=CheckerSpec("string_match", {"answers": [f"ans-s{c}"]}),
-                  reference_answer=f"ans-s{c}") for c in range(args.cases)]
+    cases = [
+        Case(
+            f"s{c}",
+            f"question s{c}",
+            gold_doc_ids=("d000", "d001"),
+            checker=CheckerSpec("string_match", {"answers": [f"ans-s{c}"]}),
+            reference_answer=f"ans-s{c}",
+        )
+        for c in range(args.cases)
+    ]
     truths = {c.case_id: SimulatedTruth(0.1, {"d000": 0.4, "d001": 0.3}) for c in cases}
     solver = SimulatedSolver(truths, answers={c.case_id: c.reference_answer or "" for c in cases}, seed=seed)
     with warnings.catch_warnings():
@@ -199,12 +226,17 @@ def s1_table(args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
     runs = [s1_run(args.seed * 100003 + i, args) for i in range(args.replications)]
     mean = {k: float(np.mean([r[k] for r in runs])) for k in runs[0]}
-    print("| S1 (pass) through mine() | FDR | recall | nulls labelled irrelevant | relevant with interval low ≤ 0 | "
-          "relevant with interval low < min_effect | relevant with Newcombe ci_low < min_effect | calls/case | s |")
+    print(
+        "| S1 (pass) through mine() | FDR | recall | nulls labelled irrelevant | relevant with interval low ≤ 0 | "
+        "relevant with interval low < min_effect | relevant with Newcombe ci_low < min_effect | calls/case | s |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    print(f"| {args.replications} datasets of {args.cases} cases | {mean['fdp']:.3f} | {mean['recall']:.3f} | {mean['irrelevant']:.3f} | "
-          f"{mean['low_below_0']:.3f} | {mean['low_below_min']:.3f} | {mean['dp_low_below_min']:.3f} | {mean['calls']:.1f} | "
-          f"{time.perf_counter() - t0:.0f} |", flush=True)
+    print(
+        f"| {args.replications} datasets of {args.cases} cases | {mean['fdp']:.3f} | {mean['recall']:.3f} | {mean['irrelevant']:.3f} | "
+        f"{mean['low_below_0']:.3f} | {mean['low_below_min']:.3f} | {mean['dp_low_below_min']:.3f} | {mean['calls']:.1f} | "
+        f"{time.perf_counter() - t0:.0f} |",
+        flush=True,
+    )
 
 
 PLAN = [  # (scenario, tilt, placebo kind, placebos per case)
@@ -233,11 +265,17 @@ def main() -> None:
     if args.s1:
         s1_table(args)
         return
-    plan = [p for p in PLAN if (args.only is None or p[0] == args.only) and (args.placebos is None or p[3] == args.placebos)]
-    print(f"# bench_placebo_null: {args.replications} datasets of {args.cases} cases x {args.candidates} candidates, "
-          f"budget {args.budget}, q {args.q}, seed {args.seed}, {platform.machine()} {platform.python_version()}")
+    plan = [
+        p for p in PLAN if (args.only is None or p[0] == args.only) and (args.placebos is None or p[3] == args.placebos)
+    ]
+    print(
+        f"# bench_placebo_null: {args.replications} datasets of {args.cases} cases x {args.candidates} candidates, "
+        f"budget {args.budget}, q {args.q}, seed {args.seed}, {platform.machine()} {platform.python_version()}"
+    )
     print()
-    print("| scenario | placebos | per case | FDR | P(any false) | recall | fresh-null ratio (median, 90%) | check failed | too few | calls/case | s |")
+    print(
+        "| scenario | placebos | per case | FDR | P(any false) | recall | fresh-null ratio (median, 90%) | check failed | too few | calls/case | s |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     rows = []
     for name, tilt, kind, n_p in plan:
@@ -245,20 +283,27 @@ def main() -> None:
         runs = [one_run(args.seed * 100003 + i, args, tilt, kind, n_p) for i in range(args.replications)]
         fr = np.array([r["fresh_ratio"] for r in runs])
         row = {
-            "scenario": name, "kind": kind, "placebos_per_case": n_p, "replications": len(runs),
+            "scenario": name,
+            "kind": kind,
+            "placebos_per_case": n_p,
+            "replications": len(runs),
             "fdr": float(np.mean([r["fdp"] for r in runs])),
             "p_any_false": float(np.mean([r["any_false"] for r in runs])),
             "recall": float(np.mean([r["recall"] for r in runs])),
-            "fresh_ratio_median": float(np.median(fr)), "fresh_ratio_p90": float(np.quantile(fr, 0.9)),
+            "fresh_ratio_median": float(np.median(fr)),
+            "fresh_ratio_p90": float(np.quantile(fr, 0.9)),
             "check_failed": float(np.mean([r["check_failed"] for r in runs])),
             "too_few": float(np.mean([r["too_few"] for r in runs])),
             "calls": float(np.mean([r["calls"] for r in runs])),
             "seconds": round(time.perf_counter() - t0, 1),
         }
         rows.append(row)
-        print(f"| {name} | {kind} | {n_p} | {row['fdr']:.3f} | {row['p_any_false']:.2f} | {row['recall']:.3f} | "
-              f"{row['fresh_ratio_median']:.2f}, {row['fresh_ratio_p90']:.2f} | {row['check_failed']:.2f} | "
-              f"{row['too_few']:.2f} | {row['calls']:.1f} | {row['seconds']:.0f} |", flush=True)
+        print(
+            f"| {name} | {kind} | {n_p} | {row['fdr']:.3f} | {row['p_any_false']:.2f} | {row['recall']:.3f} | "
+            f"{row['fresh_ratio_median']:.2f}, {row['fresh_ratio_p90']:.2f} | {row['check_failed']:.2f} | "
+            f"{row['too_few']:.2f} | {row['calls']:.1f} | {row['seconds']:.0f} |",
+            flush=True,
+        )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(rows, fh, indent=2)

@@ -45,8 +45,13 @@ from deltap.solvers.simulated import SimulatedTruth  # noqa: E402
 def make_job(n_cases: int) -> tuple[list[Case], Corpus, dict[str, Any]]:
     corpus = Corpus([Document(f"d{i:02d}", f"text {i}") for i in range(40)])
     cases = [
-        Case(f"c{j:02d}", f"q{j}", gold_doc_ids=("d00", "d01"), checker=CheckerSpec("string_match", {"answers": [f"a{j}"]}),
-             reference_answer=f"a{j}")
+        Case(
+            f"c{j:02d}",
+            f"q{j}",
+            gold_doc_ids=("d00", "d01"),
+            checker=CheckerSpec("string_match", {"answers": [f"a{j}"]}),
+            reference_answer=f"a{j}",
+        )
         for j in range(n_cases)
     ]
     truth = {c.case_id: SimulatedTruth(0.1, {"d00": 0.5, "d01": 0.3}) for c in cases}
@@ -87,11 +92,24 @@ def run_once(kind: str, workers: int, latency: float, n_cases: int, cfg: MiningC
     con = sqlite3.connect(out / "trials.sqlite")
     trials = int(con.execute("SELECT COUNT(*) FROM trials").fetchone()[0])
     con.close()
-    return {"executor": kind, "workers": workers, "latency": latency, "calls": res.run["calls"], "trials": trials,
-            "wall": wall, "startup": startup}
+    return {
+        "executor": kind,
+        "workers": workers,
+        "latency": latency,
+        "calls": res.run["calls"],
+        "trials": trials,
+        "wall": wall,
+        "startup": startup,
+    }
 
 
-def throughput(latencies: list[float], workers: list[int], cases_for: dict[float, int], cfg_for: dict[float, MiningConfig], tmp: Path) -> list[dict[str, Any]]:
+def throughput(
+    latencies: list[float],
+    workers: list[int],
+    cases_for: dict[float, int],
+    cfg_for: dict[float, MiningConfig],
+    tmp: Path,
+) -> list[dict[str, Any]]:
     rows = []
     for latency in latencies:
         for kind in ("inprocess", "ray"):
@@ -102,9 +120,12 @@ def throughput(latencies: list[float], workers: list[int], cases_for: dict[float
                 r["speedup"] = base / r["wall"]
                 r["efficiency"] = r["speedup"] / n
                 rows.append(r)
-                print(f"  {kind:9s} latency {latency * 1000:4.0f} ms  workers {n}: {r['calls']} calls in {r['wall']:.2f} s "
-                      f"({r['calls'] / r['wall']:.1f} calls/s, speed-up {r['speedup']:.2f} = {r['efficiency']:.0%} of ideal; "
-                      f"replicas started in {r['startup']:.2f} s)", flush=True)
+                print(
+                    f"  {kind:9s} latency {latency * 1000:4.0f} ms  workers {n}: {r['calls']} calls in {r['wall']:.2f} s "
+                    f"({r['calls'] / r['wall']:.1f} calls/s, speed-up {r['speedup']:.2f} = {r['efficiency']:.0%} of ideal; "
+                    f"replicas started in {r['startup']:.2f} s)",
+                    flush=True,
+                )
     return rows
 
 
@@ -128,8 +149,11 @@ def rate_limit(tmp: Path, rpm: float, n_cases: int, cfg: MiningConfig) -> list[d
 
     rows = []
     cases, corpus, _ = make_job(n_cases)
-    for label, limited, kind in (("in-process, limiter", True, "inprocess"), ("Ray 4×2, limiter actor", True, "ray"),
-                                 ("in-process, no limiter", False, "inprocess")):
+    for label, limited, kind in (
+        ("in-process, limiter", True, "inprocess"),
+        ("Ray 4×2, limiter actor", True, "ray"),
+        ("in-process, no limiter", False, "inprocess"),
+    ):
         with FakeOpenAIServer(latency=0.05, requests_per_minute=rpm) as server:
             options: dict[str, Any] = {"model": "m", "base_url": server.url}
             if limited:
@@ -150,30 +174,58 @@ def rate_limit(tmp: Path, rpm: float, n_cases: int, cfg: MiningConfig) -> list[d
             con.close()
             acc = server.accepted
             span = acc[-1] - acc[0] if len(acc) > 1 else float("nan")
-            row = {"label": label, "calls": res.run["calls"], "accepted": len(acc), "refused": len(server.refused),
-                   "rate": (len(acc) - 1) / span * 60 if span == span and span > 0 else float("nan"), "errors": errors, "wall": wall}
+            row = {
+                "label": label,
+                "calls": res.run["calls"],
+                "accepted": len(acc),
+                "refused": len(server.refused),
+                "rate": (len(acc) - 1) / span * 60 if span == span and span > 0 else float("nan"),
+                "errors": errors,
+                "wall": wall,
+            }
             rows.append(row)
-            print(f"  {label:24s}: {row['calls']} calls, {row['accepted']} answered, {row['refused']} refused (429), "
-                  f"{row['rate']:.0f} requests/min achieved (limit {rpm:.0f}), {errors} failed trials, {wall:.1f} s", flush=True)
+            print(
+                f"  {label:24s}: {row['calls']} calls, {row['accepted']} answered, {row['refused']} refused (429), "
+                f"{row['rate']:.0f} requests/min achieved (limit {rpm:.0f}), {errors} failed trials, {wall:.1f} s",
+                flush=True,
+            )
     return rows
 
 
-def markdown(tp: list[dict[str, Any]], oh: dict[str, float], rl: list[dict[str, Any]], rpm: float, ray_init: float) -> str:
-    lines = ["| latency | executor | workers | calls | wall s | calls/s | speed-up | of ideal | replicas start s |",
-             "|---|---|---|---|---|---|---|---|---|"]
+def markdown(
+    tp: list[dict[str, Any]], oh: dict[str, float], rl: list[dict[str, Any]], rpm: float, ray_init: float
+) -> str:
+    lines = [
+        "| latency | executor | workers | calls | wall s | calls/s | speed-up | of ideal | replicas start s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in tp:
-        lines.append(f"| {r['latency'] * 1000:.0f} ms | {r['executor']} | {r['workers']} | {r['calls']} | {r['wall']:.2f} | "
-                     f"{r['calls'] / r['wall']:.1f} | {r['speedup']:.2f} | {r['efficiency']:.0%} | "
-                     f"{r['startup']:.2f} |" if r["executor"] == "ray" else
-                     f"| {r['latency'] * 1000:.0f} ms | {r['executor']} | {r['workers']} | {r['calls']} | {r['wall']:.2f} | "
-                     f"{r['calls'] / r['wall']:.1f} | {r['speedup']:.2f} | {r['efficiency']:.0%} | — |")
-    lines += ["", f"Ray cluster start (`ray.init(num_cpus=2)`): {ray_init:.1f} s.", "",
-              "| executor | wall per trial, solver that does not sleep |", "|---|---|"]
+        lines.append(
+            f"| {r['latency'] * 1000:.0f} ms | {r['executor']} | {r['workers']} | {r['calls']} | {r['wall']:.2f} | "
+            f"{r['calls'] / r['wall']:.1f} | {r['speedup']:.2f} | {r['efficiency']:.0%} | "
+            f"{r['startup']:.2f} |"
+            if r["executor"] == "ray"
+            else f"| {r['latency'] * 1000:.0f} ms | {r['executor']} | {r['workers']} | {r['calls']} | {r['wall']:.2f} | "
+            f"{r['calls'] / r['wall']:.1f} | {r['speedup']:.2f} | {r['efficiency']:.0%} | — |"
+        )
+    lines += [
+        "",
+        f"Ray cluster start (`ray.init(num_cpus=2)`): {ray_init:.1f} s.",
+        "",
+        "| executor | wall per trial, solver that does not sleep |",
+        "|---|---|",
+    ]
     lines += [f"| {k} | {v * 1000:.3f} ms |" for k, v in oh.items()]
     lines.append(f"| Ray's overhead per trial | {(oh['ray'] - oh['inprocess']) * 1000:.3f} ms |")
-    lines += ["", f"| run (limit {rpm:.0f} requests/min) | calls | answered | refused (429) | achieved requests/min | failed trials | wall s |",
-              "|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['label']} | {r['calls']} | {r['accepted']} | {r['refused']} | {r['rate']:.0f} | {r['errors']} | {r['wall']:.1f} |" for r in rl]
+    lines += [
+        "",
+        f"| run (limit {rpm:.0f} requests/min) | calls | answered | refused (429) | achieved requests/min | failed trials | wall s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['label']} | {r['calls']} | {r['accepted']} | {r['refused']} | {r['rate']:.0f} | {r['errors']} | {r['wall']:.1f} |"
+        for r in rl
+    ]
     return "\n".join(lines)
 
 
@@ -188,8 +240,10 @@ def main() -> None:
         latencies, cases_for = [0.05], {0.05: 8}
     else:
         latencies, cases_for = [0.05, 0.5], {0.05: 16, 0.5: 8}
-    cfg_for = {0.05: MiningConfig(budget=32, first_look=16, batch=8, n_placebo=3, coalitions=False, seed=1),
-               0.5: MiningConfig(budget=8, first_look=8, batch=8, n_placebo=3, coalitions=False, seed=1)}
+    cfg_for = {
+        0.05: MiningConfig(budget=32, first_look=16, batch=8, n_placebo=3, coalitions=False, seed=1),
+        0.5: MiningConfig(budget=8, first_look=8, batch=8, n_placebo=3, coalitions=False, seed=1),
+    }
     ray_init = start_ray()
     print(f"Ray started in {ray_init:.1f} s", flush=True)
     with tempfile.TemporaryDirectory() as d:
@@ -199,7 +253,9 @@ def main() -> None:
         print("2. executor overhead per trial", flush=True)
         oh = overhead(tmp, 8, MiningConfig(budget=64, first_look=16, batch=16, n_placebo=3, seed=1))
         print("3. rate limit", flush=True)
-        rl = rate_limit(tmp, args.rpm, 4 if args.quick else 8, MiningConfig(budget=32, n_placebo=3, coalitions=False, seed=1))
+        rl = rate_limit(
+            tmp, args.rpm, 4 if args.quick else 8, MiningConfig(budget=32, n_placebo=3, coalitions=False, seed=1)
+        )
     print()
     print(markdown(tp, oh, rl, args.rpm, ray_init))
 

@@ -22,8 +22,22 @@ from deltap.mining.simulation import MIXTURES, SCENARIOS, run_design, run_mixtur
 # "/placebo": the null (default: zero for pass, placebo for logprob). "/gwW": prior weight W of gold candidates in
 # the weighted BH step (default 8; gw1 = unweighted). "adaptive:B": budget B (default 90). "@q": another FDR level.
 PLAN: list[tuple[str, list[str]]] = [
-    ("S1", ["naive:10", "naive:128", "fixed:96/gw1", "fixed:128/gw1", "fixed:84", "fixed:96",
-            "adaptive:128/gw1", "adaptive/gw1", "adaptive/gw4", "adaptive", "adaptive:128"]),
+    (
+        "S1",
+        [
+            "naive:10",
+            "naive:128",
+            "fixed:96/gw1",
+            "fixed:128/gw1",
+            "fixed:84",
+            "fixed:96",
+            "adaptive:128/gw1",
+            "adaptive/gw1",
+            "adaptive/gw4",
+            "adaptive",
+            "adaptive:128",
+        ],
+    ),
     ("mixed", ["fixed:96/gw1", "fixed:128/gw1", "fixed:96", "adaptive:128/gw1", "adaptive"]),
     ("harmful", ["fixed:128/gw1", "fixed:96", "adaptive:128/gw1", "adaptive"]),
     ("interaction", ["fixed:128/gw1", "fixed:96", "adaptive:128/gw1", "adaptive"]),
@@ -50,10 +64,14 @@ def main() -> None:
     plan = PLAN[:1] if args.quick else [p for p in PLAN if not args.scenario or p[0] in args.scenario]
     rows = []
     t0 = time.perf_counter()
-    print(f"# bench_simulation: {args.replications} replications, seed {args.seed}, BH over datasets of "
-          f"{args.dataset_size} cases, {platform.machine()} {platform.python_version()}")
+    print(
+        f"# bench_simulation: {args.replications} replications, seed {args.seed}, BH over datasets of "
+        f"{args.dataset_size} cases, {platform.machine()} {platform.python_version()}"
+    )
     print()
-    print("| scenario | design | precision | FDR | recall | null FPR | harmful recall | calls/case (preflight + design + coalition) | skipped | coalitions with a null | s |")
+    print(
+        "| scenario | design | precision | FDR | recall | null FPR | harmful recall | calls/case (preflight + design + coalition) | skipped | coalitions with a null | s |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, designs in plan:
         for d in designs:
@@ -65,8 +83,11 @@ def main() -> None:
             f = lambda x: "—" if x != x else f"{x:.3f}"  # noqa: E731
             k = r.calls_by_kind
             split = f" ({k['preflight']:.1f} + {k['design']:.1f} + {k['coalition']:.1f})" if k else ""
-            print(f"| {name} | {d} | {f(r.precision)} | {f(r.fdr)} | {f(r.recall)} | {r.null_fpr:.4f} | {f(r.harmful_recall)} "
-                  f"| {r.calls_mean:.1f}{split} | {r.skipped:.2f} | {f(r.coalition_null_share)} | {r.seconds:.1f} |", flush=True)
+            print(
+                f"| {name} | {d} | {f(r.precision)} | {f(r.fdr)} | {f(r.recall)} | {r.null_fpr:.4f} | {f(r.harmful_recall)} "
+                f"| {r.calls_mean:.1f}{split} | {r.skipped:.2f} | {f(r.coalition_null_share)} | {r.seconds:.1f} |",
+                flush=True,
+            )
     print(f"\ntotal {time.perf_counter() - t0:.0f}s")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:

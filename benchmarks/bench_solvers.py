@@ -71,7 +71,10 @@ def build_case(n_candidates: int, trials: int, seed: int, order: str = "length",
     pool.sort(key=lambda d: d.doc_id)
     subsets = [[d for d in pool if rng.random() < 0.5] for _ in range(trials)]
     ids = [d.doc_id for d in pool]
-    rank = {ids[i]: r for r, i in enumerate(canonical_order(ids, [len(d.text) for d in pool] if order == "length" else None))}
+    rank = {
+        ids[i]: r
+        for r, i in enumerate(canonical_order(ids, [len(d.text) for d in pool] if order == "length" else None))
+    }
     subsets = [sorted(s, key=lambda d: rank[d.doc_id]) for s in subsets]
     return case, pool, subsets, request_from_case
 
@@ -92,8 +95,11 @@ def bench_local(trials: int, seed: int, score_check: int, order: str = "length",
     solver = LlamaCppSolver(n_ctx=4096, flash_attn=flash_attn)
     toks = [solver.tokens(r) for r in reqs]
     mean_prompt = statistics.mean(len(t) for t in toks)
-    print(f"case {case.case_id}: {len(pool)} candidates, {trials} timed trials, mean prompt {mean_prompt:.0f} tokens, "
-          f"context order {order}, flash attention {'on' if flash_attn else 'off'} (both methods)", flush=True)
+    print(
+        f"case {case.case_id}: {len(pool)} candidates, {trials} timed trials, mean prompt {mean_prompt:.0f} tokens, "
+        f"context order {order}, flash attention {'on' if flash_attn else 'off'} (both methods)",
+        flush=True,
+    )
 
     # prompt tokens the trie walk evaluates, for two canonical orders and several trial counts (exact, no model run)
     def arranged(o: str) -> list[list[int]]:
@@ -110,8 +116,16 @@ def bench_local(trials: int, seed: int, score_check: int, order: str = "length",
     print(flush=True)
 
     # naive: create_chat_completion per trial, in trial order
-    naive_llm = Llama(model_path=str(default_model_path()), n_ctx=4096, n_threads=solver.llm.n_threads,
-                      n_batch=512, logits_all=False, verbose=False, seed=0, flash_attn=flash_attn)
+    naive_llm = Llama(
+        model_path=str(default_model_path()),
+        n_ctx=4096,
+        n_threads=solver.llm.n_threads,
+        n_batch=512,
+        logits_all=False,
+        verbose=False,
+        seed=0,
+        flash_attn=flash_attn,
+    )
     start = time.perf_counter()
     naive_texts = []
     naive_eval = 0
@@ -128,8 +142,11 @@ def bench_local(trials: int, seed: int, score_check: int, order: str = "length",
         prev = t
     naive_wall = time.perf_counter() - start
     del naive_llm
-    print(f"naive create_chat_completion: {naive_wall / trials:.2f} s/trial, {naive_eval / trials:.0f} prompt tokens "
-          f"evaluated/trial, {naive_eval / naive_wall:.0f} tokens/s", flush=True)
+    print(
+        f"naive create_chat_completion: {naive_wall / trials:.2f} s/trial, {naive_eval / trials:.0f} prompt tokens "
+        f"evaluated/trial, {naive_eval / naive_wall:.0f} tokens/s",
+        flush=True,
+    )
 
     solver.reset()
     before = solver.tokens_evaluated
@@ -139,8 +156,11 @@ def bench_local(trials: int, seed: int, score_check: int, order: str = "length",
     ours_eval = sum(a.usage["prompt_tokens_evaluated"] for a in answers if isinstance(a, Answer))
     gen_steps = solver.tokens_evaluated - before - ours_eval
     same = sum(isinstance(a, Answer) and a.text == n for a, n in zip(answers, naive_texts, strict=False))
-    print(f"answer_many: {ours_wall / trials:.2f} s/trial, {ours_eval / trials:.0f} evaluated/trial, "
-          f"{same}/{trials} identical", flush=True)
+    print(
+        f"answer_many: {ours_wall / trials:.2f} s/trial, {ours_eval / trials:.0f} evaluated/trial, "
+        f"{same}/{trials} identical",
+        flush=True,
+    )
 
     solver.reset()
     before = solver.tokens_evaluated
@@ -160,13 +180,19 @@ def bench_local(trials: int, seed: int, score_check: int, order: str = "length",
 
     print("\n| method | wall s/trial | prompt tokens evaluated/trial | tokens/s | speed-up | identical to naive |")
     print("|---|---|---|---|---|---|")
-    print(f"| naive create_chat_completion | {naive_wall / trials:.2f} | {naive_eval / trials:.0f} | "
-          f"{naive_eval / naive_wall:.0f} | 1.00x | - |")
-    print(f"| answer_many (trie order, KV reuse) | {ours_wall / trials:.2f} | {ours_eval / trials:.0f} | "
-          f"{ours_eval / ours_wall:.0f} | {naive_wall / ours_wall:.2f}x | {same}/{trials} answers |")
-    print(f"| score_many (logprob outcome) | {score_wall / trials:.2f} | {score_eval / trials:.0f} | "
-          f"{score_eval / score_wall:.0f} | {naive_wall / score_wall:.2f}x | max abs diff vs from-scratch "
-          f"{max(diffs):.1e} nats ({len(diffs)} trials) |")
+    print(
+        f"| naive create_chat_completion | {naive_wall / trials:.2f} | {naive_eval / trials:.0f} | "
+        f"{naive_eval / naive_wall:.0f} | 1.00x | - |"
+    )
+    print(
+        f"| answer_many (trie order, KV reuse) | {ours_wall / trials:.2f} | {ours_eval / trials:.0f} | "
+        f"{ours_eval / ours_wall:.0f} | {naive_wall / ours_wall:.2f}x | {same}/{trials} answers |"
+    )
+    print(
+        f"| score_many (logprob outcome) | {score_wall / trials:.2f} | {score_eval / trials:.0f} | "
+        f"{score_eval / score_wall:.0f} | {naive_wall / score_wall:.2f}x | max abs diff vs from-scratch "
+        f"{max(diffs):.1e} nats ({len(diffs)} trials) |"
+    )
     print(f"(answer_many also ran {gen_steps / trials:.1f} single-token decode steps/trial)")
 
 
@@ -193,13 +219,17 @@ def bench_looks(trials: int, seed: int, look: int, order: str = "length") -> Non
             out += solver.score_many(reqs[a : a + look], case.reference_answer or "")
         wall = time.perf_counter() - start
         scores[states] = [s.logprob for s in out if isinstance(s, Score)]
-        rows.append((states, wall / trials, (solver.tokens_evaluated - ev0) / trials, (solver.tokens_restored - rs0) / trials))
+        rows.append(
+            (states, wall / trials, (solver.tokens_evaluated - ev0) / trials, (solver.tokens_restored - rs0) / trials)
+        )
     same = scores[0] == scores[16] and len(scores[0]) == trials
     print(f"\nscore_many in looks of {look} trials, {trials} trials, context order {order}:")
     print("| KV snapshots | wall s/trial | prompt tokens evaluated/trial | restored from snapshots/trial | speed-up |")
     print("|---|---|---|---|---|")
     for states, wall, ev, rs in rows:
-        print(f"| {'16 (default)' if states else 'off'} | {wall:.2f} | {ev:.0f} | {rs:.0f} | {rows[0][1] / wall:.2f}x |")
+        print(
+            f"| {'16 (default)' if states else 'off'} | {wall:.2f} | {ev:.0f} | {rs:.0f} | {rows[0][1] / wall:.2f}x |"
+        )
     print(f"scores identical with and without snapshots: {same}")
 
 
@@ -210,7 +240,9 @@ def bench_pytest(runs: int) -> None:
     tmp = Path(tempfile.mkdtemp())
     (tmp / "test_m.py").write_text("from m import f\n\n\ndef test_f():\n    assert f() == 1\n")
     (tmp / "fixed.py").write_text("def f():\n    return 1\n")
-    spec = CheckerSpec("pytest", {"test_file": str(tmp / "test_m.py"), "module_name": "m", "fixed_file": str(tmp / "fixed.py")})
+    spec = CheckerSpec(
+        "pytest", {"test_file": str(tmp / "test_m.py"), "module_name": "m", "fixed_file": str(tmp / "fixed.py")}
+    )
     checker = make_checker(spec)
     case = Case("c", "q", checker=spec)
     checker.check(case, "```python\ndef f():\n    return 1\n```")  # includes the preflight
@@ -221,8 +253,10 @@ def bench_pytest(runs: int) -> None:
         times.append(time.perf_counter() - start)
         assert r.passed, r
         layers = r.info["isolation"]
-    print(f"\npytest checker, trivial test, {runs} runs: median {statistics.median(times):.2f} s, "
-          f"max {max(times):.2f} s per call; isolation: {', '.join(layers)}")
+    print(
+        f"\npytest checker, trivial test, {runs} runs: median {statistics.median(times):.2f} s, "
+        f"max {max(times):.2f} s per call; isolation: {', '.join(layers)}"
+    )
 
 
 def bench_server(requests_per_level: int) -> None:
@@ -234,9 +268,23 @@ def bench_server(requests_per_level: int) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(default_model_path()),
-                             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(default_model_path()),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}/v1"
     try:
         for _ in range(300):
@@ -249,8 +297,10 @@ def bench_server(requests_per_level: int) -> None:
         print("\n| concurrency | requests | wall s | requests/s | errors |")
         print("|---|---|---|---|---|")
         for conc in (1, 4, 16):
-            reqs = [SolveRequest(f"r{i}", f"Name one planet. ({i})", benchmark_type="beir")
-                    for i in range(requests_per_level)]
+            reqs = [
+                SolveRequest(f"r{i}", f"Name one planet. ({i})", benchmark_type="beir")
+                for i in range(requests_per_level)
+            ]
             start = time.perf_counter()
             out = solve_many(solver, reqs, concurrency=conc)
             wall = time.perf_counter() - start
@@ -268,11 +318,19 @@ def main() -> None:
     ap.add_argument("--score-check", type=int, default=8, help="trials re-scored from scratch to compare")
     ap.add_argument("--pytest-runs", type=int, default=10)
     ap.add_argument("--server-requests", type=int, default=32)
-    ap.add_argument("--order", choices=("length", "id"), default="length",
-                    help="canonical document order of the timed run (the engine's default is length)")
+    ap.add_argument(
+        "--order",
+        choices=("length", "id"),
+        default="length",
+        help="canonical document order of the timed run (the engine's default is length)",
+    )
     ap.add_argument("--flash-attn", action="store_true", help="flash attention for both methods")
-    ap.add_argument("--looks", type=int, default=0,
-                    help="also score the trials in batches of this size (mining's looks), with and without KV snapshots")
+    ap.add_argument(
+        "--looks",
+        type=int,
+        default=0,
+        help="also score the trials in batches of this size (mining's looks), with and without KV snapshots",
+    )
     ap.add_argument("--only-looks", action="store_true", help="run only the --looks comparison")
     ap.add_argument("--skip-local", action="store_true")
     ap.add_argument("--skip-server", action="store_true")

@@ -60,11 +60,19 @@ class FakeOpenAIServer:
                 if owner.latency:
                     time.sleep(owner.latency)
                 text = owner.answer(body)
-                self._send(200, {
-                    "id": "fake", "object": "chat.completion", "created": 0, "model": body.get("model", "m"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
-                })
+                self._send(
+                    200,
+                    {
+                        "id": "fake",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body.get("model", "m"),
+                        "choices": [
+                            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                        ],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+                    },
+                )
 
             def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(payload).encode()

@@ -33,7 +33,9 @@ def _decode(raw: bytes, path: str | Path, line: int | None, offset_line: int = 0
             col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
         else:
             col = exc.start + 1
-        raise FormatError(path, f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {col}); save the file as UTF-8", line) from None
+        raise FormatError(
+            path, f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {col}); save the file as UTF-8", line
+        ) from None
 
 
 def read_text(path: str | Path) -> str:
@@ -120,7 +122,9 @@ def json_loads(text: str, path: str | Path, line: int | None = None, what: str =
         raise FormatError(path, f"duplicate key {exc.key!r} in a JSON object: each key may appear once", line) from None
     except json.JSONDecodeError as exc:
         where = line if line is not None else exc.lineno
-        raise FormatError(path, f"invalid JSON ({json_error_detail(exc)}){'; ' + what if what else ''}", where) from None
+        raise FormatError(
+            path, f"invalid JSON ({json_error_detail(exc)}){'; ' + what if what else ''}", where
+        ) from None
 
 
 @contextlib.contextmanager

@@ -113,13 +113,17 @@ class Case:
         object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)))
 
 
-def _require(entry: Mapping[str, Any], key: str, path: Path, line: int | None, kind: type | tuple[type, ...] = str) -> Any:
+def _require(
+    entry: Mapping[str, Any], key: str, path: Path, line: int | None, kind: type | tuple[type, ...] = str
+) -> Any:
     if key not in entry or entry[key] is None:
         raise FormatError(path, f"benchmark entry {entry.get('id', '?')!r} is missing required field {key!r}", line)
     value = entry[key]
     if not isinstance(value, kind):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise FormatError(path, f"field {key!r} of {entry.get('id', '?')!r} must be {names}, got {type(value).__name__}", line)
+        raise FormatError(
+            path, f"field {key!r} of {entry.get('id', '?')!r} must be {names}, got {type(value).__name__}", line
+        )
     return value
 
 
@@ -133,7 +137,7 @@ def _answer_text(value: Any, path: Path, line: int | None, case_id: str) -> str:
     raise FormatError(
         path,
         f"answer {value!r} of {case_id!r} is not a string (YAML reads bare null, ~, yes, no, true, false... as "
-        f"{type(value).__name__}); quote it, e.g. answer: \"{'' if value is None else str(value).lower()}\"",
+        f'{type(value).__name__}); quote it, e.g. answer: "{"" if value is None else str(value).lower()}"',
         line,
     )
 
@@ -248,7 +252,9 @@ def read_benchmark_yaml(path: str | Path) -> list[Case]:
             correct = str(_require(entry, "correct_answer", path, line, (str, int))).strip()
             options = {str(k).strip(): str(v) for k, v in options.items()}
             if correct not in options:
-                raise FormatError(path, f"correct_answer {correct!r} of {case_id!r} is not one of the options {sorted(options)}", line)
+                raise FormatError(
+                    path, f"correct_answer {correct!r} of {case_id!r} is not one of the options {sorted(options)}", line
+                )
             gold = _gold_list(entry.get("fully_qualified_class_name", entry.get("gold_doc_ids")), path, line, case_id)
             extra["options"] = options
             case = Case(
@@ -273,7 +279,9 @@ def read_benchmark_yaml(path: str | Path) -> list[Case]:
                 absolute, relative = fixed_file_imports(fixed_src, files["fixed_file"])
             except SyntaxError as exc:
                 raise FormatError(files["fixed_file"], f"fixed_file does not parse: {exc.msg}", exc.lineno) from None
-            explicit = _gold_list(entry.get("fully_qualified_class_name", entry.get("gold_doc_ids")), path, line, case_id)
+            explicit = _gold_list(
+                entry.get("fully_qualified_class_name", entry.get("gold_doc_ids")), path, line, case_id
+            )
             extra["relative_imports"] = relative
             module_name = entry.get("module_name") or Path(files["unfixed_file"]).stem
             case = Case(
@@ -286,7 +294,11 @@ def read_benchmark_yaml(path: str | Path) -> list[Case]:
                 metadata=extra,
             )
         else:
-            raise FormatError(path, f"unknown benchmark_type {btype!r} for {case_id!r}; expected one of {', '.join(BENCHMARK_TYPES)}", line)
+            raise FormatError(
+                path,
+                f"unknown benchmark_type {btype!r} for {case_id!r}; expected one of {', '.join(BENCHMARK_TYPES)}",
+                line,
+            )
         cases.append(case)
     if dupes:
         raise DuplicateIdsError("case ids", dupes, str(path))
@@ -382,10 +394,12 @@ def resolve_gold(
     if missing and on_missing == "error":
         flat = [f"{cid}:{gid}" for cid, gids in missing.items() for gid in gids]
         raise MissingIdsError(
-            "gold document ids", flat, corpus.name, "Fix the benchmark, or pass --skip-missing to drop them with a count"
+            "gold document ids",
+            flat,
+            corpus.name,
+            "Fix the benchmark, or pass --skip-missing to drop them with a count",
         )
     return out, missing
-
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -405,7 +419,9 @@ def _answer_values(value: Any, key: str, path: Path, line: int | None, case_id: 
         if isinstance(item, bool) or not isinstance(item, str | int | float):
             hint = " (YAML reads bare yes/no/true/false as booleans: quote it)" if isinstance(item, bool) else ""
             raise FormatError(
-                path, f"{key!r} of {case_id!r} must be a string or a list of strings, got {type(item).__name__} {item!r}{hint}", line
+                path,
+                f"{key!r} of {case_id!r} must be a string or a list of strings, got {type(item).__name__} {item!r}{hint}",
+                line,
             )
         text = str(item).strip()
         if text:
@@ -460,14 +476,18 @@ def _qa_case(record: Any, path: Path, line: int | None, n: int) -> Case:
     answers = answers_of(record, path, line, case_id)
     if not answers:
         raise FormatError(
-            path, f"question {case_id!r} has no answer: give 'answers' (a string or a list), 'answer' or 'reference_answer'", line
+            path,
+            f"question {case_id!r} has no answer: give 'answers' (a string or a list), 'answer' or 'reference_answer'",
+            line,
         )
     gold_key, raw_gold = _first(record, _GOLD_KEYS)
     grades: dict[str, int] = {}
     if isinstance(raw_gold, Mapping):  # {doc_id: grade}, as in qrels: grade > 0 is gold
         for d, g in raw_gold.items():
             if isinstance(g, bool) or not isinstance(g, int) or g < 0:
-                raise FormatError(path, f"{gold_key!r} of {case_id!r}: grade of {d!r} must be an integer >= 0, got {g!r}", line)
+                raise FormatError(
+                    path, f"{gold_key!r} of {case_id!r}: grade of {d!r} must be an integer >= 0, got {g!r}", line
+                )
             grades[str(d)] = g
         gold = [d for d, g in grades.items() if g > 0]
     else:
@@ -509,7 +529,9 @@ def read_qa_jsonl(path: str | Path) -> list[Case]:
         DuplicateIdsError: two questions share an id.
     """
     path = Path(path)
-    cases = [_qa_case(obj, path, lineno, n) for n, (lineno, obj) in enumerate(iter_jsonl(path, "one question per line"), 1)]
+    cases = [
+        _qa_case(obj, path, lineno, n) for n, (lineno, obj) in enumerate(iter_jsonl(path, "one question per line"), 1)
+    ]
     if not cases:
         raise FormatError(path, "no question in the file")
     return _check_unique(cases, path)
@@ -532,10 +554,14 @@ def read_qa_yaml(path: str | Path) -> list[Case]:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise FormatError(path, f"invalid YAML: {getattr(exc, 'problem', exc)}", mark.line + 1 if mark else None) from None
+        raise FormatError(
+            path, f"invalid YAML: {getattr(exc, 'problem', exc)}", mark.line + 1 if mark else None
+        ) from None
     items = data.get("questions") if isinstance(data, dict) else data
     if not isinstance(items, list) or not items:
-        raise FormatError(path, "expected a list of questions (id, question, answers, gold_ids), or a 'questions:' list")
+        raise FormatError(
+            path, "expected a list of questions (id, question, answers, gold_ids), or a 'questions:' list"
+        )
     lines = _line_numbers(text)
     cases = []
     for n, item in enumerate(items, start=1):

@@ -127,10 +127,16 @@ def read_dataset(path: str | Path) -> VerifiedDataset:
             if isinstance(er, bool):  # YAML 1.1 reads a bare YES/NO as a boolean
                 er = c["empirical_relevance"] = "YES" if er else "NO"
             if er is not None and str(er).upper() not in EMPIRICAL_VALUES:
-                raise FormatError(path, f"candidate {c.get('doc_id') or c.get('fqn')!r} of {pid!r}: empirical_relevance {er!r} is not one of {EMPIRICAL_VALUES}")
+                raise FormatError(
+                    path,
+                    f"candidate {c.get('doc_id') or c.get('fqn')!r} of {pid!r}: empirical_relevance {er!r} is not one of {EMPIRICAL_VALUES}",
+                )
             g = c.get("grade")
             if g is not None and (isinstance(g, bool) or not isinstance(g, int) or g < 0):
-                raise FormatError(path, f"candidate {c.get('doc_id') or c.get('fqn')!r} of {pid!r}: grade must be an integer >= 0 or null, got {g!r}")
+                raise FormatError(
+                    path,
+                    f"candidate {c.get('doc_id') or c.get('fqn')!r} of {pid!r}: grade must be an integer >= 0 or null, got {g!r}",
+                )
     meta = data.get("metadata") or {}
     if not isinstance(meta, dict):
         raise FormatError(path, "'metadata' must be a mapping")
@@ -180,7 +186,9 @@ def read_dataset_qrels(path: str | Path) -> Qrels:
     return dataset_qrels(read_dataset(path))
 
 
-def write_dataset_qrels(dataset: VerifiedDataset, out_dir: str | Path, provenance: Mapping[str, Any] | None = None) -> dict[str, Path]:
+def write_dataset_qrels(
+    dataset: VerifiedDataset, out_dir: str | Path, provenance: Mapping[str, Any] | None = None
+) -> dict[str, Path]:
     """Write ``qrels/test.tsv`` (BEIR), ``qrels.trec`` and ``qrels.jsonl`` under ``out_dir``.
 
     The BEIR and TREC formats have no room for provenance, so it goes beside them in ``qrels/provenance.json``; the

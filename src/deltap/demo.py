@@ -115,7 +115,9 @@ class DemoConfig:
         if self.cases < 1:
             raise DeltapError(f"--cases must be at least 1, got {self.cases}")
         if self.budget < 2 * self.cases:
-            raise DeltapError(f"--budget {self.budget} is too small for {self.cases} cases; give at least {2 * self.cases}")
+            raise DeltapError(
+                f"--budget {self.budget} is too small for {self.cases} cases; give at least {2 * self.cases}"
+            )
         if self.outcome not in {"logprob", "pass"}:
             raise DeltapError(f"--outcome must be logprob or pass, got {self.outcome!r}")
 
@@ -228,7 +230,13 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
     corpus = build_demo_corpus()
     corpus_path = write_corpus_jsonl(corpus, out / "corpus.jsonl")
     cut = sum(1 for d in corpus if "truncated_from" in d.metadata)
-    _stage(say, timings, "corpus", t0, f"{len(corpus)} documents ({cut} long texts cut to {MAX_DOC_CHARS} characters) -> {corpus_path}")
+    _stage(
+        say,
+        timings,
+        "corpus",
+        t0,
+        f"{len(corpus)} documents ({cut} long texts cut to {MAX_DOC_CHARS} characters) -> {corpus_path}",
+    )
 
     say("[2/6] retrievers: BM25, dense (embedded Qdrant), hybrid (RRF)")
     t0 = time.perf_counter()
@@ -238,7 +246,13 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
     dense = _build_dense(corpus, out, config)
     hybrid = HybridRetriever(corpus, [bm25, dense])
     retrievers = {"bm25": bm25, "dense": dense, "hybrid": hybrid}
-    _stage(say, timings, "index", t0, f"indexed {len(corpus)} documents; {len(cases)} of {len(all_cases)} benchmark cases selected")
+    _stage(
+        say,
+        timings,
+        "index",
+        t0,
+        f"indexed {len(corpus)} documents; {len(cases)} of {len(all_cases)} benchmark cases selected",
+    )
 
     # Solver calls per case = preflight + design trials + coalition checks; the procedure's own ceiling
     # (call_ceiling) says what the preflight and the coalition checks can cost with this solver.
@@ -249,7 +263,9 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
 
     solver = _make_solver(config, cases)
     det = is_deterministic(solver)
-    pre, _, coalition = call_ceiling(SimpleNamespace(preflight=PREFLIGHT, budget=0, coalitions=True, verify_trials=VERIFY_TRIALS), det)
+    pre, _, coalition = call_ceiling(
+        SimpleNamespace(preflight=PREFLIGHT, budget=0, coalitions=True, verify_trials=VERIFY_TRIALS), det
+    )
     per_case = config.budget // len(cases) - pre - coalition
     if per_case < 8:
         raise DeltapError(
@@ -281,8 +297,13 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
         comparison = _compare({c.case_id: qrels[c.case_id] for c in judged}, runs, config.seed)
         _write_json(run_dir / "evaluation" / "compare.json", comparison)
         rule = f"; {len(empty)} without one: {EMPTY_QUERY_RULE}" if empty else ""
-        _stage(say, timings, "evaluation", t0,
-               f"{len(judged)} questions, {len(judged) - len(empty)} with a relevant document{rule} -> {run_dir / 'evaluation'}")
+        _stage(
+            say,
+            timings,
+            "evaluation",
+            t0,
+            f"{len(judged)} questions, {len(judged) - len(empty)} with a relevant document{rule} -> {run_dir / 'evaluation'}",
+        )
     else:
         _stage(say, timings, "evaluation", t0, "skipped: no mined case has a relevant document (raise --budget)")
 
@@ -340,7 +361,9 @@ def _make_solver(config: DemoConfig, cases: Sequence[Case]) -> Any:
             )
             for c in cases
         }
-        return make_solver("simulated", truth=truth, outcome="logprob" if logprob else "pass", noise=0.5, seed=config.seed)
+        return make_solver(
+            "simulated", truth=truth, outcome="logprob" if logprob else "pass", noise=0.5, seed=config.seed
+        )
     return make_solver(config.solver)
 
 
@@ -361,7 +384,13 @@ def _build_dense(corpus: Corpus, out: Path, config: DemoConfig) -> Any:
     columns = (TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, disable=not config.progress) as bar, EmbeddingCache(out / "embedding-cache") as cache:
         task = bar.add_task("embedding", total=None)
-        index_corpus(corpus, store, model, cache=cache, progress=lambda done, total: bar.update(task, completed=done, total=total))
+        index_corpus(
+            corpus,
+            store,
+            model,
+            cache=cache,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
     return DenseRetriever(store, model)
 
 
@@ -383,7 +412,16 @@ def _mining_config(config: DemoConfig, per_case: int) -> Any:
     )
 
 
-def _mine(config: DemoConfig, corpus: Corpus, cases: Sequence[Case], solver: Any, retriever: Any, run_dir: Path, mining: Any, say: Say) -> None:
+def _mine(
+    config: DemoConfig,
+    corpus: Corpus,
+    cases: Sequence[Case],
+    solver: Any,
+    retriever: Any,
+    run_dir: Path,
+    mining: Any,
+    say: Say,
+) -> None:
     """Mine ``cases`` into ``run_dir`` with :func:`deltap.mining.engine.mine` (resumes an existing trial log)."""
     from deltap.mining.engine import mine
     from deltap.mining.results import PlaceboCalibrationWarning
@@ -391,7 +429,10 @@ def _mine(config: DemoConfig, corpus: Corpus, cases: Sequence[Case], solver: Any
     from deltap.solvers.base import is_deterministic
 
     det = is_deterministic(solver)
-    with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), config.progress, config=mining, deterministic=det) as bar:
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        MiningProgress(len(cases), config.progress, config=mining, deterministic=det) as bar,
+    ):
         warnings.simplefilter("always", PlaceboCalibrationWarning)
         warnings.simplefilter("always", TiltWarning)
         mine(list(cases), corpus, solver, out=run_dir, config=mining, retriever=retriever, progress=bar)
@@ -402,7 +443,9 @@ def _mine(config: DemoConfig, corpus: Corpus, cases: Sequence[Case], solver: Any
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
-def _compare(qrels: dict[str, dict[str, int]], runs: dict[str, dict[str, dict[str, float]]], seed: int) -> dict[str, Any]:
+def _compare(
+    qrels: dict[str, dict[str, int]], runs: dict[str, dict[str, dict[str, float]]], seed: int
+) -> dict[str, Any]:
     """The evaluation engine's comparison of ``runs`` (baseline bm25) as a JSON-ready dict."""
     from deltap.evaluation import compare
     from deltap.evaluation.ranking import EvaluationWarning
@@ -413,7 +456,9 @@ def _compare(qrels: dict[str, dict[str, int]], runs: dict[str, dict[str, dict[st
     return dict(report.to_dict())
 
 
-def _end_to_end(config: DemoConfig, corpus: Corpus, cases: Sequence[Case], solver: Any, retrievers: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+def _end_to_end(
+    config: DemoConfig, corpus: Corpus, cases: Sequence[Case], solver: Any, retrievers: dict[str, Any], run_dir: Path
+) -> dict[str, Any]:
     """The end-to-end step: :data:`E2E_SYSTEMS` on the mined ``cases`` into ``run_dir/endtoend`` (resumable)."""
     from deltap.endtoend import EndToEndConfig, evaluate_end_to_end
     from deltap.endtoend.systems import System, control_systems
@@ -423,13 +468,19 @@ def _end_to_end(config: DemoConfig, corpus: Corpus, cases: Sequence[Case], solve
                for n in DEMO_RETRIEVERS]  # fmt: skip
     systems += control_systems(["none"], cases, None)
     cfg = EndToEndConfig(k=k, repeats=1, outcome=config.outcome, seed=config.seed, n_resamples=500, n_permutations=2000)
-    result = evaluate_end_to_end(run_dir, cases, corpus, solver, config=cfg, systems=systems, metrics=[f"ndcg@{k}", f"hit_rate@{k}"])
+    result = evaluate_end_to_end(
+        run_dir, cases, corpus, solver, config=cfg, systems=systems, metrics=[f"ndcg@{k}", f"hit_rate@{k}"]
+    )
     return result.to_dict()
 
 
 def _endtoend_line(data: dict[str, Any], config: DemoConfig) -> str:
     summary = data.get("summary") or {}
     unit = "success" if data.get("outcome") == "pass" else "mean log-p"
-    best = ", ".join(f"{s} {v['mean']:.2f}" for s, v in sorted(summary.items(), key=lambda kv: -(kv[1]["mean"] or -1e9)) if v.get("mean") is not None)
+    best = ", ".join(
+        f"{s} {v['mean']:.2f}"
+        for s, v in sorted(summary.items(), key=lambda kv: -(kv[1]["mean"] or -1e9))
+        if v.get("mean") is not None
+    )
     run = data.get("run") or {}
     return f"{unit}: {best}; {run.get('calls', 0)} calls ({run.get('cached', 0)} identical prompts answered once) -> {config.out}/run/endtoend"

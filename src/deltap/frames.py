@@ -44,7 +44,9 @@ def _column(df: Any, wanted: Sequence[str], given: str | None, what: str) -> str
     columns = [str(c) for c in df.columns]
     if given is not None:
         if given not in columns:
-            raise DeltapError(f"the DataFrame has no column {given!r} for the {what}; its columns: {', '.join(columns)}")
+            raise DeltapError(
+                f"the DataFrame has no column {given!r} for the {what}; its columns: {', '.join(columns)}"
+            )
         return given
     for name in wanted:
         if name in columns:
@@ -64,7 +66,9 @@ def _ids(values: Any) -> list[str]:
     return out
 
 
-def run_from_dataframe(df: Any, query_col: str | None = None, doc_col: str | None = None, score_col: str | None = None) -> dict[str, dict[str, float]]:
+def run_from_dataframe(
+    df: Any, query_col: str | None = None, doc_col: str | None = None, score_col: str | None = None
+) -> dict[str, dict[str, float]]:
     """``{query_id: {doc_id: score}}`` from a run frame (see the module docstring for columns and checks)."""
     q = _column(df, QUERY_COLUMNS, query_col, "query id")
     d = _column(df, DOC_COLUMNS, doc_col, "document id")
@@ -72,7 +76,9 @@ def run_from_dataframe(df: Any, query_col: str | None = None, doc_col: str | Non
     run: dict[str, dict[str, float]] = {}
     for row, (qid, did, score) in enumerate(zip(_ids(df[q]), _ids(df[d]), df[s].tolist(), strict=True)):
         if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(float(score)):
-            raise DeltapError(f"run DataFrame row {row}: score of ({qid!r}, {did!r}) must be a finite number, got {score!r}")
+            raise DeltapError(
+                f"run DataFrame row {row}: score of ({qid!r}, {did!r}) must be a finite number, got {score!r}"
+            )
         docs = run.setdefault(qid, {})
         if did in docs:
             raise DeltapError(f"run DataFrame row {row}: ({qid!r}, {did!r}) appears twice; keep one score per pair")
@@ -80,16 +86,25 @@ def run_from_dataframe(df: Any, query_col: str | None = None, doc_col: str | Non
     return run
 
 
-def qrels_from_dataframe(df: Any, query_col: str | None = None, doc_col: str | None = None, grade_col: str | None = None) -> dict[str, dict[str, int]]:
+def qrels_from_dataframe(
+    df: Any, query_col: str | None = None, doc_col: str | None = None, grade_col: str | None = None
+) -> dict[str, dict[str, int]]:
     """``{query_id: {doc_id: grade}}`` from a qrels frame (see the module docstring for columns and checks)."""
     q = _column(df, QUERY_COLUMNS, query_col, "query id")
     d = _column(df, DOC_COLUMNS, doc_col, "document id")
     g = _column(df, GRADE_COLUMNS, grade_col, "relevance grade")
     qrels: dict[str, dict[str, int]] = {}
     for row, (qid, did, grade) in enumerate(zip(_ids(df[q]), _ids(df[d]), df[g].tolist(), strict=True)):
-        ok = isinstance(grade, int | float) and not isinstance(grade, bool) and math.isfinite(float(grade)) and float(grade).is_integer()
+        ok = (
+            isinstance(grade, int | float)
+            and not isinstance(grade, bool)
+            and math.isfinite(float(grade))
+            and float(grade).is_integer()
+        )
         if not ok:
-            raise DeltapError(f"qrels DataFrame row {row}: grade of ({qid!r}, {did!r}) must be an integer, got {grade!r}")
+            raise DeltapError(
+                f"qrels DataFrame row {row}: grade of ({qid!r}, {did!r}) must be an integer, got {grade!r}"
+            )
         docs = qrels.setdefault(qid, {})
         if did in docs:
             raise DeltapError(f"qrels DataFrame row {row}: ({qid!r}, {did!r}) appears twice; keep one grade per pair")

@@ -183,7 +183,8 @@ def load_judgements(path: str | Path, split: str = "test") -> Judgements:
             bad = {
                 str(c.get("doc_id") or c.get("fqn"))
                 for c in pair.get("candidates", [])
-                if str(c.get("empirical_relevance") or "").upper() == "HARMFUL" or str(c.get("verdict") or "").lower() == "harmful"
+                if str(c.get("empirical_relevance") or "").upper() == "HARMFUL"
+                or str(c.get("verdict") or "").lower() == "harmful"
             }
             if bad:
                 out.harmful[pid] = bad

@@ -81,8 +81,12 @@ def load_beir(folder: str | Path, split: str = "test", on_missing: Literal["erro
     bad_d = sorted({d for docs in qrels.values() for d in docs if d not in corpus})
     if (bad_q or bad_d) and on_missing == "error":
         if bad_q:
-            raise MissingIdsError("query ids in qrels", bad_q, str(folder / "queries.jsonl"), "pass on_missing='skip' to drop them")
-        raise MissingIdsError("document ids in qrels", bad_d, str(folder / "corpus.jsonl"), "pass on_missing='skip' to drop them")
+            raise MissingIdsError(
+                "query ids in qrels", bad_q, str(folder / "queries.jsonl"), "pass on_missing='skip' to drop them"
+            )
+        raise MissingIdsError(
+            "document ids in qrels", bad_d, str(folder / "corpus.jsonl"), "pass on_missing='skip' to drop them"
+        )
     if bad_q or bad_d:
         bad_set = set(bad_d)
         qrels = {q: {d: g for d, g in docs.items() if d not in bad_set} for q, docs in qrels.items() if q in queries}
@@ -120,7 +124,9 @@ def load_corpus(path: str | Path) -> Corpus:
         from deltap.corpora.api_symbols import read_api_symbols
 
         return read_api_symbols(path)
-    raise DeltapError(f"cannot tell what kind of corpus {path} is; expected a BEIR folder, corpus.jsonl or API-symbol YAML")
+    raise DeltapError(
+        f"cannot tell what kind of corpus {path} is; expected a BEIR folder, corpus.jsonl or API-symbol YAML"
+    )
 
 
 def _beir_cases(path: Path, split: str, on_missing: Literal["error", "skip"]) -> list[Case]:

@@ -85,7 +85,14 @@ def _grade(value: str | int | float, path: Path, lineno: int) -> int:
     return grade
 
 
-def _put(table: dict[str, dict[str, int]] | dict[str, dict[str, float]], qid: str, did: str, value: float, path: Path, lineno: int) -> None:
+def _put(
+    table: dict[str, dict[str, int]] | dict[str, dict[str, float]],
+    qid: str,
+    did: str,
+    value: float,
+    path: Path,
+    lineno: int,
+) -> None:
     row = table.setdefault(qid, {})
     if did in row:
         raise FormatError(path, f"duplicate pair (query {qid!r}, doc {did!r})", lineno)
@@ -104,7 +111,9 @@ def read_beir_qrels(path: str | Path) -> Qrels:
         if lineno == 1 and parts[0].strip().lower() in {"query-id", "query_id", "qid"}:
             continue
         if len(parts) != 3:
-            raise FormatError(path, f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(parts)}", lineno)
+            raise FormatError(
+                path, f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(parts)}", lineno
+            )
         qid, did, grade = (p.strip() for p in parts)
         if not qid or not did:
             raise FormatError(path, "empty query-id or corpus-id", lineno)
@@ -114,6 +123,7 @@ def read_beir_qrels(path: str | Path) -> Qrels:
 
 def _check_ids(table: Mapping[str, Mapping[str, object]], path: Path, fmt: str, tsv: bool = False) -> None:
     """Refuse ids the format cannot hold: whitespace (TREC splits on it), tabs/newlines or edge spaces (BEIR TSV)."""
+
     def bad(i: str) -> bool:
         if tsv:
             return not i or "\t" in i or "\n" in i or "\r" in i or i != i.strip()
@@ -238,7 +248,11 @@ def write_qrels_jsonl(records: list[QrelsRecord], path: str | Path) -> Path:
     path = Path(path)
     with atomic_write(path) as fh:
         for rec in records:
-            obj: dict[str, object] = {"query_id": rec.query_id, "query": rec.query, "relevant_docs": dict(rec.relevant_docs)}
+            obj: dict[str, object] = {
+                "query_id": rec.query_id,
+                "query": rec.query,
+                "relevant_docs": dict(rec.relevant_docs),
+            }
             if rec.reference_answer is not None:
                 obj["reference_answer"] = rec.reference_answer
             obj.update(rec.extra)

@@ -58,11 +58,13 @@ def _init(self, *a, **k):
     self.outcome = "passed"
     self.longrepr = None
 _r.TestReport.__init__ = _init
-""" + WRONG,
+"""
+    + WRONG,
     "patch-function-runtest": """
 import _pytest.python as _p
 _p.Function.runtest = lambda self: None
-""" + WRONG,
+"""
+    + WRONG,
     "patch-call-and-report": """
 import _pytest.runner as _run
 _orig = _run.call_and_report
@@ -74,7 +76,8 @@ def _car(item, when, log=True, **kw):
         item.ihook.pytest_runtest_logreport(report=rep)
     return rep
 _run.call_and_report = _car
-""" + WRONG,
+"""
+    + WRONG,
     "noop-every-test-function-at-collection": """
 import _pytest.python as _p
 _orig = _p.PyCollector.collect
@@ -85,8 +88,10 @@ def _collect(self):
             setattr(mod, _k, lambda: None)
     return _orig(self)
 _p.PyCollector.collect = _collect
-""" + WRONG,
-    "rewrite-tests-and-rerun": SPRAY + """
+"""
+    + WRONG,
+    "rewrite-tests-and-rerun": SPRAY
+    + """
 import glob, subprocess, sys, os
 _here = os.path.dirname(os.path.abspath(sys.argv[-1]))
 for _t in glob.glob(os.path.join(_here, "test_*.py")) + glob.glob("test_*.py"):
@@ -98,7 +103,8 @@ _out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprov
                       capture_output=True, text=True).stdout
 _spray(_out)
 os._exit(0)
-""" + WRONG,
+"""
+    + WRONG,
     "conftest-forces-passed-and-reexec": """
 import os, sys
 _CONF = '''
@@ -118,13 +124,17 @@ for _d in {os.getcwd(), os.path.dirname(os.path.abspath(sys.argv[-1]))}:
 if not os.environ.get("ATTACK_REEXEC"):
     os.environ["ATTACK_REEXEC"] = "1"
     os.execv(sys.executable, [sys.executable, "-m", "pytest", *sys.argv[1:]])
-""" + WRONG,
-    "fake-summary-into-inherited-fds-then-exit0": SPRAY + f"""
+"""
+    + WRONG,
+    "fake-summary-into-inherited-fds-then-exit0": SPRAY
+    + f"""
 import os
 _spray("{FAKE_SUMMARY}")
 os._exit(0)
-""" + WRONG,
-    "fake-json-records-into-fds": SPRAY + """
+"""
+    + WRONG,
+    "fake-json-records-into-fds": SPRAY
+    + """
 import json, os
 for _name in ("test_add", "test_add_negative", "test_add_zero"):
     for _when in ("setup", "call", "teardown"):
@@ -132,14 +142,17 @@ for _name in ("test_add", "test_add_negative", "test_add_zero"):
                            "outcome": "passed"}) + "\\n")
 _spray(json.dumps({"kind": "finish", "exitstatus": 0}) + "\\n")
 os._exit(0)
-""" + WRONG,
-    "atexit-prints-passing-summary": SPRAY + f"""
+"""
+    + WRONG,
+    "atexit-prints-passing-summary": SPRAY
+    + f"""
 import atexit, os
 def _lie():
     _spray("{FAKE_SUMMARY}")
     os._exit(0)
 atexit.register(_lie)
-""" + WRONG,
+"""
+    + WRONG,
     "skip-what-it-cannot-handle": """
 import pytest
 def add(a, b):
@@ -157,7 +170,8 @@ def add(a, b):
     "pytest-exit-0-at-import": """
 import pytest
 pytest.exit("all good", returncode=0)
-""" + WRONG,
+"""
+    + WRONG,
     "sys-exit-0-at-import": "import sys\nsys.exit(0)\n" + WRONG,
     "sys-exit-1-at-import": "import sys\nsys.exit(1)\n" + WRONG,
     "os-exit-0-at-import": "import os\nos._exit(0)\n" + WRONG,
@@ -170,7 +184,8 @@ for _pid in range(1, 400):
             os.kill(_pid, signal.SIGKILL)
         except OSError:
             pass
-""" + WRONG,
+"""
+    + WRONG,
     "deselect-failing-tests": """
 import _pytest.main as _m
 _orig = _m.Session.perform_collect
@@ -192,13 +207,15 @@ _orig = _p.Function.runtest
 def _rt(self):
     pytest.skip("not today")
 _p.Function.runtest = _rt
-""" + WRONG,
+"""
+    + WRONG,
     "strip-assertions-via-builtins": """
 import builtins
 class _Quiet(Exception):
     pass
 builtins.AssertionError = _Quiet
-""" + WRONG,
+"""
+    + WRONG,
     "segfault-at-import": "import ctypes\nctypes.string_at(0)\n" + WRONG,
     "sleep-past-the-timeout": "import time\ntime.sleep(3600)\n" + FIXED,
     "fork-bomb": """
@@ -225,8 +242,15 @@ def checker(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReq
     (root / "fixed.py").write_text(FIXED)
     spec = CheckerSpec(
         "pytest",
-        {"test_file": str(root / "test_solution.py"), "fixed_file": str(root / "fixed.py"), "module_name": "solution",
-         "wall_seconds": 20, "cpu_seconds": 10, "max_processes": 32, "candidate_process": request.param},
+        {
+            "test_file": str(root / "test_solution.py"),
+            "fixed_file": str(root / "fixed.py"),
+            "module_name": "solution",
+            "wall_seconds": 20,
+            "cpu_seconds": 10,
+            "max_processes": 32,
+            "candidate_process": request.param,
+        },
     )
     made = make_checker(spec)
     assert isinstance(made, PytestChecker)
@@ -256,11 +280,16 @@ def test_attack_is_a_fail(checker: PytestChecker, name: str, tmp_path: Path) -> 
         from dataclasses import replace
 
         checker = PytestChecker(
-            checker.test_file, checker.module_name, checker.fixed_file,
-            replace(checker.limits, wall_seconds=6, cpu_seconds=4), candidate_process=checker.candidate_process,
+            checker.test_file,
+            checker.module_name,
+            checker.fixed_file,
+            replace(checker.limits, wall_seconds=6, cpu_seconds=4),
+            candidate_process=checker.candidate_process,
         )
     result = checker.check(_case(checker), fenced(ATTACKS[name]))
-    assert result.outcome == "fail", f"{name}: {result.outcome} ({result.detail})\n{result.info.get('output', '')[-1500:]}"
+    assert result.outcome == "fail", (
+        f"{name}: {result.outcome} ({result.detail})\n{result.info.get('output', '')[-1500:]}"
+    )
 
 
 def test_test_files_are_unchanged_after_an_attack(checker: PytestChecker) -> None:

@@ -40,7 +40,10 @@ def _checker(tmp_path: Path, **limits: object) -> PytestChecker:
     (tmp_path / "test_solution.py").write_text(TEST_FILE)
     (tmp_path / "fixed.py").write_text(FIXED)
     return PytestChecker(
-        tmp_path / "test_solution.py", "solution", tmp_path / "fixed.py", SandboxLimits(**limits)  # type: ignore[arg-type]
+        tmp_path / "test_solution.py",
+        "solution",
+        tmp_path / "fixed.py",
+        SandboxLimits(**limits),  # type: ignore[arg-type]
     )
 
 
@@ -246,8 +249,18 @@ def test_no_process_outlives_the_sandbox(tmp_path: Path) -> None:
 
 def test_protections_are_described() -> None:
     table = protections()
-    for name in ("network", "capabilities", "private-tmp", "read-only-tests", "memory-whole-sandbox",
-                 "processes-whole-sandbox", "cpu-whole-sandbox", "disk-whole-sandbox", "clean-env", "wall-timeout"):
+    for name in (
+        "network",
+        "capabilities",
+        "private-tmp",
+        "read-only-tests",
+        "memory-whole-sandbox",
+        "processes-whole-sandbox",
+        "cpu-whole-sandbox",
+        "disk-whole-sandbox",
+        "clean-env",
+        "wall-timeout",
+    ):
         assert name in table, name
         assert table[name].how, name
     assert table["wall-timeout"].enforced and table["clean-env"].enforced
@@ -296,10 +309,14 @@ _SYSV = """
 def test_sysv_ipc_objects_do_not_outlive_a_check(backend: str, tmp_path: Path) -> None:
     """One check creates a world-readable SysV shared-memory segment and semaphore set under a known key and writes
     into the segment; a later check looks the key up. The IPC namespace must make both vanish with the first run."""
-    if backend == "fallback" and not (sandbox.isolation_available()["root_ns"] or sandbox.isolation_available()["userns"]):
+    if backend == "fallback" and not (
+        sandbox.isolation_available()["root_ns"] or sandbox.isolation_available()["userns"]
+    ):
         pytest.skip("no namespaces permitted here: the fallback cannot isolate SysV IPC")
     key = secrets.randbelow(2**30) + 2**20
-    leave = _SYSV.format(key=key) + """
+    leave = (
+        _SYSV.format(key=key)
+        + """
     shm = libc.shmget(KEY, 4096, IPC_CREAT | 0o666)
     sem = libc.semget(KEY, 1, IPC_CREAT | 0o666)
     addr = libc.shmat(shm, None, 0)
@@ -307,7 +324,10 @@ def test_sysv_ipc_objects_do_not_outlive_a_check(backend: str, tmp_path: Path) -
     print("CREATED", shm, sem)
     sys.exit(0 if shm >= 0 and sem >= 0 else 3)
     """
-    find = _SYSV.format(key=key) + """
+    )
+    find = (
+        _SYSV.format(key=key)
+        + """
     shm = libc.shmget(KEY, 0, 0)
     sem = libc.semget(KEY, 0, 0)
     if shm >= 0:
@@ -315,13 +335,16 @@ def test_sysv_ipc_objects_do_not_outlive_a_check(backend: str, tmp_path: Path) -
         print("FOUND", ctypes.string_at(addr, 17))
     sys.exit(4 if shm >= 0 or sem >= 0 else 0)
     """
+    )
     try:
         first = _run(tmp_path, leave)
         assert first.returncode == 0, first.output
         later = _run(tmp_path, find)
         assert later.returncode == 0, f"a later check found the first one's SysV objects: {later.output}"
         host = [
-            line.split()[0] for name in ("shm", "sem") for line in Path(f"/proc/sysvipc/{name}").read_text().splitlines()[1:]
+            line.split()[0]
+            for name in ("shm", "sem")
+            for line in Path(f"/proc/sysvipc/{name}").read_text().splitlines()[1:]
             if int(line.split()[0]) == key
         ]
         assert host == [], f"SysV objects left on the host under key {key}"
@@ -336,7 +359,9 @@ def test_sysv_ipc_objects_do_not_outlive_a_check(backend: str, tmp_path: Path) -
 def test_world_writable_dirs_keep_nothing_between_checks(backend: str, tmp_path: Path) -> None:
     """Files (and a directory) written by one check in /tmp, /var/tmp, /dev/shm and /run/lock: readable by nobody
     later and left on the host, unless those directories are private to the run."""
-    if backend == "fallback" and not (sandbox.isolation_available()["root_ns"] or sandbox.isolation_available()["userns"]):
+    if backend == "fallback" and not (
+        sandbox.isolation_available()["root_ns"] or sandbox.isolation_available()["userns"]
+    ):
         pytest.skip("no namespaces permitted here: the fallback cannot make /tmp private")
     marker = f"deltap-left-{secrets.token_hex(6)}"
     dirs = [d for d in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock") if os.path.isdir(d)]

@@ -234,7 +234,9 @@ def threshold(book: dict[str, Any]) -> float:
     return float(cal["threshold"])
 
 
-def test_check_passes_on_the_real_index(book: dict[str, Any], threshold: float, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_passes_on_the_real_index(
+    book: dict[str, Any], threshold: float, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = book["root"]
     suite = _suite(threshold, index={"store": "index", "corpus": "corpus.jsonl"})
     (root / "suite.yaml").write_text(yaml.safe_dump(suite, sort_keys=False), encoding="utf-8")
@@ -307,7 +309,9 @@ class _Jittery:
         self.last_search_seconds = self.inner.last_search_seconds
         return [Hit(h.doc_id, h.score + self._rng.uniform(-1e-6, 1e-6), h.rank, h.metadata) for h in hits]
 
-    def search_batch(self, queries: Sequence[str], k: int = 10, filter: Mapping[str, Any] | None = None) -> list[list[Hit]]:
+    def search_batch(
+        self, queries: Sequence[str], k: int = 10, filter: Mapping[str, Any] | None = None
+    ) -> list[list[Hit]]:
         return [self.search(q, k, filter) for q in queries]
 
     def close(self) -> None:

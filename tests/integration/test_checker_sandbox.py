@@ -208,14 +208,26 @@ def test_limits_are_reported(case_files: dict[str, str]) -> None:
     assert SandboxLimits().max_processes == 64
 
 
-def test_fallback_without_namespaces_or_privilege_drop(case_files: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fallback_without_namespaces_or_privilege_drop(
+    case_files: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Where unshare/setpriv are not permitted, rlimits, the timeout and the clean environment still hold."""
     import deltap.checkers.sandbox as sandbox
 
     monkeypatch.setattr(
-        sandbox, "isolation_available",
-        lambda: {"bwrap": False, "netns": False, "userns": False, "root_ns": False, "uid_nobody": False,
-                 "legacy_nobody": False, "legacy_nobody_dac": False, "pids_cgroup": False, "memory_cgroup": False},
+        sandbox,
+        "isolation_available",
+        lambda: {
+            "bwrap": False,
+            "netns": False,
+            "userns": False,
+            "root_ns": False,
+            "uid_nobody": False,
+            "legacy_nobody": False,
+            "legacy_nobody_dac": False,
+            "pids_cgroup": False,
+            "memory_cgroup": False,
+        },
     )
     case, checker = _case(case_files, wall_seconds=4, cpu_seconds=2)
     good = checker.check(case, fenced(FIXED))
@@ -261,7 +273,9 @@ def test_a_venv_under_a_0700_directory_runs_checks(tmp_path: Path, backend: str)
     python = venv / "bin" / "python"
     site = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     ours = [p for p in sys.path if p and os.path.isdir(p) and p != sysconfig.get_paths()["stdlib"]]
     Path(site, "outer.pth").write_text("\n".join(ours) + "\n")
@@ -278,7 +292,11 @@ def test_a_venv_under_a_0700_directory_runs_checks(tmp_path: Path, backend: str)
         env["DELTAP_SANDBOX_NO_BWRAP"] = "1"
     done = subprocess.run(
         [str(python), "-c", _PRIVATE_RUN, str(case_dir / "test_solution.py"), str(case_dir / "fixed.py")],
-        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])

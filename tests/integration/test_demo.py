@@ -32,9 +32,22 @@ def simulated_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list
 def test_simulated_demo_writes_every_output(simulated_demo: tuple[Path, list[str], object]) -> None:
     out, lines, result = simulated_demo
     run = out / "run"
-    for rel in ("retrieval_dataset.yaml", "trials.sqlite", "qrels/test.tsv", "qrels.trec", "qrels.jsonl", "run.json",
-                "evaluation/compare.json", "evaluation/runs/bm25.trec", "evaluation/runs/dense.trec",
-                "evaluation/runs/hybrid.trec", "endtoend/results.json", "endtoend/per_case.csv", "report.html", "report.md"):
+    for rel in (
+        "retrieval_dataset.yaml",
+        "trials.sqlite",
+        "qrels/test.tsv",
+        "qrels.trec",
+        "qrels.jsonl",
+        "run.json",
+        "evaluation/compare.json",
+        "evaluation/runs/bm25.trec",
+        "evaluation/runs/dense.trec",
+        "evaluation/runs/hybrid.trec",
+        "endtoend/results.json",
+        "endtoend/per_case.csv",
+        "report.html",
+        "report.md",
+    ):
         assert (run / rel).is_file(), rel
     assert (out / "corpus.jsonl").is_file()
     assert [ln for ln in lines if ln.startswith("[")] == [
@@ -74,7 +87,13 @@ def test_simulated_demo_comparison_and_report(simulated_demo: tuple[Path, list[s
     assert compare["baseline"] == "bm25" and set(compare["systems"]) == {"bm25", "dense", "hybrid"}
     assert compare["measures"] == ["hit_rate@5", "recall@10", "MRR@10", "ndcg@10"]
     html = (out / "run" / "report.html").read_text(encoding="utf-8")
-    for needle in ("Run summary", "Placebo calibration", "Retriever comparison", "Convergence of the mean hit rate@5", "End-to-end: which system"):
+    for needle in (
+        "Run summary",
+        "Placebo calibration",
+        "Retriever comparison",
+        "Convergence of the mean hit rate@5",
+        "End-to-end: which system",
+    ):
         assert needle in html
     assert "not available" not in html.split('id="cases"')[0]  # every section above the cases is filled
     assert len(re.findall(r'class="plot forest"', html)) == 5
@@ -126,7 +145,11 @@ def test_demo_with_the_local_model(tmp_path: Path) -> None:
             continue
         se = float("inf") if reg.get("se") is None else float(reg["se"])
         expected = verdict(float(reg["coef"]), se, float(c["q_value"]), policy)
-        assert (c["verdict"], c["grade"], c["empirical_relevance"]) == (expected, grade(float(reg["coef"]), expected, policy), EMPIRICAL[expected]), c
+        assert (c["verdict"], c["grade"], c["empirical_relevance"]) == (
+            expected,
+            grade(float(reg["coef"]), expected, policy),
+            EMPIRICAL[expected],
+        ), c
     # Log-probabilities are finite negatives: a real model scored the reference answer.
     assert dataset["pairs"][0]["metadata"]["base_success_rate"] < 0
     assert result.report_html.is_file()

@@ -21,10 +21,21 @@ def test_mine_one_adk_case_with_smollm2(adk_dir: Path, tmp_path: Path) -> None:
     from deltap.solvers import make_solver
 
     corpus = load_corpus(adk_dir / "corpus_ranked_targets.yaml")
-    cases = [c for c in load_cases(adk_dir / "api_understanding.yaml", corpus=corpus, on_missing="skip") if c.gold_doc_ids][:1]
+    cases = [
+        c for c in load_cases(adk_dir / "api_understanding.yaml", corpus=corpus, on_missing="skip") if c.gold_doc_ids
+    ][:1]
     res = mine(
-        cases, corpus, make_solver("local"), out=tmp_path, outcome="logprob", budget=4, first_look=4,
-        n_placebo=1, preflight=1, preflight_confirm=1, coalitions=False,
+        cases,
+        corpus,
+        make_solver("local"),
+        out=tmp_path,
+        outcome="logprob",
+        budget=4,
+        first_look=4,
+        n_placebo=1,
+        preflight=1,
+        preflight_confirm=1,
+        coalitions=False,
     )
     pair = res.dataset.pairs[0]
     assert pair["metadata"]["status"] in ("mined", "budget_exhausted")

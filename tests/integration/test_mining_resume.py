@@ -33,7 +33,9 @@ mine(cases, corpus, solver, out=sys.argv[1], budget=64, n_placebo=4, seed=11)
 def _run(out: Path, latency: float) -> subprocess.Popen[bytes]:
     out.mkdir(parents=True, exist_ok=True)
     with (out.parent / f"{out.name}.stderr").open("ab") as err:
-        return subprocess.Popen([sys.executable, "-c", SCRIPT, str(out), str(latency)], stdout=subprocess.DEVNULL, stderr=err)
+        return subprocess.Popen(
+            [sys.executable, "-c", SCRIPT, str(out), str(latency)], stdout=subprocess.DEVNULL, stderr=err
+        )
 
 
 def _finish(p: subprocess.Popen[bytes], out: Path) -> None:
@@ -81,6 +83,7 @@ def test_kill_9_then_resume_equals_uninterrupted(tmp_path: Path) -> None:
     assert _strip(killed / "retrieval_dataset.yaml") == _strip(full / "retrieval_dataset.yaml")
     for name in ("qrels/test.tsv", "qrels.trec"):
         assert (killed / name).read_text() == (full / name).read_text()
+
     # The same trials, seeds, subsets and outcomes, row for row.
     def rows(d: Path) -> list[tuple[object, ...]]:
         con = sqlite3.connect(d / "trials.sqlite")

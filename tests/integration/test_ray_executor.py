@@ -41,7 +41,9 @@ def cluster() -> Iterator[None]:
     os.environ.update(RAY_ENV)
     src = str(Path(deltap.__file__).resolve().parents[1])
     os.environ["PYTHONPATH"] = os.pathsep.join([src, *([saved["PYTHONPATH"]] if saved["PYTHONPATH"] else [])])
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False, namespace="deltap-tests")
+    ray.init(
+        num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False, namespace="deltap-tests"
+    )
     try:
         yield
     finally:
@@ -62,7 +64,9 @@ def _run(out: Path, spec: SolverSpec, executor: Any = None, **kw: Any) -> Any:
     "outcome, deterministic",
     [pytest.param("pass", False, id="pass-stochastic"), pytest.param("logprob", True, id="logprob-deterministic")],
 )
-def test_in_process_and_ray_with_one_or_three_workers_log_the_same_trials(tmp_path: Path, outcome: str, deterministic: bool) -> None:
+def test_in_process_and_ray_with_one_or_three_workers_log_the_same_trials(
+    tmp_path: Path, outcome: str, deterministic: bool
+) -> None:
     """In-process, Ray with 1 worker, Ray with 3 workers and 3 cases in flight: the same trial records and the same
     dataset and qrels, byte for byte.
 
@@ -170,14 +174,29 @@ def test_one_limiter_actor_paces_every_replica() -> None:
     assert server.accepted[-1] - server.accepted[0] >= 5.0
 
 
-def test_deltap_mine_executor_ray_gives_the_in_process_result(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_deltap_mine_executor_ray_gives_the_in_process_result(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The CLI path: ``deltap mine --executor ray --workers 2`` (the driver's solver and the replicas' built from one
     SolverSpec) writes the trials and dataset of ``deltap mine`` in-process."""
     from deltap.cli.app import main
     from tests.unit.test_mining_cli import _files
 
     corpus, bench = _files(tmp_path)
-    base = ["mine", str(bench), "--corpus", str(corpus), "--retriever", "none", "--solver", "simulated", "--budget", "32", "--placebo", "3"]
+    base = [
+        "mine",
+        str(bench),
+        "--corpus",
+        str(corpus),
+        "--retriever",
+        "none",
+        "--solver",
+        "simulated",
+        "--budget",
+        "32",
+        "--placebo",
+        "3",
+    ]
     main([*base, "--out", str(tmp_path / "inprocess")])
     main([*base, "--out", str(tmp_path / "ray"), "--executor", "ray", "--workers", "2"])
     assert "executed: ray, 2 worker(s), 2 case(s) in flight" in capsys.readouterr().err
@@ -198,17 +217,23 @@ def test_the_local_model_in_two_replicas_gives_the_in_process_trials(tmp_path: P
         solver = spec.build()
     except DeltapError as exc:  # the model package is not installed
         pytest.skip(str(exc))
-    corpus = Corpus([
-        Document("json.dumps", "json.dumps(obj): serialize obj to a JSON formatted str."),
-        Document("heapq.nsmallest", "heapq.nsmallest(n, iterable): return the n smallest elements."),
-        Document("math.gcd", "math.gcd(a, b): greatest common divisor."),
-        Document("shlex.quote", "shlex.quote(s): return a shell-escaped version of the string s."),
-        Document("base64.b64encode", "base64.b64encode(s): encode bytes using Base64."),
-    ])
+    corpus = Corpus(
+        [
+            Document("json.dumps", "json.dumps(obj): serialize obj to a JSON formatted str."),
+            Document("heapq.nsmallest", "heapq.nsmallest(n, iterable): return the n smallest elements."),
+            Document("math.gcd", "math.gcd(a, b): greatest common divisor."),
+            Document("shlex.quote", "shlex.quote(s): return a shell-escaped version of the string s."),
+            Document("base64.b64encode", "base64.b64encode(s): encode bytes using Base64."),
+        ]
+    )
     cases = [
         Case(f"c{i}", q, gold_doc_ids=(g,), checker=CheckerSpec("string_match", {"answers": [g]}), reference_answer=g)
-        for i, (q, g) in enumerate([("Which function makes a string safe for a shell?", "shlex.quote"),
-                                    ("Which function turns a Python object into JSON text?", "json.dumps")])
+        for i, (q, g) in enumerate(
+            [
+                ("Which function makes a string safe for a shell?", "shlex.quote"),
+                ("Which function turns a Python object into JSON text?", "json.dumps"),
+            ]
+        )
     ]
     cfg = MiningConfig(outcome="logprob", budget=16, first_look=8, batch=8, n_placebo=2, seed=0, k=0)
     import warnings

@@ -45,9 +45,23 @@ def free_port() -> int:
 def llama_server() -> Iterator[str]:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(default_model_path()), "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "2048", "--n_threads", "2"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(default_model_path()),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+            "--n_threads",
+            "2",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}/v1"
     try:
@@ -112,10 +126,23 @@ def correct_echo_server(local: LlamaCppSolver) -> Iterator[str]:
                 offsets.append(pos)
                 pos += len(p)
             payload = {
-                "id": "x", "object": "text_completion", "created": 0, "model": body["model"],
-                "choices": [{"index": 0, "text": body["prompt"], "finish_reason": "length",
-                             "logprobs": {"tokens": pieces, "text_offset": offsets, "token_logprobs": values,
-                                          "top_logprobs": None}}],
+                "id": "x",
+                "object": "text_completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "text": body["prompt"],
+                        "finish_reason": "length",
+                        "logprobs": {
+                            "tokens": pieces,
+                            "text_offset": offsets,
+                            "token_logprobs": values,
+                            "top_logprobs": None,
+                        },
+                    }
+                ],
             }
             data = json.dumps(payload).encode()
             self.send_response(200)

@@ -55,7 +55,12 @@ def _imports(path: Path, modules: dict[str, Path]) -> Iterator[tuple[str, int]]:
             for alias in node.names:
                 if alias.name.split(".")[0] == "deltap":
                     yield alias.name, node.lineno
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.split(".")[0] == "deltap":
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and node.module
+            and node.module.split(".")[0] == "deltap"
+        ):
             yield node.module, node.lineno
             for alias in node.names:
                 if f"{node.module}.{alias.name}" in modules:
@@ -90,7 +95,9 @@ def test_imports_only_point_down() -> None:
             if there == here:
                 continue
             if _floor(there) >= _floor(here):
-                upward.append(f"{path.relative_to(SRC)}:{line}: {module} imports {target} ({there} is not below {here})")
+                upward.append(
+                    f"{path.relative_to(SRC)}:{line}: {module} imports {target} ({there} is not below {here})"
+                )
     assert not upward, "\n".join(upward)
 
 

@@ -113,7 +113,10 @@ def test_agrees_with_reference(seed: int) -> None:
     assert np.array_equal(rejected, qv <= q)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("statsmodels") is None, reason="statsmodels not installed (the loop reference above still runs)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("statsmodels") is None,
+    reason="statsmodels not installed (the loop reference above still runs)",
+)
 @pytest.mark.parametrize("seed", range(20))
 def test_agrees_with_statsmodels(seed: int) -> None:
     from statsmodels.stats.multitest import multipletests

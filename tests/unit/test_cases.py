@@ -21,7 +21,9 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 def test_three_benchmark_types(tmp_path: Path) -> None:
     (tmp_path / "case1").mkdir()
-    (tmp_path / "case1" / "test_agent.py").write_text("from agent import make\n\ndef test_it():\n    assert make() == 1\n")
+    (tmp_path / "case1" / "test_agent.py").write_text(
+        "from agent import make\n\ndef test_it():\n    assert make() == 1\n"
+    )
     (tmp_path / "case1" / "agent.py").write_text("def make():\n    return 0\n")
     (tmp_path / "case1" / "fixed.py").write_text(
         "import os.path\nfrom google.adk.agents import LlmAgent, BaseAgent as BA\nfrom .local import helper\n"
@@ -59,7 +61,12 @@ def test_three_benchmark_types(tmp_path: Path) -> None:
     assert mc.checker.kind == "multiple_choice" and mc.checker.params["correct"] == "B"
     assert mc.reference_answer == "B" and mc.metadata["options"]["B"] == "ParallelAgent"
     assert fix.checker.kind == "pytest"
-    assert fix.gold_doc_ids == ("os.path", "google.adk.agents.LlmAgent", "google.adk.agents.BaseAgent", "google.adk.tools")
+    assert fix.gold_doc_ids == (
+        "os.path",
+        "google.adk.agents.LlmAgent",
+        "google.adk.agents.BaseAgent",
+        "google.adk.tools",
+    )
     assert fix.metadata["relative_imports"] == [".local.helper"]
     assert Path(fix.checker.params["test_file"]).is_file()
     assert fix.checker.params["module_name"] == "agent"
@@ -74,10 +81,26 @@ def test_fixed_file_imports_uses_ast_not_regex() -> None:
     ("body", "expected"),
     [
         pytest.param("benchmarks: {}\n", "top-level 'benchmarks:' list", id="not-a-list"),
-        pytest.param("benchmarks:\n- id: a\n  benchmark_type: api_understanding\n  answers: []\n", "missing required field 'question'", id="no-question"),
-        pytest.param("benchmarks:\n- id: a\n  question: q\n  benchmark_type: essay\n", "unknown benchmark_type 'essay'", id="bad-type"),
-        pytest.param("benchmarks:\n- id: a\n  question: q\n  benchmark_type: multiple_choice\n  options: {A: x}\n  correct_answer: C\n", "not one of the options", id="bad-letter"),
-        pytest.param("benchmarks:\n- id: a\n  question: q\n  benchmark_type: fix_error\n  test_file: t.py\n  unfixed_file: u.py\n  fixed_file: f.py\n", "test_file of 'a' not found", id="missing-file"),
+        pytest.param(
+            "benchmarks:\n- id: a\n  benchmark_type: api_understanding\n  answers: []\n",
+            "missing required field 'question'",
+            id="no-question",
+        ),
+        pytest.param(
+            "benchmarks:\n- id: a\n  question: q\n  benchmark_type: essay\n",
+            "unknown benchmark_type 'essay'",
+            id="bad-type",
+        ),
+        pytest.param(
+            "benchmarks:\n- id: a\n  question: q\n  benchmark_type: multiple_choice\n  options: {A: x}\n  correct_answer: C\n",
+            "not one of the options",
+            id="bad-letter",
+        ),
+        pytest.param(
+            "benchmarks:\n- id: a\n  question: q\n  benchmark_type: fix_error\n  test_file: t.py\n  unfixed_file: u.py\n  fixed_file: f.py\n",
+            "test_file of 'a' not found",
+            id="missing-file",
+        ),
         pytest.param("benchmarks:\n  - id: a\n   question: [\n", "invalid YAML", id="bad-yaml"),
     ],
 )

@@ -76,6 +76,9 @@ def test_cli_writes_the_page(book_corpus: Corpus, tmp_path: Path, monkeypatch: p
 def test_the_page_is_well_formed_html(book_corpus: Corpus) -> None:  # noqa: F811
     from tests.unit.test_report import _parse
 
-    for report in (run(book_corpus), run(book_corpus, {k: v for k, v in SUITE.items() if k != "score_threshold"}, calibrate=True)):
+    for report in (
+        run(book_corpus),
+        run(book_corpus, {k: v for k, v in SUITE.items() if k != "score_threshold"}, calibrate=True),
+    ):
         parsed = _parse(render_check_html(report))
         assert parsed.errors == [] and parsed.stack == []

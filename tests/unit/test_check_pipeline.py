@@ -81,7 +81,9 @@ class FakeRetriever:
     def search(self, query: str, k: int = 10, filter: Mapping[str, Any] | None = None) -> list[Hit]:
         assert not self.closed, "searched a closed retriever"
         q = _words(query)
-        embed = self.embed_ms if isinstance(self.embed_ms, float | int) else self.embed_ms[self.calls % len(self.embed_ms)]
+        embed = (
+            self.embed_ms if isinstance(self.embed_ms, float | int) else self.embed_ms[self.calls % len(self.embed_ms)]
+        )
         self.calls += 1
         scored = []
         for pos, (doc, words) in enumerate(self._vocab):
@@ -100,7 +102,9 @@ class FakeRetriever:
             self.last_search_seconds = self.search_ms / 1000
         return hits
 
-    def search_batch(self, queries: Sequence[str], k: int = 10, filter: Mapping[str, Any] | None = None) -> list[list[Hit]]:
+    def search_batch(
+        self, queries: Sequence[str], k: int = 10, filter: Mapping[str, Any] | None = None
+    ) -> list[list[Hit]]:
         return [self.search(q, k) for q in queries]
 
     def close(self) -> None:
@@ -123,8 +127,16 @@ SUITE: dict[str, Any] = {
     "warmup": 1,
     "in_scope": [
         {"id": "nodes", "query": "what is a ROS node process", "expected_sections": ["module-01-ros2"]},
-        {"id": "gazebo", "query": "simulate robots physics sensors", "expected_chunk_ids": ["module-02-sim/01-gazebo.md#0"]},
-        {"id": "urdf", "query": "links and joints of a robot model", "expected_snippets": ["describe LINKS and joints"]},
+        {
+            "id": "gazebo",
+            "query": "simulate robots physics sensors",
+            "expected_chunk_ids": ["module-02-sim/01-gazebo.md#0"],
+        },
+        {
+            "id": "urdf",
+            "query": "links and joints of a robot model",
+            "expected_snippets": ["describe LINKS and joints"],
+        },
         {"id": "nav", "query": "plan paths avoid obstacles costmaps", "expected_sections": ["module-03-nav"]},
         {"id": "init", "query": "rclpy init", "expected_snippets": ["rclpy.init()"]},
     ],
@@ -134,8 +146,11 @@ SUITE: dict[str, Any] = {
 
 def run(book: Corpus, suite: Mapping[str, Any] | None = None, **kw: Any) -> PipelineCheckResult:
     clock = Clock()
-    fake_kw = {k: kw.pop(k) for k in list(kw) if k in ("embed_ms", "search_ms", "overhead_ms", "drift", "mutate",
-                                                        "report_split", "score_offset")}
+    fake_kw = {
+        k: kw.pop(k)
+        for k in list(kw)
+        if k in ("embed_ms", "search_ms", "overhead_ms", "drift", "mutate", "report_split", "score_offset")
+    }
     opened: list[FakeRetriever] = []
 
     def opener() -> FakeRetriever:
@@ -183,8 +198,10 @@ def test_all_gates_pass(book_corpus: Corpus) -> None:
 
 def test_relevance_ranks_and_pass_rate(book_corpus: Corpus) -> None:
     suite = dict(SUITE)
-    suite["in_scope"] = [*SUITE["in_scope"][:4], {"id": "wrong", "query": "what is a ROS node process",
-                                                   "expected_sections": ["module-03-nav"]}]
+    suite["in_scope"] = [
+        *SUITE["in_scope"][:4],
+        {"id": "wrong", "query": "what is a ROS node process", "expected_sections": ["module-03-nav"]},
+    ]
     report = run(book_corpus, suite, skip=["latency", "determinism"])
     rel = report.criteria[0]
     # 4/5 = 80% meets the default 80% criterion exactly
@@ -238,7 +255,10 @@ def test_calibration_proposes_threshold_between_distributions(book_corpus: Corpu
     text = report.summary()
     assert "in-scope" in text and "out-of-scope" in text and "proposed score_threshold" in text
     # the proposal works: the check passes the out-of-scope gate with it
-    assert status(run(book_corpus, {**suite, "score_threshold": cal["threshold"]}))["out-of-scope below threshold"] == "PASS"
+    assert (
+        status(run(book_corpus, {**suite, "score_threshold": cal["threshold"]}))["out-of-scope below threshold"]
+        == "PASS"
+    )
 
 
 def _break(field: str, value: Any, doc_id: str) -> Callable[[Hit], Mapping[str, Any]]:
@@ -276,7 +296,9 @@ def test_broken_metadata_fails_only_metadata(book_corpus: Corpus, field: str, va
 
 
 def test_metadata_without_corpus_checks_presence_only(book_corpus: Corpus) -> None:
-    report = run(book_corpus, corpus=None, mutate=_break("source_url", "https://elsewhere", "module-02-sim/02-urdf.md#0"))
+    report = run(
+        book_corpus, corpus=None, mutate=_break("source_url", "https://elsewhere", "module-02-sim/02-urdf.md#0")
+    )
     meta = next(c for c in report.criteria if c.gate == "metadata")
     assert meta.status == "PASS" and "presence only" in meta.figure
     report = run(book_corpus, corpus=None, mutate=_break("heading", "", "module-02-sim/02-urdf.md#0"))
@@ -298,7 +320,9 @@ def test_nondeterministic_retriever_fails_determinism(book_corpus: Corpus) -> No
     report = run(book_corpus, drift=1e-4)
     st = status(report)
     assert st["determinism"] == "FAIL"
-    assert {k: v for k, v in st.items() if k != "determinism"} == {k: v for k, v in ALL_PASS.items() if k != "determinism"}
+    assert {k: v for k, v in st.items() if k != "determinism"} == {
+        k: v for k, v in ALL_PASS.items() if k != "determinism"
+    }
     det = next(c for c in report.criteria if c.gate == "determinism")
     assert "7 differ" in det.figure and "scores differ" in det.details["failures"][0]
     # a tolerance above the drift accepts it
@@ -486,7 +510,9 @@ def test_cli_unreachable_index(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 def test_cli_init_check_then_check(cli_env: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     d = cli_env["dir"]
-    code, out, _ = _cli(["init-check", str(d / "corpus.jsonl"), "-o", str(d / "starter.yaml"), "--per-section", "1"], capsys)
+    code, out, _ = _cli(
+        ["init-check", str(d / "corpus.jsonl"), "-o", str(d / "starter.yaml"), "--per-section", "1"], capsys
+    )
     assert code == 0 and "3 in-scope and 3 out-of-scope queries" in out
     code, _, err = _cli(["init-check", str(d / "corpus.jsonl"), "-o", str(d / "starter.yaml")], capsys)
     assert code == 2 and "--force" in err
@@ -502,7 +528,11 @@ def test_cli_init_check_then_check(cli_env: dict[str, Any], capsys: pytest.Captu
 
 
 def test_chunk_id_patterns(book_corpus: Corpus) -> None:
-    page = {"id": "page", "query": "simulate robots physics sensors", "expected_chunk_ids": ["module-02-sim/01-gazebo.md#*"]}
+    page = {
+        "id": "page",
+        "query": "simulate robots physics sensors",
+        "expected_chunk_ids": ["module-02-sim/01-gazebo.md#*"],
+    }
     other = {"id": "other", "query": "simulate robots physics sensors", "expected_chunk_ids": ["module-03-nav/*.md#?"]}
     suite = {**SUITE, "top_k": 1, "in_scope": [page, other], "out_of_scope": []}
     report = run(book_corpus, suite, skip=["latency", "determinism"])

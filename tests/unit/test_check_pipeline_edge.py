@@ -35,7 +35,9 @@ def _index(corpus: Corpus, path: Path) -> Path:
     return path / "store"
 
 
-def _check(store: Path, corpus: Corpus, monkeypatch: pytest.MonkeyPatch, suite: dict[str, Any] | None = None, **kw: Any) -> PipelineCheckResult:
+def _check(
+    store: Path, corpus: Corpus, monkeypatch: pytest.MonkeyPatch, suite: dict[str, Any] | None = None, **kw: Any
+) -> PipelineCheckResult:
     import deltap.retrieval.dense as dense
 
     ticks = itertools.count()
@@ -53,14 +55,22 @@ def test_every_gate_passes_on_a_real_edge_store(book: Corpus, tmp_path: Path, mo
     assert set(_status(report).values()) == {"PASS"} and report.exit_code == 0, report.summary()
     by = {c.criterion: c for c in report.criteria}
     assert by["in-scope hit@3"].figure.startswith("5/5 queries = 100%")
-    assert {q["query_id"]: q["first_rank"] for q in report.queries if q.get("first_rank")} == {"nodes": 1, "gazebo": 1, "urdf": 1, "nav": 1, "init": 1}
+    assert {q["query_id"]: q["first_rank"] for q in report.queries if q.get("first_rank")} == {
+        "nodes": 1,
+        "gazebo": 1,
+        "urdf": 1,
+        "nav": 1,
+        "init": 1,
+    }
     assert "0 problems; vs ingested corpus" in by["metadata integrity"].figure
     assert "7 queries x 6 runs (incl. after reopening): 0 differ" in by["determinism"].figure
     assert by["latency p95 embed+search"].figure.startswith("p95 2.0 ms")  # 1 ms embedding + 1 ms store, fake timer
     assert by["latency p95 end-to-end"].figure.startswith("p95 2.0 ms")  # one tick of the check's clock
 
 
-def test_metadata_changed_at_ingestion_fails_the_metadata_gate(book: Corpus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_metadata_changed_at_ingestion_fails_the_metadata_gate(
+    book: Corpus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     docs = list(book)
     broken = docs[0]
     docs[0] = replace(broken, metadata={**broken.metadata, "document_section": "wrong-section"})
@@ -68,14 +78,22 @@ def test_metadata_changed_at_ingestion_fails_the_metadata_gate(book: Corpus, tmp
     st = _status(report)
     assert st["metadata integrity"] == "FAIL" and report.exit_code == 1
     assert {k: v for k, v in st.items() if k != "metadata integrity"} == {
-        "in-scope hit@3": "PASS", "out-of-scope below threshold": "PASS", "determinism": "PASS",
-        "latency p95 embed+search": "SKIP", "latency p95 end-to-end": "SKIP",
+        "in-scope hit@3": "PASS",
+        "out-of-scope below threshold": "PASS",
+        "determinism": "PASS",
+        "latency p95 embed+search": "SKIP",
+        "latency p95 end-to-end": "SKIP",
     }
     assert f"hit {broken.doc_id!r} 'document_section' is 'wrong-section' but ingestion stored" in report.failures()
 
 
-def test_in_scope_query_off_the_corpus_fails_on_a_real_store(book: Corpus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    suite = {**SUITE, "in_scope": [{"id": "wrong", "query": "what is a ROS node process", "expected_sections": ["module-03-nav"]}]}
+def test_in_scope_query_off_the_corpus_fails_on_a_real_store(
+    book: Corpus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite = {
+        **SUITE,
+        "in_scope": [{"id": "wrong", "query": "what is a ROS node process", "expected_sections": ["module-03-nav"]}],
+    }
     report = _check(_index(book, tmp_path), book, monkeypatch, suite, skip=["latency", "determinism"])
     assert _status(report)["in-scope hit@3"] == "FAIL"
     assert report.queries[0]["missing"] == ["section 'module-03-nav'"]

@@ -65,18 +65,28 @@ def test_json_suite_equivalent(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "line", "message"),
     [
-        pytest.param("in_scope:\n  - query: q\n    expect_sections: [a]\n", 2, "unknown key(s) expect_sections", id="typo-key"),
-        pytest.param("in_scope:\n  - id: x\n    query: q\n", 2, "in_scope[0] (x) has no expectation", id="no-expectation"),
+        pytest.param(
+            "in_scope:\n  - query: q\n    expect_sections: [a]\n", 2, "unknown key(s) expect_sections", id="typo-key"
+        ),
+        pytest.param(
+            "in_scope:\n  - id: x\n    query: q\n", 2, "in_scope[0] (x) has no expectation", id="no-expectation"
+        ),
         pytest.param("in_scope:\n  - expected_sections: [a]\n", 2, "'query' must be a non-empty string", id="no-query"),
-        pytest.param("out_of_scope:\n  - q\n  - 3\n", 1, "out_of_scope[1]: the query must be a non-empty", id="oos-number"),
+        pytest.param(
+            "out_of_scope:\n  - q\n  - 3\n", 1, "out_of_scope[1]: the query must be a non-empty", id="oos-number"
+        ),
         pytest.param("out_of_scope: [q]\ntop_k: 0\n", 1, "top_k must be an integer >= 1", id="top-k"),
         pytest.param("out_of_scope: [q]\npass_rate: 1.5\n", 1, "pass_rate must be in (0, 1]", id="pass-rate"),
         pytest.param("out_of_scope: [q]\ngates: {speed: false}\n", 2, "unknown key(s) speed", id="bad-gate"),
         pytest.param("out_of_scope: [q]\nlatency: {p95_end_to_end_ms: fast}\n", 2, "must be a number", id="latency"),
-        pytest.param("in_scope:\n- query: q\n  expected_sections: [a]\n  match: some\n", 2, "match must be", id="match"),
+        pytest.param(
+            "in_scope:\n- query: q\n  expected_sections: [a]\n  match: some\n", 2, "match must be", id="match"
+        ),
         pytest.param(
             "in_scope:\n  - {id: a, query: q, expected_sections: [s]}\n  - {id: a, query: r, expected_sections: [s]}\n",
-            3, "duplicate query id 'a'", id="dup-id",
+            3,
+            "duplicate query id 'a'",
+            id="dup-id",
         ),  # fmt: skip
         pytest.param("in_scope:\n  - query: [unclosed\n", 3, "invalid YAML", id="yaml-syntax"),
         pytest.param("- a\n- b\n", None, "a suite must be a mapping", id="list"),
@@ -148,7 +158,9 @@ def _corpus() -> Corpus:
     for section, headings in (("s-a", ["A1", "A2", "A3", "A4"]), ("s-b", ["B1"])):
         for i, h in enumerate(headings):
             for j in range(2):  # two chunks per heading: only one query per heading
-                docs.append(Document(f"{section}/{i}#{j}", f"text {h}", "Page", {"document_section": section, "heading": h}))
+                docs.append(
+                    Document(f"{section}/{i}#{j}", f"text {h}", "Page", {"document_section": section, "heading": h})
+                )
     return Corpus(docs)
 
 

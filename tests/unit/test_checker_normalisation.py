@@ -198,8 +198,12 @@ def test_regex_fullmatch_tolerates_decorations(template: str) -> None:
     ("pattern", "mode", "reply", "outcome"),
     [
         pytest.param(r"(?:[\w.]+\.)?BaseAgent", "fullmatch", "pkg.NotBaseAgent", "fail", id="fullmatch-near-miss"),
-        pytest.param(r"(?:[\w.]+\.)?BaseAgent", "fullmatch", "google.adk.MyBaseAgent.", "fail", id="fullmatch-prefixed"),
-        pytest.param(r"(?:[\w.]+\.)?BaseAgent", "fullmatch", "BaseAgent is the answer", "fail", id="fullmatch-sentence"),
+        pytest.param(
+            r"(?:[\w.]+\.)?BaseAgent", "fullmatch", "google.adk.MyBaseAgent.", "fail", id="fullmatch-prefixed"
+        ),
+        pytest.param(
+            r"(?:[\w.]+\.)?BaseAgent", "fullmatch", "BaseAgent is the answer", "fail", id="fullmatch-sentence"
+        ),
         pytest.param(r"\d+\.", "fullmatch", "42.", "pass", id="fullmatch-pattern-with-own-period"),
         pytest.param(r"42", "fullmatch", "42.", "pass", id="fullmatch-trailing-period"),
         pytest.param(r"42", "fullmatch", "420", "fail", id="fullmatch-longer"),
@@ -264,7 +268,11 @@ def test_identifier_candidates_order(reply: str, candidates: list[str]) -> None:
 def test_check_results_carry_the_match_and_the_reason() -> None:
     checker = _string_match("google.adk.agents.BaseAgent")
     ok = checker.check(CASE, "The answer is `agents.BaseAgent`.")  # type: ignore[attr-defined]
-    assert (ok.outcome, ok.extracted, ok.detail) == ("pass", "agents.BaseAgent", "matched 'google.adk.agents.baseagent'")
+    assert (ok.outcome, ok.extracted, ok.detail) == (
+        "pass",
+        "agents.BaseAgent",
+        "matched 'google.adk.agents.baseagent'",
+    )
     bad = checker.check(CASE, "pkg.NotBaseAgent")  # type: ignore[attr-defined]
     assert (bad.outcome, bad.extracted) == ("fail", "pkg.NotBaseAgent")
     assert bad.detail == "wrong: the answer 'pkg.NotBaseAgent' matches none of ['google.adk.agents.BaseAgent']"
@@ -290,7 +298,11 @@ def test_check_results_carry_the_match_and_the_reason() -> None:
     ("params", "message"),
     [
         pytest.param({"answers": ["  "]}, "at least one non-empty accepted answer", id="blank-answer"),
-        pytest.param({"answers": ["x"], "qualified": "suffix"}, "qualified must be 'either' or 'exact', got 'suffix'", id="bad-qualified"),
+        pytest.param(
+            {"answers": ["x"], "qualified": "suffix"},
+            "qualified must be 'either' or 'exact', got 'suffix'",
+            id="bad-qualified",
+        ),
     ],
 )
 def test_string_match_rejects_bad_params(params: dict[str, object], message: str) -> None:
@@ -321,19 +333,30 @@ def test_string_match_defaults_and_detail_limits() -> None:
     reply = '{"answer": "Foo", "x": "answer is Qux `Bar`"}'
     detail = StringMatchChecker(["X"], grammar="lenient").check(CASE, reply).detail
     assert detail == f"none of {['Foo', 'Qux', 'Bar', reply]} matches ['X']"
-    with pytest.raises(DeltapError, match=r"^string_match checker needs at least one non-empty accepted answer \(params\['answers'\]\)$"):
+    with pytest.raises(
+        DeltapError,
+        match=r"^string_match checker needs at least one non-empty accepted answer \(params\['answers'\]\)$",
+    ):
         StringMatchChecker([" "])
 
 
 @pytest.mark.parametrize(
     ("reply", "code"),
     [
-        pytest.param("```\nan untagged block\nlonger than the code\n```\n```python\nx = 1\n```", "x = 1\n", id="python-tag-beats-longer-untagged"),
+        pytest.param(
+            "```\nan untagged block\nlonger than the code\n```\n```python\nx = 1\n```",
+            "x = 1\n",
+            id="python-tag-beats-longer-untagged",
+        ),
         pytest.param("```\nan untagged block\nlonger\n```\n```py\nx = 1\n```", "x = 1\n", id="py-tag"),
         pytest.param("```\nan untagged block\nlonger\n```\n```python3\nx = 1\n```", "x = 1\n", id="python3-tag"),
-        pytest.param("```\nan untagged block\nlonger\n```\n```Python\nx = 1\n```", "x = 1\n", id="tag-case-insensitive"),
+        pytest.param(
+            "```\nan untagged block\nlonger\n```\n```Python\nx = 1\n```", "x = 1\n", id="tag-case-insensitive"
+        ),
         pytest.param("```text\nplain words here, longer\n```\n```python\nx = 1\n```", "x = 1\n", id="other-tag-loses"),
-        pytest.param("```python\nb = 1\n```\n```python\na = 1\nc = 2\n```", "a = 1\nc = 2\n", id="longest-not-last-or-max"),
+        pytest.param(
+            "```python\nb = 1\n```\n```python\na = 1\nc = 2\n```", "a = 1\nc = 2\n", id="longest-not-last-or-max"
+        ),
         pytest.param("```python\n    x = 1\n```", "    x = 1\n", id="indentation-kept"),
         pytest.param("```python\nX = 1\n```", "X = 1\n", id="leading-X-kept"),
         pytest.param("  x = 1", "  x = 1\n", id="no-fence-indentation-kept"),

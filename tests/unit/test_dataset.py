@@ -20,14 +20,37 @@ from deltap.qrels import read_qrels_jsonl
 
 
 def _dataset() -> VerifiedDataset:
-    cand = lambda d, v, er, g: {"doc_id": d, "fqn": d, "text": "t", "source": ["gold"], "empirical_relevance": er, "verdict": v, "grade": g}  # noqa: E731
+    cand = lambda d, v, er, g: {  # noqa: E731
+        "doc_id": d,
+        "fqn": d,
+        "text": "t",
+        "source": ["gold"],
+        "empirical_relevance": er,
+        "verdict": v,
+        "grade": g,
+    }
     return VerifiedDataset(
         {"tool": "deltap", "q": 0.05},
         [
-            {"id": "q1", "query": "Which class?", "reference_answer": "Runner", "coalition": ["a", "b"],
-             "candidates": [cand("a", "relevant", "YES", 3), cand("b", "relevant", "YES", 1), cand("c", "irrelevant", "NO", 0), cand("d", "undecided", "UNDECIDED", None)]},
-            {"id": "q2", "query": "Nothing?", "reference_answer": None, "coalition": None,
-             "candidates": [cand("e", "undecided", "UNDECIDED", None)]},
+            {
+                "id": "q1",
+                "query": "Which class?",
+                "reference_answer": "Runner",
+                "coalition": ["a", "b"],
+                "candidates": [
+                    cand("a", "relevant", "YES", 3),
+                    cand("b", "relevant", "YES", 1),
+                    cand("c", "irrelevant", "NO", 0),
+                    cand("d", "undecided", "UNDECIDED", None),
+                ],
+            },
+            {
+                "id": "q2",
+                "query": "Nothing?",
+                "reference_answer": None,
+                "coalition": None,
+                "candidates": [cand("e", "undecided", "UNDECIDED", None)],
+            },
         ],
     )
 
@@ -68,7 +91,9 @@ def test_seed_schema_without_grades_maps_yes_no(tmp_path: Path) -> None:
         pytest.param("pairs: 3\n", "pairs", id="pairs-not-list"),
         pytest.param("pairs:\n  - query: q\n    candidates: []\n", "needs an 'id'", id="no-id"),
         pytest.param("pairs:\n  - id: a\n    candidates: []\n  - id: a\n    candidates: []\n", "duplicate", id="dup"),
-        pytest.param("pairs:\n  - id: a\n    candidates: [{doc_id: x, empirical_relevance: MAYBE}]\n", "MAYBE", id="bad-er"),
+        pytest.param(
+            "pairs:\n  - id: a\n    candidates: [{doc_id: x, empirical_relevance: MAYBE}]\n", "MAYBE", id="bad-er"
+        ),
         pytest.param("pairs:\n  - id: a\n    candidates: [{doc_id: x, grade: -1}]\n", "grade", id="bad-grade"),
         pytest.param("pairs:\n  - id: a\n    candidates: [{text: x}]\n", "neither", id="no-doc-id"),
         pytest.param("pairs: [\n", "invalid YAML", id="bad-yaml"),
@@ -90,7 +115,14 @@ def test_plain_makes_numpy_and_tuples_yaml_safe() -> None:
 
     from deltap.dataset import _plain
 
-    got = _plain({1: (np.int64(3), np.float64(0.5), float("nan"), np.bool_(True)), "k": [{"x": np.float32(0.25)}], "s": "t", "f": 1.5})
+    got = _plain(
+        {
+            1: (np.int64(3), np.float64(0.5), float("nan"), np.bool_(True)),
+            "k": [{"x": np.float32(0.25)}],
+            "s": "t",
+            "f": 1.5,
+        }
+    )
     assert got == {"1": [3, 0.5, None, True], "k": [{"x": 0.25}], "s": "t", "f": 1.5}
     assert type(got["1"][0]) is int and type(got["1"][1]) is float and type(got["1"][3]) is bool
 
@@ -99,7 +131,10 @@ def test_written_yaml_is_exact(tmp_path: Path) -> None:
     import numpy as np
 
     text = "ü " + "word " * 30  # longer than YAML's default width of 80: folded at 120 instead
-    ds = VerifiedDataset({"z": 1, "a": np.float64(0.5)}, [{"id": "q", "candidates": [{"doc_id": "d", "text": text.strip(), "grade": np.int64(2)}]}])
+    ds = VerifiedDataset(
+        {"z": 1, "a": np.float64(0.5)},
+        [{"id": "q", "candidates": [{"doc_id": "d", "text": text.strip(), "grade": np.int64(2)}]}],
+    )
     assert write_dataset(ds, tmp_path / "d.yaml").read_text(encoding="utf-8") == (
         "metadata:\n  z: 1\n  a: 0.5\npairs:\n- id: q\n  candidates:\n  - doc_id: d\n"
         "    text: ü word word word word word word word word word word word word word word word word word word word word word word\n"
@@ -112,14 +147,26 @@ def test_written_yaml_is_exact(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        pytest.param("- 1\n", "expected a mapping with a 'pairs:' list (a deltap retrieval_dataset.yaml)", id="not-mapping"),
-        pytest.param("metadata: {}\n", "expected a mapping with a 'pairs:' list (a deltap retrieval_dataset.yaml)", id="no-pairs"),
+        pytest.param(
+            "- 1\n", "expected a mapping with a 'pairs:' list (a deltap retrieval_dataset.yaml)", id="not-mapping"
+        ),
+        pytest.param(
+            "metadata: {}\n", "expected a mapping with a 'pairs:' list (a deltap retrieval_dataset.yaml)", id="no-pairs"
+        ),
         pytest.param("pairs:\n  - 3\n", "pair #1 needs an 'id'", id="pair-not-mapping"),
         pytest.param("pairs:\n  - id: a\n    candidates: []\n  - id: null\n", "pair #2 needs an 'id'", id="null-id"),
         pytest.param("pairs:\n  - id: 1\n    candidates: []\n  - id: '1'\n", "duplicate pair id '1'", id="dup-str-int"),
         pytest.param("pairs:\n  - id: a\n", "pair 'a' needs a 'candidates' list", id="no-candidates"),
-        pytest.param("pairs:\n  - id: a\n    candidates: [x]\n", "a candidate of pair 'a' has neither 'doc_id' nor 'fqn'", id="cand-str"),
-        pytest.param("pairs:\n  - id: a\n    candidates: [{doc_id: ''}]\n", "a candidate of pair 'a' has neither 'doc_id' nor 'fqn'", id="empty-doc-id"),
+        pytest.param(
+            "pairs:\n  - id: a\n    candidates: [x]\n",
+            "a candidate of pair 'a' has neither 'doc_id' nor 'fqn'",
+            id="cand-str",
+        ),
+        pytest.param(
+            "pairs:\n  - id: a\n    candidates: [{doc_id: ''}]\n",
+            "a candidate of pair 'a' has neither 'doc_id' nor 'fqn'",
+            id="empty-doc-id",
+        ),
         pytest.param(
             "pairs:\n  - id: a\n    candidates: [{fqn: m.X, empirical_relevance: MAYBE}]\n",
             "candidate 'm.X' of 'a': empirical_relevance 'MAYBE' is not one of ('YES', 'NO', 'HARMFUL', 'UNDECIDED')",
@@ -210,7 +257,13 @@ def test_qrels_records_carry_query_answer_and_coalitions() -> None:
         [
             {"id": "first", "candidates": [{"doc_id": "u", "grade": None}]},  # ungraded: skipped, not the end
             {"id": 1, "candidates": [{"fqn": "m.A", "grade": 2}], "coalitions": [("m.A",), ["m.A", "m.B"]]},
-            {"id": "x", "query": "q?", "reference_answer": "A", "coalition": ("m.A",), "candidates": [{"doc_id": "d", "fqn": "m.D", "grade": 1}]},
+            {
+                "id": "x",
+                "query": "q?",
+                "reference_answer": "A",
+                "coalition": ("m.A",),
+                "candidates": [{"doc_id": "d", "fqn": "m.D", "grade": 1}],
+            },
             {"id": "none", "candidates": [{"doc_id": "e", "grade": None}]},
         ],
     )
@@ -226,7 +279,9 @@ def test_qrels_exports_with_and_without_provenance(tmp_path: Path) -> None:
 
     import numpy as np
 
-    paths = write_dataset_qrels(_dataset(), tmp_path / "with", {"solver": "sim", "seed": np.int64(3), "q": float("nan")})
+    paths = write_dataset_qrels(
+        _dataset(), tmp_path / "with", {"solver": "sim", "seed": np.int64(3), "q": float("nan")}
+    )
     assert set(paths) == {"beir", "trec", "jsonl", "provenance"}
     assert paths["provenance"] == tmp_path / "with" / "qrels" / "provenance.json"
     assert paths["provenance"].read_text() == '{\n  "q": null,\n  "seed": 3,\n  "solver": "sim"\n}\n'

@@ -53,7 +53,9 @@ def test_every_answer_is_stated_by_its_gold_document(corpus: Corpus) -> None:
         else:
             correct = case.checker.params["options"][case.checker.params["correct"]].lower()
             # An identifier option must be named by the gold document; a sentence option must share its key words.
-            words = [correct] if correct.isidentifier() else [w for w in correct.replace(",", " ").split() if len(w) > 4]
+            words = (
+                [correct] if correct.isidentifier() else [w for w in correct.replace(",", " ").split() if len(w) > 4]
+            )
             if not words or not all(w in gold_text for w in words):
                 unstated.append(case.case_id)
     assert unstated == []

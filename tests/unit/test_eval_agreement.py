@@ -59,7 +59,11 @@ def _reference(qrels: dict, run: dict, measures: list[str], rel: int) -> tuple[d
 
 
 def _check(qrels: dict, run: dict, measures: list[str], rel: int = 1) -> None:
-    texts = measures if rel == 1 else [m.replace("@", f"(rel={rel})@", 1) if "@" in m else f"{m}(rel={rel})" for m in measures]
+    texts = (
+        measures
+        if rel == 1
+        else [m.replace("@", f"(rel={rel})@", 1) if "@" in m else f"{m}(rel={rel})" for m in measures]
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EvaluationWarning)
         ours = evaluate(qrels, run, texts, n_resamples=0)
@@ -99,15 +103,24 @@ def test_tie_order_is_trec_eval_doc_id_descending() -> None:
     qrels = {"q": {"a": 1, "b": 0, "c": 2}}
     run = {"q": {"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0}}
     result = evaluate(qrels, run, ["MRR", "P@2", "MAP", "ndcg@2"], n_resamples=0)
-    assert result.per_query()["q"] == pytest.approx({"MRR": 0.5, "P@2": 0.5, "MAP": 0.5, "ndcg@2": (2 / 1.584962500721156) / (2 + 1 / 1.584962500721156)})
+    assert result.per_query()["q"] == pytest.approx(
+        {"MRR": 0.5, "P@2": 0.5, "MAP": 0.5, "ndcg@2": (2 / 1.584962500721156) / (2 + 1 / 1.584962500721156)}
+    )
     # String order, not numeric: "9" > "10", so "9" ranks first among ties.
     result = evaluate({"q": {"10": 1}}, {"q": {"9": 0.5, "10": 0.5}}, ["MRR"], n_resamples=0)
     assert result.mean("MRR") == 0.5
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture], derandomize=True)
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    derandomize=True,
+)
 @given(data=qrels_and_run(), shuffle=st.booleans(), coalition_seed=st.integers(0, 3))
-def test_trec_file_fast_path_equals_dict_path(tmp_path_factory: pytest.TempPathFactory, data: tuple[dict, dict], shuffle: bool, coalition_seed: int) -> None:
+def test_trec_file_fast_path_equals_dict_path(
+    tmp_path_factory: pytest.TempPathFactory, data: tuple[dict, dict], shuffle: bool, coalition_seed: int
+) -> None:
     qrels, run = data
     if not any(run.get(q) for q in qrels):
         return
@@ -120,7 +133,7 @@ def test_trec_file_fast_path_equals_dict_path(tmp_path_factory: pytest.TempPathF
         from deltap.evaluation.trec_fast import read_run_arrays
 
         assert read_run_arrays(path) is not None
-    coalitions = {q: [set(list(docs)[coalition_seed:coalition_seed + 2]) | {"nowhere"}] for q, docs in qrels.items()}
+    coalitions = {q: [set(list(docs)[coalition_seed : coalition_seed + 2]) | {"nowhere"}] for q, docs in qrels.items()}
     measures = BINARY + GRADED + ["set_recall@3"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EvaluationWarning)
@@ -136,7 +149,11 @@ def test_very_uneven_depths_take_the_unpadded_paths(tmp_path_factory: pytest.Tem
 
     rng = np.random.default_rng(5)
     run = {"long": {f"d{i}": float(s) for i, s in enumerate(np.round(rng.random(6000), 2))}}
-    qrels = {"long": {f"d{i}": int(g) for i, g in zip(rng.choice(6000, 40, replace=False), rng.integers(0, 4, 40), strict=True)}}
+    qrels = {
+        "long": {
+            f"d{i}": int(g) for i, g in zip(rng.choice(6000, 40, replace=False), rng.integers(0, 4, 40), strict=True)
+        }
+    }
     for q in range(300):
         n = int(rng.integers(1, 4))
         run[f"s{q}"] = {f"d{i}": float(rng.integers(0, 3)) for i in range(n)}
@@ -149,10 +166,16 @@ def test_very_uneven_depths_take_the_unpadded_paths(tmp_path_factory: pytest.Tem
         ours = evaluate(qrels, source, measures, n_resamples=0).per_query()
         for qid, row in ref.items():
             for m in measures:
-                assert ours[qid][m] == pytest.approx(row[parse_metric(m).trec_eval()[1]], abs=1e-9), (source is run, qid, m)  # type: ignore[index]
+                assert ours[qid][m] == pytest.approx(row[parse_metric(m).trec_eval()[1]], abs=1e-9), (
+                    source is run,
+                    qid,
+                    m,
+                )  # type: ignore[index]
 
 
-def _random_run(rng: random.Random, doc_ids: list[str]) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
+def _random_run(
+    rng: random.Random, doc_ids: list[str]
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
     qrels: dict[str, dict[str, int]] = {}
     run: dict[str, dict[str, float]] = {}
     for q in range(40):
@@ -173,6 +196,7 @@ def test_trec_file_fast_path_with_long_ids_and_fingerprint_collisions(
 
     if weak_keys:  # every id lands in one of 3 buckets: collisions everywhere, inside queries too
         real = trec_fast._doc_keys
+
         def weak(values: object) -> tuple[object, bool]:
             return real(values)[0] % 3, False
 
@@ -181,7 +205,9 @@ def test_trec_file_fast_path_with_long_ids_and_fingerprint_collisions(
     doc_ids = [f"collection-document-{i:05d}" for i in rng.sample(range(100_000), 60)] + ["x", "é-long-identifier-ñ"]
     qrels, run = _random_run(rng, doc_ids)
     path = tmp_path / "run.trec"
-    path.write_text("".join(f"{q} Q0 {d} 1 {s!r} t\n" for q, docs in run.items() for d, s in docs.items()), encoding="utf-8")
+    path.write_text(
+        "".join(f"{q} Q0 {d} 1 {s!r} t\n" for q, docs in run.items() for d, s in docs.items()), encoding="utf-8"
+    )
     arrays = trec_fast.read_run_arrays(path)
     assert arrays is not None and not arrays.exact_keys
     measures = BINARY + GRADED
@@ -217,7 +243,15 @@ def test_doc_keys_do_not_depend_on_the_other_ids() -> None:
 
 @pytest.mark.parametrize(
     ("values", "clean"),
-    [(["a", "b"], True), (["a b"], False), (["a", ""], False), (["a\tb"], False), (["é", "ñ"], True), (["a\u00a0b"], False), (["a\u2003"], False)],
+    [
+        (["a", "b"], True),
+        (["a b"], False),
+        (["a", ""], False),
+        (["a\tb"], False),
+        (["é", "ñ"], True),
+        (["a\u00a0b"], False),
+        (["a\u2003"], False),
+    ],
 )
 def test_single_token_check_matches_str_split(values: list[str], clean: bool) -> None:
     import pyarrow as pa

@@ -13,10 +13,12 @@ pytest.importorskip("bm25s")
 from deltap.evaluation import compare, evaluate, parse_metric  # noqa: E402
 
 CUTOFFS = (1, 3, 5, 10, 20, 100)
-MEASURES = (
-    [f"{m}@{k}" for m in ("P", "recall", "hit_rate", "ndcg", "MAP") for k in CUTOFFS]
-    + ["MRR", "MAP", "R-prec", "ndcg"]
-)
+MEASURES = [f"{m}@{k}" for m in ("P", "recall", "hit_rate", "ndcg", "MAP") for k in CUTOFFS] + [
+    "MRR",
+    "MAP",
+    "R-prec",
+    "ndcg",
+]
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +38,9 @@ def cranfield(cranfield_dir: Path) -> tuple[dict, dict, dict[str, dict]]:
 
 def assert_agrees(qrels: dict, run: dict, measures: list[str], rel: int = 1) -> int:
     """Compare every query and measure with pytrec_eval; returns the number of values compared."""
-    texts = [m if rel == 1 else (m.replace("@", f"(rel={rel})@", 1) if "@" in m else f"{m}(rel={rel})") for m in measures]
+    texts = [
+        m if rel == 1 else (m.replace("@", f"(rel={rel})@", 1) if "@" in m else f"{m}(rel={rel})") for m in measures
+    ]
     ours = evaluate(qrels, run, texts, n_resamples=0).per_query()
     specs = {m: parse_metric(m).trec_eval() for m in measures}
     ref = pytrec_eval.RelevanceEvaluator(qrels, {s[0] for s in specs.values() if s}, relevance_level=rel).evaluate(run)

@@ -94,7 +94,9 @@ def test_ranks_on_the_gathered_path_and_in_small_chunks(monkeypatch: pytest.Monk
     _check_ranking(qrels2, run2, list(qrels2))
 
 
-def _count_ref(scores: np.ndarray, offsets: np.ndarray, seg: np.ndarray, val: np.ndarray) -> tuple[list[int], list[int]]:
+def _count_ref(
+    scores: np.ndarray, offsets: np.ndarray, seg: np.ndarray, val: np.ndarray
+) -> tuple[list[int], list[int]]:
     g, e = [], []
     for s, v in zip(seg.tolist(), val.tolist(), strict=True):
         row = scores[offsets[s] : offsets[s + 1]].tolist()
@@ -118,7 +120,9 @@ def test_count_above_against_loops(uneven: bool, monkeypatch: pytest.MonkeyPatch
         assert (greater.tolist(), equal.tolist()) == _count_ref(scores, offsets, seg, val)
         assert greater.dtype == np.int64 and equal.dtype == np.int64
     equal_depth = np.array([0, 3, 6, 9])  # every query 3 deep: the reshape shortcut
-    greater, equal = rk._count_above(np.array([3.0, 1, 1, 2, 2, 2, 0, 5, 5]), equal_depth, np.array([0, 1, 2, 2]), np.array([1.0, 2, 5, 0]))
+    greater, equal = rk._count_above(
+        np.array([3.0, 1, 1, 2, 2, 2, 0, 5, 5]), equal_depth, np.array([0, 1, 2, 2]), np.array([1.0, 2, 5, 0])
+    )
     assert (greater.tolist(), equal.tolist()) == ([1, 0, 0, 2], [2, 3, 2, 1])
     none = rk._count_above(np.array([]), np.array([0, 0, 0]), np.array([0, 1]), np.array([1.0, 2.0]))
     assert [a.tolist() for a in none] == [[0, 0], [0, 0]]  # only empty segments
@@ -130,7 +134,13 @@ def test_ties_put_larger_doc_ids_first_and_absent_documents_last() -> None:
     qrels = {"q": {"a": 1, "b": 2, "c": 1, "zz": 3, "e": 1}}
     run = {"q": {"a": 1.0, "b": 1.0, "c": 1.0, "d": 2.0, "e": 0.5}}
     r = rank_from_dicts(qrels, run, ["q"])
-    assert dict(zip(r.doc_ids, r.rank.tolist(), strict=True)) == {"c": 2, "b": 3, "a": 4, "e": 5, "zz": int(NOT_RETRIEVED)}
+    assert dict(zip(r.doc_ids, r.rank.tolist(), strict=True)) == {
+        "c": 2,
+        "b": 3,
+        "a": 4,
+        "e": 5,
+        "zz": int(NOT_RETRIEVED),
+    }
     assert r.doc_ids == ("c", "b", "a", "e", "zz") and r.grade.tolist() == [1, 2, 1, 1, 3]
     assert NOT_RETRIEVED == np.iinfo(np.int64).max
     nothing = rank_from_dicts({"q": {"a": 1}}, {}, ["q"])  # a query the run lacks retrieved nothing
@@ -147,7 +157,13 @@ def test_coalition_member_ranks() -> None:
     assert c.query.tolist() == [0, 0, 2]  # the empty coalition is skipped, "other" is not evaluated
     assert c.size.tolist() == [2, 2, 1]  # members deduplicated
     assert c.member_coalition.tolist() == [0, 0, 1, 1, 2]
-    assert c.member_rank.tolist() == [3, 2, 3, int(NOT_RETRIEVED), int(NOT_RETRIEVED)]  # members in sorted order: b, c | b, zz | y
+    assert c.member_rank.tolist() == [
+        3,
+        2,
+        3,
+        int(NOT_RETRIEVED),
+        int(NOT_RETRIEVED),
+    ]  # members in sorted order: b, c | b, zz | y
     assert all(a.dtype == np.int64 for a in (c.query, c.size, c.member_coalition, c.member_rank))
     assert rank_from_dicts(qrels, run, ["q1"], coalitions={}).coalitions is None
 
@@ -155,12 +171,17 @@ def test_coalition_member_ranks() -> None:
 def test_run_scores_must_be_finite_numbers() -> None:
     with pytest.raises(DeltapError) as info:
         rank_from_dicts({}, {"q": {"a": 1.0, "b": "high", "c": True, "d": None}}, ["q"], run_name="bm25")
-    assert str(info.value) == "bm25: scores must be numbers; bad entries: ('q', 'b') = 'high'; ('q', 'c') = True; ('q', 'd') = None"
+    assert (
+        str(info.value)
+        == "bm25: scores must be numbers; bad entries: ('q', 'b') = 'high'; ('q', 'c') = True; ('q', 'd') = None"
+    )
     run = {"q1": {"a": 1.0, "b": float("nan")}, "q2": {f"d{i}": float("inf") for i in range(11)}}
     with pytest.raises(DeltapError) as info:
         rank_from_dicts({}, run, ["q1", "q2"])
     shown = "; ".join(["('q1', 'b') = nan"] + [f"('q2', 'd{i}') = inf" for i in range(9)])
-    assert str(info.value) == f"run: 12 scores are NaN or infinite, so their ranks are undefined: {shown}; ... (12 in all)"
+    assert (
+        str(info.value) == f"run: 12 scores are NaN or infinite, so their ranks are undefined: {shown}; ... (12 in all)"
+    )
     with pytest.raises(DeltapError) as info:
         rank_from_dicts({}, {"q": {"a": -float("inf")}}, ["q"])
     assert str(info.value) == "run: 1 scores are NaN or infinite, so their ranks are undefined: ('q', 'a') = -inf"
@@ -168,8 +189,19 @@ def test_run_scores_must_be_finite_numbers() -> None:
 
 @pytest.mark.parametrize(
     ("value", "ok"),
-    [(0, True), (3, True), (np.int64(2), True), (2.0, True), (np.float32(1.0), True), (True, False), (1.5, False),
-     (float("inf"), False), (float("nan"), False), ("1", False), (None, False)],
+    [
+        (0, True),
+        (3, True),
+        (np.int64(2), True),
+        (2.0, True),
+        (np.float32(1.0), True),
+        (True, False),
+        (1.5, False),
+        (float("inf"), False),
+        (float("nan"), False),
+        ("1", False),
+        (None, False),
+    ],
 )
 def test_is_int_grade(value: object, ok: bool) -> None:
     assert rk._is_int_grade(value) is ok
@@ -180,10 +212,21 @@ def test_validate_qrels_messages() -> None:
     validate_qrels({"q": {"d": np.int64(1), "e": 2.0}})  # integral numpy and float grades are integers too
     validate_qrels({"q": MappingProxyType({"d": 1})})  # any mapping
     cases = [
-        ({1: {"d": 1}, "q": {}, 2: {}}, "qrels: query ids must be strings, got 1, 2; convert them with str() (int and str ids never match each other)"),
+        (
+            {1: {"d": 1}, "q": {}, 2: {}},
+            "qrels: query ids must be strings, got 1, 2; convert them with str() (int and str ids never match each other)",
+        ),
         ({"q": [("d", 1)]}, "qrels: query 'q' maps to list, expected {doc_id: grade}"),
-        ({"q": {3: 1, "d": -1, "e": 1.5}}, "qrels: relevance grades must be integers >= 0 (0 = judged not relevant); bad entries: ('q', 3): doc id is not a string; ('q', 'd') = -1; ('q', 'e') = 1.5"),
-        ({"q": {f"d{i}": -1 for i in range(12)}}, "qrels: relevance grades must be integers >= 0 (0 = judged not relevant); bad entries: " + "; ".join(f"('q', 'd{i}') = -1" for i in range(10)) + "; ... (12 in all)"),
+        (
+            {"q": {3: 1, "d": -1, "e": 1.5}},
+            "qrels: relevance grades must be integers >= 0 (0 = judged not relevant); bad entries: ('q', 3): doc id is not a string; ('q', 'd') = -1; ('q', 'e') = 1.5",
+        ),
+        (
+            {"q": {f"d{i}": -1 for i in range(12)}},
+            "qrels: relevance grades must be integers >= 0 (0 = judged not relevant); bad entries: "
+            + "; ".join(f"('q', 'd{i}') = -1" for i in range(10))
+            + "; ... (12 in all)",
+        ),
     ]
     for qrels, message in cases:
         with pytest.raises(DeltapError) as info:
@@ -195,7 +238,9 @@ def test_validate_qrels_messages() -> None:
     many = {i: {} for i in range(12)}
     with pytest.raises(DeltapError) as info:
         validate_qrels(many)  # type: ignore[arg-type]
-    assert str(info.value).startswith("qrels: query ids must be strings, got 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ... (12 in all);")
+    assert str(info.value).startswith(
+        "qrels: query ids must be strings, got 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ... (12 in all);"
+    )
 
 
 def _align(qrels: dict, run_ids: object, **kw: object) -> tuple[list[str], list[str], list[warnings.WarningMessage]]:
@@ -289,7 +334,15 @@ def test_padded_path_with_empty_queries_and_integer_dtypes() -> None:
     assert only_zero.grade.dtype == np.int64 and only_zero.query.dtype == np.int64 and only_zero.rank.dtype == np.int64
     empty = rank_from_dicts({"q": {"a": 1}}, run, ["q"], coalitions={"q": [set()], "z": [{"a"}]})
     assert empty.coalitions is not None  # coalitions were given, none of them usable
-    assert all(a.dtype == np.int64 and a.size == 0 for a in (empty.coalitions.query, empty.coalitions.size, empty.coalitions.member_coalition, empty.coalitions.member_rank))
+    assert all(
+        a.dtype == np.int64 and a.size == 0
+        for a in (
+            empty.coalitions.query,
+            empty.coalitions.size,
+            empty.coalitions.member_coalition,
+            empty.coalitions.member_rank,
+        )
+    )
     unjudged = rank_from_dicts(qrels, run, ["q2", "elsewhere"])  # a query without judgements has no targets
     assert unjudged.query.tolist() == [0] and unjudged.n_retrieved.tolist() == [2, 0]
 
@@ -299,14 +352,21 @@ def test_bad_entry_lists_stop_at_ten() -> None:
         with pytest.raises(DeltapError) as info:
             rank_from_dicts({}, {"q": {f"d{i:02d}": float("nan") for i in range(n_bad)}}, ["q"])
         shown = "; ".join(f"('q', 'd{i:02d}') = nan" for i in range(10))
-        assert str(info.value) == f"run: {n_bad} scores are NaN or infinite, so their ranks are undefined: {shown}{suffix}"
+        assert (
+            str(info.value) == f"run: {n_bad} scores are NaN or infinite, so their ranks are undefined: {shown}{suffix}"
+        )
         with pytest.raises(DeltapError) as info:
             rank_from_dicts({}, {"q": {f"d{i:02d}": "x" for i in range(n_bad)}}, ["q"])
-        assert str(info.value) == "run: scores must be numbers; bad entries: " + "; ".join(f"('q', 'd{i:02d}') = 'x'" for i in range(10))
+        assert str(info.value) == "run: scores must be numbers; bad entries: " + "; ".join(
+            f"('q', 'd{i:02d}') = 'x'" for i in range(10)
+        )
         with pytest.raises(DeltapError) as info:
             validate_qrels({"q": MappingProxyType({f"d{i:02d}": -1 for i in range(n_bad)})})
         shown = "; ".join(f"('q', 'd{i:02d}') = -1" for i in range(10))
-        assert str(info.value) == f"qrels: relevance grades must be integers >= 0 (0 = judged not relevant); bad entries: {shown}{suffix}"
+        assert (
+            str(info.value)
+            == f"qrels: relevance grades must be integers >= 0 (0 = judged not relevant); bad entries: {shown}{suffix}"
+        )
 
 
 def test_validate_qrels_edges() -> None:
@@ -322,14 +382,19 @@ def test_numeric_strings_and_booleans_are_not_scores() -> None:
     run = {"q": {"a": 1.0, "b": "1.5", "c": True, "d": np.bool_(False), "e": np.float32(0.5), "f": 2}}
     with pytest.raises(DeltapError) as info:
         rank_from_dicts({"q": {"a": 1}}, run, ["q"])
-    assert str(info.value) == "run: scores must be numbers; bad entries: ('q', 'b') = '1.5'; ('q', 'c') = True; ('q', 'd') = np.False_"
+    assert (
+        str(info.value)
+        == "run: scores must be numbers; bad entries: ('q', 'b') = '1.5'; ('q', 'c') = True; ('q', 'd') = np.False_"
+    )
     ok = rank_from_dicts({"q": {"a": 1}}, {"q": {"a": 1.0, "e": np.float32(0.5), "f": 2, "g": np.int64(3)}}, ["q"])
     assert ok.rank.tolist() == [3]
 
 
 def test_run_ids_given_as_a_list_are_counted_once() -> None:
     ids, notes, _ = _align({"a": {"d": 1}}, ["a", "z", "z", "y"])
-    assert ids == ["a"] and notes == ["2 queries of run have no judgements in the qrels and are not evaluated: 'y', 'z'"]
+    assert ids == ["a"] and notes == [
+        "2 queries of run have no judgements in the qrels and are not evaluated: 'y', 'z'"
+    ]
     with pytest.raises(DeltapError) as info:
         align_queries({"a": {"d": 1}}, ["x", "x"])
     assert "(1 vs 1 queries)" in str(info.value)

@@ -55,6 +55,8 @@ def test_jsonl_coalitions_accept_one_or_several_sets(tmp_path: Path) -> None:
     assert j.queries == {"1": "a", "2": "b", "3": "c"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EvaluationWarning)
-        result = evaluate(path, {"1": {"d1": 1.0}, "2": {"d5": 2.0, "d4": 1.0}}, ["set_recall@2"], coalitions=j.coalitions)
+        result = evaluate(
+            path, {"1": {"d1": 1.0}, "2": {"d5": 2.0, "d4": 1.0}}, ["set_recall@2"], coalitions=j.coalitions
+        )
     assert result.per_query()["2"]["set_recall@2"] == 1.0
     assert result.per_query()["3"]["set_recall@2"] == 0.0  # no relevant document: 0, warned

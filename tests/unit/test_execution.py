@@ -30,15 +30,22 @@ from tests.unit.test_reproducible import _mask
 
 #: columns compared between runs: all but ``created`` (when the row was written) and ``latency`` (how long the
 #: call took): both measure the machine, not the trial
-COLUMNS = "case_id, kind, trial_index, seed, inclusion, prompt_hash, answer, outcome, value, solver_id, checker_id, detail"
+COLUMNS = (
+    "case_id, kind, trial_index, seed, inclusion, prompt_hash, answer, outcome, value, solver_id, checker_id, detail"
+)
 
 
 def job(n_cases: int = 4) -> tuple[list[Case], Corpus, dict[str, Any]]:
     """A small mining job: cases with two helpful documents and an interacting pair (coalition checks run)."""
     corpus = Corpus([Document(f"d{i:02d}", f"text {i} " + "x" * (i % 7)) for i in range(30)])
     cases = [
-        Case(f"c{j}", f"q{j}", gold_doc_ids=("d00", "d01", "d02"), checker=CheckerSpec("string_match", {"answers": [f"a{j}"]}),
-             reference_answer=f"a{j}")
+        Case(
+            f"c{j}",
+            f"q{j}",
+            gold_doc_ids=("d00", "d01", "d02"),
+            checker=CheckerSpec("string_match", {"answers": [f"a{j}"]}),
+            reference_answer=f"a{j}",
+        )
         for j in range(n_cases)
     ]
     truth = {c.case_id: SimulatedTruth(0.1, {"d00": 0.5, "d01": 0.3}, {("d02", "d03"): 0.2}) for c in cases}
@@ -133,7 +140,9 @@ def test_a_solver_that_is_not_thread_safe_gets_one_batch_at_a_time(tmp_path: Pat
     res = mine(cases, corpus, solver, config=CFG, executor=ex, cases_in_flight=3, coalitions=False)
     assert solver.overlaps == 0 and max(solver.batches) >= 8  # whole batches, never two at once
     assert res.run["execution"]["slots"] == 1  # and by default it would have mined one case at a time
-    default = mine(cases, corpus, _Exclusive(**options), config=CFG, executor=InProcessExecutor(workers=4), coalitions=False)
+    default = mine(
+        cases, corpus, _Exclusive(**options), config=CFG, executor=InProcessExecutor(workers=4), coalitions=False
+    )
     assert default.run["execution"]["cases_in_flight"] == 1
 
 
@@ -280,7 +289,20 @@ def test_cli_executor_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     from tests.unit.test_mining_cli import _files
 
     corpus, bench = _files(tmp_path)
-    base = ["mine", str(bench), "--corpus", str(corpus), "--retriever", "none", "--solver", "simulated", "--budget", "32", "--placebo", "3"]
+    base = [
+        "mine",
+        str(bench),
+        "--corpus",
+        str(corpus),
+        "--retriever",
+        "none",
+        "--solver",
+        "simulated",
+        "--budget",
+        "32",
+        "--placebo",
+        "3",
+    ]
     for extra, message in (
         (["--ray-address", "auto"], "need --executor ray"),
         (["--executor", "spark"], "--executor must be one of inprocess, ray"),

@@ -54,7 +54,9 @@ def test_duplicate_symbol_note_is_printed_once(tmp_path: Path, capsys: pytest.Ca
 # --- 80 columns ---------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", [[], ["mine"], ["demo"], ["compare"], ["check"], ["corpus"], ["report"], ["simulate"]])
+@pytest.mark.parametrize(
+    "command", [[], ["mine"], ["demo"], ["compare"], ["check"], ["corpus"], ["report"], ["simulate"]]
+)
 def test_help_fits_80_columns_without_cut_text_or_type_markers(
     command: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -69,7 +71,9 @@ def test_help_fits_80_columns_without_cut_text_or_type_markers(
     assert not [ln for ln in commands if ln.rstrip().endswith("...")]  # click cuts a command's summary with "..."
 
 
-def test_help_keeps_every_word_of_a_long_option_text(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_help_keeps_every_word_of_a_long_option_text(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("COLUMNS", "80")
     assert _cli(["mine", "--help"]) == 0
     flat = " ".join(capsys.readouterr().out.split())
@@ -123,10 +127,16 @@ def mined_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Corpus, o
     corpus = Corpus(docs)
     cases = [
         Case("c0", "alpha question", ("d0",), CheckerSpec("string_match", {"answers": ["x"]}), reference_answer="x"),
-        Case("c1", "something about beta", ("d1",), CheckerSpec("string_match", {"answers": ["x"]}), reference_answer="x"),
+        Case(
+            "c1", "something about beta", ("d1",), CheckerSpec("string_match", {"answers": ["x"]}), reference_answer="x"
+        ),
         Case("c2", "nothing helps here", (), CheckerSpec("string_match", {"answers": ["x"]}), reference_answer="x"),
     ]
-    truth = {"c0": SimulatedTruth(-4.0, {"d0": 3.0}), "c1": SimulatedTruth(-4.0, {"d1": 3.0}), "c2": SimulatedTruth(-4.0, {})}
+    truth = {
+        "c0": SimulatedTruth(-4.0, {"d0": 3.0}),
+        "c1": SimulatedTruth(-4.0, {"d1": 3.0}),
+        "c2": SimulatedTruth(-4.0, {}),
+    }
     solver = SimulatedSolver(truth, {c.case_id: "x" for c in cases}, outcome="logprob", noise=0.3, seed=1)
     cfg = MiningConfig(outcome="logprob", budget=32, first_look=16, batch=8, n_placebo=3, k=0, seed=2, null="zero")
     result = mine(cases, corpus, solver, out=root, config=cfg)
@@ -207,9 +217,15 @@ def test_demo_header_states_the_ceiling_it_keeps(tmp_path: Path) -> None:
     from deltap.demo import DemoConfig, run_demo
 
     lines: list[str] = []
-    result = run_demo(DemoConfig(out=tmp_path / "demo", cases=3, budget=90, solver="simulated", embedder="hash", progress=False), say=lines.append)
+    result = run_demo(
+        DemoConfig(out=tmp_path / "demo", cases=3, budget=90, solver="simulated", embedder="hash", progress=False),
+        say=lines.append,
+    )
     header = next(ln for ln in lines if ln.startswith("[3/6]"))
-    m = re.search(r"3 cases × ≤(\d+) solver calls \((\d+) preflight, ≤(\d+) trials, ≤(\d+) coalition check\) = ≤(\d+) of --budget 90", header)
+    m = re.search(
+        r"3 cases × ≤(\d+) solver calls \((\d+) preflight, ≤(\d+) trials, ≤(\d+) coalition check\) = ≤(\d+) of --budget 90",
+        header,
+    )
     assert m, header
     per_case, pre, trials, coal, total = map(int, m.groups())
     assert per_case == pre + trials + coal and total == 3 * per_case <= 90
@@ -226,8 +242,24 @@ def test_a_resumed_mine_says_its_calls_came_from_the_log(tmp_path: Path, capsys:
     from tests.unit.test_mining_cli import _files
 
     corpus, bench = _files(tmp_path)
-    args = ["mine", str(bench), "--corpus", str(corpus), "--retriever", "none", "--solver", "simulated",
-            "--sim-effect", "0.6", "--budget", "32", "--placebo", "3", "--out", str(tmp_path / "run")]
+    args = [
+        "mine",
+        str(bench),
+        "--corpus",
+        str(corpus),
+        "--retriever",
+        "none",
+        "--solver",
+        "simulated",
+        "--sim-effect",
+        "0.6",
+        "--budget",
+        "32",
+        "--placebo",
+        "3",
+        "--out",
+        str(tmp_path / "run"),
+    ]
     main(args)
     first = capsys.readouterr().err
     calls = json.loads((tmp_path / "run" / "run.json").read_text())["calls"]
@@ -237,7 +269,9 @@ def test_a_resumed_mine_says_its_calls_came_from_the_log(tmp_path: Path, capsys:
     assert f"{calls} calls (0 made now, the rest read from the trial log)" in " ".join(again.split())
 
 
-def test_report_cli_reads_the_corpus_for_the_failure_analysis(mined_run: tuple[Path, Corpus, object], tmp_path: Path) -> None:
+def test_report_cli_reads_the_corpus_for_the_failure_analysis(
+    mined_run: tuple[Path, Corpus, object], tmp_path: Path
+) -> None:
     from deltap.documents import write_corpus_jsonl
 
     root, corpus, _ = mined_run
@@ -266,11 +300,31 @@ def test_demo_cli_prints_the_reports_call_figures(tmp_path: Path, capsys: pytest
     from deltap.report.rundir import load_run_dir
 
     out = tmp_path / "demo"
-    assert _cli(["demo", "--solver", "simulated", "--embedder", "hash", "--out", str(out), "--cases", "2", "--budget", "60", "--no-progress"]) == 0
+    assert (
+        _cli(
+            [
+                "demo",
+                "--solver",
+                "simulated",
+                "--embedder",
+                "hash",
+                "--out",
+                str(out),
+                "--cases",
+                "2",
+                "--budget",
+                "60",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     data = load_run_dir(out / "run")
     assert data.trial_log is not None
-    assert f"({data.total_calls()} solver calls, {data.trial_log.seconds_per_call:.2f} s of solver time each)" in printed
+    assert (
+        f"({data.total_calls()} solver calls, {data.trial_log.seconds_per_call:.2f} s of solver time each)" in printed
+    )
     assert "--budget 60" in printed and "= ≤60 of" in printed
 
 
@@ -280,8 +334,26 @@ def test_too_few_placebos_is_said_once_and_last(tmp_path: Path, capsys: pytest.C
     from tests.unit.test_mining_cli import _files
 
     corpus, bench = _files(tmp_path)
-    main(["mine", str(bench), "--corpus", str(corpus), "--retriever", "none", "--solver", "simulated", "--outcome",
-          "logprob", "--budget", "16", "--placebo", "2", "--out", str(tmp_path / "run")])
+    main(
+        [
+            "mine",
+            str(bench),
+            "--corpus",
+            str(corpus),
+            "--retriever",
+            "none",
+            "--solver",
+            "simulated",
+            "--outcome",
+            "logprob",
+            "--budget",
+            "16",
+            "--placebo",
+            "2",
+            "--out",
+            str(tmp_path / "run"),
+        ]
+    )
     err = " ".join(capsys.readouterr().err.split())
     reason = "needed to fit the placebo null: tested against zero"
     assert err.count(reason) == 1

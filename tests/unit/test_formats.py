@@ -58,7 +58,9 @@ def test_corpus_rejects_duplicates_and_is_immutable() -> None:
         pytest.param("[1, 2]", "expected a JSON object", id="not-object"),
         pytest.param('{"text": "no id"}', 'missing or empty "_id"', id="no-id"),
         pytest.param('{"_id": "x", "text": 5}', "must be strings", id="text-not-string"),
-        pytest.param('{"_id": "x", "text": "t", "metadata": []}', '"metadata" must be a JSON object', id="bad-metadata"),
+        pytest.param(
+            '{"_id": "x", "text": "t", "metadata": []}', '"metadata" must be a JSON object', id="bad-metadata"
+        ),
     ],
 )
 def test_corpus_jsonl_errors_name_file_and_line(tmp_path: Path, line: str, expected: str) -> None:
@@ -131,22 +133,38 @@ def test_qrels_jsonl_round_trip_and_empty_lines(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "reader", "expected", "line"),
     [
-        pytest.param("query-id\tcorpus-id\tscore\nq1\td1\t1.5\n", read_beir_qrels, "integer >= 0", 2, id="beir-float-grade"),
-        pytest.param("query-id\tcorpus-id\tscore\nq1\td1\t-1\n", read_beir_qrels, "integer >= 0", 2, id="beir-negative"),
+        pytest.param(
+            "query-id\tcorpus-id\tscore\nq1\td1\t1.5\n", read_beir_qrels, "integer >= 0", 2, id="beir-float-grade"
+        ),
+        pytest.param(
+            "query-id\tcorpus-id\tscore\nq1\td1\t-1\n", read_beir_qrels, "integer >= 0", 2, id="beir-negative"
+        ),
         pytest.param("query-id\tcorpus-id\tscore\nq1\td1\n", read_beir_qrels, "3 tab-separated", 2, id="beir-columns"),
-        pytest.param("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td1\t2\n", read_beir_qrels, "duplicate pair", 3, id="beir-dupe"),
+        pytest.param(
+            "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td1\t2\n", read_beir_qrels, "duplicate pair", 3, id="beir-dupe"
+        ),
         pytest.param("q1 0 d1 1\nq1 0 d2\n", read_trec_qrels, "4 columns", 2, id="trec-columns"),
         pytest.param("q1 0 d1 high\n", read_trec_qrels, "integer >= 0", 1, id="trec-grade"),
         pytest.param("q1 Q0 d1 1 nan run\n", read_trec_run, "finite", 1, id="run-nan"),
         pytest.param("q1 Q0 d1 1 abc run\n", read_trec_run, "must be a number", 1, id="run-text-score"),
         pytest.param("q1 Q0 d1 1 2.0 run\nq1 Q0 d1 2 1.0 run\n", read_trec_run, "duplicate pair", 2, id="run-dupe"),
-        pytest.param('{"query_id": "q", "relevant_docs": {"d": 1.5}}\n', read_qrels_jsonl, "integer >= 0", 1, id="jsonl-grade"),
+        pytest.param(
+            '{"query_id": "q", "relevant_docs": {"d": 1.5}}\n', read_qrels_jsonl, "integer >= 0", 1, id="jsonl-grade"
+        ),
         pytest.param('{"query_id": "q", "relevant_docs": []}\n', read_qrels_jsonl, "relevant_docs", 1, id="jsonl-docs"),
-        pytest.param('{"query_id": "q", "relevant_docs": {}}\n{"query_id": "q", "relevant_docs": {}}\n', read_qrels_jsonl, "duplicate query_id", 2, id="jsonl-dupe"),
+        pytest.param(
+            '{"query_id": "q", "relevant_docs": {}}\n{"query_id": "q", "relevant_docs": {}}\n',
+            read_qrels_jsonl,
+            "duplicate query_id",
+            2,
+            id="jsonl-dupe",
+        ),
         pytest.param('\n\n{"relevant_docs": {}}\n', read_qrels_jsonl, "query_id", 3, id="jsonl-no-id"),
     ],
 )
-def test_bad_lines_are_errors_with_file_and_line(tmp_path: Path, content: str, reader, expected: str, line: int) -> None:  # type: ignore[no-untyped-def]
+def test_bad_lines_are_errors_with_file_and_line(
+    tmp_path: Path, content: str, reader, expected: str, line: int
+) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "input.txt"
     path.write_text(content, encoding="utf-8")
     with pytest.raises(FormatError, match=expected) as info:
@@ -210,7 +228,9 @@ def test_grade_range(tmp_path: Path, value: object) -> None:
     assert MAX_GRADE == 2**31 - 1
     with pytest.raises(FormatError) as info:
         _grade(value, tmp_path, 2)  # type: ignore[arg-type]
-    assert str(info.value) == f"{tmp_path}:2: relevance grade must be an integer >= 0 and <= {MAX_GRADE}, got {int(value)}"  # type: ignore[call-overload]
+    assert (
+        str(info.value) == f"{tmp_path}:2: relevance grade must be an integer >= 0 and <= {MAX_GRADE}, got {int(value)}"
+    )  # type: ignore[call-overload]
 
 
 def test_beir_qrels_reading_rules(tmp_path: Path) -> None:
@@ -237,18 +257,27 @@ def test_trec_qrels_and_run_reading_rules(tmp_path: Path) -> None:
     path = tmp_path / "q.trec"
     path.write_text("\n  q1   x  d1 3\n\nq1 0 d2 0\n")  # the second column is ignored; blank lines skipped
     assert read_trec_qrels(path) == {"q1": {"d1": 3, "d2": 0}}
-    assert _format_error(tmp_path, "q1 0 d1 1 9\n", read_trec_qrels).detail == "expected 4 columns 'qid 0 docid grade', got 5"
+    assert (
+        _format_error(tmp_path, "q1 0 d1 1 9\n", read_trec_qrels).detail
+        == "expected 4 columns 'qid 0 docid grade', got 5"
+    )
     path.write_text("\nq1 Q0 d1 1 -2.5 tag\n\nq1 Q0 d2 2 1e-3 tag\n")
     run = read_trec_run(path)
     assert run == {"q1": {"d1": -2.5, "d2": 0.001}} and type(run["q1"]["d1"]) is float
-    assert _format_error(tmp_path, "q1 Q0 d1 1 2\n", read_trec_run).detail == "expected 6 columns 'qid Q0 docid rank score tag', got 5"
+    assert (
+        _format_error(tmp_path, "q1 Q0 d1 1 2\n", read_trec_run).detail
+        == "expected 6 columns 'qid Q0 docid rank score tag', got 5"
+    )
     assert _format_error(tmp_path, "q1 Q0 d1 1 x run\n", read_trec_run).detail == "score must be a number, got 'x'"
     assert _format_error(tmp_path, "q1 Q0 d1 1 inf run\n", read_trec_run).detail == "score must be finite, got 'inf'"
 
 
 def test_writers_produce_exact_text(tmp_path: Path) -> None:
     qrels = {"q1": {"d1": 2, "d2": 0.0}, "q2": {"d3": 1}}
-    assert write_beir_qrels(qrels, tmp_path / "a.tsv").read_text() == "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t0\nq2\td3\t1\n"  # type: ignore[arg-type]
+    assert (
+        write_beir_qrels(qrels, tmp_path / "a.tsv").read_text()
+        == "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t0\nq2\td3\t1\n"
+    )  # type: ignore[arg-type]
     assert write_trec_qrels(qrels, tmp_path / "a.trec").read_text() == "q1 0 d1 2\nq1 0 d2 0\nq2 0 d3 1\n"  # type: ignore[arg-type]
     run = {"q1": {"b": 1, "a": 1.0, "c": 2.5, "d": -1e-300}}
     text = write_trec_run(run, tmp_path / "r.trec").read_text()  # the default tag, ties by ascending doc id
@@ -259,16 +288,66 @@ def test_writers_produce_exact_text(tmp_path: Path) -> None:
     ("writer", "table", "message"),
     [
         pytest.param(write_beir_qrels, {"q 1": {"d": 1}}, None, id="beir-space-inside-is-fine"),
-        pytest.param(write_beir_qrels, {"q1": {" d": 1}}, "1 id(s) cannot be written as BEIR TSV (empty, or with whitespace the reader would split on): ' d'; rename them", id="beir-edge-space"),
-        pytest.param(write_beir_qrels, {"q1": {"d\t": 1, "": 1}}, "2 id(s) cannot be written as BEIR TSV (empty, or with whitespace the reader would split on): '', 'd\\t'; rename them", id="beir-tab-empty"),
-        pytest.param(write_beir_qrels, {"q\n": {"d": 1}}, "1 id(s) cannot be written as BEIR TSV (empty, or with whitespace the reader would split on): 'q\\n'; rename them", id="beir-newline"),
-        pytest.param(write_beir_qrels, {"q\r": {"d": 1}}, "1 id(s) cannot be written as BEIR TSV (empty, or with whitespace the reader would split on): 'q\\r'; rename them", id="beir-cr"),
-        pytest.param(write_beir_qrels, {"q": {"a\tb": 1}}, "1 id(s) cannot be written as BEIR TSV (empty, or with whitespace the reader would split on): 'a\\tb'; rename them", id="beir-inner-tab"),
-        pytest.param(write_beir_qrels, {"q": {"a\nb": 1}}, "1 id(s) cannot be written as BEIR TSV (empty, or with whitespace the reader would split on): 'a\\nb'; rename them", id="beir-inner-newline"),
-        pytest.param(write_beir_qrels, {"q": {"a\rb": 1}}, "1 id(s) cannot be written as BEIR TSV (empty, or with whitespace the reader would split on): 'a\\rb'; rename them", id="beir-inner-cr"),
-        pytest.param(write_trec_qrels, {"q 1": {"d": 1}}, "1 id(s) cannot be written as TREC qrels (empty, or with whitespace the reader would split on): 'q 1'; rename them", id="trec-space"),
-        pytest.param(write_trec_qrels, {"q": {"": 1}}, "1 id(s) cannot be written as TREC qrels (empty, or with whitespace the reader would split on): ''; rename them", id="trec-empty"),
-        pytest.param(write_trec_run, {"q": {"a\u00a0b": 1.0}}, "1 id(s) cannot be written as TREC run (empty, or with whitespace the reader would split on): 'a\\xa0b'; rename them", id="run-nbsp"),
+        pytest.param(
+            write_beir_qrels,
+            {"q1": {" d": 1}},
+            "1 id(s) cannot be written as BEIR TSV (empty, or with whitespace the reader would split on): ' d'; rename them",
+            id="beir-edge-space",
+        ),
+        pytest.param(
+            write_beir_qrels,
+            {"q1": {"d\t": 1, "": 1}},
+            "2 id(s) cannot be written as BEIR TSV (empty, or with whitespace the reader would split on): '', 'd\\t'; rename them",
+            id="beir-tab-empty",
+        ),
+        pytest.param(
+            write_beir_qrels,
+            {"q\n": {"d": 1}},
+            "1 id(s) cannot be written as BEIR TSV (empty, or with whitespace the reader would split on): 'q\\n'; rename them",
+            id="beir-newline",
+        ),
+        pytest.param(
+            write_beir_qrels,
+            {"q\r": {"d": 1}},
+            "1 id(s) cannot be written as BEIR TSV (empty, or with whitespace the reader would split on): 'q\\r'; rename them",
+            id="beir-cr",
+        ),
+        pytest.param(
+            write_beir_qrels,
+            {"q": {"a\tb": 1}},
+            "1 id(s) cannot be written as BEIR TSV (empty, or with whitespace the reader would split on): 'a\\tb'; rename them",
+            id="beir-inner-tab",
+        ),
+        pytest.param(
+            write_beir_qrels,
+            {"q": {"a\nb": 1}},
+            "1 id(s) cannot be written as BEIR TSV (empty, or with whitespace the reader would split on): 'a\\nb'; rename them",
+            id="beir-inner-newline",
+        ),
+        pytest.param(
+            write_beir_qrels,
+            {"q": {"a\rb": 1}},
+            "1 id(s) cannot be written as BEIR TSV (empty, or with whitespace the reader would split on): 'a\\rb'; rename them",
+            id="beir-inner-cr",
+        ),
+        pytest.param(
+            write_trec_qrels,
+            {"q 1": {"d": 1}},
+            "1 id(s) cannot be written as TREC qrels (empty, or with whitespace the reader would split on): 'q 1'; rename them",
+            id="trec-space",
+        ),
+        pytest.param(
+            write_trec_qrels,
+            {"q": {"": 1}},
+            "1 id(s) cannot be written as TREC qrels (empty, or with whitespace the reader would split on): ''; rename them",
+            id="trec-empty",
+        ),
+        pytest.param(
+            write_trec_run,
+            {"q": {"a\u00a0b": 1.0}},
+            "1 id(s) cannot be written as TREC run (empty, or with whitespace the reader would split on): 'a\\xa0b'; rename them",
+            id="run-nbsp",
+        ),
     ],
 )
 def test_writers_refuse_ids_the_reader_would_split(tmp_path: Path, writer, table: dict, message: str | None) -> None:  # type: ignore[no-untyped-def]
@@ -304,14 +383,30 @@ def test_run_tag_must_be_one_word(tmp_path: Path) -> None:
     ("line", "detail"),
     [
         pytest.param("[1]", "expected a JSON object, got list", id="list"),
-        pytest.param("{bad", "invalid JSON (Expecting property name enclosed in double quotes at column 2); expected one qrels record per line", id="bad-json"),
+        pytest.param(
+            "{bad",
+            "invalid JSON (Expecting property name enclosed in double quotes at column 2); expected one qrels record per line",
+            id="bad-json",
+        ),
         pytest.param('{"query_id": true, "relevant_docs": {}}', 'missing or empty "query_id" (a string)', id="bool-id"),
         pytest.param('{"query_id": "", "relevant_docs": {}}', 'missing or empty "query_id" (a string)', id="empty-id"),
         pytest.param('{"query_id": 1.5, "relevant_docs": {}}', 'missing or empty "query_id" (a string)', id="float-id"),
-        pytest.param('{"query_id": "q", "relevant_docs": [["d", 1]]}', '"relevant_docs" must be an object {doc_id: grade}', id="docs-list"),
-        pytest.param('{"query_id": "q", "relevant_docs": {}, "reference_answer": 3}', '"reference_answer" must be a string when present', id="ref"),
+        pytest.param(
+            '{"query_id": "q", "relevant_docs": [["d", 1]]}',
+            '"relevant_docs" must be an object {doc_id: grade}',
+            id="docs-list",
+        ),
+        pytest.param(
+            '{"query_id": "q", "relevant_docs": {}, "reference_answer": 3}',
+            '"reference_answer" must be a string when present',
+            id="ref",
+        ),
         pytest.param('{"query_id": "q", "relevant_docs": {}, "query": ["x"]}', '"query" must be a string', id="query"),
-        pytest.param('{"query_id": "q", "relevant_docs": {"d": -1}}', "relevance grade must be an integer >= 0 and <= 2147483647, got -1", id="grade"),
+        pytest.param(
+            '{"query_id": "q", "relevant_docs": {"d": -1}}',
+            "relevance grade must be an integer >= 0 and <= 2147483647, got -1",
+            id="grade",
+        ),
     ],
 )
 def test_qrels_jsonl_errors_are_exact(tmp_path: Path, line: str, detail: str) -> None:
@@ -322,7 +417,10 @@ def test_qrels_jsonl_errors_are_exact(tmp_path: Path, line: str, detail: str) ->
 def test_qrels_jsonl_fields_and_unicode(tmp_path: Path) -> None:
     rec = QrelsRecord("q1", "què?", {"d1": 1}, None, {"coalition": ["d1"], "note": "ü"})
     path = write_qrels_jsonl([rec], tmp_path / "q.jsonl")
-    assert path.read_text(encoding="utf-8") == '{"query_id": "q1", "query": "què?", "relevant_docs": {"d1": 1}, "coalition": ["d1"], "note": "ü"}\n'
+    assert (
+        path.read_text(encoding="utf-8")
+        == '{"query_id": "q1", "query": "què?", "relevant_docs": {"d1": 1}, "coalition": ["d1"], "note": "ü"}\n'
+    )
     assert read_qrels_jsonl(path) == [rec]
     path.write_text('{"query_id": 12, "relevant_docs": {"7": "2"}}\n')
     assert read_qrels_jsonl(path) == [QrelsRecord("12", "", {"7": 2}, None, {})]
@@ -371,7 +469,9 @@ def test_load_qrels_dispatch_and_errors(tmp_path: Path) -> None:
     empty.write_text('{"query_id": "q", "relevant_docs": {}}\n')
     with pytest.raises(FormatError) as info:
         load_qrels(empty)
-    assert str(info.value) == f"{empty}: no judgements in the file (an empty qrels file): every measure would be undefined"
+    assert (
+        str(info.value) == f"{empty}: no judgements in the file (an empty qrels file): every measure would be undefined"
+    )
     zero = tmp_path / "z.trec"
     zero.write_text("q 0 d 0\n")
     assert load_qrels(zero) == {"q": {"d": 0}}  # a grade-0 judgement is a judgement
@@ -405,7 +505,11 @@ def test_more_reader_messages_name_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "input.txt"
     cases = [
         ("query-id\tcorpus-id\tscore\n \td\t1\n", read_beir_qrels, "2: empty query-id or corpus-id"),
-        ("q\td\t\n", read_beir_qrels, "1: relevance grade must be an integer >= 0, got ''"),  # an empty last cell is a cell
+        (
+            "q\td\t\n",
+            read_beir_qrels,
+            "1: relevance grade must be an integer >= 0, got ''",
+        ),  # an empty last cell is a cell
         ("q\td\t2X\n", read_beir_qrels, "1: relevance grade must be an integer >= 0, got '2X'"),
         ("q 0 d 1\nq 0 d 2\n", read_trec_qrels, "2: duplicate pair (query 'q', doc 'd')"),
         ("q Q0 d 1 2.0\n", read_trec_run, "1: expected 6 columns 'qid Q0 docid rank score tag', got 5"),
@@ -466,7 +570,13 @@ def test_judgements_of_qrels_jsonl(tmp_path: Path) -> None:
 
     path = tmp_path / "q.jsonl"
     records = [
-        {"query_id": "1", "query": "a", "relevant_docs": {"d1": 1}, "coalitions": [["d1", "d2"], ["d3"]], "coalition": ["x"]},
+        {
+            "query_id": "1",
+            "query": "a",
+            "relevant_docs": {"d1": 1},
+            "coalitions": [["d1", "d2"], ["d3"]],
+            "coalition": ["x"],
+        },
         {"query_id": "2", "relevant_docs": {"d3": 1}, "coalition": ["d3", "d4"]},
         {"query_id": "3", "query": "", "relevant_docs": {"d5": 1}, "coalition": [[], ["d5"]]},
         {"query_id": "4", "query": "d", "relevant_docs": {"d6": 1}, "coalitions": []},
@@ -474,7 +584,11 @@ def test_judgements_of_qrels_jsonl(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     j = load_judgements(path)
     assert j.queries == {"1": "a", "4": "d"}  # an empty query is no query
-    assert j.coalitions == {"1": [frozenset({"d1", "d2"}), frozenset({"d3"})], "2": [frozenset({"d3", "d4"})], "3": [frozenset({"d5"})]}
+    assert j.coalitions == {
+        "1": [frozenset({"d1", "d2"}), frozenset({"d3"})],
+        "2": [frozenset({"d3", "d4"})],
+        "3": [frozenset({"d5"})],
+    }
     assert j.harmful == {} and j.source == str(path)
 
 
@@ -484,9 +598,18 @@ def test_judgements_of_a_dataset_yaml(tmp_path: Path) -> None:
     from deltap.judgements import load_judgements
 
     pairs = [
-        {"id": 1, "query": "q one", "coalitions": [["a"], ["b", "c"]], "coalition": ["z"],
-         "candidates": [{"doc_id": "a", "grade": 2}, {"fqn": "m.B", "grade": 0, "verdict": "Harmful"},
-                        {"doc_id": "c", "grade": 0, "empirical_relevance": "harmful"}, {"doc_id": "d", "grade": 0, "verdict": "irrelevant"}]},
+        {
+            "id": 1,
+            "query": "q one",
+            "coalitions": [["a"], ["b", "c"]],
+            "coalition": ["z"],
+            "candidates": [
+                {"doc_id": "a", "grade": 2},
+                {"fqn": "m.B", "grade": 0, "verdict": "Harmful"},
+                {"doc_id": "c", "grade": 0, "empirical_relevance": "harmful"},
+                {"doc_id": "d", "grade": 0, "verdict": "irrelevant"},
+            ],
+        },
         {"id": "p2", "query": "", "coalition": ["e"], "candidates": [{"doc_id": "e", "grade": 1}]},
         {"id": "p3", "candidates": [{"doc_id": "f", "grade": 1, "empirical_relevance": "NO"}]},
     ]

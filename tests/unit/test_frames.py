@@ -46,10 +46,27 @@ def test_aliases_and_numeric_ids_as_ranx_and_pandas_produce_them() -> None:
 @pytest.mark.parametrize(
     ("frame", "loader", "message"),
     [
-        pytest.param({"query": ["q"], "doc_id": ["d"], "score": [1.0]}, "run", "no query id column", id="no-query-column"),
-        pytest.param({"query_id": ["q"], "doc_id": ["d"], "score": [math.nan]}, "run", "row 0: score of ('q', 'd') must be a finite", id="nan-score"),
-        pytest.param({"query_id": ["q", "q"], "doc_id": ["d", "d"], "score": [1.0, 2.0]}, "run", "row 1: ('q', 'd') appears twice", id="duplicate-pair"),
-        pytest.param({"query_id": ["q"], "doc_id": ["d"], "relevance": [0.5]}, "qrels", "must be an integer, got 0.5", id="fractional-grade"),
+        pytest.param(
+            {"query": ["q"], "doc_id": ["d"], "score": [1.0]}, "run", "no query id column", id="no-query-column"
+        ),
+        pytest.param(
+            {"query_id": ["q"], "doc_id": ["d"], "score": [math.nan]},
+            "run",
+            "row 0: score of ('q', 'd') must be a finite",
+            id="nan-score",
+        ),
+        pytest.param(
+            {"query_id": ["q", "q"], "doc_id": ["d", "d"], "score": [1.0, 2.0]},
+            "run",
+            "row 1: ('q', 'd') appears twice",
+            id="duplicate-pair",
+        ),
+        pytest.param(
+            {"query_id": ["q"], "doc_id": ["d"], "relevance": [0.5]},
+            "qrels",
+            "must be an integer, got 0.5",
+            id="fractional-grade",
+        ),
         pytest.param({"query_id": ["q"], "doc_id": ["d"]}, "qrels", "no relevance grade column", id="no-grade-column"),
     ],
 )

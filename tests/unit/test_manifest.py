@@ -28,7 +28,13 @@ def _corpus(**changed: str) -> Corpus:
 
 
 def _case(cid: str, **kw: object) -> Case:
-    base = Case(cid, f"question {cid}", gold_doc_ids=("d00", "d01"), checker=CheckerSpec("string_match", {"answers": [f"ans-{cid}"]}), reference_answer=f"ans-{cid}")
+    base = Case(
+        cid,
+        f"question {cid}",
+        gold_doc_ids=("d00", "d01"),
+        checker=CheckerSpec("string_match", {"answers": [f"ans-{cid}"]}),
+        reference_answer=f"ans-{cid}",
+    )
     return replace(base, **kw)  # type: ignore[arg-type]
 
 
@@ -60,7 +66,9 @@ def test_unchanged_resume_reuses_every_trial(tmp_path: Path) -> None:
         pytest.param({"checker": CheckerSpec("string_match", {"answers": ["x"]})}, "checker", id="checker"),
     ],
 )
-def test_changed_case_input_is_refused_naming_case_and_field(tmp_path: Path, change: dict[str, object], field: str) -> None:
+def test_changed_case_input_is_refused_naming_case_and_field(
+    tmp_path: Path, change: dict[str, object], field: str
+) -> None:
     mine([_case("a"), _case("b")], _corpus(), _solver(), out=tmp_path, **OPTS)
     with pytest.raises(ManifestChanged) as err:
         mine([_case("a", **change), _case("b")], _corpus(), _solver(), out=tmp_path, **OPTS)
@@ -86,7 +94,9 @@ def test_changed_retriever_is_refused(tmp_path: Path) -> None:
     corpus = _corpus()
     mine([_case("a")], corpus, _solver(), out=tmp_path, retriever=None, **{**OPTS, "k": 2})
     with pytest.raises(ManifestChanged, match=r"retriever none -> random\(seed=0\)"):
-        mine([_case("a")], corpus, _solver(), out=tmp_path, retriever=RandomRetriever(corpus, seed=0), **{**OPTS, "k": 2})
+        mine(
+            [_case("a")], corpus, _solver(), out=tmp_path, retriever=RandomRetriever(corpus, seed=0), **{**OPTS, "k": 2}
+        )
 
 
 def test_sim_effect_is_part_of_the_solver_id(tmp_path: Path) -> None:
@@ -100,7 +110,14 @@ def test_sim_effect_is_part_of_the_solver_id(tmp_path: Path) -> None:
 def test_remine_changed_remines_exactly_the_changed_cases(tmp_path: Path) -> None:
     mine([_case("a"), _case("b")], _corpus(), _solver(), out=tmp_path, **OPTS)
     n_a, n_b = _trial_keys(tmp_path, "a"), _trial_keys(tmp_path, "b")
-    res = mine([_case("a", query="another question"), _case("b")], _corpus(), _solver(), out=tmp_path, remine_changed=True, **OPTS)
+    res = mine(
+        [_case("a", query="another question"), _case("b")],
+        _corpus(),
+        _solver(),
+        out=tmp_path,
+        remine_changed=True,
+        **OPTS,
+    )
     assert res.run["resume"]["remined"] == ["a"]
     assert res.run["calls_this_process"] == _trial_keys(tmp_path, "a") > 0  # only a was asked again
     assert _trial_keys(tmp_path, "b") == n_b
@@ -146,10 +163,18 @@ def test_error_trials_are_retried_on_resume(tmp_path: Path) -> None:
         answered = set(db.execute("SELECT kind, trial_index FROM trials WHERE outcome != 'error'").fetchall())
     assert len(retired) == n_err  # the errors stay as history
     used = res.dataset.pairs[0]["metadata"]["trials"]  # keys past the ones a healthy run needs are not asked again
-    assert {k for k in retired if k[0] == "design" and k[1] < used} <= answered  # every needed failed key was asked again
+    assert {
+        k for k in retired if k[0] == "design" and k[1] < used
+    } <= answered  # every needed failed key was asked again
     assert res.dataset.pairs[0]["metadata"]["errors"] == 0
     # the same result as a run that never saw the outage
-    clean = mine([_case("a")], _corpus(), SimulatedSolver(truth, answers={"a": "ans-a"}, seed=1), out=tmp_path / "clean", **{**OPTS, "max_error_rate": 0.9})
+    clean = mine(
+        [_case("a")],
+        _corpus(),
+        SimulatedSolver(truth, answers={"a": "ans-a"}, seed=1),
+        out=tmp_path / "clean",
+        **{**OPTS, "max_error_rate": 0.9},
+    )
     strip = lambda ds: [{k: v for k, v in p.items() if k != "metadata"} for p in ds.pairs]  # noqa: E731
     assert strip(res.dataset) == strip(clean.dataset)
 
@@ -188,16 +213,29 @@ def test_lock_is_released_after_a_run_and_after_a_refused_resume(tmp_path: Path)
         assert log.count() > 0
 
 
-def test_cli_refuses_a_locked_run_directory_before_loading_anything(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_refuses_a_locked_run_directory_before_loading_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from deltap.cli.app import main
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(tmp_path / "trials.sqlite")], stdout=subprocess.PIPE, env=env)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(tmp_path / "trials.sqlite")], stdout=subprocess.PIPE, env=env
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == b"locked"
         # the cases and corpus do not even exist: the lock is checked first
         with pytest.raises(SystemExit) as exc:
-            main(["mine", str(tmp_path / "no-cases.yaml"), "--corpus", str(tmp_path / "no-corpus.jsonl"), "--out", str(tmp_path)])
+            main(
+                [
+                    "mine",
+                    str(tmp_path / "no-cases.yaml"),
+                    "--corpus",
+                    str(tmp_path / "no-corpus.jsonl"),
+                    "--out",
+                    str(tmp_path),
+                ]
+            )
     finally:
         holder.kill()
         holder.wait()
@@ -209,9 +247,21 @@ def test_cli_refuses_a_locked_run_directory_before_loading_anything(tmp_path: Pa
 
 def test_a_refused_resume_leaves_the_log_untouched(tmp_path: Path) -> None:
     truth = {"a": SimulatedTruth(0.3, {"d00": 0.4})}
-    mine([_case("a")], _corpus(), _Outage(truth, answers={"a": "ans-a"}, seed=1), out=tmp_path, **{**OPTS, "max_error_rate": 0.9})
+    mine(
+        [_case("a")],
+        _corpus(),
+        _Outage(truth, answers={"a": "ans-a"}, seed=1),
+        out=tmp_path,
+        **{**OPTS, "max_error_rate": 0.9},
+    )
     with pytest.raises(ManifestChanged):
-        mine([_case("a", query="edited")], _corpus(), SimulatedSolver(truth, answers={"a": "ans-a"}, seed=1), out=tmp_path, **OPTS)
+        mine(
+            [_case("a", query="edited")],
+            _corpus(),
+            SimulatedSolver(truth, answers={"a": "ans-a"}, seed=1),
+            out=tmp_path,
+            **OPTS,
+        )
     with sqlite3.connect(tmp_path / "trials.sqlite") as db:
         assert db.execute("SELECT COUNT(*) FROM trials WHERE outcome = 'error'").fetchone()[0] > 0
         assert db.execute("SELECT COUNT(*) FROM trial_history").fetchone()[0] == 0
@@ -249,7 +299,9 @@ def test_a_log_judged_by_the_lenient_grammar_is_not_resumed_silently_by_the_stri
     lenient = CheckerSpec("string_match", {"answers": ["ans-a"], "grammar": "lenient"})
     lenient_b = CheckerSpec("string_match", {"answers": ["ans-b"], "grammar": "lenient"})
     # the same grammar resumes with no call; the strict one re-mines exactly the changed cases when asked
-    again = mine([_case("a", checker=lenient), _case("b", checker=lenient_b)], _corpus(), _solver(), out=tmp_path, **OPTS)
+    again = mine(
+        [_case("a", checker=lenient), _case("b", checker=lenient_b)], _corpus(), _solver(), out=tmp_path, **OPTS
+    )
     assert again.run["calls_this_process"] == 0
     _legacy_log(tmp_path)
     res = mine([_case("a"), _case("b")], _corpus(), _solver(), out=tmp_path, remine_changed=True, **OPTS)

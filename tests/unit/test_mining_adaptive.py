@@ -86,15 +86,21 @@ def _mvn_crossing(c: float, times: list[float], two_sided: bool) -> float:
 @pytest.mark.parametrize("two_sided", [False, True])
 @pytest.mark.parametrize(("times", "rel"), [([0.5, 1.0], 1e-4), ([0.3, 1.0], 1e-4), ([0.25, 0.6, 1.0], 2e-3)])
 @pytest.mark.parametrize("c", [1.0, 2.0, 3.0])
-def test_crossing_probability_is_the_multivariate_normal_probability(c: float, times: list[float], rel: float, two_sided: bool) -> None:
-    assert crossing_probability(c, times, two_sided=two_sided) == pytest.approx(_mvn_crossing(c, times, two_sided), rel=rel)
+def test_crossing_probability_is_the_multivariate_normal_probability(
+    c: float, times: list[float], rel: float, two_sided: bool
+) -> None:
+    assert crossing_probability(c, times, two_sided=two_sided) == pytest.approx(
+        _mvn_crossing(c, times, two_sided), rel=rel
+    )
 
 
 def test_crossing_probability_edges() -> None:
     assert crossing_probability(0.0, [1.0]) == 1.0 and crossing_probability(-1.0, [0.5, 1.0]) == 1.0
     for c, t in ((2.0, 1.0), (1.5, 0.5)):  # one look at time t: the normal tail of B(t) ~ N(0, t)
         assert crossing_probability(c, [t]) == pytest.approx(stats.norm.sf(c / np.sqrt(t)), rel=1e-12)
-        assert crossing_probability(c, [t], two_sided=True) == pytest.approx(2 * stats.norm.sf(c / np.sqrt(t)), rel=1e-12)
+        assert crossing_probability(c, [t], two_sided=True) == pytest.approx(
+            2 * stats.norm.sf(c / np.sqrt(t)), rel=1e-12
+        )
 
 
 def test_look_schedule_rules_and_messages() -> None:
@@ -181,12 +187,24 @@ def _power_ref(coef: float, se: float, t: float, c: float, rule: StoppingRule) -
         return float(stats.norm.sf((c - m) / np.sqrt(rest)) + stats.norm.sf((c + m) / np.sqrt(rest)))
 
     sd = np.sqrt(v)
-    p_slab = integrate.quad(lambda th: stats.norm.pdf(th, mu, sd) * cross(th), mu - 12 * sd, mu + 12 * sd, epsabs=1e-13, epsrel=1e-10, limit=200)[0]
+    p_slab = integrate.quad(
+        lambda th: stats.norm.pdf(th, mu, sd) * cross(th),
+        mu - 12 * sd,
+        mu + 12 * sd,
+        epsabs=1e-13,
+        epsrel=1e-10,
+        limit=200,
+    )[0]
     return w * p_slab + (1 - w) * cross(0.0)
 
 
 @pytest.mark.parametrize(
-    "rule", [StoppingRule(), StoppingRule(prior_nonnull=0.5, prior_scale=1.0), StoppingRule(prior_nonnull=0.05, prior_scale=0.1)]
+    "rule",
+    [
+        StoppingRule(),
+        StoppingRule(prior_nonnull=0.5, prior_scale=1.0),
+        StoppingRule(prior_nonnull=0.05, prior_scale=0.1),
+    ],
 )
 def test_predictive_power_against_numerical_integration(rule: StoppingRule) -> None:
     coef = np.array([0.0, 0.1, -0.25, 0.6, 0.05, 0.3, 0.2, 0.2])
@@ -194,7 +212,10 @@ def test_predictive_power_against_numerical_integration(rule: StoppingRule) -> N
     for t, c in ((0.25, 2.8), (0.5, 2.2), (0.8, 3.3)):
         got = rule.predictive_power(coef, se, t, c)
         for j in range(coef.size):
-            assert got[j] == pytest.approx(_power_ref(float(coef[j]), float(se[j]), t, c, rule), rel=1e-6, abs=1e-12), (t, j)
+            assert got[j] == pytest.approx(_power_ref(float(coef[j]), float(se[j]), t, c, rule), rel=1e-6, abs=1e-12), (
+                t,
+                j,
+            )
 
 
 def _decided_ref(rule: StoppingRule, s, z_path, coef, se, active, df, weights):  # type: ignore[no-untyped-def]
@@ -237,7 +258,11 @@ def test_decided_against_its_three_rules() -> None:
     active = rng.random((R, m)) < 0.9
     weights = rng.uniform(0.5, 1.5, (R, m))
     weights /= weights.mean(axis=-1, keepdims=True)
-    for rule in (StoppingRule(), StoppingRule(q=0.2, margin=0.1, futility_power=0.1), StoppingRule(significance_stops=False)):
+    for rule in (
+        StoppingRule(),
+        StoppingRule(q=0.2, margin=0.1, futility_power=0.1),
+        StoppingRule(significance_stops=False),
+    ):
         for kw in (dict(), dict(active=active), dict(weights=weights), dict(df=m - 1), dict(df=m)):
             got = rule.decided(s, z_path, coef, se, **kw)
             want = _decided_ref(rule, s, z_path, coef, se, kw.get("active"), kw.get("df"), kw.get("weights"))
@@ -261,7 +286,9 @@ def test_decided_boundaries() -> None:
     assert rule.decided(s, z_big, np.array([1.0, 1.0]), np.array([0.1, 0.1]), df=1).tolist() == [True, True]
     no_sig = StoppingRule(significance_stops=False)
     assert no_sig.decided(s, z_big, np.array([1.0, 1.0]), np.array([0.1, 0.1]), df=1).tolist() == [False, False]
-    assert no_sig.decided(s, z_big, np.array([1.0, 1.0]), np.array([0.1, 0.1]), active=[True, False], df=1).tolist() == [False, True]
+    assert no_sig.decided(
+        s, z_big, np.array([1.0, 1.0]), np.array([0.1, 0.1]), active=[True, False], df=1
+    ).tolist() == [False, True]
 
 
 def _exact_two_looks(c: float, t1: float, two_sided: bool) -> float:
@@ -293,7 +320,9 @@ def test_unequal_batches_use_their_own_kernels(two_sided: bool) -> None:
     # four looks with three different increments: each step's transition kernel is its own (cached per width)
     for times in ([0.2, 0.5, 0.6, 1.0], [0.1, 0.4, 0.9, 1.0]):  # widths 0.55, 0.32 | 0.55, 0.71 (same to the unit)
         for c in (1.5, 2.5):
-            assert crossing_probability(c, times, two_sided=two_sided) == pytest.approx(_mvn_crossing(c, times, two_sided), rel=2e-3)
+            assert crossing_probability(c, times, two_sided=two_sided) == pytest.approx(
+                _mvn_crossing(c, times, two_sided), rel=2e-3
+            )
 
 
 def test_look_schedule_floor_boundaries() -> None:
@@ -326,14 +355,19 @@ def test_decided_on_one_case_and_with_integer_masks() -> None:
     assert one.shape == (m,) and np.array_equal(one, rule.decided(s, z[None], coef[None], se[None])[0])
     assert np.array_equal(one, _decided_ref(rule, s, z, coef, se, None, None, None))
     active = np.array([1, 0, 1, 0, 1, 1])  # an integer mask means the same as a boolean one
-    assert np.array_equal(rule.decided(s, z, coef, se, active=active), rule.decided(s, z, coef, se, active=active.astype(bool)))
+    assert np.array_equal(
+        rule.decided(s, z, coef, se, active=active), rule.decided(s, z, coef, se, active=active.astype(bool))
+    )
 
 
 def test_decided_bounds_are_strict() -> None:
     s = look_schedule(128, 32, 16)
     z = np.zeros((2, 3))
     # |coef| + 1.645 se exactly at the margin is not inside it (se = 0: a noiseless estimate of exactly 0.05)
-    assert StoppingRule(margin=0.05).decided(s, z, np.array([0.05, 0.0]), np.array([0.0, 0.0]), df=1).tolist() == [False, True]
+    assert StoppingRule(margin=0.05).decided(s, z, np.array([0.05, 0.0]), np.array([0.0, 0.0]), df=1).tolist() == [
+        False,
+        True,
+    ]
     # predictive power exactly at the futility bound (an infinite SE: power 1) is not futile
     rule = StoppingRule(futility_power=1.0)
     assert rule.decided(s, z, np.array([0.3, 0.0]), np.array([np.inf, 0.1])).tolist() == [False, True]
@@ -348,6 +382,12 @@ def test_public_functions_take_numbers_in_any_array_like_form() -> None:
     assert s.repeated_p_value(z, -1).tolist() == s.repeated_p_value(zf, -1).tolist()
     rule = StoppingRule()
     args = (["0.2", "-0.01"], ["0.1", "0.02"])
-    assert rule.predictive_power(*args, 0.5, ["2.5", "2.5"]).tolist() == rule.predictive_power([0.2, -0.01], [0.1, 0.02], 0.5, [2.5, 2.5]).tolist()
+    assert (
+        rule.predictive_power(*args, 0.5, ["2.5", "2.5"]).tolist()
+        == rule.predictive_power([0.2, -0.01], [0.1, 0.02], 0.5, [2.5, 2.5]).tolist()
+    )
     got = rule.decided(s, [["1", "2"], ["0", "0.5"]], *args, weights=["1.5", "0.5"])
-    assert got.tolist() == rule.decided(s, [[1.0, 2.0], [0.0, 0.5]], [0.2, -0.01], [0.1, 0.02], weights=[1.5, 0.5]).tolist()
+    assert (
+        got.tolist()
+        == rule.decided(s, [[1.0, 2.0], [0.0, 0.5]], [0.2, -0.01], [0.1, 0.02], weights=[1.5, 0.5]).tolist()
+    )

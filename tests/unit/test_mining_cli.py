@@ -12,7 +12,9 @@ from deltap.cli.app import main
 
 def _files(tmp_path: Path) -> tuple[Path, Path]:
     corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps({"_id": f"pkg.D{i}", "title": "", "text": f"doc {i}"}) + "\n" for i in range(12)))
+    corpus.write_text(
+        "".join(json.dumps({"_id": f"pkg.D{i}", "title": "", "text": f"doc {i}"}) + "\n" for i in range(12))
+    )
     bench = tmp_path / "bench.yaml"
     bench.write_text(
         "benchmarks:\n"
@@ -25,8 +27,26 @@ def _files(tmp_path: Path) -> tuple[Path, Path]:
 def test_mine_writes_the_run_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     corpus, bench = _files(tmp_path)
     out = tmp_path / "run"
-    main(["mine", str(bench), "--corpus", str(corpus), "--retriever", "none", "--solver", "simulated",
-          "--sim-effect", "0.6", "--budget", "64", "--placebo", "3", "--out", str(out)])
+    main(
+        [
+            "mine",
+            str(bench),
+            "--corpus",
+            str(corpus),
+            "--retriever",
+            "none",
+            "--solver",
+            "simulated",
+            "--sim-effect",
+            "0.6",
+            "--budget",
+            "64",
+            "--placebo",
+            "3",
+            "--out",
+            str(out),
+        ]
+    )
     run = json.loads((out / "run.json").read_text())
     assert run["cases"] == 1 and run["solver"].startswith("simulated") and run["placebo"]["n"] == 3
     import yaml
@@ -43,7 +63,21 @@ def test_mine_writes_the_run_directory(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_simulate_prints_a_table(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    main(["simulate", "--scenario", "S1", "--design", "fixed:64", "--design", "naive:10", "-r", "30", "--json", str(tmp_path / "r.json")])
+    main(
+        [
+            "simulate",
+            "--scenario",
+            "S1",
+            "--design",
+            "fixed:64",
+            "--design",
+            "naive:10",
+            "-r",
+            "30",
+            "--json",
+            str(tmp_path / "r.json"),
+        ]
+    )
     out = capsys.readouterr().out
     assert "fixed:64" in out and "naive:10" in out
     rows = json.loads((tmp_path / "r.json").read_text())
@@ -57,13 +91,30 @@ def test_unknown_scenario_is_a_one_line_error(capsys: pytest.CaptureFixture[str]
     assert "unknown scenario" in capsys.readouterr().err
 
 
-def test_a_run_mined_before_the_answer_grammar_resumes_only_when_asked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_run_mined_before_the_answer_grammar_resumes_only_when_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import sqlite3
 
     corpus, bench = _files(tmp_path)
     out = tmp_path / "run"
-    args = ["mine", str(bench), "--corpus", str(corpus), "--retriever", "none", "--solver", "simulated", "--budget", "32",
-            "--placebo", "2", "--no-coalitions", "--out", str(out)]
+    args = [
+        "mine",
+        str(bench),
+        "--corpus",
+        str(corpus),
+        "--retriever",
+        "none",
+        "--solver",
+        "simulated",
+        "--budget",
+        "32",
+        "--placebo",
+        "2",
+        "--no-coalitions",
+        "--out",
+        str(out),
+    ]
     main(args)
     with sqlite3.connect(out / "trials.sqlite") as db:  # as a log written before checker_grammar existed
         for case_id, manifest in db.execute("SELECT case_id, manifest_json FROM manifests").fetchall():
@@ -74,7 +125,11 @@ def test_a_run_mined_before_the_answer_grammar_resumes_only_when_asked(tmp_path:
     with pytest.raises(SystemExit) as exc:
         main(args)
     err = capsys.readouterr().err
-    assert exc.value.code != 0 and "checker_grammar lenient -> strict in 1 case(s) [q1]" in err and "--answer-grammar lenient" in err
+    assert (
+        exc.value.code != 0
+        and "checker_grammar lenient -> strict in 1 case(s) [q1]" in err
+        and "--answer-grammar lenient" in err
+    )
     assert "Traceback" not in err
     main([*args, "--answer-grammar", "lenient"])
     assert json.loads((out / "run.json").read_text())["calls_this_process"] == 0

@@ -76,7 +76,11 @@ def test_two_scale_fit_finds_a_heavy_tail_and_only_then() -> None:
     assert fit.spread < 0.15 and fit.tail_weight == pytest.approx(0.2, abs=0.06)
     assert fit.tail_spread == pytest.approx(1.5, abs=0.3)
     # normal document effects (the simulation's logprob_text shape): the tail is rarely accepted
-    accepted = [fit_placebo_null(0.4 * rng.standard_normal(20) + 0.3 * rng.standard_normal(20), np.full(20, 0.3)).tail_weight > 0 for _ in range(300)]
+    accepted = [
+        fit_placebo_null(0.4 * rng.standard_normal(20) + 0.3 * rng.standard_normal(20), np.full(20, 0.3)).tail_weight
+        > 0
+        for _ in range(300)
+    ]
     assert np.mean(accepted) < 0.08  # a spurious tail widens the null: power, not the error rate, pays
     # a single far placebo of 20 is a tail since issue 14 (about 1 in 20 random texts moves the outcome that much);
     # its share is the smoothed (1 + 1) / (20 + 2), its spread known from one placebo (1 df)
@@ -93,14 +97,21 @@ def test_mixture_null_tail_probability() -> None:
     b, se, df = np.array([3.0, -0.5]), np.array([0.1, 0.1]), 60
     z = null_z(b, se, df, 0.0, 0.1, 0.2, 1.5)
     for k in range(2):
-        tail = 0.8 * stats.t.sf(abs(b[k]) / np.hypot(0.1, 0.1), df) + 0.2 * stats.t.sf(abs(b[k]) / np.hypot(1.5, 0.1), df)
+        tail = 0.8 * stats.t.sf(abs(b[k]) / np.hypot(0.1, 0.1), df) + 0.2 * stats.t.sf(
+            abs(b[k]) / np.hypot(1.5, 0.1), df
+        )
         assert z[k] == pytest.approx(np.sign(b[k]) * -special.ndtri(tail), rel=1e-9)
     # no tail weight: exactly the normal null
     assert np.allclose(null_z(b, se, df, 0.0, 0.1, 0.0, 1.5), null_z(b, se, df, 0.0, 0.1))
     # the tail makes every test milder
     assert np.all(np.abs(z) < np.abs(null_z(b, se, df, 0.0, 0.1)))
-    text = describe_null({"center": 0.0, "spread": 0.1, "tail_weight": 0.2, "tail_spread": 1.5, "placebos": 20, "unit": "nats"})
-    assert text == "center +0.00, spread 0.10 nats, and a heavy tail: 20% of random texts with spread 1.50 nats (from 20 placebos)"
+    text = describe_null(
+        {"center": 0.0, "spread": 0.1, "tail_weight": 0.2, "tail_spread": 1.5, "placebos": 20, "unit": "nats"}
+    )
+    assert (
+        text
+        == "center +0.00, spread 0.10 nats, and a heavy tail: 20% of random texts with spread 1.50 nats (from 20 placebos)"
+    )
 
 
 def test_null_z_far_tail_is_not_zero() -> None:
@@ -146,7 +157,9 @@ def test_null_p_value_is_the_one_sided_tail_of_null_z() -> None:
     b, se = np.array([2.0, -3.0, 0.1]), np.full(3, 0.1)
     z = null_z(b, se, 80, *fit.params())
     np.testing.assert_allclose(null_p_value(b, se, 80, fit), stats.norm.sf(np.abs(z)), rtol=1e-9)
-    np.testing.assert_allclose(null_p_value(b, se, 80, {"used": "placebo", **fit.to_dict()}), null_p_value(b, se, 80, fit))
+    np.testing.assert_allclose(
+        null_p_value(b, se, 80, {"used": "placebo", **fit.to_dict()}), null_p_value(b, se, 80, fit)
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -184,8 +197,12 @@ def _mixture_mle(d: np.ndarray, s2: np.ndarray) -> tuple[float, float, float]:
 
     best = None
     for start in ([math.log(0.05), math.log(2.0), 0.0], [math.log(0.2), math.log(8.0), -1.0]):
-        res = optimize.minimize(lambda x: -_loglik(d, s2, *unpack(x)), start, method="Nelder-Mead",
-                                options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 20000, "maxfev": 40000})
+        res = optimize.minimize(
+            lambda x: -_loglik(d, s2, *unpack(x)),
+            start,
+            method="Nelder-Mead",
+            options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 20000, "maxfev": 40000},
+        )
         if best is None or res.fun < best.fun:
             best = res
     assert best is not None
@@ -221,7 +238,10 @@ def test_two_scale_fit_is_the_maximum_likelihood_mixture(seed: int) -> None:
     b = effects + s * rng.standard_normal(n) + 0.3
     center, spread, center_se = _core_ref(b, s)
     c, t, w = _mixture_mle(b - center, s**2)
-    lr = 2 * (_loglik(b - center, s**2, c, t, w) - float(np.sum(stats.norm.logpdf(b - center, scale=np.sqrt(spread**2 + s**2)))))
+    lr = 2 * (
+        _loglik(b - center, s**2, c, t, w)
+        - float(np.sum(stats.norm.logpdf(b - center, scale=np.sqrt(spread**2 + s**2))))
+    )
     assert lr > 9.21 and w * n > 1  # the tail is kept
     fit = fit_placebo_null(b, s)
     assert fit.center == center and fit.center_se == pytest.approx(center_se, rel=1e-12) and fit.placebos == n
@@ -272,8 +292,18 @@ def test_leave_one_out_against_fresh_fits() -> None:
             assert getattr(got, key) == pytest.approx(getattr(fresh, key), rel=0.02, abs=1e-3), (i, key)
 
 
-def _p_ref(b: float, se: float, df: float, center: float, spread: float, w: float, tail: float, core_df: float,
-           tail_df: float, center_se: float) -> float:
+def _p_ref(
+    b: float,
+    se: float,
+    df: float,
+    center: float,
+    spread: float,
+    w: float,
+    tail: float,
+    core_df: float,
+    tail_df: float,
+    center_se: float,
+) -> float:
     """One-sided predictive tail written out: Welch–Satterthwaite df capped at the regression's, scipy's t."""
     from scipy import stats
 
@@ -324,16 +354,38 @@ def test_null_dict_round_trip_and_words() -> None:
     assert plain.to_dict() == {"center": 0.5, "spread": 0.2, "placebos": 12}
     full = PlaceboNull(0.5, 0.2, 12, 0.1, 1.5, 10.0, 2.0, 0.03)
     assert full.params() == (0.5, 0.2, 0.1, 1.5, 10.0, 2.0, 0.03)
-    assert full.to_dict() == {"center": 0.5, "spread": 0.2, "placebos": 12, "tail_weight": 0.1, "tail_spread": 1.5, "core_df": 10.0, "tail_df": 2.0, "center_se": 0.03}
+    assert full.to_dict() == {
+        "center": 0.5,
+        "spread": 0.2,
+        "placebos": 12,
+        "tail_weight": 0.1,
+        "tail_spread": 1.5,
+        "core_df": 10.0,
+        "tail_df": 2.0,
+        "center_se": 0.03,
+    }
     no_tail_df = PlaceboNull(0.5, 0.2, 12, 0.0, 0.0, 10.0, 2.0)
-    assert no_tail_df.to_dict() == {"center": 0.5, "spread": 0.2, "placebos": 12, "core_df": 10.0}  # tail_df only with a tail
+    assert no_tail_df.to_dict() == {
+        "center": 0.5,
+        "spread": 0.2,
+        "placebos": 12,
+        "core_df": 10.0,
+    }  # tail_df only with a tail
     for null in (plain, full, no_tail_df):
-        assert PlaceboNull.from_dict(null.to_dict()) == (null if null is not no_tail_df else PlaceboNull(0.5, 0.2, 12, core_df=10.0))
+        assert PlaceboNull.from_dict(null.to_dict()) == (
+            null if null is not no_tail_df else PlaceboNull(0.5, 0.2, 12, core_df=10.0)
+        )
     assert PlaceboNull.from_dict({"used": "zero", "center": 1.0, "spread": 1.0}) is ZERO
     assert PlaceboNull.from_dict({"used": "placebo"}) is ZERO
     assert PlaceboNull.from_dict({"center": "1", "spread": "0.5", "placebos": None}) == PlaceboNull(1.0, 0.5, 0)
-    assert describe_null({"center": -0.123, "spread": 0.456, "placebos": 7.0}) == "center -0.12, spread 0.46 (from 7 placebos)"
-    assert describe_null({"center": 0, "spread": 0, "tail_weight": 0.0, "placebos": 3, "unit": ""}) == "center +0.00, spread 0.00 (from 3 placebos)"
+    assert (
+        describe_null({"center": -0.123, "spread": 0.456, "placebos": 7.0})
+        == "center -0.12, spread 0.46 (from 7 placebos)"
+    )
+    assert (
+        describe_null({"center": 0, "spread": 0, "tail_weight": 0.0, "placebos": 3, "unit": ""})
+        == "center +0.00, spread 0.00 (from 3 placebos)"
+    )
 
 
 def test_inputs_are_converted_to_floats() -> None:
@@ -347,7 +399,9 @@ def test_inputs_are_converted_to_floats() -> None:
     got = null_z(["0.8", "-1"], ["0.2", "0.3"], "40", *[str(a) for a in args])
     np.testing.assert_array_equal(got, ref)
     fit = PlaceboNull(*args[:2], 12, *args[2:])
-    np.testing.assert_array_equal(null_p_value(["0.8", "-1"], ["0.2", "0.3"], "40", fit), null_p_value([0.8, -1.0], [0.2, 0.3], 40, fit))
+    np.testing.assert_array_equal(
+        null_p_value(["0.8", "-1"], ["0.2", "0.3"], "40", fit), null_p_value([0.8, -1.0], [0.2, 0.3], 40, fit)
+    )
     assert null_z([1], [1], [10]).tolist() == null_z([1.0], [1.0], [10.0]).tolist()
 
 
@@ -399,7 +453,9 @@ def test_the_two_scale_fit_is_an_em_fixed_point(seed: int) -> None:
     rng = np.random.default_rng(seed)
     n = 60
     s = rng.uniform(0.02, 0.1, n)
-    d = np.where(rng.random(n) < 0.25, 2.0 * rng.standard_normal(n), 0.1 * rng.standard_normal(n)) + s * rng.standard_normal(n)
+    d = np.where(
+        rng.random(n) < 0.25, 2.0 * rng.standard_normal(n), 0.1 * rng.standard_normal(n)
+    ) + s * rng.standard_normal(n)
     d -= np.median(d)
     _, weight, _, state = _fit_tail(d, s, 0.1)
     assert weight > 0 and state is not None
@@ -419,7 +475,9 @@ def test_the_tail_share_is_capped_at_one_half() -> None:
     assert w == pytest.approx(0.5, abs=1e-3)  # the constrained optimum sits on the bound
     fit = fit_placebo_null(b, s)
     assert fit.tail_weight == pytest.approx((0.5 * n + 1) / (n + 2), rel=1e-9)
-    assert fit.spread == pytest.approx(math.sqrt(c), rel=2e-3) and fit.tail_spread == pytest.approx(math.sqrt(t), rel=2e-3)
+    assert fit.spread == pytest.approx(math.sqrt(c), rel=2e-3) and fit.tail_spread == pytest.approx(
+        math.sqrt(t), rel=2e-3
+    )
 
 
 def test_null_tests_at_the_edges() -> None:
@@ -437,14 +495,20 @@ def test_null_tests_at_the_edges() -> None:
     # tail_spread defaults to 0
     assert null_z([1.0], [0.2], 20, 0.0, 0.1, 0.3).tolist() == null_z([1.0], [0.2], 20, 0.0, 0.1, 0.3, 0.0).tolist()
     z = null_z([1.0], [0.2], 20, 0.0, 0.1, 0.3, 0.5)
-    assert z[0] == pytest.approx(-special.ndtri(_p_ref(1.0, 0.2, 20, 0.0, 0.1, 0.3, 0.5, math.inf, math.inf, 0.0)), rel=1e-9)
+    assert z[0] == pytest.approx(
+        -special.ndtri(_p_ref(1.0, 0.2, 20, 0.0, 0.1, 0.3, 0.5, math.inf, math.inf, 0.0)), rel=1e-9
+    )
 
 
 def test_nulls_broadcast_per_candidate() -> None:
     # one null per candidate (the leave-one-out nulls of placebos): with and without a tail side by side
     coef, se = np.array([0.9, 0.9, -1.4, 0.2]), np.array([0.2, 0.2, 0.3, 0.1])
-    nulls = [(0.0, 0.1, 0.0, 0.0, 20.0, math.inf, 0.01), (0.1, 0.2, 0.3, 1.2, 15.0, 4.0, 0.02),
-             (0.0, 0.0, 0.0, 0.0, math.inf, math.inf, 0.0), (0.05, 0.1, 0.15, 0.7, 9.0, 2.0, 0.0)]
+    nulls = [
+        (0.0, 0.1, 0.0, 0.0, 20.0, math.inf, 0.01),
+        (0.1, 0.2, 0.3, 1.2, 15.0, 4.0, 0.02),
+        (0.0, 0.0, 0.0, 0.0, math.inf, math.inf, 0.0),
+        (0.05, 0.1, 0.15, 0.7, 9.0, 2.0, 0.0),
+    ]
     cols = [np.array(col) for col in zip(*nulls, strict=True)]
     z = null_z(coef, se, 30, *cols)
     for j, null in enumerate(nulls):
@@ -454,7 +518,9 @@ def test_nulls_broadcast_per_candidate() -> None:
 def test_describe_null_rounds_the_tail_share() -> None:
     text = describe_null({"center": 0.04, "spread": 0.1, "tail_weight": 0.006, "tail_spread": 2.0, "placebos": 50})
     assert text == "center +0.04, spread 0.10, and a heavy tail: 1% of random texts with spread 2.00 (from 50 placebos)"
-    assert "heavy tail: 60%" in describe_null({"center": 0, "spread": 0, "tail_weight": 0.6, "tail_spread": 1, "placebos": 9})
+    assert "heavy tail: 60%" in describe_null(
+        {"center": 0, "spread": 0, "tail_weight": 0.6, "tail_spread": 1, "placebos": 9}
+    )
 
 
 def test_placebos_of_cases_that_always_fail_leave_the_null_finite() -> None:

@@ -26,7 +26,13 @@ def corpus() -> Corpus:
 
 
 def _case(cid: str, gold: tuple[str, ...] = ("d00", "d01", "d02")) -> Case:
-    return Case(cid, f"question {cid}", gold_doc_ids=gold, checker=CheckerSpec("string_match", {"answers": [f"ans-{cid}"]}), reference_answer=f"ans-{cid}")
+    return Case(
+        cid,
+        f"question {cid}",
+        gold_doc_ids=gold,
+        checker=CheckerSpec("string_match", {"answers": [f"ans-{cid}"]}),
+        reference_answer=f"ans-{cid}",
+    )
 
 
 def _solver(truths: dict[str, SimulatedTruth], **kw: object) -> SimulatedSolver:
@@ -76,7 +82,9 @@ def test_harmful_distractor_detected(corpus: Corpus) -> None:
     res = mine([_case("h")], corpus, _solver(truths), budget=128, n_placebo=4, coalitions=False)
     verdicts = {c["doc_id"]: c["verdict"] for c in res.dataset.pairs[0]["candidates"]}
     assert verdicts["d01"] == "harmful"
-    assert next(c for c in res.dataset.pairs[0]["candidates"] if c["doc_id"] == "d01")["empirical_relevance"] == "HARMFUL"
+    assert (
+        next(c for c in res.dataset.pairs[0]["candidates"] if c["doc_id"] == "d01")["empirical_relevance"] == "HARMFUL"
+    )
 
 
 def test_interaction_pair_and_verified_coalition(corpus: Corpus) -> None:
@@ -112,8 +120,13 @@ def test_placebo_null_when_every_document_moves_the_log_prob(corpus: Corpus) -> 
     def run(**kw: object) -> Any:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            res = mine(cases, corpus, SimulatedSolver(truths, outcome="logprob", noise=0.2, seed=1), outcome="logprob",
-                       **{"budget": 64, "n_placebo": 5, "coalitions": False, **kw})
+            res = mine(
+                cases,
+                corpus,
+                SimulatedSolver(truths, outcome="logprob", noise=0.2, seed=1),
+                outcome="logprob",
+                **{"budget": 64, "n_placebo": 5, "coalitions": False, **kw},
+            )
         return res, [w for w in caught if issubclass(w.category, PlaceboCalibrationWarning)]
 
     zero, zero_warnings = run(null="zero")
@@ -130,7 +143,9 @@ def test_placebo_null_when_every_document_moves_the_log_prob(corpus: Corpus) -> 
     assert few.run["placebo"]["null"]["used"] == "zero" and "needed" in few.run["placebo"]["null"]["reason"]
 
 
-def test_heavy_tailed_text_effects_get_a_tail_in_the_placebo_null(corpus: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_heavy_tailed_text_effects_get_a_tail_in_the_placebo_null(
+    corpus: Corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """What the real ADK run showed: most documents leave a greedy model's log-prob alone and a few move it a lot
     (here ±1.5 nats on every fifth document, 0 elsewhere). The robust core alone reads the bulk (spread ~0) and the
     big placebos get labelled; the two-scale fit finds the tail, the placebos stay unlabelled, and a document that
@@ -144,9 +159,15 @@ def test_heavy_tailed_text_effects_get_a_tail_in_the_placebo_null(corpus: Corpus
     def run() -> tuple[Any, list[Any]]:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            res = mine([_case(f"t{i}", ("d00",)) for i in range(4)], corpus,
-                       SimulatedSolver(truths, outcome="logprob", noise=0.1, seed=1), outcome="logprob", budget=64,
-                       n_placebo=5, coalitions=False)
+            res = mine(
+                [_case(f"t{i}", ("d00",)) for i in range(4)],
+                corpus,
+                SimulatedSolver(truths, outcome="logprob", noise=0.1, seed=1),
+                outcome="logprob",
+                budget=64,
+                n_placebo=5,
+                coalitions=False,
+            )
         return res, [w for w in caught if issubclass(w.category, PlaceboCalibrationWarning)]
 
     res, warned = run()
@@ -165,14 +186,16 @@ def test_heavy_tailed_text_effects_get_a_tail_in_the_placebo_null(corpus: Corpus
 
 def test_errors_are_logged_not_counted_as_failures(tmp_path: Path, corpus: Corpus) -> None:
     truths = {"e": SimulatedTruth(0.1, {"d00": 0.6})}
-    res = mine([_case("e")], corpus, _solver(truths, error_rate=0.1), out=tmp_path, budget=64, n_placebo=2, coalitions=False)
+    res = mine(
+        [_case("e")], corpus, _solver(truths, error_rate=0.1), out=tmp_path, budget=64, n_placebo=2, coalitions=False
+    )
     meta = res.dataset.pairs[0]["metadata"]
     assert meta["trials"] in (32, 48, 64)  # valid trials land exactly on a planned look despite errors
     assert meta["errors"] > 0 and meta["calls"] >= meta["trials"] + meta["errors"] + 2
     import sqlite3
 
     db = sqlite3.connect(tmp_path / "trials.sqlite")
-    n_err, = db.execute("SELECT COUNT(*) FROM trials WHERE outcome = 'error' AND value IS NULL").fetchone()
+    (n_err,) = db.execute("SELECT COUNT(*) FROM trials WHERE outcome = 'error' AND value IS NULL").fetchone()
     assert n_err > 0
 
 
@@ -219,7 +242,9 @@ def test_resume_refuses_changed_options(tmp_path: Path, corpus: Corpus) -> None:
         mine([_case("s")], corpus, _solver(truths), out=tmp_path, budget=64, n_placebo=2)
 
 
-def test_logs_from_before_the_design_option_are_not_resumed_with_the_new_default(tmp_path: Path, corpus: Corpus) -> None:
+def test_logs_from_before_the_design_option_are_not_resumed_with_the_new_default(
+    tmp_path: Path, corpus: Corpus
+) -> None:
     import sqlite3
 
     truths = {"s": SimulatedTruth(0.2)}
@@ -238,7 +263,15 @@ def test_placebo_calibration_warning(corpus: Corpus) -> None:
     truths = {f"p{i}": SimulatedTruth(0.05, effects) for i in range(4)}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = mine([_case(f"p{i}", ("d00",)) for i in range(4)], corpus, _solver(truths), budget=256, n_placebo=8, min_effect=0.05, coalitions=False)
+        res = mine(
+            [_case(f"p{i}", ("d00",)) for i in range(4)],
+            corpus,
+            _solver(truths),
+            budget=256,
+            n_placebo=8,
+            min_effect=0.05,
+            coalitions=False,
+        )
     placebo = res.run["placebo"]
     assert placebo["n"] == 32 and placebo["fpr"] > 0.2
     # the planted +0.1 of every document shows in the placebos' effect sizes, and the warning names them

@@ -235,7 +235,16 @@ def test_wilson_interval_against_the_formula(z: float) -> None:
 
 @pytest.mark.parametrize("z", [Z95, 1.2])
 def test_newcombe_interval_against_the_formula(z: float) -> None:
-    cases = [(56, 70, 48, 80), (0, 10, 10, 10), (10, 10, 0, 10), (5, 9, 2, 11), (0, 0, 3, 5), (2, 4, 0, 0), (1, 1, 1, 1), (0, 3, 0, 4)]
+    cases = [
+        (56, 70, 48, 80),
+        (0, 10, 10, 10),
+        (10, 10, 0, 10),
+        (5, 9, 2, 11),
+        (0, 0, 3, 5),
+        (2, 4, 0, 0),
+        (1, 1, 1, 1),
+        (0, 3, 0, 4),
+    ]
     a = np.array(cases).T
     low, high = newcombe_interval(a[0], a[1], a[2], a[3], z)
     for i, case in enumerate(cases):
@@ -264,7 +273,16 @@ def _dim_ref(X: np.ndarray, y: np.ndarray, j: int, binary: bool, z: float = Z95)
     else:
         ok = math.isfinite(se) and math.isfinite(p1 - p2)
         low, high = (p1 - p2 - z * se, p1 - p2 + z * se) if ok else (-math.inf, math.inf)
-    return {"p_in": p1, "p_out": p2, "n_in": n1, "n_out": n2, "delta": p1 - p2, "se": se, "ci_low": low, "ci_high": high}
+    return {
+        "p_in": p1,
+        "p_out": p2,
+        "n_in": n1,
+        "n_out": n2,
+        "delta": p1 - p2,
+        "se": se,
+        "ci_low": low,
+        "ci_high": high,
+    }
 
 
 @pytest.mark.parametrize("binary", [True, False])
@@ -290,7 +308,9 @@ def test_diff_in_means_against_loops(binary: bool) -> None:
     other = diff_in_means(X, y, binary=binary, z=z)
     for j in (0, 1, 2):
         ref = _dim_ref(X, y, j, binary, z)
-        assert (float(other.ci_low[j]), float(other.ci_high[j])) == pytest.approx((ref["ci_low"], ref["ci_high"]), rel=1e-12)
+        assert (float(other.ci_low[j]), float(other.ci_high[j])) == pytest.approx(
+            (ref["ci_low"], ref["ci_high"]), rel=1e-12
+        )
 
 
 def test_diff_in_means_batched_equals_loop() -> None:
@@ -438,7 +458,11 @@ def test_difference_in_means_with_one_and_two_trials_on_a_side() -> None:
             ref = _dim_ref(X, y, j, binary)
             for key, value in ref.items():
                 got = float(getattr(dm, key)[j])
-                assert (math.isnan(got) and math.isnan(value)) or got == pytest.approx(value, rel=1e-12, abs=1e-14), (binary, j, key)
+                assert (math.isnan(got) and math.isnan(value)) or got == pytest.approx(value, rel=1e-12, abs=1e-14), (
+                    binary,
+                    j,
+                    key,
+                )
     default = diff_in_means(X, y)  # binary by default: Newcombe's interval
     np.testing.assert_array_equal(default.ci_low, diff_in_means(X, y, binary=True).ci_low)
     assert not np.array_equal(default.ci_low, diff_in_means(X, y, binary=False).ci_low)
@@ -477,10 +501,14 @@ def test_ols_rounding_floor_is_per_row_and_at_least_1e_8() -> None:
     X = _hadamard_design()
     y = np.stack([1000.0 * X[:, 0], 1.5e-8 * X[:, 1] + 0.25])  # rows with ranges 1000 and 1.5e-8
     reg = ols_hc(np.stack([X, X]), y, hc="classical")
-    assert reg.coef[0, 0] == pytest.approx(1000.0) and reg.coef[1, 1] == pytest.approx(1.5e-8, rel=1e-2)  # kept (ridge bias 0.4%)
+    assert reg.coef[0, 0] == pytest.approx(1000.0) and reg.coef[1, 1] == pytest.approx(
+        1.5e-8, rel=1e-2
+    )  # kept (ridge bias 0.4%)
     assert reg.coef[1, 0] == 0.0
     for r in range(2):  # each row's residual variance is its own
-        assert float(reg.residual_variance[r]) == pytest.approx(float(ols_hc(X, y[r], hc="classical").residual_variance), rel=1e-9, abs=1e-30)
+        assert float(reg.residual_variance[r]) == pytest.approx(
+            float(ols_hc(X, y[r], hc="classical").residual_variance), rel=1e-9, abs=1e-30
+        )
 
 
 def test_hc1_and_z_statistics_with_one_residual_degree_of_freedom() -> None:
@@ -530,12 +558,16 @@ def test_estimators_take_numbers_in_any_array_like_form() -> None:
     Xs = [[str(v) for v in row] for row in X]
     assert ols_hc(Xs, ys).se.tolist() == ols_hc(X, yf).se.tolist()
     assert diff_in_means(Xs, ys, binary=False).se.tolist() == diff_in_means(X, yf, binary=False).se.tolist()
-    assert [a.tolist() for a in wilson_interval(["3", "0"], ["10", "0"])] == [a.tolist() for a in wilson_interval([3, 0], [10, 0])]
+    assert [a.tolist() for a in wilson_interval(["3", "0"], ["10", "0"])] == [
+        a.tolist() for a in wilson_interval([3, 0], [10, 0])
+    ]
     got = newcombe_interval(["5"], ["9"], ["2"], ["11"])
     assert [a.tolist() for a in got] == [a.tolist() for a in newcombe_interval([5], [9], [2], [11])]
     assert normal_two_sided_p(["-1.5"]).tolist() == normal_two_sided_p([-1.5]).tolist()
     assert t_to_z(["2.5"], ["7"]).tolist() == t_to_z([2.5], [7]).tolist()
-    assert [a.tolist() for a in benjamini_hochberg(["0.01", "0.2"])] == [a.tolist() for a in benjamini_hochberg([0.01, 0.2])]
+    assert [a.tolist() for a in benjamini_hochberg(["0.01", "0.2"])] == [
+        a.tolist() for a in benjamini_hochberg([0.01, 0.2])
+    ]
 
 
 def test_leverage_one_without_the_ridge_adds_nothing_to_hc2_and_hc3() -> None:
@@ -556,4 +588,8 @@ def test_difference_in_means_with_two_trials_out() -> None:
             ref = _dim_ref(X, y, j, binary)
             for key, value in ref.items():
                 got = float(getattr(dm, key)[j])
-                assert (math.isnan(got) and math.isnan(value)) or got == pytest.approx(value, rel=1e-12, abs=1e-14), (binary, j, key)
+                assert (math.isnan(got) and math.isnan(value)) or got == pytest.approx(value, rel=1e-12, abs=1e-14), (
+                    binary,
+                    j,
+                    key,
+                )

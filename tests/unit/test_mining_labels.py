@@ -18,7 +18,13 @@ def corpus() -> Corpus:
 
 
 def _case(cid: str, gold: tuple[str, ...] = ("d00",)) -> Case:
-    return Case(cid, f"question {cid}", gold_doc_ids=gold, checker=CheckerSpec("string_match", {"answers": [f"ans-{cid}"]}), reference_answer=f"ans-{cid}")
+    return Case(
+        cid,
+        f"question {cid}",
+        gold_doc_ids=gold,
+        checker=CheckerSpec("string_match", {"answers": [f"ans-{cid}"]}),
+        reference_answer=f"ans-{cid}",
+    )
 
 
 def _solver(truths: dict[str, SimulatedTruth], **kw: Any) -> SimulatedSolver:
@@ -96,8 +102,14 @@ def test_similar_placebos_come_from_far_down_the_ranking() -> None:
     window = set(order[lo - 1 : hi])
     placebos = [c.doc_id for c in pool.candidates if c.is_placebo]
     assert len(placebos) == 6 and set(placebos) <= window and pool.placebo_note is None
-    assert placebos == [c.doc_id for c in build_pool(case, big, _Ranked(order), k=5, n_placebo=6, seed=3, placebo_kind="similar").candidates if c.is_placebo]
-    rand = [c.doc_id for c in build_pool(case, big, _Ranked(order), k=5, n_placebo=6, seed=3).candidates if c.is_placebo]
+    assert placebos == [
+        c.doc_id
+        for c in build_pool(case, big, _Ranked(order), k=5, n_placebo=6, seed=3, placebo_kind="similar").candidates
+        if c.is_placebo
+    ]
+    rand = [
+        c.doc_id for c in build_pool(case, big, _Ranked(order), k=5, n_placebo=6, seed=3).candidates if c.is_placebo
+    ]
     assert not set(rand) <= window  # random placebos: the whole corpus
     # a short ranking window is filled up at random, and the pool says so
     small = Corpus([Document(f"x{i:03d}", f"text {i}") for i in range(30)])
@@ -134,8 +146,18 @@ def test_similar_placebos_see_what_retrieved_nulls_do() -> None:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("ignore", PlaceboCalibrationWarning)
             warnings.simplefilter("always", TiltWarning)
-            res = mine(cases, big, SimulatedSolver(truths, outcome="logprob", noise=0.2, seed=2), outcome="logprob", budget=64,
-                       k=6, n_placebo=9, placebo_kind=kind, retriever=_Ranked(order), coalitions=False)
+            res = mine(
+                cases,
+                big,
+                SimulatedSolver(truths, outcome="logprob", noise=0.2, seed=2),
+                outcome="logprob",
+                budget=64,
+                k=6,
+                n_placebo=9,
+                placebo_kind=kind,
+                retriever=_Ranked(order),
+                coalitions=False,
+            )
         rows = [c for p in res.dataset.pairs for c in p["candidates"]]
         false = sum(1 for c in rows if c["source"] == ["retrieved"] and c["verdict"] in ("relevant", "harmful"))
         gold = sum(1 for c in rows if c["doc_id"] == "x0000" and c["verdict"] == "relevant")

@@ -71,7 +71,17 @@ def test_every_output_says_the_same_thing(tmp_path: Path) -> None:
     cases, corpus, solver = _world()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = mine(cases, corpus, solver, out=tmp_path, outcome="logprob", null="zero", budget=64, n_placebo=5, coalitions=False)
+        res = mine(
+            cases,
+            corpus,
+            solver,
+            out=tmp_path,
+            outcome="logprob",
+            null="zero",
+            budget=64,
+            n_placebo=5,
+            coalitions=False,
+        )
     run = json.loads((tmp_path / "run.json").read_text())
     data = yaml.safe_load((tmp_path / "retrieval_dataset.yaml").read_text())
     check = run["placebo"]["check"]
@@ -86,11 +96,15 @@ def test_every_output_says_the_same_thing(tmp_path: Path) -> None:
     assert (check["message"], True) in summary_lines(run["placebo"])
 
 
-def test_deltap_mine_ends_with_the_check(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_deltap_mine_ends_with_the_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from deltap.cli.app import main
 
     corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps({"_id": f"pkg.D{i}", "title": "", "text": f"doc {i}"}) + "\n" for i in range(12)))
+    corpus.write_text(
+        "".join(json.dumps({"_id": f"pkg.D{i}", "title": "", "text": f"doc {i}"}) + "\n" for i in range(12))
+    )
     bench = tmp_path / "bench.yaml"
     bench.write_text(
         "benchmarks:\n"
@@ -99,8 +113,26 @@ def test_deltap_mine_ends_with_the_check(tmp_path: Path, capsys: pytest.CaptureF
     )
 
     def run(out: str) -> str:
-        main(["mine", str(bench), "--corpus", str(corpus), "--retriever", "none", "--solver", "simulated",
-              "--sim-effect", "0.6", "--budget", "64", "--placebo", "3", "--out", str(tmp_path / out)])
+        main(
+            [
+                "mine",
+                str(bench),
+                "--corpus",
+                str(corpus),
+                "--retriever",
+                "none",
+                "--solver",
+                "simulated",
+                "--sim-effect",
+                "0.6",
+                "--budget",
+                "64",
+                "--placebo",
+                "3",
+                "--out",
+                str(tmp_path / out),
+            ]
+        )
         captured = capsys.readouterr()
         return captured.err + captured.out  # the summary goes to stderr, the dataset path to stdout
 

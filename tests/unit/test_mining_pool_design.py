@@ -73,7 +73,9 @@ def test_trial_seeds_are_stable_and_distinct() -> None:
     s = trial_seed(0, "case", 5)
     assert s == trial_seed(0, "case", 5)
     assert len({trial_seed(0, "case", i) for i in range(1000)}) == 1000
-    assert s != trial_seed(1, "case", 5) and s != trial_seed(0, "case2", 5) and s != trial_seed(0, "case", 5, "coalition")
+    assert (
+        s != trial_seed(1, "case", 5) and s != trial_seed(0, "case2", 5) and s != trial_seed(0, "case", 5, "coalition")
+    )
     assert 0 <= s < 2**63
 
 
@@ -99,7 +101,19 @@ def test_paley_matrices_are_hadamard(q: int) -> None:
 
 
 def test_paley_order_is_the_smallest_block_with_enough_columns() -> None:
-    assert [paley_order(m) for m in (1, 3, 4, 8, 12, 19, 20, 24, 31, 32, 60)] == [4, 4, 8, 12, 20, 20, 24, 32, 32, 44, 68]
+    assert [paley_order(m) for m in (1, 3, 4, 8, 12, 19, 20, 24, 31, 32, 60)] == [
+        4,
+        4,
+        8,
+        12,
+        20,
+        20,
+        24,
+        32,
+        32,
+        44,
+        68,
+    ]
 
 
 @pytest.mark.parametrize("m", [1, 5, 20, 33])
@@ -220,10 +234,15 @@ def _seed_reference(run_seed: int, case_id: str, index: int, kind: str) -> int:
     return int.from_bytes(digest[:8], "big") // 2  # the top 63 bits
 
 
-@pytest.mark.parametrize(("run_seed", "case_id", "index", "kind"), [(0, "case", 5, "design"), (7, "c/ü", 0, "block"), (3, "q", 99, "coalition")])
+@pytest.mark.parametrize(
+    ("run_seed", "case_id", "index", "kind"),
+    [(0, "case", 5, "design"), (7, "c/ü", 0, "block"), (3, "q", 99, "coalition")],
+)
 def test_trial_seed_is_the_documented_hash(run_seed: int, case_id: str, index: int, kind: str) -> None:
     assert trial_seed(run_seed, case_id, index, kind) == _seed_reference(run_seed, case_id, index, kind)
-    assert trial_seed(run_seed, case_id, index) == _seed_reference(run_seed, case_id, index, "design")  # the default kind
+    assert trial_seed(run_seed, case_id, index) == _seed_reference(
+        run_seed, case_id, index, "design"
+    )  # the default kind
 
 
 def test_inclusion_vector_is_pcg64_uniforms_below_pi() -> None:
@@ -279,7 +298,23 @@ def test_paley_matrix_is_the_written_out_construction(q: int) -> None:
 
 def test_paley_order_table() -> None:
     # the smallest prime q ≡ 3 (mod 4) with q ≥ m, plus one; m below 3 (and 0) still gets the 4-row block
-    expected = {0: 4, 1: 4, 2: 4, 3: 4, 4: 8, 7: 8, 8: 12, 11: 12, 12: 20, 19: 20, 20: 24, 23: 24, 24: 32, 43: 44, 44: 48}
+    expected = {
+        0: 4,
+        1: 4,
+        2: 4,
+        3: 4,
+        4: 8,
+        7: 8,
+        8: 12,
+        11: 12,
+        12: 20,
+        19: 20,
+        20: 24,
+        23: 24,
+        24: 32,
+        43: 44,
+        44: 48,
+    }
     assert {m: paley_order(m) for m in expected} == expected
 
 
@@ -414,7 +449,9 @@ def test_similar_placebos_come_from_far_down_the_ranking() -> None:
     assert len(placebos) == 6 and len(set(placebos)) == 6
     assert not set(placebos[4:]) & {"d128", *ranking[:3], *window}
     assert pool.placebo_note == "4 similar placebos in the retriever's ranks 21-100, 2 drawn at random to fill up"
-    no_placebo = build_pool(case, big, None, n_placebo=0, placebo_kind="similar")  # nothing to draw: no retriever needed
+    no_placebo = build_pool(
+        case, big, None, n_placebo=0, placebo_kind="similar"
+    )  # nothing to draw: no retriever needed
     assert no_placebo.doc_ids == ["d128"]
 
 
@@ -447,7 +484,9 @@ def test_cap_drops_gold_beyond_it_then_placebos(corpus: Corpus) -> None:
     assert pool.doc_ids == placebo[:3]
     assert pool.dropped == ["d01", "d02", *placebo[3:]]
     # exactly at the cap: nothing dropped
-    exact = build_pool(Case("c1", "q", gold_doc_ids=("d01", "d02")), corpus, retrieved=["d10"], k=1, n_placebo=2, max_candidates=5)
+    exact = build_pool(
+        Case("c1", "q", gold_doc_ids=("d01", "d02")), corpus, retrieved=["d10"], k=1, n_placebo=2, max_candidates=5
+    )
     assert len(exact.candidates) == 5 and exact.dropped == []
 
 
@@ -467,7 +506,10 @@ def test_pool_dict_round_trip_keeps_everything() -> None:
     data = pool.to_dict()
     assert data == {
         "case_id": "c1",
-        "candidates": [{"doc_id": "a", "sources": ["gold", "retrieved"], "rank": 2}, {"doc_id": "p", "sources": ["placebo"], "rank": None}],
+        "candidates": [
+            {"doc_id": "a", "sources": ["gold", "retrieved"], "rank": 2},
+            {"doc_id": "p", "sources": ["placebo"], "rank": None},
+        ],
         "missing_gold": ["m"],
         "dropped": ["x"],
         "placebo_note": "note",

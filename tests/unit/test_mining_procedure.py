@@ -17,7 +17,13 @@ from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
 
 
 def _case(cid: str, gold: tuple[str, ...]) -> Case:
-    return Case(cid, f"question {cid}", gold_doc_ids=gold, checker=CheckerSpec("string_match", {"answers": [f"ans-{cid}"]}), reference_answer=f"ans-{cid}")
+    return Case(
+        cid,
+        f"question {cid}",
+        gold_doc_ids=gold,
+        checker=CheckerSpec("string_match", {"answers": [f"ans-{cid}"]}),
+        reference_answer=f"ans-{cid}",
+    )
 
 
 class _Recording:
@@ -63,7 +69,9 @@ def test_simulation_counts_coalition_checks_and_uses_the_engine_margin() -> None
     cfg = design_config(SCENARIOS["S1"], "adaptive")
     assert cfg.rule().margin == cfg.policy().margin  # the product's equivalence margin, not a copy of it
     checked = [c for c in sim.cases if c["coalition_calls"] > 0]
-    assert checked and all(c["calls"] == c["preflight_calls"] + c["design_calls"] + c["coalition_calls"] for c in sim.cases)
+    assert checked and all(
+        c["calls"] == c["preflight_calls"] + c["design_calls"] + c["coalition_calls"] for c in sim.cases
+    )
 
 
 def test_a_deterministic_solver_is_never_asked_the_same_prompt_twice() -> None:
@@ -92,7 +100,9 @@ def test_unsolvable_is_not_called_when_a_subset_helps() -> None:
 
     res = mine([_case("u", ("d00",))], corpus, solver, retriever=Fixed(), k=5, n_placebo=2, budget=64)
     pair = res.dataset.pairs[0]
-    assert pair["metadata"]["preflight"]["preflight_all"] == [0.0] and pair["metadata"]["preflight"]["preflight_none"] == [0.0]
+    assert pair["metadata"]["preflight"]["preflight_all"] == [0.0] and pair["metadata"]["preflight"][
+        "preflight_none"
+    ] == [0.0]
     assert pair["metadata"]["status"] != "unsolvable"
     assert {c["doc_id"]: c["verdict"] for c in pair["candidates"]}["d00"] == "relevant"
 
@@ -105,7 +115,15 @@ def test_or_structure_gives_two_minimal_coalitions_and_set_recall_uses_them(tmp_
     corpus = Corpus([Document(f"d{i:02d}", f"text {i}") for i in range(20)])
     truths = {f"o{i}": SimulatedTruth(0.05, {"d00": 0.85, "d01": 0.85}, {("d00", "d01"): -0.85}) for i in range(3)}
     solver = SimulatedSolver(truths, answers={c: f"ans-{c}" for c in truths}, seed=1)
-    res = mine([_case(c, ("d00", "d01", "d02")) for c in truths], corpus, solver, out=tmp_path, budget=96, first_look=96, n_placebo=3)
+    res = mine(
+        [_case(c, ("d00", "d01", "d02")) for c in truths],
+        corpus,
+        solver,
+        out=tmp_path,
+        budget=96,
+        first_look=96,
+        n_placebo=3,
+    )
     for pair in res.dataset.pairs:
         assert sorted(map(sorted, pair["coalitions"])) == [["d00"], ["d01"]], pair["metadata"].get("coalition_check")
         for check in pair["metadata"]["coalition_check"]:
@@ -117,7 +135,9 @@ def test_or_structure_gives_two_minimal_coalitions_and_set_recall_uses_them(tmp_
     run = {q: {"d01": 1.0, "d07": 0.5} for q in truths}
     report = evaluate(judg.qrels, run, metrics=["set_recall@1"], coalitions=judg.coalitions, n_resamples=0)
     assert list(report["set_recall@1"]) == [1.0, 1.0, 1.0]  # one of the two coalitions is in the top 1
-    only_first = evaluate(judg.qrels, run, metrics=["set_recall@1"], coalitions={q: [frozenset({"d00"})] for q in truths}, n_resamples=0)
+    only_first = evaluate(
+        judg.qrels, run, metrics=["set_recall@1"], coalitions={q: [frozenset({"d00"})] for q in truths}, n_resamples=0
+    )
     assert only_first.mean("set_recall@1") == 0.0  # with {d00} alone recorded, retrieving d01 would not count
 
 
@@ -219,7 +239,9 @@ def test_coalition_checks_stay_within_verify_trials_for_a_deterministic_solver()
     corpus = Corpus([Document(f"d{i:02d}", f"text {i}") for i in range(20)])
     truths = {f"g{i}": SimulatedTruth(0.0, {"d00": 1.0, "d01": 1.0, "d02": 1.0}) for i in range(3)}  # any one suffices
     solver = _Recording(SimulatedSolver(truths, answers={c: f"ans-{c}" for c in truths}, seed=2, deterministic=True))
-    res = mine([_case(c, ("d00", "d01", "d02")) for c in truths], corpus, solver, budget=64, n_placebo=4, verify_trials=2)
+    res = mine(
+        [_case(c, ("d00", "d01", "d02")) for c in truths], corpus, solver, budget=64, n_placebo=4, verify_trials=2
+    )
     for pair in res.dataset.pairs:
         assert pair["metadata"]["calls_by_kind"]["coalition"] <= 2
     assert sum(len(p["coalitions"]) for p in res.dataset.pairs) >= 3  # singletons found within the budget

@@ -20,9 +20,19 @@ class Clock:
         return self.now
 
 
-def _event(case: str, index: int, trials: int, calls: int, status: str = "running", open_: int = 3, budget: int = 20) -> dict:
-    return {"case_id": case, "case_index": index, "cases": 2, "trials": trials, "budget": budget, "open": open_,
-            "calls": calls, "status": status}
+def _event(
+    case: str, index: int, trials: int, calls: int, status: str = "running", open_: int = 3, budget: int = 20
+) -> dict:
+    return {
+        "case_id": case,
+        "case_index": index,
+        "cases": 2,
+        "trials": trials,
+        "budget": budget,
+        "open": open_,
+        "calls": calls,
+        "status": status,
+    }
 
 
 def test_planned_calls_is_preflight_trials_and_coalition() -> None:
@@ -46,14 +56,21 @@ def test_planned_calls_bounds_what_mine_really_spends() -> None:
 
     docs = [Document(f"d{i:02d}", f"text {i}") for i in range(30)]
     cases = [
-        Case(f"c{j}", f"question {j}", gold_doc_ids=("d00", "d01"), reference_answer=f"ans-c{j}",
-             checker=CheckerSpec("string_match", {"answers": [f"ans-c{j}"]}))
+        Case(
+            f"c{j}",
+            f"question {j}",
+            gold_doc_ids=("d00", "d01"),
+            reference_answer=f"ans-c{j}",
+            checker=CheckerSpec("string_match", {"answers": [f"ans-c{j}"]}),
+        )
         for j in range(3)
     ]
     truths = {c.case_id: SimulatedTruth(0.2, {"d00": 0.6, "d01": 0.5}) for c in cases}
     for det in (False, True):
         cfg = MiningConfig(budget=24, preflight=2, verify_trials=4, n_placebo=3, seed=3)
-        solver = SimulatedSolver(truths, answers={c.case_id: f"ans-{c.case_id}" for c in cases}, seed=1, deterministic=det)
+        solver = SimulatedSolver(
+            truths, answers={c.case_id: f"ans-{c.case_id}" for c in cases}, seed=1, deterministic=det
+        )
         res = mine(cases, Corpus(docs), solver, config=cfg)
         plan = planned_calls(cfg, deterministic=det)
         for pair in res.dataset.pairs:
@@ -126,14 +143,19 @@ def test_a_real_run_ends_with_the_calls_it_logged(tmp_path) -> None:
 
     docs = [Document(f"d{i}", f"text number {i} " * 3) for i in range(12)]
     corpus = Corpus(docs)
-    cases = [Case(f"c{i}", f"question {i}?", ("d0",), CheckerSpec("string_match", {"answers": ["x"]}), reference_answer="x") for i in range(2)]
+    cases = [
+        Case(f"c{i}", f"question {i}?", ("d0",), CheckerSpec("string_match", {"answers": ["x"]}), reference_answer="x")
+        for i in range(2)
+    ]
     truth = {c.case_id: SimulatedTruth(0.1, {"d0": 0.6}) for c in cases}
     solver = SimulatedSolver(truth, {c.case_id: "x" for c in cases}, outcome="pass", seed=1)
     cfg = MiningConfig(budget=24, first_look=8, batch=8, n_placebo=3, k=0, seed=2)
     events: list[dict] = []
     bar = MiningProgress(len(cases), enabled=False, config=cfg)
     with bar:
-        result = mine(cases, corpus, solver, out=tmp_path / "run", config=cfg, progress=lambda e: (events.append(e), bar(e)))
+        result = mine(
+            cases, corpus, solver, out=tmp_path / "run", config=cfg, progress=lambda e: (events.append(e), bar(e))
+        )
     assert bar.calls == result.run["calls"] == result.run["calls_this_process"]
     assert bar.ceiling() == bar.calls  # the bar ends full, at the figure the report shows
     assert events[0]["status"] == "preflight"  # the display names the case before its first batch

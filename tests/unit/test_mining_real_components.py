@@ -41,7 +41,13 @@ class PerCaseNoiseSolver(SimulatedSolver):
 
 
 def _case(cid: str, gold: tuple[str, ...], query: str = "") -> Case:
-    return Case(cid, query or f"question {cid}", gold_doc_ids=gold, checker=CheckerSpec("string_match", {"answers": [f"ans-{cid}"]}), reference_answer=f"ans-{cid}")
+    return Case(
+        cid,
+        query or f"question {cid}",
+        gold_doc_ids=gold,
+        checker=CheckerSpec("string_match", {"answers": [f"ans-{cid}"]}),
+        reference_answer=f"ans-{cid}",
+    )
 
 
 def _assert_rows_follow_the_rules(res: Any, outcome: str) -> None:
@@ -75,11 +81,18 @@ def test_engine_grades_0_1_2_3_and_irrelevant(tmp_path: Path, corpus: Corpus) ->
     cases = [_case("planted", tuple(PLANTED)), _case("noisy", ("n0", "n1"))]
     truths = {"planted": SimulatedTruth(-6.0, PLANTED), "noisy": SimulatedTruth(-6.0, {})}
     solver = PerCaseNoiseSolver(truths, outcome="logprob", noise=0.3, seed=3, case_noise={"noisy": 40.0})
-    res = mine(cases, corpus, solver, out=tmp_path, outcome="logprob", null="zero", budget=64, n_placebo=6, coalitions=False)
+    res = mine(
+        cases, corpus, solver, out=tmp_path, outcome="logprob", null="zero", budget=64, n_placebo=6, coalitions=False
+    )
     by_case = {p["id"]: {c["doc_id"]: c for c in p["candidates"]} for p in res.dataset.pairs}
 
     planted = by_case["planted"]
-    assert {d: planted[d]["verdict"] for d in PLANTED} == {"g3": "relevant", "g2": "relevant", "g1": "relevant", "h0": "harmful"}
+    assert {d: planted[d]["verdict"] for d in PLANTED} == {
+        "g3": "relevant",
+        "g2": "relevant",
+        "g1": "relevant",
+        "h0": "harmful",
+    }
     placebos = [d for d, c in planted.items() if c["source"] == ["placebo"]]
     assert len(placebos) == 6
     assert {planted[d]["verdict"] for d in placebos} == {"irrelevant"}  # proven not to matter: judged, grade 0
@@ -103,7 +116,9 @@ def test_engine_irrelevant_with_the_pass_outcome(corpus: Corpus) -> None:
     assert rows["g3"]["verdict"] == "relevant" and rows["g3"]["grade"] == 3
     verdicts = [c["verdict"] for c in rows.values() if c["doc_id"] != "g3"]
     assert "irrelevant" in verdicts and "relevant" not in verdicts and "harmful" not in verdicts
-    assert all(c["grade"] == (0 if c["verdict"] == "irrelevant" else None) for c in rows.values() if c["doc_id"] != "g3")
+    assert all(
+        c["grade"] == (0 if c["verdict"] == "irrelevant" else None) for c in rows.values() if c["doc_id"] != "g3"
+    )
     _assert_rows_follow_the_rules(res, "pass")
 
 
@@ -117,7 +132,9 @@ BM25_DOCS = {
 
 
 def test_mine_with_a_real_bm25_retriever(tmp_path: Path) -> None:
-    docs = [Document(d, t) for d, t in BM25_DOCS.items()] + [Document(f"x{i:02d}", f"unrelated filler number {i}") for i in range(20)]
+    docs = [Document(d, t) for d, t in BM25_DOCS.items()] + [
+        Document(f"x{i:02d}", f"unrelated filler number {i}") for i in range(20)
+    ]
     corpus = Corpus(docs)
     retriever = BM25Retriever(corpus)
     query = "How does the session service keep the conversation state?"
@@ -128,7 +145,19 @@ def test_mine_with_a_real_bm25_retriever(tmp_path: Path) -> None:
     case = _case("s", ("runner",), query=query)
     truth = SimulatedTruth(-6.0, {"session-events": 2.5})
     solver = SimulatedSolver({"s": truth}, outcome="logprob", noise=0.3, seed=1)
-    res = mine([case], corpus, solver, out=tmp_path, retriever=retriever, outcome="logprob", null="zero", k=3, n_placebo=4, budget=64, coalitions=False)
+    res = mine(
+        [case],
+        corpus,
+        solver,
+        out=tmp_path,
+        retriever=retriever,
+        outcome="logprob",
+        null="zero",
+        k=3,
+        n_placebo=4,
+        budget=64,
+        coalitions=False,
+    )
     rows = {c["doc_id"]: c for c in res.dataset.pairs[0]["candidates"]}
     retrieved = {d for d, c in rows.items() if "retrieved" in c["source"]}
     assert retrieved == set(top)

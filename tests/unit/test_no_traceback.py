@@ -65,8 +65,21 @@ def _one_line_error(capsys: pytest.CaptureFixture[str], *args: object, expect: s
 
 def _mine_args(tmp_path: Path, cases: Path, corpus: Path, out: Path | None = None) -> list[object]:
     return [
-        "mine", cases, "--corpus", corpus, "--out", out or tmp_path / "run", "--solver", "simulated", "--retriever", "none",
-        "--budget", "8", "--placebo", "1", "--no-coalitions",
+        "mine",
+        cases,
+        "--corpus",
+        corpus,
+        "--out",
+        out or tmp_path / "run",
+        "--solver",
+        "simulated",
+        "--retriever",
+        "none",
+        "--budget",
+        "8",
+        "--placebo",
+        "1",
+        "--no-coalitions",
     ]
 
 
@@ -81,7 +94,18 @@ def test_unknown_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_missing_argument_and_bad_value(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     _one_line_error(capsys, "mine", expect="CASES")
-    _one_line_error(capsys, "mine", tmp_path / "x.yaml", "--corpus", tmp_path, "--out", tmp_path, "--budget", "many", expect="--budget")
+    _one_line_error(
+        capsys,
+        "mine",
+        tmp_path / "x.yaml",
+        "--corpus",
+        tmp_path,
+        "--out",
+        tmp_path,
+        "--budget",
+        "many",
+        expect="--budget",
+    )
 
 
 @pytest.mark.parametrize("argv", [["mine", "--bogus"], ["frob"]], ids=["bogus-option", "unknown-command"])
@@ -114,7 +138,9 @@ def run_ok(tmp_path: Path) -> Path:
         pytest.param("q.jsonl", b'{"query_id": "q1", "relevant_docs": {"d\xff": 1}}\n', 1, id="qrels-jsonl"),
     ],
 )
-def test_non_utf8_qrels(capsys: pytest.CaptureFixture[str], tmp_path: Path, run_ok: Path, name: str, content: bytes, line: int) -> None:
+def test_non_utf8_qrels(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, run_ok: Path, name: str, content: bytes, line: int
+) -> None:
     bad = tmp_path / name
     bad.write_bytes(content)
     _one_line_error(capsys, "evaluate", "--qrels", bad, "--run", run_ok, expect=[f"{bad}:{line}:", "UTF-8"])
@@ -126,12 +152,17 @@ def test_non_utf8_beir_folder(capsys: pytest.CaptureFixture[str], tmp_path: Path
     _corpus(folder / "corpus.jsonl")
     (folder / "queries.jsonl").write_bytes(b'{"_id": "q1", "text": "\xff"}\n')
     (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td00\t1\n", encoding="utf-8")
-    _one_line_error(capsys, "evaluate", "--qrels", folder, "--run", run_ok, expect=[f"{folder / 'queries.jsonl'}:1:", "UTF-8"])
+    _one_line_error(
+        capsys, "evaluate", "--qrels", folder, "--run", run_ok, expect=[f"{folder / 'queries.jsonl'}:1:", "UTF-8"]
+    )
 
 
 @pytest.mark.parametrize(
     ("name", "content"),
-    [pytest.param("r.trec", b"q1 Q0 d00 1 2.0 t\nq1 Q0 d\xff 2 1.0 t\n", id="trec-run"), pytest.param("r.json", b'{"q1": {"d\xff": 1.0}}', id="json-run")],
+    [
+        pytest.param("r.trec", b"q1 Q0 d00 1 2.0 t\nq1 Q0 d\xff 2 1.0 t\n", id="trec-run"),
+        pytest.param("r.json", b'{"q1": {"d\xff": 1.0}}', id="json-run"),
+    ],
 )
 def test_non_utf8_run(capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str, content: bytes) -> None:
     qrels = tmp_path / "q.trec"
@@ -165,7 +196,11 @@ def test_corrupt_trial_log(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     cases.write_text(YAML_OK, encoding="utf-8")
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "trials.sqlite").write_bytes(b"SQLite format 3\x00" + os.urandom(3000))
-    _one_line_error(capsys, *_mine_args(tmp_path, cases, _corpus(tmp_path / "c.jsonl")), expect=str(tmp_path / "run" / "trials.sqlite"))
+    _one_line_error(
+        capsys,
+        *_mine_args(tmp_path, cases, _corpus(tmp_path / "c.jsonl")),
+        expect=str(tmp_path / "run" / "trials.sqlite"),
+    )
 
 
 def test_damaged_trial_log_page(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -183,7 +218,9 @@ def test_damaged_trial_log_page(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     _one_line_error(capsys, *_mine_args(tmp_path, cases, corpus), expect=str(db))
 
 
-def test_full_disk_while_writing_outputs(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_full_disk_while_writing_outputs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import errno
 
     cases = tmp_path / "bench.yaml"
@@ -194,7 +231,11 @@ def test_full_disk_while_writing_outputs(capsys: pytest.CaptureFixture[str], tmp
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(os, "fsync", full)
-    _one_line_error(capsys, *_mine_args(tmp_path, cases, _corpus(tmp_path / "c.jsonl")), expect=["retrieval_dataset.yaml", "No space left"])
+    _one_line_error(
+        capsys,
+        *_mine_args(tmp_path, cases, _corpus(tmp_path / "c.jsonl")),
+        expect=["retrieval_dataset.yaml", "No space left"],
+    )
     monkeypatch.setattr(os, "fsync", real_fsync)
     leftovers = [p.name for p in (tmp_path / "run").rglob("*") if p.name.endswith(".tmp")]
     assert leftovers == []
@@ -223,12 +264,18 @@ class _FullDisk:
         self._db.__exit__(*exc)  # type: ignore[arg-type]
 
 
-def test_full_disk_in_the_trial_log(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_full_disk_in_the_trial_log(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cases = tmp_path / "bench.yaml"
     cases.write_text(YAML_OK, encoding="utf-8")
     connect = sqlite3.connect
     monkeypatch.setattr(sqlite3, "connect", lambda *a, **kw: _FullDisk(connect(*a, **kw)))
-    _one_line_error(capsys, *_mine_args(tmp_path, cases, _corpus(tmp_path / "c.jsonl")), expect=["trials.sqlite", "full", "free some space"])
+    _one_line_error(
+        capsys,
+        *_mine_args(tmp_path, cases, _corpus(tmp_path / "c.jsonl")),
+        expect=["trials.sqlite", "full", "free some space"],
+    )
 
 
 def test_resume_with_a_corpus_that_lost_a_pooled_document(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -254,8 +301,13 @@ def test_duplicate_key_in_run_json(capsys: pytest.CaptureFixture[str], tmp_path:
 
 def test_duplicate_doc_in_qrels_jsonl(capsys: pytest.CaptureFixture[str], tmp_path: Path, run_ok: Path) -> None:
     qrels = tmp_path / "q.jsonl"
-    qrels.write_text('{"query_id": "q1", "relevant_docs": {"d00": 1}}\n{"query_id": "q2", "relevant_docs": {"d00": 1, "d00": 0}}\n', encoding="utf-8")
-    _one_line_error(capsys, "evaluate", "--qrels", qrels, "--run", run_ok, expect=[f"{qrels}:2:", "duplicate key 'd00'"])
+    qrels.write_text(
+        '{"query_id": "q1", "relevant_docs": {"d00": 1}}\n{"query_id": "q2", "relevant_docs": {"d00": 1, "d00": 0}}\n',
+        encoding="utf-8",
+    )
+    _one_line_error(
+        capsys, "evaluate", "--qrels", qrels, "--run", run_ok, expect=[f"{qrels}:2:", "duplicate key 'd00'"]
+    )
 
 
 @pytest.mark.parametrize("name", ["q.trec", "q.tsv", "q.jsonl"])
@@ -266,10 +318,14 @@ def test_empty_qrels(capsys: pytest.CaptureFixture[str], tmp_path: Path, run_ok:
 
 
 @pytest.mark.parametrize("value", ["null", "yes", "~", "True"])
-def test_answer_that_yaml_reads_as_null_or_boolean(capsys: pytest.CaptureFixture[str], tmp_path: Path, value: str) -> None:
+def test_answer_that_yaml_reads_as_null_or_boolean(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, value: str
+) -> None:
     cases = tmp_path / "bench.yaml"
     cases.write_text(YAML_OK.replace("answer: loads", f"answer: {value}"), encoding="utf-8")
-    _one_line_error(capsys, *_mine_args(tmp_path, cases, _corpus(tmp_path / "c.jsonl")), expect=[f"{cases}:2:", "answer", "quote"])
+    _one_line_error(
+        capsys, *_mine_args(tmp_path, cases, _corpus(tmp_path / "c.jsonl")), expect=[f"{cases}:2:", "answer", "quote"]
+    )
 
 
 def test_case_id_with_whitespace_is_refused_before_mining(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -283,7 +339,9 @@ def test_qrels_doc_ids_absent_from_the_corpus(capsys: pytest.CaptureFixture[str]
     qrels = tmp_path / "q.jsonl"
     qrels.write_text('{"query_id": "q1", "query": "json", "relevant_docs": {"d00": 1, "nope": 1}}\n', encoding="utf-8")
     corpus = _corpus(tmp_path / "c.jsonl")
-    _one_line_error(capsys, "evaluate", "--qrels", qrels, "--corpus", corpus, "--retriever", "bm25", expect=["nope", str(corpus)])
+    _one_line_error(
+        capsys, "evaluate", "--qrels", qrels, "--corpus", corpus, "--retriever", "bm25", expect=["nope", str(corpus)]
+    )
 
 
 # -- writers ---------------------------------------------------------------------------------------------------------

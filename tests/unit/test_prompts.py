@@ -114,16 +114,25 @@ def test_prompt_hash_is_stable_and_sensitive() -> None:
 
 
 def test_request_from_case(tmp_path: Path) -> None:
-    mc = Case("mc1", "Pick", checker=CheckerSpec("multiple_choice", {"correct": "B", "options": {"A": "x", "B": "y"}}),
-              benchmark_type="multiple_choice", metadata={"options": {"A": "x", "B": "y"}})
+    mc = Case(
+        "mc1",
+        "Pick",
+        checker=CheckerSpec("multiple_choice", {"correct": "B", "options": {"A": "x", "B": "y"}}),
+        benchmark_type="multiple_choice",
+        metadata={"options": {"A": "x", "B": "y"}},
+    )
     req = request_from_case(mc, DOCS)
     assert req.options == {"A": "x", "B": "y"} and req.documents == DOCS and req.benchmark_type == "multiple_choice"
     unfixed = tmp_path / "unfixed.py"
     unfixed.write_text("x = 1\n")
     fix = Case("f1", "Fix", checker=CheckerSpec("pytest", {"unfixed_file": str(unfixed)}), benchmark_type="fix_error")
     assert request_from_case(fix).extra["unfixed_code"] == "x = 1\n"
-    gone = Case("f2", "Fix", checker=CheckerSpec("pytest", {"unfixed_file": str(tmp_path / "nope.py")}),
-                benchmark_type="fix_error")
+    gone = Case(
+        "f2",
+        "Fix",
+        checker=CheckerSpec("pytest", {"unfixed_file": str(tmp_path / "nope.py")}),
+        benchmark_type="fix_error",
+    )
     with pytest.raises(DeltapError, match="cannot read unfixed_file"):
         request_from_case(gone)
 

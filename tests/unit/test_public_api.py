@@ -37,7 +37,9 @@ def test_all_matches_the_lazy_table_and_the_typed_imports() -> None:
     lazy = dict(deltap._LAZY)
     typed = _type_checking_imports()
     assert set(deltap.__all__) == set(lazy) | {"__version__"}
-    assert typed == lazy, {n: (lazy.get(n), typed.get(n)) for n in set(lazy) | set(typed) if lazy.get(n) != typed.get(n)}
+    assert typed == lazy, {
+        n: (lazy.get(n), typed.get(n)) for n in set(lazy) | set(typed) if lazy.get(n) != typed.get(n)
+    }
     assert deltap.__all__ == sorted(deltap.__all__) and len(set(deltap.__all__)) == len(deltap.__all__)
     assert dir(deltap) == deltap.__all__
 
@@ -47,7 +49,9 @@ def test_subpackage_names_agree_with_their_typed_imports(package: str) -> None:
     mod = importlib.import_module(package)
     lazy = dict(mod._LAZY)
     typed = {n: m for n, m in _type_checking_imports(package).items() if n in lazy or m != "deltap.retrieval.base"}
-    assert typed == lazy, {n: (lazy.get(n), typed.get(n)) for n in set(lazy) | set(typed) if lazy.get(n) != typed.get(n)}
+    assert typed == lazy, {
+        n: (lazy.get(n), typed.get(n)) for n in set(lazy) | set(typed) if lazy.get(n) != typed.get(n)
+    }
     assert set(lazy) <= set(mod.__all__)
     for name, module_name in lazy.items():
         assert getattr(mod, name) is getattr(importlib.import_module(module_name), name), (package, name)

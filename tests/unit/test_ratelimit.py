@@ -83,7 +83,9 @@ def test_both_limits_apply_and_the_stricter_one_wins() -> None:
     clock = FakeClock()
     lim = limiter(clock, requests_per_minute=60, tokens_per_minute=60_000, burst_seconds=1.0)  # 1 req/s, 1000 tok/s
     assert [lim.reserve(10) for _ in range(3)] == [0.0, 1.0, 2.0]  # requests bind
-    lim = limiter(FakeClock(), requests_per_minute=6000, tokens_per_minute=600, burst_seconds=1.0)  # 100 req/s, 10 tok/s
+    lim = limiter(
+        FakeClock(), requests_per_minute=6000, tokens_per_minute=600, burst_seconds=1.0
+    )  # 100 req/s, 10 tok/s
     assert [lim.reserve(10) for _ in range(3)] == pytest.approx([0.0, 1.0, 2.0])  # tokens bind
 
 
@@ -204,9 +206,13 @@ def test_openai_solver_books_each_attempt_and_shares_retry_after(server: tuple[s
     from deltap.solvers.openai_compat import OpenAISolver
 
     url, holder = server
-    holder[0] = Script((429, {"retry-after": "2"}, {"error": {"message": "rate limited"}}, 0.0), (200, {}, chat_body(), 0.0))
+    holder[0] = Script(
+        (429, {"retry-after": "2"}, {"error": {"message": "rate limited"}}, 0.0), (200, {}, chat_body(), 0.0)
+    )
     clock = FakeClock()
-    lim = RateLimiter(RateLimits(requests_per_minute=600, tokens_per_minute=60_000, burst_seconds=1.0), clock=clock, sleep=clock.sleep)
+    lim = RateLimiter(
+        RateLimits(requests_per_minute=600, tokens_per_minute=60_000, burst_seconds=1.0), clock=clock, sleep=clock.sleep
+    )
     retry = RetryPolicy(max_attempts=3, base_delay=0.01, sleep=lambda s: None)
     solver = OpenAISolver(model="m", base_url=url, retry=retry, timeout=5.0, limiter=lim)
     ans = solver.answer(SolveRequest("c1", "What is the base class?"))

@@ -209,7 +209,9 @@ def test_read_comparison_shapes() -> None:
     listed = read_comparison(
         {
             "results": [{"system": "x", "metric": "mrr", "mean": 0.3, "ci_low": 0.1, "ci_high": 0.5}],
-            "comparisons": [{"system": "x", "metric": "mrr", "p_value": 0.01, "significant": True, "win_tie_loss": [3, 1, 0]}],
+            "comparisons": [
+                {"system": "x", "metric": "mrr", "p_value": 0.01, "significant": True, "win_tie_loss": [3, 1, 0]}
+            ],
         }
     )
     assert listed is not None
@@ -222,7 +224,9 @@ def test_read_comparison_shapes() -> None:
 # --- plots --------------------------------------------------------------------------------------------------
 
 
-def _cand(doc_id: str, verdict: str, dp: float | None, lo: float | None, hi: float | None, source: str) -> CandidateResult:
+def _cand(
+    doc_id: str, verdict: str, dp: float | None, lo: float | None, hi: float | None, source: str
+) -> CandidateResult:
     return CandidateResult(doc_id=doc_id, sources=(source,), verdict=verdict, delta_p=dp, ci_low=lo, ci_high=hi)
 
 
@@ -256,8 +260,17 @@ def test_forest_plot_rows_sorted_coloured_and_shaped() -> None:
 
 def test_forest_plot_uses_the_adjusted_effect_when_recorded() -> None:
     # Raw ΔP says +0.5 (confounded), the regression says 0: the marker sits at the adjusted effect, the cross at ΔP.
-    cand = CandidateResult(doc_id="p", sources=("placebo",), verdict="irrelevant", delta_p=0.5, ci_low=0.3, ci_high=0.7,
-                           adjusted=0.0, adjusted_low=-0.05, adjusted_high=0.05)
+    cand = CandidateResult(
+        doc_id="p",
+        sources=("placebo",),
+        verdict="irrelevant",
+        delta_p=0.5,
+        ci_low=0.3,
+        ci_high=0.7,
+        adjusted=0.0,
+        adjusted_low=-0.05,
+        adjusted_high=0.05,
+    )
     assert cand.effect == (0.0, -0.05, 0.05)
     svg = forest_plot([cand], effect_label="ΔP")
     zero = float(re.search(r'<line x1="([\d.]+)" y1="[\d.]+" x2="\1" y2="[\d.]+" stroke="#333"/>', svg).group(1))  # type: ignore[union-attr]
@@ -269,8 +282,10 @@ def test_forest_plot_uses_the_adjusted_effect_when_recorded() -> None:
 
 
 def test_forest_plot_positions_follow_the_effects() -> None:
-    svg = forest_plot([_cand("a", "relevant", 0.5, 0.4, 0.6, "gold"), _cand("b", "harmful", -0.5, -0.6, -0.4, "gold")],
-                      effect_label="ΔP")
+    svg = forest_plot(
+        [_cand("a", "relevant", 0.5, 0.4, 0.6, "gold"), _cand("b", "harmful", -0.5, -0.6, -0.4, "gold")],
+        effect_label="ΔP",
+    )
     xs = [float(x) for x in re.findall(r'<polygon points="([\d.]+),', svg)]
     # Diamonds are drawn from their top vertex (cx, cy - d): the first row (ΔP = +0.5) is right of the second.
     assert len(xs) == 2 and xs[0] > xs[1]
@@ -281,7 +296,14 @@ def test_forest_plot_positions_follow_the_effects() -> None:
 
 def test_placebo_null_is_explained_in_the_report(run_dir: Path) -> None:
     summary = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    summary["placebo"]["null"] = {"requested": "placebo", "used": "placebo", "center": 0.12, "spread": 0.41, "placebos": 20, "unit": "nats"}
+    summary["placebo"]["null"] = {
+        "requested": "placebo",
+        "used": "placebo",
+        "center": 0.12,
+        "spread": 0.41,
+        "placebos": 20,
+        "unit": "nats",
+    }
     (run_dir / "run.json").write_text(json.dumps(summary), encoding="utf-8")
     data = load_run_dir(run_dir)
     assert data.placebo()["null"]["spread"] == 0.41
@@ -362,8 +384,27 @@ def test_cli_report_html_and_markdown(run_dir: Path, capsys: pytest.CaptureFixtu
 
 def test_report_of_a_run_with_no_placebos_and_logprob(tmp_path: Path) -> None:
     (tmp_path / "retrieval_dataset.yaml").write_text(
-        json.dumps({"metadata": {"outcome": "logprob"}, "pairs": [{"id": "c", "query": "q", "candidates": [
-            {"doc_id": "d", "source": ["gold"], "verdict": "relevant", "delta_p": 3.0, "ci_low": 1.0, "ci_high": 5.0}]}]}),
+        json.dumps(
+            {
+                "metadata": {"outcome": "logprob"},
+                "pairs": [
+                    {
+                        "id": "c",
+                        "query": "q",
+                        "candidates": [
+                            {
+                                "doc_id": "d",
+                                "source": ["gold"],
+                                "verdict": "relevant",
+                                "delta_p": 3.0,
+                                "ci_low": 1.0,
+                                "ci_high": 5.0,
+                            }
+                        ],
+                    }
+                ],
+            }
+        ),
         encoding="utf-8",
     )
     html = render_html(load_run_dir(tmp_path))

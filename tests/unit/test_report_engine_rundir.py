@@ -36,11 +36,21 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     corpus = Corpus([Document(f"d{i:02d}", f"text {i}") for i in range(30)])
     ids = ("a", "b", "sat")
     cases = [
-        Case(c, f"question {c}", gold_doc_ids=("d00", "d01", "d02"), checker=CheckerSpec("string_match", {"answers": [f"ans-{c}"]}), reference_answer=f"ans-{c}")
+        Case(
+            c,
+            f"question {c}",
+            gold_doc_ids=("d00", "d01", "d02"),
+            checker=CheckerSpec("string_match", {"answers": [f"ans-{c}"]}),
+            reference_answer=f"ans-{c}",
+        )
         for c in ids
     ]
     # d02 +0.15 in case a plants the grade-1 document (before the gold weight, a false positive supplied it)
-    truths = {"a": SimulatedTruth(0.1, {"d00": 0.6, "d01": 0.25, "d02": 0.15}), "b": SimulatedTruth(0.7, {"d02": -0.5}), "sat": SimulatedTruth(1.0)}
+    truths = {
+        "a": SimulatedTruth(0.1, {"d00": 0.6, "d01": 0.25, "d02": 0.15}),
+        "b": SimulatedTruth(0.7, {"d02": -0.5}),
+        "sat": SimulatedTruth(1.0),
+    }
     solver = SimulatedSolver(truths, answers={c: f"ans-{c}" for c in ids}, seed=2)
     # Unweighted, this seed's run labelled 2 of 8 placebos and the placebo check warned; with the gold prior weight the
     # placebos are down-weighted and it may not. Either way the report must show the check, not fail on it.
@@ -57,7 +67,9 @@ def _dataset(run_dir: Path) -> dict[str, Any]:
 def test_reader_sees_the_engines_qrels_and_grade_mapping(run_dir: Path) -> None:
     data = load_run_dir(run_dir)
     ds = _dataset(run_dir)
-    from_dataset = {p["id"]: {c["doc_id"]: c["grade"] for c in p["candidates"] if c["grade"] is not None} for p in ds["pairs"]}
+    from_dataset = {
+        p["id"]: {c["doc_id"]: c["grade"] for c in p["candidates"] if c["grade"] is not None} for p in ds["pairs"]
+    }
     from_dataset = {q: g for q, g in from_dataset.items() if g}
     assert data.qrels == load_qrels(run_dir / "qrels" / "test.tsv") == from_dataset
     assert {g for q in data.qrels.values() for g in q.values()} == {0, 1, 2, 3}  # the run exercises every grade
@@ -72,7 +84,9 @@ def test_reader_falls_back_to_the_dataset_grades(run_dir: Path, tmp_path: Path) 
     shutil.copytree(run_dir, copy)
     shutil.rmtree(copy / "qrels")
     data = load_run_dir(copy)
-    relevant = {q: {d: g for d, g in docs.items() if g > 0} for q, docs in load_qrels(run_dir / "qrels" / "test.tsv").items()}
+    relevant = {
+        q: {d: g for d, g in docs.items() if g > 0} for q, docs in load_qrels(run_dir / "qrels" / "test.tsv").items()
+    }
     assert data.qrels == {q: docs for q, docs in relevant.items() if docs}
     assert any("qrels/test.tsv not found" in n for n in data.notes)
 
@@ -81,7 +95,12 @@ def test_markdown_counts_are_the_runs(run_dir: Path) -> None:
     ds = _dataset(run_dir)
     summary = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
     md = render_markdown(load_run_dir(run_dir))
-    verdicts = Counter(c["verdict"] for p in ds["pairs"] if p["metadata"]["status"] not in ("saturated", "unsolvable") for c in p["candidates"])
+    verdicts = Counter(
+        c["verdict"]
+        for p in ds["pairs"]
+        if p["metadata"]["status"] not in ("saturated", "unsolvable")
+        for c in p["candidates"]
+    )
     assert verdicts == Counter({k: v for k, v in summary["verdicts"].items() if v})
     line = ", ".join(f"{v} {summary['verdicts'].get(v, 0)}" for v in ("relevant", "harmful", "irrelevant", "undecided"))
     assert f"**Verdicts:** {line}" in md
@@ -98,7 +117,11 @@ def test_markdown_counts_are_the_runs(run_dir: Path) -> None:
         harmful = sum(c["verdict"] == "harmful" for c in p["candidates"])
         undecided = sum(c["verdict"] == "undecided" for c in p["candidates"])
         assert cells[5:7] == [str(harmful), str(undecided)]
-        relevant = [c["doc_id"] for c in sorted(p["candidates"], key=lambda c: -(c["delta_p"] or 0.0)) if c["verdict"] == "relevant"]
+        relevant = [
+            c["doc_id"]
+            for c in sorted(p["candidates"], key=lambda c: -(c["delta_p"] or 0.0))
+            if c["verdict"] == "relevant"
+        ]
         assert re.findall(r"`([^`]+)`", cells[4]) == relevant[:3]
     pl = summary["placebo"]
     flagged = pl["labelled_relevant"] + pl["labelled_harmful"]

@@ -70,7 +70,9 @@ def _pair(case: dict[str, Any]) -> dict[str, Any]:
                 "fqn": doc_id,
                 "text": f"function {doc_id}(...)\nDocstring of {doc_id}.",
                 "source": sources,
-                "empirical_relevance": {"relevant": "YES", "irrelevant": "NO", "harmful": "HARMFUL"}.get(verdict, "UNDECIDED"),
+                "empirical_relevance": {"relevant": "YES", "irrelevant": "NO", "harmful": "HARMFUL"}.get(
+                    verdict, "UNDECIDED"
+                ),
                 "verdict": verdict,
                 "delta_p": dp,
                 "ci_low": lo,
@@ -152,12 +154,18 @@ def write_contract_run(root: Path, *, with_evaluation: bool = True) -> Path:
             fh.write(json.dumps({"query_id": p["id"], "query": p["query"], "relevant_docs": rel}) + "\n")
     con = sqlite3.connect(root / "trials.sqlite")
     con.execute("CREATE TABLE trials (case_id TEXT, trial INTEGER, outcome TEXT)")
-    con.executemany("INSERT INTO trials VALUES (?, ?, ?)", [("q_json_dumps", i, "pass" if i % 3 else "fail") for i in range(30)])
+    con.executemany(
+        "INSERT INTO trials VALUES (?, ?, ?)", [("q_json_dumps", i, "pass" if i % 3 else "fail") for i in range(30)]
+    )
     con.execute("INSERT INTO trials VALUES ('q_json_dumps', 31, 'error')")
     # The candidate pools as the mining engine stores them (retrieved candidates carry their rank).
     con.execute("CREATE TABLE pools (case_id TEXT PRIMARY KEY, pool_json TEXT NOT NULL)")
     pools = {
-        "q_json_dumps": [("json.dumps", ["gold", "retrieved"], 1), ("json.JSONEncoder", ["retrieved"], 2), ("textwrap.dedent", ["placebo"], None)],
+        "q_json_dumps": [
+            ("json.dumps", ["gold", "retrieved"], 1),
+            ("json.JSONEncoder", ["retrieved"], 2),
+            ("textwrap.dedent", ["placebo"], None),
+        ],
         "q_heapq_smallest": [("heapq.nsmallest", ["gold"], None), ("heapq.nlargest", ["retrieved"], 1)],
     }
     for case_id, cands in pools.items():
@@ -189,13 +197,32 @@ def write_contract_run(root: Path, *, with_evaluation: bool = True) -> Path:
             "alpha": 0.05,
             "correction": "holm",
             "systems": {
-                "bm25": {"means": {"hit_rate@1": 0.5, "ndcg@10": 0.66}, "ci": {"hit_rate@1": [0.0, 1.0], "ndcg@10": [0.4, 0.9]}},
+                "bm25": {
+                    "means": {"hit_rate@1": 0.5, "ndcg@10": 0.66},
+                    "ci": {"hit_rate@1": [0.0, 1.0], "ndcg@10": [0.4, 0.9]},
+                },
                 "dense": {
                     "means": {"hit_rate@1": 0.0, "ndcg@10": 0.63},
                     "ci": {"hit_rate@1": [0.0, 0.0], "ndcg@10": [0.6, 0.66]},
                     "tests": {
-                        "hit_rate@1": {"delta": -0.5, "p_t_holm": 0.4, "p_fisher_holm": 0.5, "significant": False, "wins": 0, "ties": 1, "losses": 1},
-                        "ndcg@10": {"delta": -0.03, "p_t_holm": 0.8, "p_fisher_holm": 0.9, "significant": False, "wins": 1, "ties": 0, "losses": 1},
+                        "hit_rate@1": {
+                            "delta": -0.5,
+                            "p_t_holm": 0.4,
+                            "p_fisher_holm": 0.5,
+                            "significant": False,
+                            "wins": 0,
+                            "ties": 1,
+                            "losses": 1,
+                        },
+                        "ndcg@10": {
+                            "delta": -0.03,
+                            "p_t_holm": 0.8,
+                            "p_fisher_holm": 0.9,
+                            "significant": False,
+                            "wins": 1,
+                            "ties": 0,
+                            "losses": 1,
+                        },
                     },
                 },
             },
@@ -217,9 +244,15 @@ def test_reader_recovers_the_contract_values(tmp_path: Path) -> None:
     assert data.status_counts() == {"mined": 2, "saturated": 1}
     assert data.total_calls() == 130
     assert data.total_trials() == 64 + 64 + 2  # run.json has no "trials": summed from the pairs
-    assert data.qrels == {"q_json_dumps": {"json.dumps": 2, "json.JSONEncoder": 1}, "q_heapq_smallest": {"heapq.nsmallest": 2, "json.dump": 1}}
+    assert data.qrels == {
+        "q_json_dumps": {"json.dumps": 2, "json.JSONEncoder": 1},
+        "q_heapq_smallest": {"heapq.nsmallest": 2, "json.dump": 1},
+    }
     assert set(data.runs) == {"bm25", "dense"}
     assert data.trial_outcomes == {"pass": 20, "fail": 10, "error": 1}
     assert data.placebo() == {"n": 4, "labelled_relevant": 1, "labelled_harmful": 0, "fpr": 0.25, "nominal": 0.05}
     assert data.notes == []
-    assert data.pool_run == {"q_json_dumps": {"json.dumps": 1.0, "json.JSONEncoder": 0.5}, "q_heapq_smallest": {"heapq.nlargest": 1.0}}
+    assert data.pool_run == {
+        "q_json_dumps": {"json.dumps": 1.0, "json.JSONEncoder": 0.5},
+        "q_heapq_smallest": {"heapq.nlargest": 1.0},
+    }

@@ -86,12 +86,25 @@ def test_same_demo_command_gives_byte_identical_artefacts(tmp_path) -> None:  # 
     outs = []
     for name in ("a", "b"):
         out = tmp_path / name
-        run_demo(DemoConfig(out=out, cases=3, budget=3 * 30, solver="simulated", embedder="hash", progress=False, seed=1), say=lambda s: None)
+        run_demo(
+            DemoConfig(out=out, cases=3, budget=3 * 30, solver="simulated", embedder="hash", progress=False, seed=1),
+            say=lambda s: None,
+        )
         outs.append(out)
     a, b = outs
-    artefacts = ["corpus.jsonl", "run/retrieval_dataset.yaml", "run/qrels/test.tsv", "run/qrels/provenance.json", "run/qrels.trec",
-                 "run/qrels.jsonl", "run/run.json", "run/evaluation/compare.json", "run/evaluation/runs/bm25.trec",
-                 "run/evaluation/runs/dense.trec", "run/evaluation/runs/hybrid.trec"]
+    artefacts = [
+        "corpus.jsonl",
+        "run/retrieval_dataset.yaml",
+        "run/qrels/test.tsv",
+        "run/qrels/provenance.json",
+        "run/qrels.trec",
+        "run/qrels.jsonl",
+        "run/run.json",
+        "run/evaluation/compare.json",
+        "run/evaluation/runs/bm25.trec",
+        "run/evaluation/runs/dense.trec",
+        "run/evaluation/runs/hybrid.trec",
+    ]
     for rel in artefacts:
         ta, tb = (a / rel).read_bytes(), (b / rel).read_bytes()
         if rel in ("corpus.jsonl",) or rel.startswith(("run/qrels", "run/evaluation")):

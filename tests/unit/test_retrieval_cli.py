@@ -40,7 +40,9 @@ def corpus_file(tmp_path: Path) -> Path:
     return write_corpus_jsonl(docs, tmp_path / "corpus.jsonl")
 
 
-def test_index_then_search(tmp_path: Path, corpus_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_index_then_search(
+    tmp_path: Path, corpus_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = tmp_path / "store"
     cache = tmp_path / "cache"
     code, out, _ = run(

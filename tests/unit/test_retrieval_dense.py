@@ -162,7 +162,9 @@ def test_reopen_index_and_metadata_roundtrip(tmp_path: Path, cache: EmbeddingCac
     reopened.close()
 
 
-def test_search_timings_come_from_the_clock(tmp_path: Path, cache: EmbeddingCache, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_search_timings_come_from_the_clock(
+    tmp_path: Path, cache: EmbeddingCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``last_embed_seconds`` is the time around the embedding call, ``last_search_seconds`` the rest (fake clock)."""
     import deltap.retrieval.dense as dense
 

@@ -150,13 +150,18 @@ def test_asolve_many_bounds_concurrency() -> None:
     inner = FakeSolver(rendezvous=2)
     reqs = [SolveRequest("c", f"Q{i}") for i in range(8)]
     out = asyncio.run(asolve_many(inner, reqs, concurrency=2))
-    assert inner.peak == 2 and inner.calls == 8 and [o.text for o in out if isinstance(o, Answer)] == [f"Q{i}:0" for i in range(8)]
+    assert (
+        inner.peak == 2
+        and inner.calls == 8
+        and [o.text for o in out if isinstance(o, Answer)] == [f"Q{i}:0" for i in range(8)]
+    )
 
 
 def test_score_many_generic_and_reference_count() -> None:
     reqs = [SolveRequest("c", "Q")] * 3
-    assert [s.logprob for s in score_many(FakeSolver(), reqs, ["a", "bb", "ccc"], concurrency=2)
-            if isinstance(s, Score)] == [-1.0, -2.0, -3.0]
+    assert [
+        s.logprob for s in score_many(FakeSolver(), reqs, ["a", "bb", "ccc"], concurrency=2) if isinstance(s, Score)
+    ] == [-1.0, -2.0, -3.0]
     with pytest.raises(ValueError, match="references"):
         score_many(FakeSolver(), reqs, ["a"])
 

@@ -66,8 +66,12 @@ def replay() -> Iterator[tuple[str, list[Any]]]:
 
 
 def make(url: str, sleeps: list[float]) -> GeminiSolver:
-    return GeminiSolver(model="gemini-2.5-flash", api_key="test-key", base_url=url,
-                        retry=RetryPolicy(max_attempts=3, base_delay=0.01, sleep=sleeps.append))
+    return GeminiSolver(
+        model="gemini-2.5-flash",
+        api_key="test-key",
+        base_url=url,
+        retry=RetryPolicy(max_attempts=3, base_delay=0.01, sleep=sleeps.append),
+    )
 
 
 REQ = SolveRequest("c", "What is the base class of all agents?")

@@ -22,7 +22,10 @@ REQ = SolveRequest("c1", "What is the base class?")
 
 def chat_body(content: Any = "BaseAgent") -> dict[str, Any]:
     return {
-        "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13},
     }
@@ -169,7 +172,9 @@ def test_solve_many_keeps_order_and_isolates_failures(server: tuple[str, list[Sc
     reqs = [SolveRequest(f"c{i}", f"Q{i}") for i in range(8)]
     out = solve_many(solver(url), reqs, concurrency=4)
     assert [a.text for a in out if not isinstance(a, SolverError)] == ["ok"] * 8
-    assert sorted(r["messages"][1]["content"].split("\n")[0] for r in holder[0].requests) == sorted(f"Q{i}" for i in range(8))
+    assert sorted(r["messages"][1]["content"].split("\n")[0] for r in holder[0].requests) == sorted(
+        f"Q{i}" for i in range(8)
+    )
 
 
 def echo_body(tokens: list[str], logprobs: list[float | None]) -> dict[str, Any]:
@@ -178,16 +183,57 @@ def echo_body(tokens: list[str], logprobs: list[float | None]) -> dict[str, Any]
         offsets.append(pos)
         pos += len(t)
     return {
-        "id": "x", "object": "text_completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "text": "".join(tokens), "finish_reason": "length",
-                     "logprobs": {"tokens": tokens, "text_offset": offsets, "token_logprobs": logprobs,
-                                  "top_logprobs": None}}],
+        "id": "x",
+        "object": "text_completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "text": "".join(tokens),
+                "finish_reason": "length",
+                "logprobs": {
+                    "tokens": tokens,
+                    "text_offset": offsets,
+                    "token_logprobs": logprobs,
+                    "top_logprobs": None,
+                },
+            }
+        ],
     }
 
 
-SELF_CHECK_OK = echo_body(["1", ",", " 2", ",", " 3", ",", " 4", ",", " 5", ",", " 6", ",", " 7", ",", " 8", ",",
-                           " 9", ",", " 10", ",", " 11", ",", " 12", ",", " 13", ","],
-                          [None] + [-0.5] * 23 + [-0.05, -3.0])
+SELF_CHECK_OK = echo_body(
+    [
+        "1",
+        ",",
+        " 2",
+        ",",
+        " 3",
+        ",",
+        " 4",
+        ",",
+        " 5",
+        ",",
+        " 6",
+        ",",
+        " 7",
+        ",",
+        " 8",
+        ",",
+        " 9",
+        ",",
+        " 10",
+        ",",
+        " 11",
+        ",",
+        " 12",
+        ",",
+        " 13",
+        ",",
+    ],
+    [None] + [-0.5] * 23 + [-0.05, -3.0],
+)
 
 
 def test_score_by_echo_sums_the_continuation_tokens(server: tuple[str, list[Script]]) -> None:
@@ -250,11 +296,18 @@ def test_vllm_prompt_logprobs(server: tuple[str, list[Script]]) -> None:
     url, holder = server
 
     def plp(pieces: list[tuple[str, float | None]]) -> dict[str, Any]:
-        entries: list[Any] = [None if lp is None else {"7": {"logprob": lp, "rank": 1, "decoded_token": t}}
-                              for t, lp in pieces]
-        return {"id": "x", "object": "text_completion", "created": 0, "model": "m",
-                "choices": [{"index": 0, "text": "", "finish_reason": "length", "logprobs": None,
-                             "prompt_logprobs": entries}]}
+        entries: list[Any] = [
+            None if lp is None else {"7": {"logprob": lp, "rank": 1, "decoded_token": t}} for t, lp in pieces
+        ]
+        return {
+            "id": "x",
+            "object": "text_completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {"index": 0, "text": "", "finish_reason": "length", "logprobs": None, "prompt_logprobs": entries}
+            ],
+        }
 
     holder[0] = Script((200, {}, plp([("The capital of France is", None), (" Paris", -0.3)]), 0.0))
     s = solver(url, score_method="prompt_logprobs", self_check=False)

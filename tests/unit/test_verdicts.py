@@ -33,7 +33,9 @@ def test_default_policy_values() -> None:
     big = default_policy("pass", q=0.1, min_effect=0.3)
     assert (big.q, big.min_effect, big.margin, big.grade_bounds) == (0.1, 0.3, 0.6, (0.3, 0.3, 0.4))
     assert default_policy("pass", min_effect=0.05, margin=0.02).margin == 0.02
-    assert default_policy("logprob", margin=0.3).margin == 0.3 and default_policy("logprob", margin=0.3).min_effect == 0.5
+    assert (
+        default_policy("logprob", margin=0.3).margin == 0.3 and default_policy("logprob", margin=0.3).min_effect == 0.5
+    )
     assert default_policy("logprob", min_effect=2.0).grade_bounds == (2.0, 2.0, 3.0)
     assert default_policy("logprob", min_effect=4.0).grade_bounds == (4.0, 4.0, 4.0)
 
@@ -46,7 +48,13 @@ def test_grade_mapping_and_dict_describe_the_bounds() -> None:
         "0": "irrelevant or harmful (judged not relevant)",
         "unit": "probability",
     }
-    assert P.to_dict() == {"q": 0.05, "min_effect": 0.1, "margin": 0.1, "grade_bounds": [0.1, 0.2, 0.4], "unit": "probability"}
+    assert P.to_dict() == {
+        "q": 0.05,
+        "min_effect": 0.1,
+        "margin": 0.1,
+        "grade_bounds": [0.1, 0.2, 0.4],
+        "unit": "probability",
+    }
     assert EMPIRICAL == {"relevant": "YES", "irrelevant": "NO", "harmful": "HARMFUL", "undecided": "UNDECIDED"}
 
 
@@ -145,7 +153,14 @@ def test_grade_of_non_relevant(v: Any, effect: float, expected: int | None) -> N
 
 def test_verdict_then_grade_end_to_end() -> None:
     """The pair the engine applies: (effect, se, q) -> the qrels grade (None = unjudged)."""
-    rows = [(0.45, 0.05, 0.001), (0.25, 0.05, 0.001), (0.12, 0.02, 0.01), (0.0, 0.01, 1.0), (0.0, 0.3, 1.0), (-0.3, 0.05, 0.001)]
+    rows = [
+        (0.45, 0.05, 0.001),
+        (0.25, 0.05, 0.001),
+        (0.12, 0.02, 0.01),
+        (0.0, 0.01, 1.0),
+        (0.0, 0.3, 1.0),
+        (-0.3, 0.05, 0.001),
+    ]
     assert [grade(e, verdict(e, s, q, P), P) for e, s, q in rows] == [3, 2, 1, 0, None, 0]
 
 
@@ -159,16 +174,32 @@ def _binom_tail(k: int, n: int, p: float) -> float:
     return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1))
 
 
-def _results(n_placebo: int, rel: int, harm: int, coef: float = 0.2, others: int = 0, others_rejected: int = 1) -> list[Any]:
+def _results(
+    n_placebo: int, rel: int, harm: int, coef: float = 0.2, others: int = 0, others_rejected: int = 1
+) -> list[Any]:
     """Placebos (``rel`` + ``harm`` of them rejected and labelled) and ``others`` non-placebo candidates plus a gold
     document (``others_rejected`` of them rejected)."""
     verdicts = ["relevant"] * rel + ["harmful"] * harm + ["undecided"] * (n_placebo - rel - harm)
-    cands = [SimpleNamespace(is_placebo=True) for _ in verdicts] + [SimpleNamespace(is_placebo=False) for _ in range(others + 1)]
-    rows = [{"verdict": v, "q_value": 0.01 if v != "undecided" else 0.5, "regression_effect": {"coef": coef * (i + 1)}}
-            for i, v in enumerate(verdicts)]
-    rows += [{"verdict": "relevant" if i < others_rejected else "undecided", "q_value": 0.001 if i < others_rejected else 0.9,
-              "regression_effect": {"coef": 9.0}} for i in range(others + 1)]  # not placebos: not counted as such
-    unmined = SimpleNamespace(X=None, pool=SimpleNamespace(candidates=[SimpleNamespace(is_placebo=True)]), candidates=[{"verdict": "relevant"}])
+    cands = [SimpleNamespace(is_placebo=True) for _ in verdicts] + [
+        SimpleNamespace(is_placebo=False) for _ in range(others + 1)
+    ]
+    rows = [
+        {"verdict": v, "q_value": 0.01 if v != "undecided" else 0.5, "regression_effect": {"coef": coef * (i + 1)}}
+        for i, v in enumerate(verdicts)
+    ]
+    rows += [
+        {
+            "verdict": "relevant" if i < others_rejected else "undecided",
+            "q_value": 0.001 if i < others_rejected else 0.9,
+            "regression_effect": {"coef": 9.0},
+        }
+        for i in range(others + 1)
+    ]  # not placebos: not counted as such
+    unmined = SimpleNamespace(
+        X=None,
+        pool=SimpleNamespace(candidates=[SimpleNamespace(is_placebo=True)]),
+        candidates=[{"verdict": "relevant"}],
+    )
     return [SimpleNamespace(X=np.zeros((1, 1)), pool=SimpleNamespace(candidates=cands), candidates=rows), unmined]
 
 
@@ -205,8 +236,16 @@ def test_placebo_binomial_reference(n: int, rel: int, harm: int, others: int, ot
 
 def test_placebo_reference_without_placebos() -> None:
     out = placebo_calibration([], MiningConfig(q=0.1, outcome="logprob"))
-    assert {k: out[k] for k in ("n", "labelled_relevant", "labelled_harmful", "fpr", "p_value_above_nominal", "warning")} == {
-        "n": 0, "labelled_relevant": 0, "labelled_harmful": 0, "fpr": 0.0, "p_value_above_nominal": 1.0, "warning": False}
+    assert {
+        k: out[k] for k in ("n", "labelled_relevant", "labelled_harmful", "fpr", "p_value_above_nominal", "warning")
+    } == {
+        "n": 0,
+        "labelled_relevant": 0,
+        "labelled_harmful": 0,
+        "fpr": 0.0,
+        "p_value_above_nominal": 1.0,
+        "warning": False,
+    }
     assert "no placebo" in out["check"]["message"]
 
 
@@ -252,7 +291,10 @@ def _interval_ref(fits, times, c_low, c_high, fit):  # type: ignore[no-untyped-d
                 target = stats.norm.logsf(c / math.sqrt(t))
                 x = optimize.brentq(
                     lambda d, s=se[j], n=df, a=target: math.log(null_p_value([fit.center + d], [s], n, fit)[0]) - a,
-                    0.0, 1e3, xtol=1e-14, rtol=1e-14,
+                    0.0,
+                    1e3,
+                    xtol=1e-14,
+                    rtol=1e-14,
                 )
                 bound = coef[j] - fit.center + sign * x
                 low[j], high[j] = (max(low[j], bound), high[j]) if sign < 0 else (low[j], min(high[j], bound))
@@ -271,7 +313,13 @@ def test_repeated_interval_against_root_finding_under_a_placebo_null() -> None:
     ref_low, ref_high = _interval_ref(fits, times, 2.8, 3.1, fit)
     np.testing.assert_allclose(low, ref_low, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(high, ref_high, rtol=1e-9, atol=1e-12)
-    as_text = repeated_interval([([str(c) for c in f[0]], [str(s) for s in f[1]], f[2]) for f in fits], ["0.5", "1"], 2.8, 3.1, [[str(v) for v in row] for row in params])
+    as_text = repeated_interval(
+        [([str(c) for c in f[0]], [str(s) for s in f[1]], f[2]) for f in fits],
+        ["0.5", "1"],
+        2.8,
+        3.1,
+        [[str(v) for v in row] for row in params],
+    )
     np.testing.assert_array_equal(as_text[0], low)  # numbers in any array-like form
     zero = repeated_interval(fits, times, 2.8, 3.1)  # no params: the zero null, not this one
     assert not np.allclose(zero[0], low)

@@ -108,8 +108,14 @@ def relevance(suite: CheckSuite, judged: JudgedQueries, first: Results) -> list[
     rate = n_pass / len(judged.in_scope)
     below = []
     if suite.score_threshold is not None:
-        below = [q.query_id for q in suite.in_scope if not first[q.query_id] or first[q.query_id][0].score < suite.score_threshold]
-    fails = [f"{q.query_id} ({q.query!r}): missing {', '.join(v['missing'])}" for q, v in judged.in_scope if not v["passed"]]
+        below = [
+            q.query_id
+            for q in suite.in_scope
+            if not first[q.query_id] or first[q.query_id][0].score < suite.score_threshold
+        ]
+    fails = [
+        f"{q.query_id} ({q.query!r}): missing {', '.join(v['missing'])}" for q, v in judged.in_scope if not v["passed"]
+    ]
     figure = f"{n_pass}/{len(judged.in_scope)} queries = {rate:.0%} (need >= {suite.pass_rate:.0%})"
     if below:
         figure += f"; {len(below)} with top score below the threshold"
@@ -172,7 +178,10 @@ def latency_figures(passes: Passes) -> dict[str, Any]:
 def latency(suite: CheckSuite, figures: Mapping[str, Any], timed: bool) -> list[GateResult]:
     """p95 of embedding + search and p95 end to end, each under its limit."""
     if not timed:
-        return [GateResult("latency", label, "SKIP", "disabled") for label in ("latency p95 embed+search", "latency p95 end-to-end")]
+        return [
+            GateResult("latency", label, "SKIP", "disabled")
+            for label in ("latency p95 embed+search", "latency p95 end-to-end")
+        ]
     split = figures["split_reported"]
     es = figures["embed_plus_search"] or figures["end_to_end"]
     note = "" if split else " (retriever reports no embed/search split: end-to-end used as upper bound)"
@@ -320,7 +329,10 @@ def _metadata_problems(
                         add(f, f"{qid}: hit {h.doc_id!r} has an empty {f!r}")
                         continue
                 if doc is not None and stored is not None and str(stored) != str(value):
-                    add(f, f"{qid}: hit {h.doc_id!r} {f!r} is {str(value)[:60]!r} but ingestion stored {str(stored)[:60]!r}")
+                    add(
+                        f,
+                        f"{qid}: hit {h.doc_id!r} {f!r} is {str(value)[:60]!r} but ingestion stored {str(stored)[:60]!r}",
+                    )
                 elif doc is not None and stored is None and not empty:
                     add(f, f"{qid}: hit {h.doc_id!r} has {f!r} but the ingested corpus has no such field")
     return n_hits, problems, by_field

@@ -73,7 +73,9 @@ def open_index_for_check(
 
 def _store_opener(store: str, collection: str | None) -> tuple[Callable[[], Retriever], str]:
     if "://" not in store and not Path(store).exists():
-        raise DeltapError(f"cannot open the index: {store} does not exist; build it with `deltap index CORPUS --store {store}`")
+        raise DeltapError(
+            f"cannot open the index: {store} does not exist; build it with `deltap index CORPUS --store {store}`"
+        )
 
     def open_store() -> Retriever:
         import importlib
@@ -106,7 +108,9 @@ def close(retriever: object) -> None:
         retriever.close()
 
 
-def timed_search(retriever: Retriever, query: str, k: int, clock: Callable[[], float]) -> tuple[list[Hit], float, float | None, float | None]:
+def timed_search(
+    retriever: Retriever, query: str, k: int, clock: Callable[[], float]
+) -> tuple[list[Hit], float, float | None, float | None]:
     """``(hits, end-to-end seconds, embedding seconds, search seconds)`` of one search; the split is ``None`` when the
     retriever does not report it. A retriever error becomes a :class:`~deltap.errors.DeltapError` naming the query."""
     t0 = clock()

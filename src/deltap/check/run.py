@@ -67,7 +67,13 @@ def check_pipeline(
     Raises:
         DeltapError: bad suite, unreachable index, missing threshold, a retriever error.
     """
-    s = suite if isinstance(suite, CheckSuite) else load_suite(suite) if isinstance(suite, str | Path) else parse_suite(suite)
+    s = (
+        suite
+        if isinstance(suite, CheckSuite)
+        else load_suite(suite)
+        if isinstance(suite, str | Path)
+        else parse_suite(suite)
+    )
     unknown = sorted(set(skip) - set(GATES))
     if unknown:
         raise DeltapError(f"cannot skip unknown gate(s) {', '.join(unknown)}; gates are {', '.join(GATES)}")
@@ -119,7 +125,9 @@ def check_pipeline(
     if calibrate:
         in_scores = [passes.first[q.query_id][0].score for q in s.in_scope if passes.first[q.query_id]]
         out_scores = [v for v in judged.out_top.values() if v is not None]
-        return PipelineCheckResult(s.source, label, [], judged.records, {}, settings, propose_threshold(in_scores, out_scores))
+        return PipelineCheckResult(
+            s.source, label, [], judged.records, {}, settings, propose_threshold(in_scores, out_scores)
+        )
 
     timings = latency_figures(passes)
     criteria = [

@@ -192,7 +192,9 @@ def _str_list(value: Any, what: str, source: str, line: int | None) -> tuple[str
 def _check_keys(entry: Mapping[str, Any], allowed: Sequence[str], what: str, source: str) -> None:
     unknown = sorted(str(k) for k in entry if k != _LINE and k not in allowed)
     if unknown:
-        raise _err(source, f"{what}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}", entry.get(_LINE))
+        raise _err(
+            source, f"{what}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}", entry.get(_LINE)
+        )
 
 
 def _number(value: Any, what: str, source: str, line: int | None) -> float:
@@ -279,7 +281,9 @@ def parse_suite(data: Any, source: str = "<suite>") -> CheckSuite:
     if data is None:
         raise FormatError(source, "the suite is empty; add in_scope and out_of_scope queries")
     if not isinstance(data, Mapping):
-        raise FormatError(source, f"a suite must be a mapping with in_scope / out_of_scope lists, got {type(data).__name__}")
+        raise FormatError(
+            source, f"a suite must be a mapping with in_scope / out_of_scope lists, got {type(data).__name__}"
+        )
     top_line = data.get(_LINE)
     allowed = (
         "top_k", "pass_rate", "score_threshold", "repeats", "warmup", "latency", "determinism", "metadata", "gates",

@@ -45,7 +45,9 @@ def make_checker(spec: CheckerSpec) -> Checker:
         if isinstance(answers, str):
             answers = [answers]
         return StringMatchChecker(
-            answers or [], bool(p.get("case_sensitive", False)), str(p.get("qualified", "either")),
+            answers or [],
+            bool(p.get("case_sensitive", False)),
+            str(p.get("qualified", "either")),
             str(p.get("grammar", "strict")),
         )
     if kind == "multiple_choice":
@@ -79,7 +81,11 @@ def make_checker(spec: CheckerSpec) -> Checker:
             cpus=None if (cpus := p.get("cpus", defaults.cpus)) is None else float(cpus),
         )
         return PytestChecker(
-            p["test_file"], str(p["module_name"]), p.get("fixed_file"), limits, p.get("support_files") or (),
+            p["test_file"],
+            str(p["module_name"]),
+            p.get("fixed_file"),
+            limits,
+            p.get("support_files") or (),
             candidate_process=str(p.get("candidate_process", "auto")),
         )
     if kind == "none":

@@ -37,7 +37,9 @@ class MultipleChoiceChecker:
         if not options:
             raise DeltapError("multiple_choice checker needs params['options'] (letter -> text)")
         if correct not in options:
-            raise DeltapError(f"multiple_choice checker: correct answer {correct!r} is not an option key {sorted(options)}")
+            raise DeltapError(
+                f"multiple_choice checker: correct answer {correct!r} is not an option key {sorted(options)}"
+            )
         self.correct = correct
         self.options = dict(options)
         self.grammar = grammar_param(grammar, "multiple_choice")
@@ -51,7 +53,9 @@ class MultipleChoiceChecker:
             return CheckResult("fail", None, reading.detail, {"rule": reading.rule})
         if reading.answer == self.correct:
             return CheckResult("pass", reading.answer, "correct option")
-        return CheckResult("fail", reading.answer, f"chose {reading.answer}, correct is {self.correct}", {"rule": "wrong"})
+        return CheckResult(
+            "fail", reading.answer, f"chose {reading.answer}, correct is {self.correct}", {"rule": "wrong"}
+        )
 
     def _check_lenient(self, answer: str) -> CheckResult:
         letter = extract_choice(answer, self.options)  # None for an empty (or None) reply

@@ -11,7 +11,14 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["clean_identifier", "extract_choice", "extract_code", "identifier_candidates", "normalize_identifier", "strip_fences"]
+__all__ = [
+    "clean_identifier",
+    "extract_choice",
+    "extract_code",
+    "identifier_candidates",
+    "normalize_identifier",
+    "strip_fences",
+]
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[ \t]*\n(.*?)(?:\n[ \t]*```|\Z)", re.S)
 _ANSWER_IS = re.compile(
@@ -183,4 +190,3 @@ def extract_code(text: str, language: str = "python") -> str | None:
         pool = tagged or [b for _, b in blocks]
         return max(pool, key=len).strip("\n") + "\n"
     return text.strip("\n") + "\n"
-

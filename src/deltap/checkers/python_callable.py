@@ -65,5 +65,7 @@ class CallableChecker:
         if isinstance(out, bool):
             return CheckResult("pass" if out else "fail", None, "")
         return CheckResult(
-            "error", None, f"checker {self.name} returned {type(out).__name__}; expected bool, (bool, str) or CheckResult"
+            "error",
+            None,
+            f"checker {self.name} returned {type(out).__name__}; expected bool, (bool, str) or CheckResult",
         )

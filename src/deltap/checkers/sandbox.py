@@ -174,15 +174,25 @@ def _is_root() -> bool:
 def _drop_to_nobody() -> list[str]:
     """``setpriv`` arguments: become nobody with no capability at all and no way to regain one."""
     return [
-        "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all",
-        "--bounding-set=-all", "--no-new-privs",
+        "setpriv",
+        f"--reuid={NOBODY}",
+        f"--regid={NOBODY}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
     ]
 
 
 def _drop_to_nobody_dac() -> list[str]:
     return [
-        "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all,+dac_read_search",
-        "--ambient-caps=+dac_read_search", "--no-new-privs",
+        "setpriv",
+        f"--reuid={NOBODY}",
+        f"--regid={NOBODY}",
+        "--clear-groups",
+        "--inh-caps=-all,+dac_read_search",
+        "--ambient-caps=+dac_read_search",
+        "--no-new-privs",
     ]
 
 
@@ -315,9 +325,7 @@ def isolation_available() -> dict[str, bool]:
             probe_dir = tempfile.mkdtemp(prefix="deltap-probe-")
             fd = _fd_holding(program)
             try:
-                seccomp = _probe(
-                    [*_bwrap_prefix(chosen.path, SandboxLimits(), Path(probe_dir), (), fd), "true"], (fd,)
-                )
+                seccomp = _probe([*_bwrap_prefix(chosen.path, SandboxLimits(), Path(probe_dir), (), fd), "true"], (fd,))
             finally:
                 os.close(fd)
                 shutil.rmtree(probe_dir, ignore_errors=True)
@@ -414,8 +422,7 @@ def _legacy_prefix(
         # The interpreter's directories: always where a private dir would hide them (a venv in /tmp), and, when the
         # code runs as nobody, where a directory nobody cannot enter holds them.
         keeps += [
-            (p, True) for p in _needed_paths()
-            if drop is not None or any(_under(p, d) and p != d for d in privates)
+            (p, True) for p in _needed_paths() if drop is not None or any(_under(p, d) and p != d for d in privates)
         ]
         covers: dict[str, list[tuple[str, bool]]] = {}
         for d in privates:
@@ -429,7 +436,7 @@ def _legacy_prefix(
         size = max(limits.disk_bytes, 4 * 1024**2) // 4
         lines = ["set -e", "umask 022"]
         q = shlex.quote
-            # The cover holding the staging dir goes last: once it is mounted, the staging dir is out of sight.
+        # The cover holding the staging dir goes last: once it is mounted, the staging dir is out of sight.
         order = sorted(covers, key=lambda m: (_under(staging, m), m))
         for i, mount in enumerate(order):
             stage = os.path.join(staging, str(i))
@@ -471,54 +478,116 @@ def protections(limits: SandboxLimits | None = None) -> dict[str, Protection]:
     def put(name: str, on: bool, yes: str, no: str) -> None:
         table[name] = Protection(bool(on), yes if on else no)
 
-    put("network", a.get("netns", False), "new network namespace: no interface but loopback",
-        "NOT isolated: network namespaces are not permitted here (install bubblewrap or allow unshare)")
-    put("pid-namespace", bw or a.get("root_ns", False) or a.get("userns", False),
+    put(
+        "network",
+        a.get("netns", False),
+        "new network namespace: no interface but loopback",
+        "NOT isolated: network namespaces are not permitted here (install bubblewrap or allow unshare)",
+    )
+    put(
+        "pid-namespace",
+        bw or a.get("root_ns", False) or a.get("userns", False),
         "new PID namespace: sees and signals only its own processes; all die with the run",
-        "NOT isolated: the code can see and signal this user's other processes")
+        "NOT isolated: the code can see and signal this user's other processes",
+    )
     if root and a.get("legacy_nobody_dac"):
-        put("capabilities", False, "", "NOT all dropped: runs as nobody but keeps CAP_DAC_READ_SEARCH (reads any "
-            "file) because the interpreter is not reachable by nobody; install bubblewrap")
+        put(
+            "capabilities",
+            False,
+            "",
+            "NOT all dropped: runs as nobody but keeps CAP_DAC_READ_SEARCH (reads any "
+            "file) because the interpreter is not reachable by nobody; install bubblewrap",
+        )
     elif root:
-        put("capabilities", a.get("uid_nobody", False),
+        put(
+            "capabilities",
+            a.get("uid_nobody", False),
             "runs as nobody (uid 65534) with every capability dropped and no_new_privs",
-            "NOT dropped: running as root and neither bwrap nor setpriv to nobody works; the code runs as ROOT")
+            "NOT dropped: running as root and neither bwrap nor setpriv to nobody works; the code runs as ROOT",
+        )
     else:
         put("capabilities", True, f"runs as this user (uid {os.getuid()}): no capabilities", "")
-    put("read-only-filesystem", bw, "the host is bound read-only; only private tmpfs dirs are writable",
-        "file permissions only: the code can write wherever its user can" + (" (nobody: world-writable dirs)" if root and not a.get("private_dirs") else ""))
-    put("read-only-tests", bw or (root and a.get("uid_nobody", False)),
+    put(
+        "read-only-filesystem",
+        bw,
+        "the host is bound read-only; only private tmpfs dirs are writable",
+        "file permissions only: the code can write wherever its user can"
+        + (" (nobody: world-writable dirs)" if root and not a.get("private_dirs") else ""),
+    )
+    put(
+        "read-only-tests",
+        bw or (root and a.get("uid_nobody", False)),
         "tests, conftest and the verdict plugin are read-only to the code",
-        "NOT enforced: the code runs as the same user that owns the test copies")
-    put("hidden-homes", bw, "only /usr, /etc, /lib*, /bin, /sbin, /sys and the interpreter's directories exist: homes, "
+        "NOT enforced: the code runs as the same user that owns the test copies",
+    )
+    put(
+        "hidden-homes",
+        bw,
+        "only /usr, /etc, /lib*, /bin, /sbin, /sys and the interpreter's directories exist: homes, "
         "/var, /opt, /srv, /run (its sockets), the working directory and the case's files do not",
-        "NOT hidden: the code can read every file its user can read")
-    put("kernel-keyring", a.get("seccomp", False), "seccomp: the keyring syscalls fail, so no key outlives the run",
+        "NOT hidden: the code can read every file its user can read",
+    )
+    put(
+        "kernel-keyring",
+        a.get("seccomp", False),
+        "seccomp: the keyring syscalls fail, so no key outlives the run",
         "NOT filtered: a key the code adds to its user's keyring outlives the run"
-        + (" (the seccomp probe failed)" if bw else " (needs bubblewrap)"))
+        + (" (the seccomp probe failed)" if bw else " (needs bubblewrap)"),
+    )
     if bw or not a.get("private_dirs", False):
-        put("private-tmp", bw, "/tmp, /dev/shm, /var/tmp are private tmpfs mounts, gone after the run; /run is absent",
-            "NOT private: files written to /tmp, /dev/shm, /var/tmp, /run/lock stay after the run")
+        put(
+            "private-tmp",
+            bw,
+            "/tmp, /dev/shm, /var/tmp are private tmpfs mounts, gone after the run; /run is absent",
+            "NOT private: files written to /tmp, /dev/shm, /var/tmp, /run/lock stay after the run",
+        )
     else:
-        put("private-tmp", True, "/tmp, /dev/shm, /var/tmp, /run/lock are private tmpfs mounts (mount namespace), "
-            "gone after the run", "")
-    put("ipc-namespace", bw or a.get("private_dirs", False),
+        put(
+            "private-tmp",
+            True,
+            "/tmp, /dev/shm, /var/tmp, /run/lock are private tmpfs mounts (mount namespace), gone after the run",
+            "",
+        )
+    put(
+        "ipc-namespace",
+        bw or a.get("private_dirs", False),
         "new IPC namespace: SysV semaphores, shared memory and message queues die with the run",
-        "NOT isolated: a SysV IPC object the code creates outlives the run (namespaces are not permitted here)")
-    put("disk-whole-sandbox", bw, f"private tmpfs sizes sum to {lim.disk_bytes // mib} MiB",
-        f"per file only: RLIMIT_FSIZE {lim.file_bytes // mib} MiB")
-    put("memory-whole-sandbox", a.get("memory_cgroup", False),
+        "NOT isolated: a SysV IPC object the code creates outlives the run (namespaces are not permitted here)",
+    )
+    put(
+        "disk-whole-sandbox",
+        bw,
+        f"private tmpfs sizes sum to {lim.disk_bytes // mib} MiB",
+        f"per file only: RLIMIT_FSIZE {lim.file_bytes // mib} MiB",
+    )
+    put(
+        "memory-whole-sandbox",
+        a.get("memory_cgroup", False),
         f"memory cgroup: {lim.memory_bytes // mib} MiB for all processes and tmpfs together",
-        f"per process only: RLIMIT_AS {lim.memory_bytes // mib} MiB each (no writable memory cgroup here)")
-    put("processes-whole-sandbox", a.get("pids_cgroup", False), f"pids cgroup: pids.max {lim.max_processes}",
-        f"per user only: RLIMIT_NPROC ({lim.max_processes} {'for nobody' if a.get('uid_nobody') else 'beyond those this user runs'})")
+        f"per process only: RLIMIT_AS {lim.memory_bytes // mib} MiB each (no writable memory cgroup here)",
+    )
+    put(
+        "processes-whole-sandbox",
+        a.get("pids_cgroup", False),
+        f"pids cgroup: pids.max {lim.max_processes}",
+        f"per user only: RLIMIT_NPROC ({lim.max_processes} {'for nobody' if a.get('uid_nobody') else 'beyond those this user runs'})",
+    )
     cpu_on = a.get("cpu_cgroup", False) and lim.cpus is not None
-    put("cpu-whole-sandbox", cpu_on, f"cpu cgroup: {lim.cpus or 0:g} core(s) for all processes together",
-        "NOT bounded: " + ("SandboxLimits.cpus is None" if lim.cpus is None else "no writable cpu cgroup here")
-        + f"; each process still stops after {lim.cpu_seconds}s of CPU (RLIMIT_CPU)")
-    put("per-process-rlimits", True,
+    put(
+        "cpu-whole-sandbox",
+        cpu_on,
+        f"cpu cgroup: {lim.cpus or 0:g} core(s) for all processes together",
+        "NOT bounded: "
+        + ("SandboxLimits.cpus is None" if lim.cpus is None else "no writable cpu cgroup here")
+        + f"; each process still stops after {lim.cpu_seconds}s of CPU (RLIMIT_CPU)",
+    )
+    put(
+        "per-process-rlimits",
+        True,
         f"CPU {lim.cpu_seconds}s, address space {lim.memory_bytes // mib} MiB, file {lim.file_bytes // mib} MiB, "
-        "256 open files, no core dumps", "")
+        "256 open files, no core dumps",
+        "",
+    )
     put("wall-timeout", True, f"{lim.wall_seconds:g}s, then SIGKILL to the whole process tree", "")
     put("clean-env", True, "no variable from the parent (no API keys); HOME/TMPDIR is the work dir", "")
     return table
@@ -675,14 +744,23 @@ def _needed_paths() -> tuple[str, ...]:
     caller's checkout — a benchmark's reference solutions, say — to the code.
     """
     cands = {
-        sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-        os.path.dirname(os.path.realpath(sys.executable)), os.path.dirname(os.path.abspath(sys.executable)),
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+        os.path.dirname(os.path.abspath(sys.executable)),
         *(v for v in sysconfig.get_paths().values()),
     }
     try:
         probe = subprocess.run(
             [sys.executable, "-c", "import sys; print('\\0'.join(sys.path))"],
-            env=_clean_env("/", None), cwd="/", capture_output=True, timeout=60, check=True, text=True,
+            env=_clean_env("/", None),
+            cwd="/",
+            capture_output=True,
+            timeout=60,
+            check=True,
+            text=True,
         )
         cands.update(probe.stdout.rstrip("\n").split("\0"))
     except (OSError, subprocess.SubprocessError):
@@ -763,8 +841,14 @@ def _bwrap_prefix(
         for entry in sorted(workdir.iterdir()):
             args += ["--ro-bind", str(entry), str(entry)]
     args += [
-        "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-        "--die-with-parent", "--new-session", "--chdir", work,
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--chdir",
+        work,
     ]
     if not limits.network:
         args.append("--unshare-net")
@@ -886,9 +970,7 @@ def run_sandboxed(
         if program is not None:
             seccomp_fd = _fd_holding(program)
             pass_fds = (*pass_fds, seccomp_fd)
-        prefix = _bwrap_prefix(
-            chosen.path, limits, workdir, readonly, seccomp_fd if seccomp_fd >= 0 else None
-        )
+        prefix = _bwrap_prefix(chosen.path, limits, workdir, readonly, seccomp_fd if seccomp_fd >= 0 else None)
     else:
         mode = "root" if avail.get("root_ns") else "user" if avail.get("userns") else None
         drop = avail.get("legacy_nobody") or (avail.get("uid_nobody") and "bwrap" not in avail)

@@ -76,7 +76,9 @@ class StringMatchChecker:
     def check(self, case: Case, answer: str) -> CheckResult:
         if self.grammar == "lenient":
             return self._check_lenient(answer)
-        reading = read_answer(answer, self.answers, self.case_sensitive, self.qualified, getattr(case, "query", "") or "")
+        reading = read_answer(
+            answer, self.answers, self.case_sensitive, self.qualified, getattr(case, "query", "") or ""
+        )
         if reading.answer is None:
             extracted = reading.candidates[0] if reading.candidates else None
             return CheckResult("fail", extracted, reading.detail, {"rule": reading.rule})
@@ -84,7 +86,10 @@ class StringMatchChecker:
             if same_answer(reading.answer, e, self.case_sensitive, self.qualified):
                 return CheckResult("pass", reading.answer, f"matched {self._norm(e)!r}")
         return CheckResult(
-            "fail", reading.answer, f"wrong: the answer {reading.answer!r} matches none of {list(self.answers)}", {"rule": "wrong"}
+            "fail",
+            reading.answer,
+            f"wrong: the answer {reading.answer!r} matches none of {list(self.answers)}",
+            {"rule": "wrong"},
         )
 
     def _check_lenient(self, answer: str) -> CheckResult:
@@ -100,4 +105,3 @@ class StringMatchChecker:
         return CheckResult(
             "fail", candidates[0].strip(), f"none of {[c.strip() for c in candidates][:4]} matches {list(self.answers)}"
         )
-

@@ -12,11 +12,15 @@ _GATES = "relevance, out_of_scope, metadata, latency, determinism"
 def check(
     suite: Path = typer.Argument(..., help="The suite file (YAML or JSON): in-scope / out-of-scope queries, gates."),
     store: str = typer.Option(None, "--store", help="Index folder or Qdrant URL (default: the suite's index.store)."),
-    collection: str = typer.Option(None, "--collection", help="Collection name (default: the suite's, or the store's only one)."),
+    collection: str = typer.Option(
+        None, "--collection", help="Collection name (default: the suite's, or the store's only one)."
+    ),
     corpus: Path = typer.Option(None, "--corpus", help="The ingested corpus.jsonl, to compare hit metadata with."),
     top_k: int = typer.Option(None, "--top-k", min=1, help="Expected items must be in the top K (suite default 5)."),
     threshold: float = typer.Option(None, "--threshold", help="Out-of-scope score threshold (overrides the suite)."),
-    pass_rate: float = typer.Option(None, "--pass-rate", help="Share of in-scope queries that must pass (default 0.8)."),
+    pass_rate: float = typer.Option(
+        None, "--pass-rate", help="Share of in-scope queries that must pass (default 0.8)."
+    ),
     repeats: int = typer.Option(None, "--repeats", min=1, help="Timed passes over the queries (default 5)."),
     warmup: int = typer.Option(None, "--warmup", min=0, help="Untimed warm-up passes (default 1)."),
     skip: list[str] = typer.Option([], "--skip", help=f"Disable a gate (repeatable): {_GATES}."),
@@ -25,7 +29,9 @@ def check(
     ),
     json_out: Path = typer.Option(None, "--json", help="Write the full JSON report here."),
     html_out: Path = typer.Option(
-        None, "--html", help="Write a self-contained HTML page here: gates, latency histogram, calibration plot, queries."
+        None,
+        "--html",
+        help="Write a self-contained HTML page here: gates, latency histogram, calibration plot, queries.",
     ),
 ) -> None:
     """Check a retrieval pipeline: relevance, out-of-scope, metadata, latency, determinism. Exit 0 only if all pass."""

@@ -72,7 +72,9 @@ def _write(corpus: Corpus, out: Path) -> None:
 
 @corpus_app.command("api")
 def corpus_api(
-    symbols: Path = typer.Argument(..., help="API-symbol YAML (a list of symbols with id, type, docstring, signatures...)."),
+    symbols: Path = typer.Argument(
+        ..., help="API-symbol YAML (a list of symbols with id, type, docstring, signatures...)."
+    ),
     out: Path = _OUT,
 ) -> None:
     """One document per API symbol of an API-symbol YAML (e.g. shared/data/adk/corpus_ranked_targets.yaml)."""
@@ -105,7 +107,9 @@ def corpus_markdown(
     out: Path = _OUT,
     base_url: str = typer.Option("", "--base-url", help="Site URL the pages are served under (for source_url)."),
     chunk_size: int = typer.Option(800, "--chunk-size", min=1, help="Chunk size, in --unit."),
-    chunk_overlap: int = typer.Option(100, "--chunk-overlap", min=0, help="Overlap between consecutive chunks, in --unit."),
+    chunk_overlap: int = typer.Option(
+        100, "--chunk-overlap", min=0, help="Overlap between consecutive chunks, in --unit."
+    ),
     unit: str = typer.Option("chars", "--unit", help="Unit of size and overlap: chars or tokens (whitespace tokens)."),
 ) -> None:
     """Chunk a Markdown/Docusaurus folder; each chunk keeps source_url, document_section, heading, chunk_id, preview."""
@@ -119,7 +123,13 @@ def corpus_markdown(
     if not folder.is_dir():
         raise FileNotFoundError(f"Markdown folder not found: {folder}")
     with _notes_printed_here():
-        corpus = build_markdown_corpus(folder, base_url=base_url, chunk_size=chunk_size, chunk_overlap=chunk_overlap, unit=unit)  # type: ignore[arg-type]
+        corpus = build_markdown_corpus(
+            folder,
+            base_url=base_url,
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            unit=unit,  # type: ignore[arg-type]
+        )
     _write(corpus, out)
 
 
@@ -133,7 +143,9 @@ def corpus_info(
     if path.is_dir() and (path / "queries.jsonl").is_file():
         data = load_beir(path)
         _summarise(data.corpus, None)
-        typer.echo(f"queries: {len(data.queries):,}; judgements ({data.split}): {data.n_judgements:,} over {len(data.qrels):,} queries")
+        typer.echo(
+            f"queries: {len(data.queries):,}; judgements ({data.split}): {data.n_judgements:,} over {len(data.qrels):,} queries"
+        )
         return
     _summarise(load_corpus(path), None)
 

@@ -29,20 +29,37 @@ def register(app: typer.Typer) -> None:
     @app.command("demo")
     def demo(
         out: Path = typer.Option(_D.out, "--out", "-o", help="Output folder (corpus, index, run, report)."),
-        cases: int = typer.Option(_D.cases, "--cases", help="How many bundled benchmark questions to mine (1-56; paraphrased ones first)."),
-        budget: int = typer.Option(_D.budget, "--budget", help="Solver calls in total (a ceiling), split evenly over the cases."),
-        solver: str = typer.Option(_D.solver, "--solver", help="local (SmolLM2-135M in-process), simulated, or another solver spec."),
+        cases: int = typer.Option(
+            _D.cases, "--cases", help="How many bundled benchmark questions to mine (1-56; paraphrased ones first)."
+        ),
+        budget: int = typer.Option(
+            _D.budget, "--budget", help="Solver calls in total (a ceiling), split evenly over the cases."
+        ),
+        solver: str = typer.Option(
+            _D.solver, "--solver", help="local (SmolLM2-135M in-process), simulated, or another solver spec."
+        ),
         outcome: str = typer.Option(_D.outcome, "--outcome", help="logprob (log-probability of the answer) or pass."),
         seed: int = typer.Option(_D.seed, "--seed", help="Run seed (placebos, trial designs, bootstrap)."),
-        embedder: str | None = typer.Option(_D.embedder, "--embedder", help="Dense embedder spec (default all-MiniLM-L6-v2)."),
+        embedder: str | None = typer.Option(
+            _D.embedder, "--embedder", help="Dense embedder spec (default all-MiniLM-L6-v2)."
+        ),
         progress: bool = typer.Option(_D.progress, "--progress/--no-progress", help="Show progress bars."),
-        endtoend: bool = typer.Option(_D.endtoend, "--endtoend/--no-endtoend", help="Run the end-to-end step (retrievers' top-k in the prompt)."),
+        endtoend: bool = typer.Option(
+            _D.endtoend, "--endtoend/--no-endtoend", help="Run the end-to-end step (retrievers' top-k in the prompt)."
+        ),
     ) -> None:
         """Run deltap end to end offline: stdlib corpus, bundled questions, local LLM mining, BM25/dense/hybrid, report."""
         from deltap.demo import run_demo
 
         config = DemoConfig(
-            out=out, cases=cases, budget=budget, solver=solver, outcome=outcome, seed=seed, embedder=embedder, progress=progress,
+            out=out,
+            cases=cases,
+            budget=budget,
+            solver=solver,
+            outcome=outcome,
+            seed=seed,
+            embedder=embedder,
+            progress=progress,
             endtoend=endtoend,
         )
         result = run_demo(config, say=typer.echo)

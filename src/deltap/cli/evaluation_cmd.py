@@ -28,18 +28,26 @@ METRICS_HELP = (
     "Comma-separated measures, e.g. 'ndcg@10,recall@100,P@10,MRR,MAP'. hit_rate@K is the design's 'Recall@K' "
     "(any relevant doc in the top K); recall@K is classical recall; signed_utility@K sums the mined ΔP of the top K "
     "(harmful documents negative; judged@K printed beside it; norm=ideal to normalise). Default: "
-    + ",".join(EvaluationSettings.metrics) + "."
+    + ",".join(EvaluationSettings.metrics)
+    + "."
 )
 
 # Options shared by `evaluate` and `compare` (declared once; defaults come from the settings objects).
 Qrels = Annotated[Path, typer.Option("--qrels", help=QRELS_HELP)]
 Runs = Annotated[list[str], typer.Option("--run", help=RUN_HELP)]
-CorpusOpt = Annotated[Path | None, typer.Option("--corpus", help="Corpus for --retriever/--failures (BEIR folder, corpus.jsonl, API YAML).")]
-RetrieverOpt = Annotated[str | None, typer.Option("--retriever", help="Build runs with these retrievers: bm25,dense,hybrid,random.")]
+CorpusOpt = Annotated[
+    Path | None,
+    typer.Option("--corpus", help="Corpus for --retriever/--failures (BEIR folder, corpus.jsonl, API YAML)."),
+]
+RetrieverOpt = Annotated[
+    str | None, typer.Option("--retriever", help="Build runs with these retrievers: bm25,dense,hybrid,random.")
+]
 QueriesOpt = Annotated[Path | None, typer.Option("--queries", help="queries.jsonl when the qrels carry no query text.")]
 Depth = Annotated[int, typer.Option("--depth", min=1, help="Documents retrieved per query by --retriever.")]
 Store = Annotated[str | None, typer.Option("--store", help="Vector store folder or Qdrant URL for dense/hybrid.")]
-EmbedderOpt = Annotated[str | None, typer.Option("--embedder", help="Embedder for dense/hybrid (default: bundled MiniLM).")]
+EmbedderOpt = Annotated[
+    str | None, typer.Option("--embedder", help="Embedder for dense/hybrid (default: bundled MiniLM).")
+]
 SaveRuns = Annotated[Path | None, typer.Option("--save-runs", help="Folder to write the built runs to (TREC format).")]
 Metrics = Annotated[str | None, typer.Option("--metrics", "-m", help=METRICS_HELP)]
 Format = Annotated[str, typer.Option("--format", "-f", help=FORMAT_HELP)]
@@ -113,7 +121,15 @@ def _render(obj: Any, fmt: str) -> str:
     return str(obj.to_latex())
 
 
-def _gather_runs(qrels: Path, run: list[str], corpus: Path | None, queries: Path | None, retrieval: RetrievalSettings, save_runs: Path | None, judgements: Any) -> dict[str, Any]:
+def _gather_runs(
+    qrels: Path,
+    run: list[str],
+    corpus: Path | None,
+    queries: Path | None,
+    retrieval: RetrievalSettings,
+    save_runs: Path | None,
+    judgements: Any,
+) -> dict[str, Any]:
     """The runs of ``--run`` files and those built by ``--retriever`` (saved as TREC files with ``--save-runs``)."""
     from deltap.errors import DeltapError
 
@@ -138,7 +154,9 @@ def _gather_runs(qrels: Path, run: list[str], corpus: Path | None, queries: Path
                 typer.secho(f"wrote {write_trec_run(built_run, save_runs / f'{kind}.trec', tag=kind)}", err=True)
         clash = set(built) & set(runs)
         if clash:
-            raise DeltapError(f"run names clash with retriever names: {', '.join(sorted(clash))}; rename with --run NAME=PATH")
+            raise DeltapError(
+                f"run names clash with retriever names: {', '.join(sorted(clash))}; rename with --run NAME=PATH"
+            )
         runs.update(built)
     return runs
 
@@ -156,7 +174,9 @@ def _write_per_query(result: Any, per_query: Path) -> None:
         typer.secho(f"wrote per-query values to {per_query}", err=True)
 
 
-def _with_failures(text: str, result: Any, fmt: str, k: int, qrels: Path, corpus: Path | None, judgements: Any, runs: dict[str, Any]) -> str:
+def _with_failures(
+    text: str, result: Any, fmt: str, k: int, qrels: Path, corpus: Path | None, judgements: Any, runs: dict[str, Any]
+) -> str:
     """``text`` followed by the failure analysis at ``k`` in the same format (JSON: one object with both)."""
     from deltap.errors import DeltapError
     from deltap.evaluation.failures import analyze_failures
@@ -164,14 +184,20 @@ def _with_failures(text: str, result: Any, fmt: str, k: int, qrels: Path, corpus
     from deltap.loaders import load_corpus
 
     if not judgements.queries:
-        raise DeltapError("--failures needs the corpus (--corpus) and query texts (a BEIR folder, qrels JSONL or dataset)")
+        raise DeltapError(
+            "--failures needs the corpus (--corpus) and query texts (a BEIR folder, qrels JSONL or dataset)"
+        )
     failure_corpus = load_corpus(_corpus_path(corpus, qrels, "--failures"))
     require_judged(failure_corpus, judgements)
-    analysis = analyze_failures(judgements.qrels, runs, judgements.queries, failure_corpus, k=k, harmful=judgements.harmful or None)
+    analysis = analyze_failures(
+        judgements.qrels, runs, judgements.queries, failure_corpus, k=k, harmful=judgements.harmful or None
+    )
     if fmt == "json":
         import json
 
-        return json.dumps({"evaluation": result.to_dict(), "failures": analysis.to_dict()}, indent=2, ensure_ascii=False)
+        return json.dumps(
+            {"evaluation": result.to_dict(), "failures": analysis.to_dict()}, indent=2, ensure_ascii=False
+        )
     if fmt == "markdown":
         return text + "\n\n" + analysis.to_markdown()
     if fmt == "table":
@@ -179,7 +205,11 @@ def _with_failures(text: str, result: Any, fmt: str, k: int, qrels: Path, corpus
 
         width = _width()
         lines = analysis.to_table().splitlines()
-        return text + "\n\n" + "\n".join(textwrap.fill(ln, width, subsequent_indent="    ") if len(ln) > width else ln for ln in lines)
+        return (
+            text
+            + "\n\n"
+            + "\n".join(textwrap.fill(ln, width, subsequent_indent="    ") if len(ln) > width else ln for ln in lines)
+        )
     return text + "\n\n" + analysis.to_table()
 
 
@@ -209,12 +239,16 @@ def _run_command(
     sys.stdout.flush()
 
 
-def _settings(metrics: str | None, on_missing: str, on_empty: str, bootstrap: int, confidence: float, seed: int) -> EvaluationSettings:
+def _settings(
+    metrics: str | None, on_missing: str, on_empty: str, bootstrap: int, confidence: float, seed: int
+) -> EvaluationSettings:
     chosen = tuple(m.strip() for m in metrics.split(",") if m.strip()) if metrics else _EVAL.metrics
     return EvaluationSettings(chosen, on_missing, on_empty, confidence, bootstrap, seed)  # type: ignore[arg-type]
 
 
-def _retrieval(retriever: str | None, depth: int, store: str | None, embedder: str | None, seed: int) -> RetrievalSettings:
+def _retrieval(
+    retriever: str | None, depth: int, store: str | None, embedder: str | None, seed: int
+) -> RetrievalSettings:
     kinds = tuple(k.strip() for k in (retriever or "").split(",") if k.strip())
     return RetrievalSettings(kinds, depth, store, embedder, seed)
 
@@ -264,13 +298,23 @@ def register(app: typer.Typer) -> None:
         embedder: EmbedderOpt = _RET.embedder,
         save_runs: SaveRuns = None,
         metrics: Metrics = None,
-        baseline: Annotated[str | None, typer.Option("--baseline", help="Baseline run name (default: the first).")] = _CMP.baseline,
-        test: Annotated[str, typer.Option("--test", help="Test for the significance marks: fisher (randomization) or t.")] = _CMP.test,
-        alpha: Annotated[float, typer.Option("--alpha", help="Significance level (Holm-adjusted p-values).")] = _CMP.alpha,
-        permutations: Annotated[int, typer.Option("--permutations", min=100, help="Randomization test permutations.")] = _CMP.n_permutations,
+        baseline: Annotated[
+            str | None, typer.Option("--baseline", help="Baseline run name (default: the first).")
+        ] = _CMP.baseline,
+        test: Annotated[
+            str, typer.Option("--test", help="Test for the significance marks: fisher (randomization) or t.")
+        ] = _CMP.test,
+        alpha: Annotated[
+            float, typer.Option("--alpha", help="Significance level (Holm-adjusted p-values).")
+        ] = _CMP.alpha,
+        permutations: Annotated[
+            int, typer.Option("--permutations", min=100, help="Randomization test permutations.")
+        ] = _CMP.n_permutations,
         fmt: Format = "table",
         output: Output = None,
-        per_query: Annotated[Path | None, typer.Option("--per-query", help="Write per-query values (one TSV per run).")] = None,
+        per_query: Annotated[
+            Path | None, typer.Option("--per-query", help="Write per-query values (one TSV per run).")
+        ] = None,
         on_missing: OnMissing = _EVAL.on_missing,
         on_empty: OnEmpty = _EVAL.on_empty,
         bootstrap: Bootstrap = _EVAL.n_resamples,

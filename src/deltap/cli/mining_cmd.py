@@ -43,7 +43,10 @@ Seed = Annotated[int, typer.Option("--seed", help="Run seed (trial subsets, plac
 Q = Annotated[float, typer.Option("--q", help="Dataset-wide Benjamini-Hochberg FDR level (per direction).")]
 Budget = Annotated[
     int,
-    typer.Option("--budget", help=f"Maximum design trials per case (default {_CFG.budget}: about 94 calls per case with preflight and coalition checks)."),
+    typer.Option(
+        "--budget",
+        help=f"Maximum design trials per case (default {_CFG.budget}: about 94 calls per case with preflight and coalition checks).",
+    ),
 ]
 
 
@@ -60,19 +63,51 @@ def _with_grammar(case: Any, grammar: str) -> Any:
 
 
 def mine_command(
-    cases_path: Annotated[Path, typer.Argument(metavar="CASES", help="Benchmark YAML, question-answer JSONL/YAML (id, question, answers, gold_ids), qrels JSONL with reference_answer, or BEIR folder.")],
-    corpus_path: Annotated[Path, typer.Option("--corpus", help="Corpus: BEIR folder, corpus.jsonl or API-symbol YAML.")],
+    cases_path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="CASES",
+            help="Benchmark YAML, question-answer JSONL/YAML (id, question, answers, gold_ids), qrels JSONL with reference_answer, or BEIR folder.",
+        ),
+    ],
+    corpus_path: Annotated[
+        Path, typer.Option("--corpus", help="Corpus: BEIR folder, corpus.jsonl or API-symbol YAML.")
+    ],
     out: Annotated[Path, typer.Option("--out", help="Run directory (created; an existing one is resumed).")],
-    index: Annotated[str | None, typer.Option("--index", help="Dense index folder or Qdrant URL (reused across runs).")] = None,
-    retriever_kind: Annotated[str, typer.Option("--retriever", help="dense, bm25, hybrid or none: source of the retrieved candidates.")] = "dense",
+    index: Annotated[
+        str | None, typer.Option("--index", help="Dense index folder or Qdrant URL (reused across runs).")
+    ] = None,
+    retriever_kind: Annotated[
+        str, typer.Option("--retriever", help="dense, bm25, hybrid or none: source of the retrieved candidates.")
+    ] = "dense",
     k: Annotated[int, typer.Option("--k", help="Retrieved candidates per case.")] = _CFG.k,
-    placebo: Annotated[int, typer.Option("--placebo", help="Placebo candidates per case (the control group; the placebo null wants >= 50 over the run).")] = _CFG.n_placebo,
-    placebo_kind: Annotated[str, typer.Option("--placebo-kind", help="random (uniform over the corpus) or similar (from the retriever's ranks 21-100: same topic as the candidates).")] = _CFG.placebo_kind,
-    max_candidates: Annotated[int, typer.Option("--max-candidates", help="Pool cap (gold and placebo kept first).")] = _CFG.max_candidates,
-    solver_kind: Annotated[str, typer.Option("--solver", help="local (SmolLM2 in-process), openai, gemini or simulated.")] = "local",
+    placebo: Annotated[
+        int,
+        typer.Option(
+            "--placebo",
+            help="Placebo candidates per case (the control group; the placebo null wants >= 50 over the run).",
+        ),
+    ] = _CFG.n_placebo,
+    placebo_kind: Annotated[
+        str,
+        typer.Option(
+            "--placebo-kind",
+            help="random (uniform over the corpus) or similar (from the retriever's ranks 21-100: same topic as the candidates).",
+        ),
+    ] = _CFG.placebo_kind,
+    max_candidates: Annotated[
+        int, typer.Option("--max-candidates", help="Pool cap (gold and placebo kept first).")
+    ] = _CFG.max_candidates,
+    solver_kind: Annotated[
+        str, typer.Option("--solver", help="local (SmolLM2 in-process), openai, gemini or simulated.")
+    ] = "local",
     model: Annotated[str | None, typer.Option("--model", help="Model name/path for the solver.")] = None,
-    solver_option: Annotated[list[str], typer.Option("--solver-option", help="Extra solver option key=value (repeatable).")] = [],  # noqa: B006 - typer reads it, never mutates it
-    outcome: Annotated[str, typer.Option("--outcome", help="pass (checker verdict) or logprob (log-prob of the reference).")] = _CFG.outcome,
+    solver_option: Annotated[
+        list[str], typer.Option("--solver-option", help="Extra solver option key=value (repeatable).")
+    ] = [],  # noqa: B006 - typer reads it, never mutates it
+    outcome: Annotated[
+        str, typer.Option("--outcome", help="pass (checker verdict) or logprob (log-prob of the reference).")
+    ] = _CFG.outcome,
     budget: Budget = _CFG.budget,
     gold_weight: Annotated[
         float,
@@ -84,7 +119,10 @@ def mine_command(
     ] = _CFG.gold_weight,
     seed: Seed = _CFG.seed,
     q: Q = _CFG.q,
-    pi: Annotated[float, typer.Option("--pi", help="Inclusion probability of each candidate (other than 0.5 needs --design bernoulli).")] = _CFG.pi,
+    pi: Annotated[
+        float,
+        typer.Option("--pi", help="Inclusion probability of each candidate (other than 0.5 needs --design bernoulli)."),
+    ] = _CFG.pi,
     null: Annotated[
         str | None,
         typer.Option(
@@ -101,12 +139,27 @@ def mine_command(
             "each block balanced and orthogonal, a tighter regression) or bernoulli (independent coin flips with probability --pi).",
         ),
     ] = _CFG.design,
-    context_order: Annotated[str, typer.Option("--context-order", help="Document order in every prompt: length (longest first; fewest tokens with the local solver's prefix reuse) or id.")] = _CFG.context_order,
-    min_effect: Annotated[float | None, typer.Option("--min-effect", help="Smallest effect labelled relevant (0.1 pass, 0.5 nats logprob).")] = _CFG.min_effect,
+    context_order: Annotated[
+        str,
+        typer.Option(
+            "--context-order",
+            help="Document order in every prompt: length (longest first; fewest tokens with the local solver's prefix reuse) or id.",
+        ),
+    ] = _CFG.context_order,
+    min_effect: Annotated[
+        float | None,
+        typer.Option("--min-effect", help="Smallest effect labelled relevant (0.1 pass, 0.5 nats logprob)."),
+    ] = _CFG.min_effect,
     limit: Annotated[int | None, typer.Option("--limit", help="Mine only the first N cases.")] = None,
     case_ids: Annotated[str | None, typer.Option("--cases", help="Comma-separated case ids to mine.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Mine saturated/unsolvable cases anyway.")] = _CFG.force,
-    require_separate: Annotated[bool, typer.Option("--require-separate", help="Refuse cases whose pytest checker would run the candidate inside the test process (shared mode).")] = _CFG.require_separate,
+    require_separate: Annotated[
+        bool,
+        typer.Option(
+            "--require-separate",
+            help="Refuse cases whose pytest checker would run the candidate inside the test process (shared mode).",
+        ),
+    ] = _CFG.require_separate,
     workers: Annotated[
         int | None,
         typer.Option(
@@ -116,7 +169,11 @@ def mine_command(
         ),
     ] = None,
     executor_kind: Annotated[
-        str, typer.Option("--executor", help="Where solver calls run: inprocess (this process, threads) or ray (a Ray cluster: pip install 'deltap[ray]').")
+        str,
+        typer.Option(
+            "--executor",
+            help="Where solver calls run: inprocess (this process, threads) or ray (a Ray cluster: pip install 'deltap[ray]').",
+        ),
     ] = "inprocess",
     ray_address: Annotated[
         str | None,
@@ -127,37 +184,74 @@ def mine_command(
         ),
     ] = None,
     cases_in_flight: Annotated[
-        int | None, typer.Option("--cases-in-flight", help="Cases mined at once (default: one per worker slot; 1 for the local solver in-process).")
+        int | None,
+        typer.Option(
+            "--cases-in-flight",
+            help="Cases mined at once (default: one per worker slot; 1 for the local solver in-process).",
+        ),
     ] = _CFG.cases_in_flight,
     calls_per_worker: Annotated[
-        int | None, typer.Option("--calls-per-worker", help="--executor ray: batches one replica runs at once (clients of a remote server; default 1).")
+        int | None,
+        typer.Option(
+            "--calls-per-worker",
+            help="--executor ray: batches one replica runs at once (clients of a remote server; default 1).",
+        ),
     ] = None,
     requests_per_minute: Annotated[
         float | None,
         typer.Option(
-            "--requests-per-minute", "--rpm",
+            "--requests-per-minute",
+            "--rpm",
             help="openai/gemini: the endpoint's request limit; every worker of the run shares one pace and honours Retry-After.",
         ),
     ] = None,
     tokens_per_minute: Annotated[
         float | None,
-        typer.Option("--tokens-per-minute", "--tpm", help="openai/gemini: the endpoint's token limit (prompt + completion), shared the same way."),
+        typer.Option(
+            "--tokens-per-minute",
+            "--tpm",
+            help="openai/gemini: the endpoint's token limit (prompt + completion), shared the same way.",
+        ),
     ] = None,
-    no_coalitions: Annotated[bool, typer.Option("--no-coalitions", help="Skip interaction pairs and coalition trials.")] = not _CFG.coalitions,
-    skip_missing: Annotated[bool, typer.Option("--skip-missing/--strict-gold", help="Drop gold ids not in the corpus (counted) instead of failing.")] = True,
-    sim_effect: Annotated[float, typer.Option("--sim-effect", help="simulated solver: effect of each gold document.")] = 0.3,
-    sim_base: Annotated[float, typer.Option("--sim-base", help="simulated solver: success rate without gold documents.")] = 0.1,
+    no_coalitions: Annotated[
+        bool, typer.Option("--no-coalitions", help="Skip interaction pairs and coalition trials.")
+    ] = not _CFG.coalitions,
+    skip_missing: Annotated[
+        bool,
+        typer.Option(
+            "--skip-missing/--strict-gold", help="Drop gold ids not in the corpus (counted) instead of failing."
+        ),
+    ] = True,
+    sim_effect: Annotated[
+        float, typer.Option("--sim-effect", help="simulated solver: effect of each gold document.")
+    ] = 0.3,
+    sim_base: Annotated[
+        float, typer.Option("--sim-base", help="simulated solver: success rate without gold documents.")
+    ] = 0.1,
     plan: Annotated[
         bool,
-        typer.Option("--plan", help="Print the run's plan (calls, tokens, cost, time; per case and in total) and stop: no solver call, nothing written."),
+        typer.Option(
+            "--plan",
+            help="Print the run's plan (calls, tokens, cost, time; per case and in total) and stop: no solver call, nothing written.",
+        ),
     ] = False,
     json_output: Annotated[bool, typer.Option("--json", help="--plan: print the plan as JSON on stdout.")] = False,
     price_in: Annotated[
         float | None,
-        typer.Option("--price-in", help="USD per million prompt tokens, for the plan and the cost in run.json (default: a dated list price for known hosted models, 0 for local)."),
+        typer.Option(
+            "--price-in",
+            help="USD per million prompt tokens, for the plan and the cost in run.json (default: a dated list price for known hosted models, 0 for local).",
+        ),
     ] = _CFG.price_in,
-    price_out: Annotated[float | None, typer.Option("--price-out", help="USD per million completion tokens (as --price-in).")] = _CFG.price_out,
-    latency: Annotated[float | None, typer.Option("--latency", help="--plan: seconds per solver call (default: the local model's measured throughput).")] = None,
+    price_out: Annotated[
+        float | None, typer.Option("--price-out", help="USD per million completion tokens (as --price-in).")
+    ] = _CFG.price_out,
+    latency: Annotated[
+        float | None,
+        typer.Option(
+            "--latency", help="--plan: seconds per solver call (default: the local model's measured throughput)."
+        ),
+    ] = None,
     pilot: Annotated[
         int,
         typer.Option(
@@ -213,7 +307,9 @@ def mine_command(
     missing = {k: v for k, v in missing.items() if v}
     if missing:
         n = sum(len(v) for v in missing.values())
-        console.print(f"[yellow]{n} gold id(s) of {len(missing)} case(s) are not in the corpus and were dropped[/yellow]")
+        console.print(
+            f"[yellow]{n} gold id(s) of {len(missing)} case(s) are not in the corpus and were dropped[/yellow]"
+        )
     if case_ids:
         wanted = [c.strip() for c in case_ids.split(",") if c.strip()]
         unknown = sorted(set(wanted) - {c.case_id for c in cases})
@@ -277,7 +373,9 @@ def mine_command(
 
     prices = prices_for(price_in, price_out, solver_id(solver), local=solver_kind == "local")
     if plan:
-        _print_plan(cases, corpus, solver, config, retriever, prices, latency, requests_per_minute, json_output, console)
+        _print_plan(
+            cases, corpus, solver, config, retriever, prices, latency, requests_per_minute, json_output, console
+        )
         return
     executor: Any = None
     if executor_kind == "ray":
@@ -285,19 +383,36 @@ def mine_command(
 
         ray_options = {"workers": workers, "address": ray_address, "calls_per_worker": calls_per_worker}
         executor = make_executor("ray", solver=spec, **{k: v for k, v in ray_options.items() if v is not None})
-    with warnings.catch_warnings(record=True) as caught, MiningProgress(len(cases), console=console, config=config, deterministic=is_deterministic(solver),
-                                                                       prices=prices) as progress:
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        MiningProgress(
+            len(cases), console=console, config=config, deterministic=is_deterministic(solver), prices=prices
+        ) as progress,
+    ):
         warnings.simplefilter("always", PlaceboCalibrationWarning)
         warnings.simplefilter("always", TiltWarning)
-        result = mine(cases, corpus, solver, out=out, config=config, retriever=retriever, progress=progress, remine_changed=remine_changed,
-                      executor=executor)
+        result = mine(
+            cases,
+            corpus,
+            solver,
+            out=out,
+            config=config,
+            retriever=retriever,
+            progress=progress,
+            remine_changed=remine_changed,
+            executor=executor,
+        )
     run = result.run
     new_calls = run.get("calls_this_process", run["calls"])
     resumed = f" ({new_calls} made now, the rest read from the trial log)" if new_calls < run["calls"] else ""
-    console.print(f"[bold]mined {run['cases']} case(s)[/bold] in {run['wall_seconds']:.1f}s, {run['calls']} calls{resumed}: {run['cases_by_status']}")
+    console.print(
+        f"[bold]mined {run['cases']} case(s)[/bold] in {run['wall_seconds']:.1f}s, {run['calls']} calls{resumed}: {run['cases_by_status']}"
+    )
     ex = run.get("execution") or {}
     if ex.get("executor") == "ray" or int(ex.get("cases_in_flight") or 1) > 1:
-        console.print(f"executed: {ex.get('executor')}, {ex.get('workers')} worker(s), {ex.get('cases_in_flight')} case(s) in flight")
+        console.print(
+            f"executed: {ex.get('executor')}, {ex.get('workers')} worker(s), {ex.get('cases_in_flight')} case(s) in flight"
+        )
     console.print(f"verdicts: {run['verdicts']}")
     if run.get("spend"):
         from deltap.mining.spend import spend_line
@@ -305,12 +420,18 @@ def mine_command(
         console.print(spend_line(run["spend"]), highlight=False)
     shared = (run.get("pytest_checks") or {}).get("shared") or {}
     if shared.get("cases"):
-        console.print(f"pytest checks in the test process (shared mode, see --require-separate): {shared['cases']} case(s), {shared['checks']} check(s)")
+        console.print(
+            f"pytest checks in the test process (shared mode, see --require-separate): {shared['cases']} case(s), {shared['checks']} check(s)"
+        )
     pl = run["placebo"]
-    console.print(f"placebo false-positive rate: {pl['fpr']:.3f} ({pl['labelled_relevant']} relevant + {pl['labelled_harmful']} harmful of {pl['n']}; BH reference q·R/M {pl['nominal']:.4f})")
+    console.print(
+        f"placebo false-positive rate: {pl['fpr']:.3f} ({pl['labelled_relevant']} relevant + {pl['labelled_harmful']} harmful of {pl['n']}; BH reference q·R/M {pl['nominal']:.4f})"
+    )
     if "effect_abs" in pl:
         ea = pl["effect_abs"]
-        console.print(f"placebo |estimated effect| (random text, estimation noise included): median {ea['median']:.2f}, 90th percentile {ea['p90']:.2f}, max {ea['max']:.2f} {ea['unit']}")
+        console.print(
+            f"placebo |estimated effect| (random text, estimation noise included): median {ea['median']:.2f}, 90th percentile {ea['p90']:.2f}, max {ea['max']:.2f} {ea['unit']}"
+        )
     nl = pl.get("null") or {}
     if nl.get("used") == "placebo":
         from deltap.mining.empirical_null import describe_null
@@ -326,18 +447,37 @@ def mine_command(
     from deltap.mining.placebo_check import summary_lines
 
     for line, bad in summary_lines(pl):  # last, so a failed check is the line a user sees
-        console.print(f"[bold red]{line}[/bold red]" if bad else f"[green]{line}[/green]", markup=True, highlight=False, soft_wrap=True)
+        console.print(
+            f"[bold red]{line}[/bold red]" if bad else f"[green]{line}[/green]",
+            markup=True,
+            highlight=False,
+            soft_wrap=True,
+        )
     typer.echo(str(out / "retrieval_dataset.yaml"))
 
 
 def simulate_command(
-    scenario: list[str] = typer.Option([], "--scenario", help="Scenario(s): S1, harmful, interaction, saturated, logprob, logprob_text, logprob_sparse, logprob_tilted, logprob_tilted_similar, m60, null, mixed (default: all)."),
-    design: list[str] = typer.Option([], "--design", help="Designs: naive:N, fixed:N, adaptive, adaptive:BUDGET, each optionally /bernoulli (coin-flip inclusion), /placebo or /zero (the null), /gwW (gold weight W) and @q (default: the benchmark set)."),
+    scenario: list[str] = typer.Option(
+        [],
+        "--scenario",
+        help="Scenario(s): S1, harmful, interaction, saturated, logprob, logprob_text, logprob_sparse, logprob_tilted, logprob_tilted_similar, m60, null, mixed (default: all).",
+    ),
+    design: list[str] = typer.Option(
+        [],
+        "--design",
+        help="Designs: naive:N, fixed:N, adaptive, adaptive:BUDGET, each optionally /bernoulli (coin-flip inclusion), /placebo or /zero (the null), /gwW (gold weight W) and @q (default: the benchmark set).",
+    ),
     replications: int = typer.Option(1000, "--replications", "-r", help="Replications per (scenario, design)."),
     seed: int = typer.Option(0, "--seed", help="Seed."),
-    budget: int | None = typer.Option(None, "--budget", help="Adaptive design: maximum design trials per case (default: deltap mine's)."),
+    budget: int | None = typer.Option(
+        None, "--budget", help="Adaptive design: maximum design trials per case (default: deltap mine's)."
+    ),
     q: float = typer.Option(0.05, "--q", help="FDR level (fixed and adaptive designs)."),
-    dataset_size: int = typer.Option(40, "--dataset-size", help="Cases per simulated dataset: the family of the dataset-wide BH step, as in deltap mine (1 = per case)."),
+    dataset_size: int = typer.Option(
+        40,
+        "--dataset-size",
+        help="Cases per simulated dataset: the family of the dataset-wide BH step, as in deltap mine (1 = per case).",
+    ),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the results as JSON."),
 ) -> None:
     """Run the mining simulation benchmark with known truth (label precision, recall, null FPR, calls per case).
@@ -356,8 +496,21 @@ def simulate_command(
     names = scenario or [*SCENARIOS, *MIXTURES]
     designs = design or list(DEFAULT_DESIGNS)
     cfg = MiningConfig(q=q) if budget is None else MiningConfig(budget=budget, q=q)  # deltap mine's own defaults
-    table = Table(title=f"deltap simulate ({replications} replications, seed {seed}, BH over datasets of {dataset_size} cases)")
-    for col in ("scenario", "design", "precision", "FDR", "recall", "null FPR", "harmful recall", "calls/case", "skipped", "s"):
+    table = Table(
+        title=f"deltap simulate ({replications} replications, seed {seed}, BH over datasets of {dataset_size} cases)"
+    )
+    for col in (
+        "scenario",
+        "design",
+        "precision",
+        "FDR",
+        "recall",
+        "null FPR",
+        "harmful recall",
+        "calls/case",
+        "skipped",
+        "s",
+    ):
         table.add_column(col, justify="right" if col not in ("scenario", "design") else "left")
     rows = []
     from deltap.errors import DeltapError
@@ -375,7 +528,18 @@ def simulate_command(
                     r = run_design(SCENARIOS[name], d, replications, seed, cfg, dataset_size)
                 rows.append(r.row())
                 f = lambda x: "—" if x != x else f"{x:.3f}"  # noqa: E731
-                table.add_row(name, d, f(r.precision), f(r.fdr), f(r.recall), f"{r.null_fpr:.4f}", f(r.harmful_recall), f"{r.calls_mean:.1f}", f"{r.skipped:.2f}", f"{r.seconds:.1f}")
+                table.add_row(
+                    name,
+                    d,
+                    f(r.precision),
+                    f(r.fdr),
+                    f(r.recall),
+                    f"{r.null_fpr:.4f}",
+                    f(r.harmful_recall),
+                    f"{r.calls_mean:.1f}",
+                    f"{r.skipped:.2f}",
+                    f"{r.seconds:.1f}",
+                )
     console.print(table)
     if json_out is not None:
         from deltap._io import write_text_atomic
@@ -383,8 +547,18 @@ def simulate_command(
         write_text_atomic(json_out, json.dumps(rows, indent=2) + "\n")
 
 
-def _print_plan(cases: Any, corpus: Any, solver: Any, config: MiningConfig, retriever: Any, prices: Any, latency: float | None,
-                rpm: float | None, as_json: bool, console: Any) -> None:
+def _print_plan(
+    cases: Any,
+    corpus: Any,
+    solver: Any,
+    config: MiningConfig,
+    retriever: Any,
+    prices: Any,
+    latency: float | None,
+    rpm: float | None,
+    as_json: bool,
+    console: Any,
+) -> None:
     """``deltap mine --plan``: the plan in 80 columns on stdout (or as JSON), no solver call."""
     import json
 

@@ -29,7 +29,10 @@ def register(app: typer.Typer) -> None:
             typer.echo(describe())
         off = [k for k, p in table.items() if not p.enforced]
         if off and not as_json:
-            typer.secho(f"{len(off)} protection(s) OFF: {', '.join(off)} (see the README's 'Checker threat model')",
-                        fg="yellow", err=True)
+            typer.secho(
+                f"{len(off)} protection(s) OFF: {', '.join(off)} (see the README's 'Checker threat model')",
+                fg="yellow",
+                err=True,
+            )
         if off and strict:
             raise typer.Exit(1)

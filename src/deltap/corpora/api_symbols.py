@@ -134,7 +134,9 @@ def read_api_symbols(path: str | Path, on_duplicate: Literal["suffix", "error"] 
         data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise FormatError(path, f"invalid YAML: {getattr(exc, 'problem', exc)}", mark.line + 1 if mark else None) from None
+        raise FormatError(
+            path, f"invalid YAML: {getattr(exc, 'problem', exc)}", mark.line + 1 if mark else None
+        ) from None
     docs: list[Document] = []
     counts: dict[str, int] = {}
     renamed: list[str] = []

@@ -607,11 +607,17 @@ def build_markdown_corpus(
         raise DeltapError(f"Markdown folder {root} does not exist or is not a directory")
     pages, skipped = _iter_pages(root)
     if skipped:
-        log.info("%s: skipped %d partial/hidden file(s) (names starting with '_' or '.'): %s", root, len(skipped),
-                 ", ".join(skipped[:10]))
+        log.info(
+            "%s: skipped %d partial/hidden file(s) (names starting with '_' or '.'): %s",
+            root,
+            len(skipped),
+            ", ".join(skipped[:10]),
+        )
     if not pages:
-        raise DeltapError(f"no Markdown pages (.md / .mdx) found under {root}" + (
-            f" ({len(skipped)} partial/hidden files were skipped)" if skipped else ""))
+        raise DeltapError(
+            f"no Markdown pages (.md / .mdx) found under {root}"
+            + (f" ({len(skipped)} partial/hidden files were skipped)" if skipped else "")
+        )
     base = base_url.rstrip("/")
     docs: list[Document] = []
     empty: list[str] = []

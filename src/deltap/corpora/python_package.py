@@ -79,8 +79,14 @@ def _public(name: str, include_private: bool) -> bool:
 
 
 def _is_function(obj: Any) -> bool:
-    return inspect.isfunction(obj) or inspect.isbuiltin(obj) or inspect.ismethoddescriptor(obj) or (
-        callable(obj) and type(obj).__name__ in {"cython_function_or_method", "method_descriptor", "fused_cython_function"}
+    return (
+        inspect.isfunction(obj)
+        or inspect.isbuiltin(obj)
+        or inspect.ismethoddescriptor(obj)
+        or (
+            callable(obj)
+            and type(obj).__name__ in {"cython_function_or_method", "method_descriptor", "fused_cython_function"}
+        )
     )
 
 
@@ -113,13 +119,17 @@ def build_python_corpus(modules: Iterable[str], include_private: bool = False, m
     def add(doc_id: str, kind: str, text: str, name: str, module: str, obj: Any = None) -> None:
         if obj is not None:
             seen_objects[id(obj)] = doc_id
-        docs.append(Document(doc_id=doc_id, text=text, title=name, metadata={"type": kind, "name": name, "module": module}))
+        docs.append(
+            Document(doc_id=doc_id, text=text, title=name, metadata={"type": kind, "name": name, "module": module})
+        )
 
     # First pass: members defined in each listed module (so re-exports can become aliases of their definitions).
     listed = {m.__name__: m for m in loaded}
     for module in loaded:
         modname = module.__name__
-        add(modname, "MODULE", _render("module", modname, "", _doc(module)), modname.rsplit(".", 1)[-1], modname, module)
+        add(
+            modname, "MODULE", _render("module", modname, "", _doc(module)), modname.rsplit(".", 1)[-1], modname, module
+        )
         members = sorted(vars(module).items())
         for attr, obj in members:
             if not _public(attr, include_private):

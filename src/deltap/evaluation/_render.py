@@ -14,7 +14,9 @@ def to_text(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequenc
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(cols)]
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(str(c).rjust(w) if r else str(c).ljust(w) for c, w, r in zip(cells, widths, right, strict=True)).rstrip()
+        return "  ".join(
+            str(c).rjust(w) if r else str(c).ljust(w) for c, w, r in zip(cells, widths, right, strict=True)
+        ).rstrip()
 
     return "\n".join([line(header), "  ".join("-" * w for w in widths), *(line(r) for r in rows)])
 
@@ -27,12 +29,26 @@ def to_markdown(header: Sequence[str], rows: Sequence[Sequence[str]], right: Seq
     def esc(cell: str) -> str:
         return str(cell).replace("|", "\\|")
 
-    out = ["| " + " | ".join(esc(h) for h in header) + " |", "|" + "|".join("---:" if r else ":---" for r in right) + "|"]
+    out = [
+        "| " + " | ".join(esc(h) for h in header) + " |",
+        "|" + "|".join("---:" if r else ":---" for r in right) + "|",
+    ]
     out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
     return "\n".join(out)
 
 
-_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+_LATEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
 
 
 def latex_escape(text: str) -> str:

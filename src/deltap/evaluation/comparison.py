@@ -87,7 +87,11 @@ class Comparison:
     def p_value(self, system: str, measure: str | Measure, adjusted: bool = True) -> float:
         """The p-value of the chosen test for ``system`` vs the baseline on ``measure``."""
         j = self.measures.index(parse_metrics(measure)[0])
-        table = (self.p_fisher_holm if adjusted else self.p_fisher) if self.test == "fisher" else (self.p_t_holm if adjusted else self.p_t)
+        table = (
+            (self.p_fisher_holm if adjusted else self.p_fisher)
+            if self.test == "fisher"
+            else (self.p_t_holm if adjusted else self.p_t)
+        )
         return float(table[system][j])
 
     def significant(self, system: str, measure: str | Measure) -> bool:
@@ -105,7 +109,11 @@ class Comparison:
 
     def _test_description(self) -> str:
         n_tests = (len(self.systems) - 1) * len(self.measures)
-        name = f"Fisher randomization test ({self.n_permutations} permutations)" if self.test == "fisher" else "paired t-test"
+        name = (
+            f"Fisher randomization test ({self.n_permutations} permutations)"
+            if self.test == "fisher"
+            else "paired t-test"
+        )
         return (
             f"▲/▼: significantly better/worse than {self.baseline} by the {name}, Holm-corrected over "
             f"{n_tests} tests (systems × metrics), α = {self.alpha}; seed {self.seed}"
@@ -128,14 +136,25 @@ class Comparison:
         return header, rows
 
     def _test_rows(self) -> tuple[list[str], list[list[str]]]:
-        header = ["system", "metric", "Δ mean", "p (t)", "p (t, Holm)", "p (Fisher)", "p (Fisher, Holm)", "win/tie/loss"]
+        header = [
+            "system",
+            "metric",
+            "Δ mean",
+            "p (t)",
+            "p (t, Holm)",
+            "p (Fisher)",
+            "p (Fisher, Holm)",
+            "win/tie/loss",
+        ]
         rows = []
         base = self.results[self.baseline]
         for s in self.systems:
             if s == self.baseline:
                 continue
             for j, m in enumerate(self.measures):
-                delta = self.results[s].values[:, j].mean() - base.values[:, j].mean() if len(base.query_ids) else math.nan
+                delta = (
+                    self.results[s].values[:, j].mean() - base.values[:, j].mean() if len(base.query_ids) else math.nan
+                )
                 rows.append(
                     [
                         s,
@@ -154,7 +173,11 @@ class Comparison:
         """Aligned text: means with 95% intervals and marks, then the paired tests, then notes."""
         n = len(self.query_ids)
         header, rows = self._means_rows()
-        parts = [f"{n} queries; mean [{self._confidence():.0%} bootstrap CI]", to_text(header, rows), self._test_description()]
+        parts = [
+            f"{n} queries; mean [{self._confidence():.0%} bootstrap CI]",
+            to_text(header, rows),
+            self._test_description(),
+        ]
         if len(self.systems) > 1:
             th, tr = self._test_rows()
             parts += ["", f"Paired tests against {self.baseline}:", to_text(th, tr, right=[False, False] + [True] * 6)]
@@ -168,14 +191,21 @@ class Comparison:
         import textwrap
 
         n = len(self.query_ids)
-        name = f"Fisher randomization test ({self.n_permutations} permutations)" if self.test == "fisher" else "paired t-test"
+        name = (
+            f"Fisher randomization test ({self.n_permutations} permutations)"
+            if self.test == "fisher"
+            else "paired t-test"
+        )
         head = (
             f"{n} queries; mean per metric. ▲/▼ = significantly better/worse than {self.baseline} ({name}, Holm over "
             f"{(len(self.systems) - 1) * len(self.measures)} tests, α = {self.alpha}). Intervals: --format wide."
         )
         parts = [textwrap.fill(head, width)]
         names = [s + (" (baseline)" if s == self.baseline else "") for s in self.systems]
-        means = {s: self.results[s].values.mean(axis=0) if len(self.query_ids) else [math.nan] * len(self.measures) for s in self.systems}
+        means = {
+            s: self.results[s].values.mean(axis=0) if len(self.query_ids) else [math.nan] * len(self.measures)
+            for s in self.systems
+        }
         label_w = max(len(x) for x in [*names, "system"])
         blocks: list[list[int]] = [[]]
         used = label_w
@@ -202,8 +232,20 @@ class Comparison:
                 if s == self.baseline:
                     continue
                 for j, m in enumerate(self.measures):
-                    delta = self.results[s].values[:, j].mean() - base.values[:, j].mean() if len(base.query_ids) else math.nan
-                    rows.append([s, str(m), f"{delta:+.4f}", f"{p_holm[s][j]:.3g}", f"{self.wins[s][j]}/{self.ties[s][j]}/{self.losses[s][j]}"])
+                    delta = (
+                        self.results[s].values[:, j].mean() - base.values[:, j].mean()
+                        if len(base.query_ids)
+                        else math.nan
+                    )
+                    rows.append(
+                        [
+                            s,
+                            str(m),
+                            f"{delta:+.4f}",
+                            f"{p_holm[s][j]:.3g}",
+                            f"{self.wins[s][j]}/{self.ties[s][j]}/{self.losses[s][j]}",
+                        ]
+                    )
             parts += ["", to_text(header, rows, right=[False, False, True, True, True])]
         parts += [textwrap.fill(f"note: {x}", width, subsequent_indent="  ") for x in self.notes]
         return "\n".join(parts)
@@ -238,15 +280,20 @@ class Comparison:
                     text += r"$^{\dagger}$" if mark == "▲" else r"$^{\ddagger}$"
                 cells.append(text)
             rows.append(cells)
-        caption = latex_escape(
-            f"{len(self.query_ids)} queries. Baseline: {self.baseline}. "
-            f"† / ‡: significantly better / worse than the baseline "
-            f"({'Fisher randomization' if self.test == 'fisher' else 'paired t'} test, Holm-corrected, alpha = {self.alpha})."
-        ).replace("†", r"$^{\dagger}$").replace("‡", r"$^{\ddagger}$")
+        caption = (
+            latex_escape(
+                f"{len(self.query_ids)} queries. Baseline: {self.baseline}. "
+                f"† / ‡: significantly better / worse than the baseline "
+                f"({'Fisher randomization' if self.test == 'fisher' else 'paired t'} test, Holm-corrected, alpha = {self.alpha})."
+            )
+            .replace("†", r"$^{\dagger}$")
+            .replace("‡", r"$^{\ddagger}$")
+        )
         return to_latex(header, rows, caption=caption, label="tab:deltap-compare")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable: settings, per-system means/intervals, tests, win/tie/loss (no per-query values)."""
+
         def floats(a: np.ndarray) -> list[float | None]:
             return [None if math.isnan(x) else float(x) for x in a]
 
@@ -257,7 +304,9 @@ class Comparison:
             if s != self.baseline:
                 entry["tests"] = {
                     str(m): {
-                        "delta": float(r.values[:, j].mean() - self.results[self.baseline].values[:, j].mean()) if len(r.query_ids) else None,
+                        "delta": float(r.values[:, j].mean() - self.results[self.baseline].values[:, j].mean())
+                        if len(r.query_ids)
+                        else None,
                         "p_t": floats(self.p_t[s])[j],
                         "p_t_holm": floats(self.p_t_holm[s])[j],
                         "p_fisher": floats(self.p_fisher[s])[j],
@@ -360,7 +409,13 @@ def compare(
     system_notes: dict[str, list[str]] = {}
     for s, r in run_d.items():
         qids, run_notes = align_queries(
-            qrels_d, r.keys(), on_missing=on_missing, on_empty=on_empty, run_name=s, min_grade=min_grade, signed=signed is not None
+            qrels_d,
+            r.keys(),
+            on_missing=on_missing,
+            on_empty=on_empty,
+            run_name=s,
+            min_grade=min_grade,
+            signed=signed is not None,
         )
         per_system[s] = qids
         system_notes[s] = run_notes
@@ -379,7 +434,9 @@ def compare(
             if n_resamples > 0
             else np.full((len(measures), 2), np.nan)
         )
-        results[s] = EvalResult(s, tuple(measures), tuple(query_ids), values, ci, confidence, n_resamples, seed, tuple(system_notes[s]))
+        results[s] = EvalResult(
+            s, tuple(measures), tuple(query_ids), values, ci, confidence, n_resamples, seed, tuple(system_notes[s])
+        )
 
     others = [s for s in systems if s != base]
     b = results[base].values
@@ -394,7 +451,10 @@ def compare(
         # One seed per (system, metric) derived from the run seed: any single test can be replayed alone.
         seeds = np.random.SeedSequence([seed, i]).generate_state(len(measures))
         p_f[s] = np.array(
-            [randomization_test(v[:, j], b[:, j], n_resamples=n_permutations, seed=int(seeds[j])) for j in range(len(measures))]
+            [
+                randomization_test(v[:, j], b[:, j], n_resamples=n_permutations, seed=int(seeds[j]))
+                for j in range(len(measures))
+            ]
         )
         diff = v - b
         wins[s] = (diff > _TIE_TOL).sum(axis=0)
@@ -446,7 +506,9 @@ def score_runs(
         DeltapError: no run, or a comparison of fewer than two runs.
     """
     if not runs:
-        raise DeltapError("nothing to evaluate: give --run FILE (repeatable) or --retriever bm25,dense,hybrid with --corpus")
+        raise DeltapError(
+            "nothing to evaluate: give --run FILE (repeatable) or --retriever bm25,dense,hybrid with --corpus"
+        )
     if comparison is not None and len(runs) < 2:
         raise DeltapError("compare needs at least two runs (--run A --run B, or --retriever bm25,dense)")
     measures = parse_metrics(list(settings.metrics))

@@ -114,7 +114,9 @@ class FailureAnalysis:
         header = ["bucket", *self.systems]
         rows = [[b, *(str(counts[s][b]) for s in self.systems)] for b in BUCKETS]
         totals = Counter(f.system for f in self.failures)
-        rows.append(["failures (no relevant doc in top K)", *(f"{totals[s]}/{self.n_queries[s]}" for s in self.systems)])
+        rows.append(
+            ["failures (no relevant doc in top K)", *(f"{totals[s]}/{self.n_queries[s]}" for s in self.systems)]
+        )
         return header, rows
 
     def _example_lines(self, n: int = 2) -> list[str]:
@@ -143,7 +145,14 @@ class FailureAnalysis:
             "counts": self.counts(),
             "signal_counts": self.signal_counts(),
             "failures": [
-                {"system": f.system, "query_id": f.query_id, "query": f.query, "bucket": f.bucket, "buckets": list(f.buckets), "evidence": dict(f.evidence)}
+                {
+                    "system": f.system,
+                    "query_id": f.query_id,
+                    "query": f.query,
+                    "bucket": f.bucket,
+                    "buckets": list(f.buckets),
+                    "evidence": dict(f.evidence),
+                }
                 for f in self.failures
             ],
         }
@@ -152,7 +161,17 @@ class FailureAnalysis:
         return self.to_table()
 
 
-_SUMMARY_KEYS = ("best_relevant", "best_relevant_coverage", "missing_terms", "distractor", "distractor_rank", "distractor_coverage", "query_terms", "relative_margin", "harmful_in_top_k")
+_SUMMARY_KEYS = (
+    "best_relevant",
+    "best_relevant_coverage",
+    "missing_terms",
+    "distractor",
+    "distractor_rank",
+    "distractor_coverage",
+    "query_terms",
+    "relative_margin",
+    "harmful_in_top_k",
+)
 
 
 def _doc_text(corpus: Corpus | Mapping[str, str], doc_id: str) -> str | None:
@@ -273,10 +292,14 @@ def analyze_failures(
             else:
                 primary = next((b for b in order if b in fired), "unexplained")
             failures.append(
-                Failure(system, qid, query, primary, tuple(b for b in order if b in fired) or ("unexplained",), evidence)
+                Failure(
+                    system, qid, query, primary, tuple(b for b in order if b in fired) or ("unexplained",), evidence
+                )
             )
         n_queries[system] = evaluated
     if missing_text:
         shown = ", ".join(sorted(missing_text)[:10])
-        raise DeltapError(f"{len(missing_text)} failed queries have no text in `queries`: {shown}; pass every query's text")
+        raise DeltapError(
+            f"{len(missing_text)} failed queries have no text in `queries`: {shown}; pass every query's text"
+        )
     return FailureAnalysis(k=k, systems=tuple(runs), n_queries=n_queries, failures=tuple(failures))

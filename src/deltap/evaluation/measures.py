@@ -83,7 +83,10 @@ class Measure:
 
 
 def _known() -> str:
-    return ", ".join(f"{m.label}{'@K' if m.cutoff == 'required' else '[@K]' if m.cutoff == 'optional' else ''}" for m in METRICS.values())
+    return ", ".join(
+        f"{m.label}{'@K' if m.cutoff == 'required' else '[@K]' if m.cutoff == 'optional' else ''}"
+        for m in METRICS.values()
+    )
 
 
 def parse_metric(text: str | Measure) -> Measure:

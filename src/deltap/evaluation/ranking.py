@@ -254,9 +254,7 @@ def align_queries(
     run_ids = run_query_ids if isinstance(run_query_ids, set | frozenset | dict) else set(run_query_ids)
     bad_run_ids = sorted((q for q in run_ids if not isinstance(q, str)), key=repr)
     if bad_run_ids:
-        raise DeltapError(
-            f"{run_name}: query ids must be strings, got {_shown(bad_run_ids)}; convert them with str()"
-        )
+        raise DeltapError(f"{run_name}: query ids must be strings, got {_shown(bad_run_ids)}; convert them with str()")
     if qrels and run_ids and not any(q in run_ids for q in qrels):
         raise DeltapError(
             f"no query id of {run_name} matches the qrels: qrels has {_shown(sorted(qrels)[:5])}, "
@@ -386,7 +384,9 @@ def _ranks(
     return rank
 
 
-def _run_segments(rows: Sequence[Mapping[str, float]], query_ids: Sequence[str], run_name: str) -> tuple[np.ndarray, np.ndarray]:
+def _run_segments(
+    rows: Sequence[Mapping[str, float]], query_ids: Sequence[str], run_name: str
+) -> tuple[np.ndarray, np.ndarray]:
     lens = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
     offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(lens, out=offsets[1:])
@@ -459,11 +459,14 @@ def rank_from_dicts(
                 t_doc.append(did)
                 t_grade.append(int(grade))
                 t_score.append(row.get(did, nan))
+
     def items(qi: int) -> Iterable[tuple[str, float]]:
         return rows[qi].items()
 
     def lookup(q_idx: Sequence[int], docs: Sequence[str]) -> np.ndarray:
-        return np.fromiter((rows[q].get(d, nan) for q, d in zip(q_idx, docs, strict=True)), dtype=np.float64, count=len(docs))
+        return np.fromiter(
+            (rows[q].get(d, nan) for q, d in zip(q_idx, docs, strict=True)), dtype=np.float64, count=len(docs)
+        )
 
     return build_ranking(
         query_ids,
@@ -591,7 +594,9 @@ def _signed_ranks(
             [float(v) for qid in query_ids for members, v in gains.coalitions.get(qid, ()) if members], dtype=np.float64
         )
         m_query = [query_ids[int(coal.query[c])] for c in coal.member_coalition.tolist()]
-        member_gain = np.asarray([gains.docs.get(q, {}).get(d, 0.0) for q, d in zip(m_query, m_doc, strict=True)], dtype=np.float64)
+        member_gain = np.asarray(
+            [gains.docs.get(q, {}).get(d, 0.0) for q, d in zip(m_query, m_doc, strict=True)], dtype=np.float64
+        )
     return SignedRanks(
         query=np.asarray(s_q, dtype=np.int64),
         rank=ranks_of(s_q, s_doc),

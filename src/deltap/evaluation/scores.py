@@ -179,7 +179,10 @@ class EvalResult:
     def per_query(self) -> dict[str, dict[str, float]]:
         """``{query_id: {measure: value}}``, the shape pytrec_eval returns."""
         names = [str(m) for m in self.measures]
-        return {q: dict(zip(names, map(float, row), strict=True)) for q, row in zip(self.query_ids, self.values, strict=True)}
+        return {
+            q: dict(zip(names, map(float, row), strict=True))
+            for q, row in zip(self.query_ids, self.values, strict=True)
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict: means, intervals, per-query values, settings, notes."""
@@ -230,7 +233,10 @@ class EvalResult:
     def per_query_tsv(self) -> str:
         """The per-query table as TSV (``query_id`` then one column per measure)."""
         lines = ["query_id\t" + "\t".join(str(m) for m in self.measures)]
-        lines += [q + "\t" + "\t".join(repr(float(v)) for v in row) for q, row in zip(self.query_ids, self.values, strict=True)]
+        lines += [
+            q + "\t" + "\t".join(repr(float(v)) for v in row)
+            for q, row in zip(self.query_ids, self.values, strict=True)
+        ]
         return "\n".join(lines) + "\n"
 
     def __str__(self) -> str:
@@ -293,7 +299,12 @@ def evaluate(
     validate_qrels(qrels_d)
     run_d = _open_run(run)
     query_ids, notes = align_queries(
-        qrels_d, run_d.keys(), on_missing=on_missing, on_empty=on_empty, run_name=name, min_grade=min(m.rel for m in measures),
+        qrels_d,
+        run_d.keys(),
+        on_missing=on_missing,
+        on_empty=on_empty,
+        run_name=name,
+        min_grade=min(m.rel for m in measures),
         signed=signed is not None,
     )
     notes = notes + gain_notes

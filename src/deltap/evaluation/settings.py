@@ -9,7 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["DEFAULT_METRICS", "ComparisonSettings", "EvaluationSettings", "MissingPolicy", "RetrievalSettings", "TestName"]
+__all__ = [
+    "DEFAULT_METRICS",
+    "ComparisonSettings",
+    "EvaluationSettings",
+    "MissingPolicy",
+    "RetrievalSettings",
+    "TestName",
+]
 
 #: the measures reported when none are asked for
 DEFAULT_METRICS: tuple[str, ...] = ("hit_rate@10", "recall@10", "P@10", "MRR@10", "ndcg@10", "MAP", "R-prec")

@@ -22,7 +22,9 @@ def require_judged(corpus: Corpus, judgements: Judgements) -> None:
     """Judged documents the corpus lacks can never be retrieved: refuse (listing them) instead of silently capping
     recall."""
     corpus.require(
-        judgements.judged_docs, f"document ids judged in {judgements.source}", hint="evaluate against the corpus the qrels were made for"
+        judgements.judged_docs,
+        f"document ids judged in {judgements.source}",
+        hint="evaluate against the corpus the qrels were made for",
     )
 
 

@@ -17,9 +17,7 @@ __all__ = ["bootstrap_ci", "holm", "paired_t_test", "randomization_test"]
 _CHUNK = 2_000_000  # cells per resampling chunk (bounded memory for 100k queries)
 
 
-def bootstrap_ci(
-    values: np.ndarray, *, n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0
-) -> np.ndarray:
+def bootstrap_ci(values: np.ndarray, *, n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0) -> np.ndarray:
     """Percentile bootstrap confidence intervals of the mean, for one or several columns resampled together.
 
     Queries are resampled with replacement ``n_resamples`` times (the same resamples for every column, so intervals

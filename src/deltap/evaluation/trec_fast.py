@@ -210,7 +210,9 @@ def _padded(values: np.ndarray, start: np.ndarray, count: np.ndarray, fill: Any)
     return mat
 
 
-def _read_csv(path: Path, names: list[str], types: Mapping[str, Any], skip_rows: int = 0, delimiters: str = " \t") -> Any:
+def _read_csv(
+    path: Path, names: list[str], types: Mapping[str, Any], skip_rows: int = 0, delimiters: str = " \t"
+) -> Any:
     """The columns ``types`` of a headerless delimited file as a pyarrow Table, or ``None`` when it does not parse."""
     import pyarrow as pa
     from pyarrow import csv
@@ -220,7 +222,9 @@ def _read_csv(path: Path, names: list[str], types: Mapping[str, Any], skip_rows:
             return csv.read_csv(
                 path,
                 read_options=csv.ReadOptions(column_names=names, skip_rows=skip_rows, block_size=_CSV_BLOCK),
-                parse_options=csv.ParseOptions(delimiter=delim, quote_char=False, double_quote=False, escape_char=False),
+                parse_options=csv.ParseOptions(
+                    delimiter=delim, quote_char=False, double_quote=False, escape_char=False
+                ),
                 convert_options=csv.ConvertOptions(
                     include_columns=list(types),
                     column_types=dict(types),
@@ -301,7 +305,10 @@ def read_run_arrays(path: str | Path) -> RunArrays | None:
     if not np.isfinite(scores).all():
         return None
     validated = [table.column(c) for c in ("q", "d")]
-    validated += [pa.chunked_array([ch.dictionary for ch in table.column(c).chunks], type=pa.string()) for c in ("iter", "rank", "tag")]
+    validated += [
+        pa.chunked_array([ch.dictionary for ch in table.column(c).chunks], type=pa.string())
+        for c in ("iter", "rank", "tag")
+    ]
     if not all(_single_tokens(v) for v in validated):
         return None
     q, docs = table.column("q"), table.column("d")
@@ -462,7 +469,9 @@ def rank_from_arrays(
         found = np.flatnonzero(pos >= 0)
         if not (run.exact_keys and target_exact) and len(found):  # confirm matches on the strings (fingerprints)
             matched = run.docs.take(pa.array(row_of(offsets[q_arr[found]] + pos[found])))
-            wrong = found[~np.asarray(pc.equal(matched, pa.array([docs[i] for i in found.tolist()], type=pa.large_string())))]
+            wrong = found[
+                ~np.asarray(pc.equal(matched, pa.array([docs[i] for i in found.tolist()], type=pa.large_string())))
+            ]
             for i in wrong.tolist():
                 q = int(q_arr[i])
                 seg = run.names_of(row_of(np.arange(offsets[q], offsets[q + 1])))

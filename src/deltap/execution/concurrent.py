@@ -35,6 +35,7 @@ def map_cases(fn: Callable[[T], R], items: Sequence[T], limit: int, stop: thread
     stop = stop or threading.Event()
     out: list[R | None] = [None] * len(items)
     with ThreadPoolExecutor(max_workers=min(limit, len(items)), thread_name_prefix="deltap-case") as pool:
+
         def one(i: int) -> None:
             if stop.is_set():
                 raise Cancelled()

@@ -199,7 +199,9 @@ class RayExecutor:
                 ray.init(address=self.address, namespace=self.namespace, **options)
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 where = self.address or "a local cluster"
-                raise DeltapError(f"cannot start Ray on {where}: {exc}; check --ray-address (auto, ray://host:10001)") from None
+                raise DeltapError(
+                    f"cannot start Ray on {where}: {exc}; check --ray-address (auto, ray://host:10001)"
+                ) from None
             self._started_ray = True
         safe = is_thread_safe(solver)
         self._concurrency = self.calls_per_worker if safe else 1
@@ -239,7 +241,9 @@ class RayExecutor:
             return {}
         ray = self._ray
         name = f"deltap-limiter:{key}:{os.getpid()}"
-        actor = ray.remote(num_cpus=0, max_restarts=-1, max_concurrency=64)(_LimiterActor).options(name=name).remote(limits)
+        actor = (
+            ray.remote(num_cpus=0, max_restarts=-1, max_concurrency=64)(_LimiterActor).options(name=name).remote(limits)
+        )
         self._limiters.append(actor)
         return {str(key): name}
 
@@ -302,7 +306,9 @@ class RayExecutor:
                     self._busy[index] -= 1
         from deltap.solvers.base import SolverError
 
-        error = SolverError(f"Ray worker lost {self.batch_retries + 1} times running case {batch.case_id}: {type(last).__name__}")
+        error = SolverError(
+            f"Ray worker lost {self.batch_retries + 1} times running case {batch.case_id}: {type(last).__name__}"
+        )
         return [error] * len(batch)
 
     # -- inspection --------------------------------------------------------------------------------------------------

@@ -54,7 +54,9 @@ def _upper_tail(x: FloatArray) -> FloatArray:
     return np.asarray(0.5 * special.erfc(x / math.sqrt(2.0)), dtype=float)
 
 
-def crossing_probability(c: float, times: Sequence[float] | FloatArray, two_sided: bool = False, grid: int = 601) -> float:
+def crossing_probability(
+    c: float, times: Sequence[float] | FloatArray, two_sided: bool = False, grid: int = 601
+) -> float:
     """``P_0(max_k B(t_k) ≥ c)`` (or ``max_k |B(t_k)|`` when ``two_sided``) for standard Brownian motion at ``times``.
 
     Recursive numerical integration over the sub-density of paths not yet absorbed (trapezoid rule on a grid over

@@ -16,7 +16,16 @@ if TYPE_CHECKING:
     from deltap.mining.adaptive import LookSchedule, StoppingRule
     from deltap.mining.verdicts import VerdictPolicy
 
-__all__ = ["CONTEXT_ORDERS", "DESIGNS", "NULLS", "PILOT_CASES", "PLACEBO_KINDS", "MiningConfig", "Outcome", "default_null"]
+__all__ = [
+    "CONTEXT_ORDERS",
+    "DESIGNS",
+    "NULLS",
+    "PILOT_CASES",
+    "PLACEBO_KINDS",
+    "MiningConfig",
+    "Outcome",
+    "default_null",
+]
 
 
 Outcome = Literal["pass", "logprob"]
@@ -135,10 +144,33 @@ class MiningConfig:
     pilot: int = 0
 
     #: what result-affecting options were, implicitly, in trial logs written before they existed
-    LEGACY: ClassVar[dict[str, Any]] = {"design": "bernoulli", "null": "zero", "placebo_kind": "random", "gold_weight": 1.0}
+    LEGACY: ClassVar[dict[str, Any]] = {
+        "design": "bernoulli",
+        "null": "zero",
+        "placebo_kind": "random",
+        "gold_weight": 1.0,
+    }
     #: options of how the calls are made, never of what they return (left out of the dataset's metadata)
     EXECUTION_KEYS = ("workers", "cases_in_flight", "price_in", "price_out", "pilot")
-    RESULT_KEYS = ("outcome", "budget", "seed", "q", "pi", "k", "n_placebo", "placebo_kind", "max_candidates", "first_look", "batch", "preflight", "preflight_confirm", "design", "null", "context_order", "gold_weight")
+    RESULT_KEYS = (
+        "outcome",
+        "budget",
+        "seed",
+        "q",
+        "pi",
+        "k",
+        "n_placebo",
+        "placebo_kind",
+        "max_candidates",
+        "first_look",
+        "batch",
+        "preflight",
+        "preflight_confirm",
+        "design",
+        "null",
+        "context_order",
+        "gold_weight",
+    )
 
     def __post_init__(self) -> None:
         if self.outcome not in ("pass", "logprob"):
@@ -192,7 +224,14 @@ class MiningConfig:
 
         pol = self.policy()
         scale = self.prior_scale if self.prior_scale is not None else (1.5 if self.outcome == "logprob" else 0.3)
-        return StoppingRule(self.q, self.prior_nonnull, scale, self.futility_power, pol.margin, significance_stops=self.resolved_null() == "zero")
+        return StoppingRule(
+            self.q,
+            self.prior_nonnull,
+            scale,
+            self.futility_power,
+            pol.margin,
+            significance_stops=self.resolved_null() == "zero",
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {f: getattr(self, f) for f in self.__dataclass_fields__}

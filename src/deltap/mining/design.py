@@ -23,6 +23,7 @@ Two designs decide which candidates are in the context of a design trial (:class
 * ``bernoulli`` — each candidate in with probability π independently, drawn from ``numpy.random.PCG64(trial
   seed)`` (a 2^m factorial design sampled at random); needed for π ≠ 0.5.
 """
+
 from __future__ import annotations
 
 import functools
@@ -47,7 +48,6 @@ __all__ = [
     "paley_order",
     "trial_seed",
 ]
-
 
 
 def trial_seed(run_seed: int, case_id: str, index: int, kind: str = "design") -> int:
@@ -146,7 +146,9 @@ class InclusionDesign:
         if self.kind not in DESIGNS:
             raise ValueError(f"design must be one of {', '.join(DESIGNS)}, got {self.kind!r}")
         if self.kind == "orthogonal" and self.pi != 0.5:
-            raise ValueError(f"the orthogonal design puts each candidate in half of the trials (pi = 0.5), got pi = {self.pi}; use the bernoulli design for other inclusion probabilities")
+            raise ValueError(
+                f"the orthogonal design puts each candidate in half of the trials (pi = 0.5), got pi = {self.pi}; use the bernoulli design for other inclusion probabilities"
+            )
 
     @property
     def block_size(self) -> int:

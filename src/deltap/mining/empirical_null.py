@@ -99,7 +99,15 @@ class PlaceboNull:
     def params(self) -> tuple[float, float, float, float, float, float, float]:
         """``(center, spread, tail_weight, tail_spread, core_df, tail_df, center_se)``: the null's arguments of
         :func:`null_z`, in order."""
-        return (self.center, self.spread, self.tail_weight, self.tail_spread, self.core_df, self.tail_df, self.center_se)
+        return (
+            self.center,
+            self.spread,
+            self.tail_weight,
+            self.tail_spread,
+            self.core_df,
+            self.tail_df,
+            self.center_se,
+        )
 
     def to_dict(self) -> dict[str, float | int]:
         out: dict[str, float | int] = {"center": self.center, "spread": self.spread, "placebos": self.placebos}
@@ -119,9 +127,14 @@ class PlaceboNull:
         if info.get("used", "placebo") != "placebo" or "center" not in info:
             return ZERO
         return cls(
-            float(info["center"]), float(info["spread"]), int(info.get("placebos") or 0),
-            float(info.get("tail_weight") or 0.0), float(info.get("tail_spread") or 0.0),
-            float(info.get("core_df", math.inf)), float(info.get("tail_df", math.inf)), float(info.get("center_se") or 0.0),
+            float(info["center"]),
+            float(info["spread"]),
+            int(info.get("placebos") or 0),
+            float(info.get("tail_weight") or 0.0),
+            float(info.get("tail_spread") or 0.0),
+            float(info.get("core_df", math.inf)),
+            float(info.get("tail_df", math.inf)),
+            float(info.get("center_se") or 0.0),
         )
 
 
@@ -173,7 +186,9 @@ def _fit(
     # placebos is not known to be 15% of random texts; and each spread has the df of its own placebos.
     n_tail = weight * n
     w_pred = (n_tail + 1.0) / (n + 2.0)
-    return PlaceboNull(center, spread, n, w_pred, tail, float(max(n - n_tail, 1.0)), float(max(n_tail, 1.0)), center_se), state
+    return PlaceboNull(
+        center, spread, n, w_pred, tail, float(max(n - n_tail, 1.0)), float(max(n_tail, 1.0)), center_se
+    ), state
 
 
 def _fit_tail(
@@ -205,7 +220,11 @@ def _fit_tail(
         w = r / np.maximum(var + s2, 1e-150) ** 2
         return max(float(np.sum(w * (d2 - s2)) / max(float(np.sum(w)), 1e-300)), 0.0)
 
-    core, tail, weight = start or (spread**2, max(float(np.quantile(d2, 0.9)), 4.0 * (spread**2 + float(np.median(s2)))), 0.1)
+    core, tail, weight = start or (
+        spread**2,
+        max(float(np.quantile(d2, 0.9)), 4.0 * (spread**2 + float(np.median(s2)))),
+        0.1,
+    )
     for _ in range(iterations):
         a, b = np.log1p(-weight) + ll(core), np.log(weight) + ll(tail)
         r = np.exp(b - np.logaddexp(a, b))
@@ -273,7 +292,9 @@ def null_z(
     return np.asarray(np.where(np.isnan(z), 0.0, z), dtype=float)
 
 
-def null_p_value(coef: ArrayLike, se: ArrayLike, df: ArrayLike, null: PlaceboNull | Mapping[str, Any]) -> NDArray[np.float64]:
+def null_p_value(
+    coef: ArrayLike, se: ArrayLike, df: ArrayLike, null: PlaceboNull | Mapping[str, Any]
+) -> NDArray[np.float64]:
     """One-sided p-value of each estimate in its own direction against ``null`` (a fit or its summary dict), one
     look: what the fresh-null check of the benchmark and the tests compare with BH's threshold."""
     fit = null if isinstance(null, PlaceboNull) else PlaceboNull.from_dict(null)
@@ -281,8 +302,16 @@ def null_p_value(coef: ArrayLike, se: ArrayLike, df: ArrayLike, null: PlaceboNul
 
 
 def _log_sf(
-    coef: ArrayLike, se: ArrayLike, df: ArrayLike, center: ArrayLike, spread: ArrayLike, tail_weight: ArrayLike,
-    tail_spread: ArrayLike, core_df: ArrayLike, tail_df: ArrayLike, center_se: ArrayLike,
+    coef: ArrayLike,
+    se: ArrayLike,
+    df: ArrayLike,
+    center: ArrayLike,
+    spread: ArrayLike,
+    tail_weight: ArrayLike,
+    tail_spread: ArrayLike,
+    core_df: ArrayLike,
+    tail_df: ArrayLike,
+    center_se: ArrayLike,
 ) -> NDArray[np.float64]:
     b = np.asarray(coef, dtype=float) - np.asarray(center, dtype=float)
     s2 = np.asarray(se, dtype=float) ** 2
@@ -303,6 +332,8 @@ def _log_sf(
     w = np.asarray(tail_weight, dtype=float)
     if np.any(w > 0):
         wc = np.clip(w, 1e-300, 1.0)  # both logs stay finite: no floating-point warning to silence
-        mixed = np.logaddexp(np.log1p(-np.minimum(wc, 1.0 - 1e-16)) + log_sf, np.log(wc) + component(tail_spread, tail_df))
+        mixed = np.logaddexp(
+            np.log1p(-np.minimum(wc, 1.0 - 1e-16)) + log_sf, np.log(wc) + component(tail_spread, tail_df)
+        )
         log_sf = np.where(w > 0, mixed, log_sf)
     return np.asarray(log_sf, dtype=float)

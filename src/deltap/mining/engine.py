@@ -100,10 +100,12 @@ def _serialized(progress: ProgressFn | None) -> ProgressFn | None:
 
     return call
 
+
 def _default_checker(case: Case) -> Checker:
     from deltap.checkers import make_checker
 
     return make_checker(case.checker)
+
 
 def _separate_only(cases: Sequence[Case], factory: Callable[[Case], Checker]) -> Callable[[Case], Checker]:
     """``--require-separate``: build every case's checker now and refuse the run, before any solver call, when a
@@ -184,7 +186,12 @@ def mine(
     started = time.time()
     solver_name = solver_id(solver)
     try:
-        run_config = {**cfg.to_dict(), "null": cfg.resolved_null(), "solver": solver_name, "solver_model": solver_model_digest(solver)}
+        run_config = {
+            **cfg.to_dict(),
+            "null": cfg.resolved_null(),
+            "solver": solver_name,
+            "solver_model": solver_model_digest(solver),
+        }
         log.check_config(run_config, (*MiningConfig.RESULT_KEYS, "solver", "solver_model"), legacy=MiningConfig.LEGACY)
         resumed = prepare_resume(log, cases, corpus, solver, retriever, cfg, remine_changed)
     except BaseException:
@@ -209,11 +216,15 @@ def mine(
         if cfg.pilot > 0 and cases:  # before any design trial; a stop closes the executor and the log below
             pilot_info = _pilot(cases, corpus, solver, factory, retriever, log, cfg, lanes)
         results = lanes.map(
-            lambda item: _mine_case(item[1], item[0], corpus, solver, factory, retriever, log, cfg, rule, lanes), list(enumerate(cases))
+            lambda item: _mine_case(item[1], item[0], corpus, solver, factory, retriever, log, cfg, rule, lanes),
+            list(enumerate(cases)),
         )
         null_info = dataset_verdicts(results, cfg, policy)
         if cfg.coalitions:
-            lanes.map(lambda res: _coalition_case(res, corpus, solver, factory, log, cfg, policy, lanes), [r for r in results if r.X is not None])
+            lanes.map(
+                lambda res: _coalition_case(res, corpus, solver, factory, log, cfg, policy, lanes),
+                [r for r in results if r.X is not None],
+            )
         prices = prices_for(cfg.price_in, cfg.price_out, solver_name, local=solver_name.startswith("llama_cpp:"))
         spend = log_spend(log, [r.case.case_id for r in results], prices)  # every session of the log, as the calls
         for res in results:  # calls = logged solver calls (the same for a resumed and an uninterrupted run)
@@ -223,15 +234,25 @@ def mine(
             res.info["spend"] = {k: v for k, v in spend["by_case"][res.case.case_id].items() if k != "solver_seconds"}
         placebo = {**placebo_calibration(results, cfg), "null": null_info}
         tilt = run_tilt(
-            ((c.sources, row) for r in results if r.X is not None for c, row in zip(r.pool.candidates, r.candidates, strict=True)),
-            unit="nats" if cfg.outcome == "logprob" else "probability", seed=cfg.seed,
+            (
+                (c.sources, row)
+                for r in results
+                if r.X is not None
+                for c, row in zip(r.pool.candidates, r.candidates, strict=True)
+            ),
+            unit="nats" if cfg.outcome == "logprob" else "probability",
+            seed=cfg.seed,
         )
         ended = time.time()
         dataset = build_dataset(results, corpus, cfg, policy, solver_name, placebo, __version__, started)
         run = run_summary(results, cfg, policy, solver_name, placebo, __version__, started, ended)
         run["calls_this_process"] = log.count() - calls_before_run
         run["spend"] = spend
-        run["spend_this_process"] = {"calls": lanes.tally.value, "tokens_in": lanes.tally.tokens_in, "tokens_out": lanes.tally.tokens_out}
+        run["spend_this_process"] = {
+            "calls": lanes.tally.value,
+            "tokens_in": lanes.tally.tokens_in,
+            "tokens_out": lanes.tally.tokens_out,
+        }
         dataset.metadata["spend"] = {k: v for k, v in spend.items() if k not in ("by_case", "solver_seconds")}
         run["resume"] = resumed
         if pilot_info is not None:
@@ -251,6 +272,7 @@ def mine(
         warnings.warn(tilt.message, TiltWarning, stacklevel=2)
     return MiningResult(dataset, results, run, out_path)
 
+
 @dataclass
 class _Prepared:
     """A case with its pool drawn and its checker built, ready for the per-case procedure."""
@@ -258,6 +280,7 @@ class _Prepared:
     res: CaseResult
     checker: Checker | None = None
     ready: bool = False  # False: skipped before any trial (``res.info["reason"]`` says why)
+
 
 class _Lanes:
     """The cases in flight: the executor, the run's call tally, the progress callback and the stop signal."""
@@ -279,7 +302,15 @@ class _Lanes:
     def report(self, event: dict[str, Any]) -> None:
         """Send ``event`` with ``calls``: the solver calls this process made so far, over every case."""
         if self.progress is not None:
-            self.progress({**event, "calls": self.tally.value, "tokens_in": self.tally.tokens_in, "tokens_out": self.tally.tokens_out})
+            self.progress(
+                {
+                    **event,
+                    "calls": self.tally.value,
+                    "tokens_in": self.tally.tokens_in,
+                    "tokens_out": self.tally.tokens_out,
+                }
+            )
+
 
 def _prepare_case(
     case: Case,
@@ -294,7 +325,9 @@ def _prepare_case(
     if stored is not None:
         pool = Pool.from_dict(stored)
     else:
-        pool = build_pool(case, corpus, retriever, cfg.k, cfg.n_placebo, cfg.max_candidates, cfg.seed, placebo_kind=cfg.placebo_kind)
+        pool = build_pool(
+            case, corpus, retriever, cfg.k, cfg.n_placebo, cfg.max_candidates, cfg.seed, placebo_kind=cfg.placebo_kind
+        )
         pool, context = fit_context(pool, case, corpus, solver, cfg)
         log.put_pool(case.case_id, {**pool.to_dict(), **({"context": context} if context else {})})
         stored = {"context": context} if context else {}
@@ -318,6 +351,7 @@ def _prepare_case(
         return _Prepared(res)
     return _Prepared(res, checker, True)
 
+
 def _mine_case(
     case: Case,
     ci: int,
@@ -338,13 +372,25 @@ def _mine_case(
     schedule = cfg.schedule(m)
 
     def report(status: str, trials: int, open_: int) -> None:
-        lanes.report({"case_id": case.case_id, "case_index": ci, "cases": lanes.n_cases, "trials": trials, "budget": schedule.budget,
-                      "open": open_, "status": status, "in_flight": lanes.limit})
+        lanes.report(
+            {
+                "case_id": case.case_id,
+                "case_index": ci,
+                "cases": lanes.n_cases,
+                "trials": trials,
+                "budget": schedule.budget,
+                "open": open_,
+                "status": status,
+                "in_flight": lanes.limit,
+            }
+        )
 
     if not prep.ready:
         report("skipped", 0, 0)
         return res
-    runner = TrialRunner(case, res.pool, corpus, solver, prep.checker, log, cfg, lanes.executor, lanes.tally, lanes.stop)
+    runner = TrialRunner(
+        case, res.pool, corpus, solver, prep.checker, log, cfg, lanes.executor, lanes.tally, lanes.stop
+    )
     report("preflight", 0, m)
     design = InclusionDesign(cfg.seed, case.case_id, m, cfg.pi, cfg.design)
 
@@ -360,6 +406,7 @@ def _mine_case(
     res.calls, res.errors = runner.calls, runner.errors
     res.wall_seconds = time.perf_counter() - t0
     return res
+
 
 def _pilot(
     cases: Sequence[Case],
@@ -388,7 +435,18 @@ def _pilot(
             prep = _prepare_case(by_id[cid], corpus, solver, factory, retriever, log, cfg)
         if not prep.ready:
             continue
-        runner = TrialRunner(prep.res.case, prep.res.pool, corpus, solver, prep.checker, log, cfg, lanes.executor, lanes.tally, lanes.stop)
+        runner = TrialRunner(
+            prep.res.case,
+            prep.res.pool,
+            corpus,
+            solver,
+            prep.checker,
+            log,
+            cfg,
+            lanes.executor,
+            lanes.tally,
+            lanes.stop,
+        )
         m = len(prep.res.pool.candidates)
         n_pre = 1 if runner.deterministic else max(1, cfg.preflight)
         try:
@@ -396,10 +454,20 @@ def _pilot(
             full = runner.run("preflight_all", range(n_pre), np.ones((n_pre, m), dtype=bool))
         finally:
             lanes.executor.release(cid)
-        sampled.append(PilotCase(cid, tuple(float(v) for v in none if np.isfinite(v)), tuple(float(v) for v in full if np.isfinite(v))))
+        sampled.append(
+            PilotCase(
+                cid, tuple(float(v) for v in none if np.isfinite(v)), tuple(float(v) for v in full if np.isfinite(v))
+            )
+        )
         lanes.report({"phase": "pilot", "case_id": cid})
     result = assess_pilot(
-        sampled, lanes.tally.value - before, cfg.outcome, cfg.policy().min_effect, cfg.budget, len(cases), is_deterministic(solver)
+        sampled,
+        lanes.tally.value - before,
+        cfg.outcome,
+        cfg.policy().min_effect,
+        cfg.budget,
+        len(cases),
+        is_deterministic(solver),
     )
     if result.hopeless and not cfg.force:
         raise PilotStop(result.message)

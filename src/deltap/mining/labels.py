@@ -31,14 +31,20 @@ def placebo_null(mined: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
     """
 
     requested = cfg.resolved_null()
-    info: dict[str, Any] = {"requested": requested, "used": "zero", "unit": "nats" if cfg.outcome == "logprob" else "probability"}
+    info: dict[str, Any] = {
+        "requested": requested,
+        "used": "zero",
+        "unit": "nats" if cfg.outcome == "logprob" else "probability",
+    }
     if requested != "placebo":
         return info
     owners = [(r, j) for r in mined for j, c in enumerate(r.pool.candidates) if c.is_placebo and r.fits]
     coef = np.array([r.fits[-1][0][j] for r, j in owners], dtype=float)
     se = np.array([r.fits[-1][1][j] for r, j in owners], dtype=float)
     if coef.size < MIN_PLACEBOS:
-        info["reason"] = f"{coef.size} placebo estimates in the run, {MIN_PLACEBOS} needed to fit the placebo null: tested against zero"
+        info["reason"] = (
+            f"{coef.size} placebo estimates in the run, {MIN_PLACEBOS} needed to fit the placebo null: tested against zero"
+        )
         info.update(too_few=True, recommended=RECOMMENDED_PLACEBOS)
         return info
     if coef.size < RECOMMENDED_PLACEBOS:
@@ -60,6 +66,7 @@ def placebo_null(mined: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
     info.update({"used": "placebo", **fit.to_dict()})
     return info
 
+
 def prior_weights(mined: Sequence[CaseResult], gold_weight: float) -> list[NDArray[np.float64]]:
     """Prior weights of the weighted Benjamini–Hochberg step, per case: gold candidates ``gold_weight``, every other
     candidate 1, rescaled so the weights of the dataset's tested candidates average 1.
@@ -70,10 +77,13 @@ def prior_weights(mined: Sequence[CaseResult], gold_weight: float) -> list[NDArr
     priori likely — on the documents the benchmark names as gold. Used in the relevant family only (the harmful
     family is unweighted). Placebos keep the base weight (their labels are the run's false-positive check).
     """
-    raw = [np.array([gold_weight if "gold" in c.sources else 1.0 for c in r.pool.candidates], dtype=float) for r in mined]
+    raw = [
+        np.array([gold_weight if "gold" in c.sources else 1.0 for c in r.pool.candidates], dtype=float) for r in mined
+    ]
     total = sum(float(w.sum()) for w in raw)
     n = sum(w.size for w in raw)
     return [w * (n / total) for w in raw] if n else raw
+
 
 def dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: VerdictPolicy) -> dict[str, Any]:
     """Dataset-wide BH (one family per direction) over every mined candidate, then verdicts, grades, estimates.
@@ -113,8 +123,11 @@ def dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: Verdi
         low = np.full(m, -np.inf)
         for wv in np.unique(w_r):
             low_w, high = repeated_interval(
-                r.fits, schedule.times[: len(r.fits)], schedule.critical_b(min(alpha_side[0] * float(wv), 0.5)),
-                schedule.critical_b(alpha_side[1]), params,
+                r.fits,
+                schedule.times[: len(r.fits)],
+                schedule.critical_b(min(alpha_side[0] * float(wv), 0.5)),
+                schedule.critical_b(alpha_side[1]),
+                params,
             )
             low = np.where(w_r == wv, low_w, low)
         rows = []
@@ -126,24 +139,35 @@ def dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: Verdi
             row = _candidate_row(r, j, reg, dm, float(r.p_rep[side][j]), qv, v, grade(coef, v, policy))
             if v == "irrelevant":
                 z90 = 1.6448536269514722
-                row["verdict_interval"] = {"low": _f(coef - z90 * reg.se[j]), "high": _f(coef + z90 * reg.se[j]), "level": 0.90,
-                                           "rests_on": f"equivalence (two one-sided tests at 5%, HC2 SE) within ±{policy.margin:g}"}
+                row["verdict_interval"] = {
+                    "low": _f(coef - z90 * reg.se[j]),
+                    "high": _f(coef + z90 * reg.se[j]),
+                    "level": 0.90,
+                    "rests_on": f"equivalence (two one-sided tests at 5%, HC2 SE) within ±{policy.margin:g}",
+                }
             else:
                 row["verdict_interval"] = {
-                    "low": _f(low[j]), "high": _f(high[j]), "level": round(1 - min(alpha_side[0] * float(w_r[j]), 0.5) - alpha_side[1], 6),
+                    "low": _f(low[j]),
+                    "high": _f(high[j]),
+                    "level": round(1 - min(alpha_side[0] * float(w_r[j]), 0.5) - alpha_side[1], 6),
                     "rests_on": f"repeated confidence interval over the looks at BH's level q·R/M ({alpha_side[0]:.3g} relevant, "
-                    f"{alpha_side[1]:.3g} harmful)" + (", net of the placebo null" if null_info.get("used") == "placebo" else ""),
+                    f"{alpha_side[1]:.3g} harmful)"
+                    + (", net of the placebo null" if null_info.get("used") == "placebo" else ""),
                 }
             rows.append(row)
         r.candidates = rows
         r.info["intercept"] = float(reg.intercept)
     return null_info
 
+
 def _f(x: Any) -> float | None:
     x = float(x)
     return x if math.isfinite(x) else None
 
-def _candidate_row(r: CaseResult, j: int, reg: Any, dm: Any, pv: float | None, qv: float | None, v: str, g: int | None) -> dict[str, Any]:
+
+def _candidate_row(
+    r: CaseResult, j: int, reg: Any, dm: Any, pv: float | None, qv: float | None, v: str, g: int | None
+) -> dict[str, Any]:
     cand = r.pool.candidates[j]
     row: dict[str, Any] = {"doc_id": cand.doc_id, "sources": list(cand.sources), "verdict": v, "grade": g}
     if reg is None:
@@ -173,6 +197,7 @@ def _candidate_row(r: CaseResult, j: int, reg: Any, dm: Any, pv: float | None, q
     )
     return row
 
+
 def record_coalitions(res: CaseResult, source: TrialSource, cfg: MiningConfig, policy: VerdictPolicy) -> int:
     """Interaction pairs and every verified minimal winning coalition of a mined case; returns the calls made."""
     from deltap.mining.coalitions import interaction_pairs
@@ -186,11 +211,18 @@ def record_coalitions(res: CaseResult, source: TrialSource, cfg: MiningConfig, p
     cand = sorted(set(relevant) | {j for j in promising if effects[j] >= policy.min_effect})
     pairs = [p for p in interaction_pairs(res.X, res.y, cand) if p.significant]
     res.info["interaction_pairs"] = [
-        {"docs": [res.pool.candidates[p.i].doc_id, res.pool.candidates[p.j].doc_id], "effect": p.effect, "se": p.se, "p_value": p.p_value}
+        {
+            "docs": [res.pool.candidates[p.i].doc_id, res.pool.candidates[p.j].doc_id],
+            "effect": p.effect,
+            "se": p.se,
+            "p_value": p.p_value,
+        }
         for p in pairs
     ]
     before = source.calls
-    coalitions, checks = find_coalitions(source, res.X, res.y, effects, relevant, res.preflight, cfg, policy, [(p.i, p.j) for p in pairs])
+    coalitions, checks = find_coalitions(
+        source, res.X, res.y, effects, relevant, res.preflight, cfg, policy, [(p.i, p.j) for p in pairs]
+    )
     ids = res.pool.doc_ids
     res.info["coalition_check"] = [{"docs": [ids[j] for j in c.pop("members")], **c} for c in checks]
     res.coalitions = [[ids[j] for j in c] for c in coalitions]
@@ -199,6 +231,7 @@ def record_coalitions(res: CaseResult, source: TrialSource, cfg: MiningConfig, p
     res.info.setdefault("calls_by_kind", {})["coalition"] = made
     res.calls += made
     return made
+
 
 def placebo_calibration(results: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
     """Placebo false-positive rate, effect sizes and the placebo check (:func:`~deltap.mining.placebo_check.placebo_check`:
@@ -226,8 +259,14 @@ def placebo_calibration(results: list[CaseResult], cfg: MiningConfig) -> dict[st
     fpr = (rel + harm) / n if n else 0.0
     check = placebo_check(n, rejected, rejections, tests, cfg.q, labelled=rel + harm)
     out: dict[str, Any] = {
-        "n": n, "labelled_relevant": rel, "labelled_harmful": harm, "fpr": fpr, "nominal": check.expected_rate,
-        "p_value_above_nominal": check.p_value, "warning": check.failed, "check": check.to_dict(),
+        "n": n,
+        "labelled_relevant": rel,
+        "labelled_harmful": harm,
+        "fpr": fpr,
+        "nominal": check.expected_rate,
+        "p_value_above_nominal": check.p_value,
+        "warning": check.failed,
+        "check": check.to_dict(),
     }
     if effects:
         out["effect_abs"] = {

@@ -39,12 +39,33 @@ if TYPE_CHECKING:
     from deltap.retrieval.base import Retriever
     from deltap.solvers.base import Solver
 
-__all__ = ["ManifestChanged", "case_manifest", "check_writable_ids", "describe_changes", "manifest_diff", "prepare_resume"]
+__all__ = [
+    "ManifestChanged",
+    "case_manifest",
+    "check_writable_ids",
+    "describe_changes",
+    "manifest_diff",
+    "prepare_resume",
+]
 
 #: the fields of a manifest, in the order a message lists them
 FIELDS = (
-    "question", "reference_answer", "checker", "checker_grammar", "checker_files", "benchmark_type", "prompt", "prompt_template", "gold",
-    "retriever", "k", "n_placebo", "max_candidates", "seed", "solver", "candidates",
+    "question",
+    "reference_answer",
+    "checker",
+    "checker_grammar",
+    "checker_files",
+    "benchmark_type",
+    "prompt",
+    "prompt_template",
+    "gold",
+    "retriever",
+    "k",
+    "n_placebo",
+    "max_candidates",
+    "seed",
+    "solver",
+    "candidates",
 )
 
 #: checker kinds that read replies by an answer grammar (``params["grammar"]``, see deltap.checkers.grammar)
@@ -230,7 +251,11 @@ def manifest_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, s
             continue
         if a != b:
             long = isinstance(a, str) and len(a) > 60 or isinstance(b, str) and len(b) > 60
-            out[f] = "changed" if long or f in ("question", "reference_answer", "prompt", "prompt_template") else f"{a} -> {b}"
+            out[f] = (
+                "changed"
+                if long or f in ("question", "reference_answer", "prompt", "prompt_template")
+                else f"{a} -> {b}"
+            )
     return out
 
 
@@ -247,7 +272,9 @@ def describe_changes(changes: Mapping[str, Mapping[str, str]], limit: int = 5) -
             if g != f:
                 continue
             shown = "; ".join(cases[:limit]) + (f"; ... ({len(cases)} cases in all)" if len(cases) > limit else "")
-            parts.append(f"{f} {what} in {len(cases)} case(s) [{shown}]" if f != "candidates" else f"candidate {what} [{shown}]")
+            parts.append(
+                f"{f} {what} in {len(cases)} case(s) [{shown}]" if f != "candidates" else f"candidate {what} [{shown}]"
+            )
     return "; ".join(parts)
 
 
@@ -316,7 +343,9 @@ def prepare_resume(
                     "or choose a new --out directory"
                 )
             if missing:
-                changes[case_id] = {"candidates": f"text changed of {', '.join(f'{d} ({MISSING})' for d in missing[:5])}"}
+                changes[case_id] = {
+                    "candidates": f"text changed of {', '.join(f'{d} ({MISSING})' for d in missing[:5])}"
+                }
                 continue
             unverified[case_id] = now
             continue
@@ -347,10 +376,14 @@ def check_writable_ids(cases: Sequence[Case], corpus: Corpus) -> None:
     Raises:
         DeltapError: naming the ids.
     """
+
     def bad(ids: Sequence[str]) -> list[str]:
         return [i for i in ids if not i or _WHITESPACE.search(i)]
 
-    for what, ids, where in (("case id", bad([c.case_id for c in cases]), "the cases"), ("document id", bad(corpus.ids), corpus.name)):
+    for what, ids, where in (
+        ("case id", bad([c.case_id for c in cases]), "the cases"),
+        ("document id", bad(corpus.ids), corpus.name),
+    ):
         if ids:
             shown = ", ".join(repr(i) for i in ids[:5]) + (f" ... ({len(ids)} in all)" if len(ids) > 5 else "")
             raise DeltapError(

@@ -23,7 +23,17 @@ def _base_rate(r: CaseResult) -> float | None:
     v = r.preflight.get("preflight_none")
     return float(np.mean(v)) if v else None
 
-def build_dataset(results: list[CaseResult], corpus: Corpus, cfg: MiningConfig, policy: VerdictPolicy, solver_id: str, placebo: dict[str, Any], version: str, started: float) -> VerifiedDataset:
+
+def build_dataset(
+    results: list[CaseResult],
+    corpus: Corpus,
+    cfg: MiningConfig,
+    policy: VerdictPolicy,
+    solver_id: str,
+    placebo: dict[str, Any],
+    version: str,
+    started: float,
+) -> VerifiedDataset:
     import datetime as dt
 
     from deltap.dataset import VerifiedDataset
@@ -41,14 +51,34 @@ def build_dataset(results: list[CaseResult], corpus: Corpus, cfg: MiningConfig, 
                 "empirical_relevance": EMPIRICAL[row["verdict"]],
                 "verdict": row["verdict"],
             }
-            entry.update({k: row.get(k) for k in ("delta_p", "ci_low", "ci_high", "p_in", "p_out", "n_in", "n_out", "p_value", "q_value", "grade")})
+            entry.update(
+                {
+                    k: row.get(k)
+                    for k in (
+                        "delta_p",
+                        "ci_low",
+                        "ci_high",
+                        "p_in",
+                        "p_out",
+                        "n_in",
+                        "n_out",
+                        "p_value",
+                        "q_value",
+                        "grade",
+                    )
+                }
+            )
             if "regression_effect" in row:
                 entry["regression_effect"] = row["regression_effect"]
             if "verdict_interval" in row:
                 entry["verdict_interval"] = row["verdict_interval"]
             cands.append(entry)
         n_plac = sum(1 for c in r.pool.candidates if c.is_placebo)
-        plac_fp = sum(1 for c, row in zip(r.pool.candidates, r.candidates, strict=True) if c.is_placebo and row["verdict"] in ("relevant", "harmful"))
+        plac_fp = sum(
+            1
+            for c, row in zip(r.pool.candidates, r.candidates, strict=True)
+            if c.is_placebo and row["verdict"] in ("relevant", "harmful")
+        )
         meta = {
             "trials": int(len(r.y)) if r.y is not None else 0,
             "base_success_rate": _base_rate(r),
@@ -62,17 +92,34 @@ def build_dataset(results: list[CaseResult], corpus: Corpus, cfg: MiningConfig, 
             "missing_gold": list(dict.fromkeys([*(r.case.metadata.get("gold_missing") or []), *r.pool.missing_gold])),
             "dropped_candidates": r.pool.dropped,
             "preflight": r.preflight,
-            **{k: v for k, v in r.info.items() if k in ("reason", "looks", "interaction_pairs", "coalition_check", "intercept", "context", "calls_by_kind", "spend", "candidate_process")},
+            **{
+                k: v
+                for k, v in r.info.items()
+                if k
+                in (
+                    "reason",
+                    "looks",
+                    "interaction_pairs",
+                    "coalition_check",
+                    "intercept",
+                    "context",
+                    "calls_by_kind",
+                    "spend",
+                    "candidate_process",
+                )
+            },
         }
-        pairs.append({
-            "id": r.case.case_id,
-            "query": r.case.query,
-            "reference_answer": r.case.reference_answer,
-            "candidates": cands,
-            "coalition": r.coalition,
-            "coalitions": r.coalitions,
-            "metadata": meta,
-        })
+        pairs.append(
+            {
+                "id": r.case.case_id,
+                "query": r.case.query,
+                "reference_answer": r.case.reference_answer,
+                "candidates": cands,
+                "coalition": r.coalition,
+                "coalitions": r.coalitions,
+                "metadata": meta,
+            }
+        )
     metadata = {
         "tool": "deltap",
         "tool_version": version,
@@ -94,7 +141,8 @@ def build_dataset(results: list[CaseResult], corpus: Corpus, cfg: MiningConfig, 
             "placebo: each effect tested against the distribution of the placebo documents' effects (center, spread and"
             " any heavy tail in placebo_calibration.null; each placebo against the fit without it)"
             if placebo.get("null", {}).get("used") == "placebo"
-            else "zero: each effect tested against no effect" + (f" ({placebo['null']['reason']})" if placebo.get("null", {}).get("reason") else "")
+            else "zero: each effect tested against no effect"
+            + (f" ({placebo['null']['reason']})" if placebo.get("null", {}).get("reason") else "")
         ),
         "estimator": (
             "OLS on all inclusion indicators (linear probability model for pass); tests use the classical OLS SE with t tails,"
@@ -111,7 +159,17 @@ def build_dataset(results: list[CaseResult], corpus: Corpus, cfg: MiningConfig, 
     }
     return VerifiedDataset(metadata, pairs)
 
-def run_summary(results: list[CaseResult], cfg: MiningConfig, policy: VerdictPolicy, solver_id: str, placebo: dict[str, Any], version: str, started: float, ended: float) -> dict[str, Any]:
+
+def run_summary(
+    results: list[CaseResult],
+    cfg: MiningConfig,
+    policy: VerdictPolicy,
+    solver_id: str,
+    placebo: dict[str, Any],
+    version: str,
+    started: float,
+    ended: float,
+) -> dict[str, Any]:
     import datetime as dt
 
     by_status: dict[str, int] = {}
@@ -146,7 +204,21 @@ def run_summary(results: list[CaseResult], cfg: MiningConfig, policy: VerdictPol
         "cases_by_status": by_status,
         "verdicts": verdicts,
         **({"pytest_checks": processes} if any(p["cases"] for p in processes.values()) else {}),
-        "placebo": {k: placebo[k] for k in ("n", "labelled_relevant", "labelled_harmful", "fpr", "nominal", "effect_abs", "null", "check", "warning") if k in placebo},
+        "placebo": {
+            k: placebo[k]
+            for k in (
+                "n",
+                "labelled_relevant",
+                "labelled_harmful",
+                "fpr",
+                "nominal",
+                "effect_abs",
+                "null",
+                "check",
+                "warning",
+            )
+            if k in placebo
+        },
     }
 
 
@@ -160,7 +232,21 @@ def write_run_directory(out: Path, dataset: VerifiedDataset, run: dict[str, Any]
 
     out.mkdir(parents=True, exist_ok=True)
     write_dataset(dataset, out / "retrieval_dataset.yaml")
-    prov = {k: dataset.metadata[k] for k in ("tool", "tool_version", "solver", "outcome", "seed", "q", "budget", "pi", "min_effect", "grade_mapping")}
+    prov = {
+        k: dataset.metadata[k]
+        for k in (
+            "tool",
+            "tool_version",
+            "solver",
+            "outcome",
+            "seed",
+            "q",
+            "budget",
+            "pi",
+            "min_effect",
+            "grade_mapping",
+        )
+    }
     write_dataset_qrels(dataset, out, prov)
     write_text_atomic(out / "run.json", json.dumps(run, indent=2, sort_keys=False) + "\n")
 

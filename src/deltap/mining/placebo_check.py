@@ -49,8 +49,15 @@ class PlaceboCheck:
         return asdict(self)
 
 
-def placebo_check(placebos: int, rejected: int, rejections: int, tests: int, q: float, labelled: int | None = None,
-                  alpha: float = ALPHA) -> PlaceboCheck:
+def placebo_check(
+    placebos: int,
+    rejected: int,
+    rejections: int,
+    tests: int,
+    q: float,
+    labelled: int | None = None,
+    alpha: float = ALPHA,
+) -> PlaceboCheck:
     """Exact binomial test of ``rejected`` of ``placebos`` placebo documents against the BH reference ``q·R/M``.
 
     Args:
@@ -68,12 +75,25 @@ def placebo_check(placebos: int, rejected: int, rejections: int, tests: int, q: 
     from scipy import stats
 
     if placebos < 0 or rejected < 0 or rejected > placebos or tests < 0 or rejections < 0:
-        raise ValueError(f"placebo check: bad counts (placebos {placebos}, rejected {rejected}, R {rejections}, M {tests})")
+        raise ValueError(
+            f"placebo check: bad counts (placebos {placebos}, rejected {rejected}, R {rejections}, M {tests})"
+        )
     labelled = rejected if labelled is None else labelled
     rate = min(1.0, q * rejections / tests) if tests else 0.0
     if placebos == 0:
-        return PlaceboCheck(0, 0, 0, rejections, tests, q, rate, 1.0, alpha, False,
-                            "placebo check: no placebo documents in this run (nothing to check)")
+        return PlaceboCheck(
+            0,
+            0,
+            0,
+            rejections,
+            tests,
+            q,
+            rate,
+            1.0,
+            alpha,
+            False,
+            "placebo check: no placebo documents in this run (nothing to check)",
+        )
     if rejected == 0:
         p = 1.0
     elif rate <= 0.0:
@@ -93,7 +113,9 @@ def placebo_check(placebos: int, rejected: int, rejections: int, tests: int, q: 
         if failed
         else ""
     )
-    return PlaceboCheck(placebos, rejected, labelled, rejections, tests, q, rate, p, alpha, failed, f"{head}: {body}{tail}")
+    return PlaceboCheck(
+        placebos, rejected, labelled, rejections, tests, q, rate, p, alpha, failed, f"{head}: {body}{tail}"
+    )
 
 
 def summary_lines(placebo: Mapping[str, Any]) -> list[tuple[str, bool]]:

@@ -74,7 +74,9 @@ class Pool:
     def to_dict(self) -> dict[str, object]:
         return {
             "case_id": self.case_id,
-            "candidates": [{"doc_id": c.doc_id, "sources": list(c.sources), "rank": c.retrieval_rank} for c in self.candidates],
+            "candidates": [
+                {"doc_id": c.doc_id, "sources": list(c.sources), "rank": c.retrieval_rank} for c in self.candidates
+            ],
             "missing_gold": list(self.missing_gold),
             "dropped": list(self.dropped),
             **({"placebo_note": self.placebo_note} if self.placebo_note else {}),
@@ -83,7 +85,13 @@ class Pool:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Pool:
         cands = [Candidate(str(c["doc_id"]), tuple(c["sources"]), c.get("rank")) for c in data["candidates"]]
-        return cls(str(data["case_id"]), cands, list(data.get("missing_gold") or []), list(data.get("dropped") or []), data.get("placebo_note"))
+        return cls(
+            str(data["case_id"]),
+            cands,
+            list(data.get("missing_gold") or []),
+            list(data.get("dropped") or []),
+            data.get("placebo_note"),
+        )
 
 
 def _placebo_rng(seed: int, case_id: str) -> np.random.Generator:
@@ -123,7 +131,9 @@ def build_pool(
     if placebo_kind not in PLACEBO_KINDS:
         raise DeltapError(f"placebo kind must be one of {', '.join(PLACEBO_KINDS)}, got {placebo_kind!r}")
     if placebo_kind == "similar" and n_placebo > 0 and retriever is None:
-        raise DeltapError("placebo kind 'similar' draws placebos from far down a retriever's ranking: give a retriever (--retriever) or use --placebo-kind random")
+        raise DeltapError(
+            "placebo kind 'similar' draws placebos from far down a retriever's ranking: give a retriever (--retriever) or use --placebo-kind random"
+        )
     gold = [g for g in dict.fromkeys(case.gold_doc_ids) if g in corpus]
     missing = [g for g in dict.fromkeys(case.gold_doc_ids) if g not in corpus]
     if retrieved is None:
@@ -162,7 +172,7 @@ def build_pool(
     # Every gold id, kept or not: a gold document dropped by the cap is already in ``dropped`` (listed once).
     gold_ids = set(gold)
     new_retrieved = [d for d in retrieved if d not in gold_ids]
-    dropped += new_retrieved[max(room, 0):]
+    dropped += new_retrieved[max(room, 0) :]
     kept_retrieved = set(new_retrieved[: max(room, 0)])
 
     rank = {d: i + 1 for i, d in enumerate(retrieved)}

@@ -224,7 +224,9 @@ def run_case(
         fits.append((np.asarray(reg.coef, dtype=float), np.asarray(reg.se, dtype=float), L - m - 1))
         if k == K - 1:
             break
-        decided = rule.decided(schedule, z_path[None, :, : k + 1], reg.coef[None], reg.se[None], df=L - m - 1, weights=weights)[0]
+        decided = rule.decided(
+            schedule, z_path[None, :, : k + 1], reg.coef[None], reg.se[None], df=L - m - 1, weights=weights
+        )[0]
         say("running", L, int((~decided).sum()))
         if decided.all():
             stop = k
@@ -242,7 +244,13 @@ def run_case(
         else np.ones((2, m))
     )
     out.status = final
-    out.info.update({"looks": list(schedule.looks[: max(stop, 0) + 1]) if stop >= 0 else [], "trials": n_used, "design_errors": next_index - len(yv)})
+    out.info.update(
+        {
+            "looks": list(schedule.looks[: max(stop, 0) + 1]) if stop >= 0 else [],
+            "trials": n_used,
+            "design_errors": next_index - len(yv),
+        }
+    )
     say(final, n_used, 0)
     return out
 
@@ -400,8 +408,16 @@ def find_coalitions(
         else:  # a stochastic solver: minimality from the regression (drop-one predictions below the target)
             minimal_ok = all(fit.predict(t) < point for t in subs)
             how = "model"
-        checks.append({"members": list(s), "verified": ok, "minimal": bool(ok and minimal_ok), "minimal_by": how,
-                       "predicted": fit.predict(s), **info})
+        checks.append(
+            {
+                "members": list(s),
+                "verified": ok,
+                "minimal": bool(ok and minimal_ok),
+                "minimal_by": how,
+                "predicted": fit.predict(s),
+                **info,
+            }
+        )
         if ok and minimal_ok:
             kept.append(sorted(s, key=lambda j: -effects[j]))
     return kept, checks

@@ -186,7 +186,12 @@ class MiningProgress:
             self._refresh()
             return
         if case_id != self.case_id:
-            if self.in_flight <= 1 and self.case_id is not None and self.phase != "coalition" and self.case_id not in self.finished:
+            if (
+                self.in_flight <= 1
+                and self.case_id is not None
+                and self.phase != "coalition"
+                and self.case_id not in self.finished
+            ):
                 self.finished[self.case_id] = "mined"  # events come per batch; a new case means the last one ended
                 self.active.pop(self.case_id, None)
             self.case_id = case_id
@@ -244,7 +249,10 @@ class MiningProgress:
             return out
         number = min(self.n_cases, max(1, self.case_index + 1))
         flying = sum(1 for c in self.active if c not in self.finished)
-        out.append(f"cases  {_bar(done, self.n_cases)} {done} of {self.n_cases} done" + (f" · {flying} in flight" if self.in_flight > 1 else ""))
+        out.append(
+            f"cases  {_bar(done, self.n_cases)} {done} of {self.n_cases} done"
+            + (f" · {flying} in flight" if self.in_flight > 1 else "")
+        )
         if self.case_id is None:
             return out
         if self.phase in ("starting", "preflight"):

@@ -23,6 +23,7 @@ __all__ = ["CaseResult", "MiningResult", "PlaceboCalibrationWarning", "ProgressF
 class PlaceboCalibrationWarning(UserWarning):
     """The achieved false-positive rate on placebo documents exceeds the nominal level."""
 
+
 @dataclass
 class CaseResult:
     """Everything the engine learnt about one case."""
@@ -61,5 +62,6 @@ class MiningResult:
     cases: list[CaseResult]
     run: dict[str, Any]
     out: Path | None = None
+
 
 ProgressFn = Callable[[dict[str, Any]], None]

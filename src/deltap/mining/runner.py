@@ -28,7 +28,16 @@ if TYPE_CHECKING:
     from deltap.execution.base import Executor
     from deltap.solvers.base import Solver, SolveRequest
 
-__all__ = ["CallTally", "TrialRunner", "call_tokens", "fit_context", "is_cached", "is_overflow", "logged_calls", "request_from_case"]
+__all__ = [
+    "CallTally",
+    "TrialRunner",
+    "call_tokens",
+    "fit_context",
+    "is_cached",
+    "is_overflow",
+    "logged_calls",
+    "request_from_case",
+]
 
 
 class TrialRunner:
@@ -67,7 +76,9 @@ class TrialRunner:
         lengths = [len(d.text) for d in self.docs] if cfg.context_order == "length" else None
         self.order = canonical_order(pool.doc_ids, lengths)
         self.base: SolveRequest = request_from_case(case)
-        self.existing: dict[tuple[str, int], TrialRecord] = {(r.kind, r.trial_index): r for r in log.trials(case.case_id)}
+        self.existing: dict[tuple[str, int], TrialRecord] = {
+            (r.kind, r.trial_index): r for r in log.trials(case.case_id)
+        }
         self.deterministic = is_deterministic(solver)
         self.answered: dict[str, TrialRecord] = {
             r.prompt_hash: r for r in self.existing.values() if r.prompt_hash and not r.is_error and not is_cached(r)
@@ -86,7 +97,9 @@ class TrialRunner:
         recs = self.get(kind, list(rows), lambda i, s: rows[i])
         return np.array([float(r.value) if r.value is not None else np.nan for r in recs], dtype=float)
 
-    def get(self, kind: str, indices: Sequence[int], inclusion: Callable[[int, int], NDArray[np.bool_]]) -> list[TrialRecord]:
+    def get(
+        self, kind: str, indices: Sequence[int], inclusion: Callable[[int, int], NDArray[np.bool_]]
+    ) -> list[TrialRecord]:
         """Records for ``(kind, i)``, running (and logging) the missing ones as one batch."""
         from deltap.solvers.prompts import prompt_hash, render_prompt
 
@@ -111,8 +124,14 @@ class TrialRunner:
                         self.answered[h] = rec
                 else:  # a deterministic solver already answered this prompt: same answer, no call
                     src = self.answered[h]
-                    rec = replace(src, kind=kind, trial_index=i, seed=s, latency=0.0,
-                                  detail=f"cached: same prompt as {src.kind} {src.trial_index}")
+                    rec = replace(
+                        src,
+                        kind=kind,
+                        trial_index=i,
+                        seed=s,
+                        latency=0.0,
+                        detail=f"cached: same prompt as {src.kind} {src.trial_index}",
+                    )
                 rec = self.log.append_once(rec)  # written before the trial counts; a key is counted once
                 self.existing[(kind, i)] = rec
         return [self.existing[(kind, i)] for i in indices]
@@ -131,7 +150,9 @@ class TrialRunner:
         ref = (self.case.reference_answer or "") if self.cfg.outcome == "logprob" else ""
         results = self.executor.run(Batch(self.case.case_id, self.cfg.outcome, tuple(reqs), ref))
         if len(results) != len(reqs):
-            raise RuntimeError(f"executor returned {len(results)} results for {len(reqs)} requests of case {self.case.case_id}")
+            raise RuntimeError(
+                f"executor returned {len(results)} results for {len(reqs)} requests of case {self.case.case_id}"
+            )
         return results
 
     def _record(self, kind: str, i: int, seed: int, incl: NDArray[np.bool_], phash: str, res: Any) -> TrialRecord:
@@ -142,9 +163,26 @@ class TrialRunner:
         tokens_in, tokens_out = call_tokens(res)
         self.tally.add_tokens(tokens_in, tokens_out)
 
-        def rec(answer: str | None, outcome: str, value: float | None, latency: float, checker: str, detail: str) -> TrialRecord:
-            return TrialRecord(self.case.case_id, kind, i, seed, incl_s, phash, answer, outcome, value, latency, solver_name, checker, detail,
-                               tokens_in, tokens_out)
+        def rec(
+            answer: str | None, outcome: str, value: float | None, latency: float, checker: str, detail: str
+        ) -> TrialRecord:
+            return TrialRecord(
+                self.case.case_id,
+                kind,
+                i,
+                seed,
+                incl_s,
+                phash,
+                answer,
+                outcome,
+                value,
+                latency,
+                solver_name,
+                checker,
+                detail,
+                tokens_in,
+                tokens_out,
+            )
 
         if isinstance(res, Exception) and is_overflow(res):
             self.overflows += 1
@@ -165,6 +203,7 @@ class TrialRunner:
         if check.outcome == "error":
             self.errors += 1
         return rec(res.text, check.outcome, value, float(res.latency), checker_id, check.detail[:500])
+
 
 class CallTally:
     """Solver calls made by this process over every case, and the tokens they took in and gave out (driver threads
@@ -199,13 +238,20 @@ def call_tokens(res: Any) -> tuple[int | None, int | None]:
         return (int(res.prompt_tokens) if res.prompt_tokens is not None else None, 0)
     return None, None
 
-_OVERFLOW = re.compile(r"(context|n_ctx|token limit).*(exceed|too long|maximum)|(exceed|too long|maximum).*(context|n_ctx)", re.I)
+
+_OVERFLOW = re.compile(
+    r"(context|n_ctx|token limit).*(exceed|too long|maximum)|(exceed|too long|maximum).*(context|n_ctx)", re.I
+)
+
 
 def is_overflow(exc: Exception) -> bool:
     """A solver error saying the prompt does not fit the context window (llama.cpp, OpenAI-compatible servers)."""
     return bool(_OVERFLOW.search(str(exc))) or "context_length_exceeded" in str(exc)
 
-def fit_context(pool: Pool, case: Case, corpus: Corpus, solver: Solver, cfg: MiningConfig) -> tuple[Pool, dict[str, Any] | None]:
+
+def fit_context(
+    pool: Pool, case: Case, corpus: Corpus, solver: Solver, cfg: MiningConfig
+) -> tuple[Pool, dict[str, Any] | None]:
     """Drop candidates until the every-candidate prompt fits the solver's context window — once per case, before any
     trial, so no trial can overflow (every other subset's prompt is shorter).
 
@@ -248,9 +294,11 @@ def fit_context(pool: Pool, case: Case, corpus: Corpus, solver: Solver, cfg: Min
     info = {"window": n_ctx, "reserve": reserve, "all_candidates_tokens": tokens, "dropped": dropped}
     return Pool(pool.case_id, cands, list(pool.missing_gold), [*pool.dropped, *dropped]), info
 
+
 def is_cached(rec: TrialRecord) -> bool:
     """A trial answered from a deterministic solver's earlier answer to the same prompt (no call)."""
     return rec.detail.startswith("cached:")
+
 
 def logged_calls(log: TrialLog, case_id: str) -> dict[str, int]:
     """Solver calls of a case by kind (preflight, design, coalition): its logged trials minus those answered from

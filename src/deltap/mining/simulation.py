@@ -158,7 +158,9 @@ class Scenario:
             mu = np.clip(mu, 0.0, 1.0)
         return np.asarray(mu, dtype=float)
 
-    def draw(self, X: NDArray[Any], rng: np.random.Generator, doc_effects: NDArray[Any] | None = None) -> NDArray[np.float64]:
+    def draw(
+        self, X: NDArray[Any], rng: np.random.Generator, doc_effects: NDArray[Any] | None = None
+    ) -> NDArray[np.float64]:
         """Outcomes for inclusion matrices ``(..., m)`` (``(R, N, m)`` with ``doc_effects``)."""
         mu = self.mean(X, doc_effects)
         if self.outcome == "pass":
@@ -167,38 +169,83 @@ class Scenario:
 
 
 SCENARIOS: dict[str, Scenario] = {
-    "S1": Scenario("S1", 20, {0: 0.4, 1: 0.3}, base=0.1, description="20 candidates, +0.4/+0.3, base 0.1 (the issue's S1)"),
+    "S1": Scenario(
+        "S1", 20, {0: 0.4, 1: 0.3}, base=0.1, description="20 candidates, +0.4/+0.3, base 0.1 (the issue's S1)"
+    ),
     "harmful": Scenario(
         "harmful", 20, {0: 0.4, 1: 0.3, 2: -0.3}, base=0.4, description="S1 effects plus a −0.3 distractor, base 0.4"
     ),
     "interaction": Scenario(
-        "interaction", 20, {0: 0.3}, {(1, 2): 0.5}, base=0.1, description="+0.3 main effect, a pair that helps only together (+0.5)"
+        "interaction",
+        20,
+        {0: 0.3},
+        {(1, 2): 0.5},
+        base=0.1,
+        description="+0.3 main effect, a pair that helps only together (+0.5)",
     ),
-    "saturated": Scenario("saturated", 20, {}, base=0.97, description="solved without help (p=0.97): preflight skips it"),
+    "saturated": Scenario(
+        "saturated", 20, {}, base=0.97, description="solved without help (p=0.97): preflight skips it"
+    ),
     "logprob": Scenario(
-        "logprob", 20, {0: 2.0, 1: 1.0}, base=-6.0, outcome="logprob", noise=1.5,
+        "logprob",
+        20,
+        {0: 2.0, 1: 1.0},
+        base=-6.0,
+        outcome="logprob",
+        noise=1.5,
         description="logprob outcome, +2.0/+1.0 nats, Gaussian noise SD 1.5",
     ),
     "logprob_text": Scenario(
-        "logprob_text", 20, {0: 2.0, 1: 1.5}, base=-6.0, outcome="logprob", noise=0.3, text_effect_sd=0.4, placebos=5,
+        "logprob_text",
+        20,
+        {0: 2.0, 1: 1.5},
+        base=-6.0,
+        outcome="logprob",
+        noise=0.3,
+        text_effect_sd=0.4,
+        placebos=5,
         description="a near-deterministic solver that reacts to any text: every document moves the log-prob "
         "(SD 0.4 nats), +2.0/+1.5 real effects, noise SD 0.3, 5 placebos",
     ),
     "logprob_sparse": Scenario(
-        "logprob_sparse", 20, {0: 4.0, 1: 3.0}, base=-6.0, outcome="logprob", noise=0.3, text_effect_sd=1.5,
-        text_effect_share=0.2, placebos=5,
+        "logprob_sparse",
+        20,
+        {0: 4.0, 1: 3.0},
+        base=-6.0,
+        outcome="logprob",
+        noise=0.3,
+        text_effect_sd=1.5,
+        text_effect_share=0.2,
+        placebos=5,
         description="the real SmolLM2 shape: a fifth of the documents move the log-prob (SD 1.5 nats), the rest do "
         "not; +4.0/+3.0 real effects, noise SD 0.3, 5 placebos",
     ),
     "logprob_tilted": Scenario(
-        "logprob_tilted", 20, {0: 4.0, 1: 3.0}, base=-6.0, outcome="logprob", noise=0.3, text_effect_sd=1.5,
-        text_effect_share=0.2, placebos=5, topic_scale=1.75,
+        "logprob_tilted",
+        20,
+        {0: 4.0, 1: 3.0},
+        base=-6.0,
+        outcome="logprob",
+        noise=0.3,
+        text_effect_sd=1.5,
+        text_effect_share=0.2,
+        placebos=5,
+        topic_scale=1.75,
         description="logprob_sparse, but the case's own candidates (on its topic) move the log-prob 1.75× more than "
         "random text, and the 5 placebos are random text (--placebo-kind random)",
     ),
     "logprob_tilted_similar": Scenario(
-        "logprob_tilted_similar", 20, {0: 4.0, 1: 3.0}, base=-6.0, outcome="logprob", noise=0.3, text_effect_sd=1.5,
-        text_effect_share=0.2, placebos=5, topic_scale=1.75, similar_placebos=True,
+        "logprob_tilted_similar",
+        20,
+        {0: 4.0, 1: 3.0},
+        base=-6.0,
+        outcome="logprob",
+        noise=0.3,
+        text_effect_sd=1.5,
+        text_effect_share=0.2,
+        placebos=5,
+        topic_scale=1.75,
+        similar_placebos=True,
         description="logprob_tilted with placebos drawn from the case's topic (--placebo-kind similar)",
     ),
     "m60": Scenario("m60", 60, {0: 0.4, 1: 0.3}, base=0.1, description="S1 with 60 candidates"),
@@ -265,7 +312,9 @@ class _Replications:
         )
         self.retrieved = [_doc_id(j) for j in retrieved]
         self.gold = [_doc_id(j) for j in gold]
-        self.solver = SimulatedSolver({self.case_id(r): self.truth(r) for r in range(R)}, outcome=sc.outcome, noise=sc.noise, seed=seed)
+        self.solver = SimulatedSolver(
+            {self.case_id(r): self.truth(r) for r in range(R)}, outcome=sc.outcome, noise=sc.noise, seed=seed
+        )
 
     def case_id(self, r: int) -> str:
         return f"{self.sc.name}-{r}"
@@ -284,7 +333,13 @@ class _Replications:
         from deltap.cases import Case, CheckerSpec
 
         ref = f"answer-{self.case_id(r)}"
-        return Case(self.case_id(r), f"question {self.case_id(r)}", tuple(self.gold), CheckerSpec("string_match", {"answers": [ref]}), ref)
+        return Case(
+            self.case_id(r),
+            f"question {self.case_id(r)}",
+            tuple(self.gold),
+            CheckerSpec("string_match", {"answers": [ref]}),
+            ref,
+        )
 
 
 class _SimulatedTrials:
@@ -343,7 +398,13 @@ def design_config(sc: Scenario, design: str, seed: int = 0, config: MiningConfig
 
 def _scenario_config(sc: Scenario, cfg: MiningConfig) -> MiningConfig:
     n_plac = int(sc.placebo_mask.sum())
-    return replace(cfg, outcome=sc.outcome, k=sc.m - n_plac - len(sc.gold_indices), n_placebo=n_plac, max_candidates=max(cfg.max_candidates, sc.m))
+    return replace(
+        cfg,
+        outcome=sc.outcome,
+        k=sc.m - n_plac - len(sc.gold_indices),
+        n_placebo=n_plac,
+        max_candidates=max(cfg.max_candidates, sc.m),
+    )
 
 
 def _parse_design(design: str, config: MiningConfig | None) -> tuple[str, MiningConfig]:
@@ -450,8 +511,14 @@ def _labels_of(reps: _Replications, res: CaseResult) -> NDArray[np.int8]:
     return lab
 
 
-def _summarise(name: str, design: str, results: Sequence[tuple[_Replications, int, CaseResult]], blocks: Sequence[NDArray[np.int64]],
-               seconds: float, keep_cases: bool) -> DesignResult:
+def _summarise(
+    name: str,
+    design: str,
+    results: Sequence[tuple[_Replications, int, CaseResult]],
+    blocks: Sequence[NDArray[np.int64]],
+    seconds: float,
+    keep_cases: bool,
+) -> DesignResult:
     nan = float("nan")
     tp = labels = relevant = null_labels = nulls = harm_tp = harmful = 0
     calls, skipped = [], []
@@ -482,14 +549,19 @@ def _summarise(name: str, design: str, results: Sequence[tuple[_Replications, in
             coal_total += 1
             coal_null += any(truth[int(d[1:])] == 0 for d in c)
         if keep_cases:
-            cases.append({
-                "case_id": res.case.case_id, "status": res.status, "calls": res.calls,
-                "trials": int(len(res.y)) if res.y is not None else 0,
-                "verdicts": {row["doc_id"]: row["verdict"] for row in res.candidates},
-                "coalitions": res.coalitions,
-                "preflight_calls": int(kinds.get("preflight", 0)), "design_calls": int(kinds.get("design", 0)),
-                "coalition_calls": int(kinds.get("coalition", 0)),
-            })
+            cases.append(
+                {
+                    "case_id": res.case.case_id,
+                    "status": res.status,
+                    "calls": res.calls,
+                    "trials": int(len(res.y)) if res.y is not None else 0,
+                    "verdicts": {row["doc_id"]: row["verdict"] for row in res.candidates},
+                    "coalitions": res.coalitions,
+                    "preflight_calls": int(kinds.get("preflight", 0)),
+                    "design_calls": int(kinds.get("design", 0)),
+                    "coalition_calls": int(kinds.get("coalition", 0)),
+                }
+            )
     R = len(results)
     fdps = [false_rows[b].sum() / max(label_rows[b].sum(), 1) for b in blocks]
     return DesignResult(
@@ -525,8 +597,14 @@ def _naive(sc: Scenario, N: int, replications: int, seed: int) -> tuple[NDArray[
     return np.where(dm.delta > thr, 1, 0).astype(np.int8), np.full(R, N)
 
 
-def _naive_result(name: str, design: str, parts: Sequence[tuple[Scenario, NDArray[np.int8], NDArray[Any]]], dataset_size: int,
-                  seconds: float, seed: int) -> DesignResult:
+def _naive_result(
+    name: str,
+    design: str,
+    parts: Sequence[tuple[Scenario, NDArray[np.int8], NDArray[Any]]],
+    dataset_size: int,
+    seconds: float,
+    seed: int,
+) -> DesignResult:
     nan = float("nan")
     tp = labels = relevant = null_labels = nulls = 0
     f_rows, l_rows, calls = [], [], []
@@ -546,12 +624,29 @@ def _naive_result(name: str, design: str, parts: Sequence[tuple[Scenario, NDArra
         order = np.random.default_rng([seed, 7]).permutation(len(f))
         f, n = f[order], n[order]
     fdps = [f[b].sum() / max(n[b].sum(), 1) for b in _datasets(len(f), dataset_size)]
-    return DesignResult(name, design, len(f), tp / labels if labels else nan, float(np.mean(fdps)), tp / relevant if relevant else nan,
-                        null_labels / nulls if nulls else nan, nan, float(cl.mean()), int(cl.max()), 0.0, seconds)
+    return DesignResult(
+        name,
+        design,
+        len(f),
+        tp / labels if labels else nan,
+        float(np.mean(fdps)),
+        tp / relevant if relevant else nan,
+        null_labels / nulls if nulls else nan,
+        nan,
+        float(cl.mean()),
+        int(cl.max()),
+        0.0,
+        seconds,
+    )
 
 
 def run_design(
-    sc: Scenario, design: str, replications: int, seed: int, config: MiningConfig | None = None, dataset_size: int = 40,
+    sc: Scenario,
+    design: str,
+    replications: int,
+    seed: int,
+    config: MiningConfig | None = None,
+    dataset_size: int = 40,
     keep_cases: bool = False,
 ) -> DesignResult:
     """Simulate one design on a scenario.
@@ -611,7 +706,12 @@ def run_mixture(
 
 
 def run_scenario(
-    sc: Scenario, designs: Sequence[str], replications: int, seed: int, config: MiningConfig | None = None, dataset_size: int = 40
+    sc: Scenario,
+    designs: Sequence[str],
+    replications: int,
+    seed: int,
+    config: MiningConfig | None = None,
+    dataset_size: int = 40,
 ) -> list[DesignResult]:
     """Every design on one scenario."""
     return [run_design(sc, d, replications, seed, config, dataset_size) for d in designs]

@@ -128,12 +128,16 @@ def _explain(exc: sqlite3.Error) -> str:
     msg = str(exc)
     if isinstance(exc, sqlite3.IntegrityError):
         return f"{msg} (the log holds a trial this run was about to write: was it written by another process?)"
-    if "malformed" in msg or "not a database" in msg or isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+    if (
+        "malformed" in msg
+        or "not a database" in msg
+        or isinstance(exc, sqlite3.DatabaseError)
+        and not isinstance(exc, sqlite3.OperationalError)
+    ):
         return f"{msg} (the file is damaged: move it away to start over, or restore it from a copy)"
     if "full" in msg:
         return f"{msg} (free some space and rerun the same command: the run resumes)"
     return msg
-
 
 
 class _RunLock:
@@ -263,7 +267,9 @@ class TrialLog:
             self._db.execute("SELECT COUNT(*) FROM trials").fetchone()
         except sqlite3.Error as exc:
             self._release()
-            raise DeltapError(f"{self.path}: not a deltap trial log, or not usable: {_explain(exc)}; or pick another --out directory") from None
+            raise DeltapError(
+                f"{self.path}: not a deltap trial log, or not usable: {_explain(exc)}; or pick another --out directory"
+            ) from None
 
     def _migrate(self) -> None:
         """Add the nullable columns of newer versions to a log written before them (its rows keep NULL there: the
@@ -327,7 +333,8 @@ class TrialLog:
         if not rows:
             with self._db:
                 self._db.executemany(
-                    "INSERT INTO meta (key, value) VALUES (?, ?)", [(k, json.dumps(v, sort_keys=True)) for k, v in config.items()]
+                    "INSERT INTO meta (key, value) VALUES (?, ?)",
+                    [(k, json.dumps(v, sort_keys=True)) for k, v in config.items()],
                 )
             return
         for k, v in (legacy or {}).items():
@@ -358,7 +365,9 @@ class TrialLog:
         """Store a case's pool, with its manifest when :attr:`manifest_for` is set (one transaction)."""
         manifest = self.manifest_for(case_id, pool) if self.manifest_for is not None else None
         with self._db:
-            self._db.execute("INSERT OR REPLACE INTO pools (case_id, pool_json) VALUES (?, ?)", (case_id, json.dumps(pool)))
+            self._db.execute(
+                "INSERT OR REPLACE INTO pools (case_id, pool_json) VALUES (?, ?)", (case_id, json.dumps(pool))
+            )
             if manifest is not None:
                 self._db.execute(
                     "INSERT OR REPLACE INTO manifests (case_id, manifest_json) VALUES (?, ?)",
@@ -372,9 +381,22 @@ class TrialLog:
         self._db.execute(
             f"INSERT INTO trials ({_COLUMNS}) VALUES ({', '.join('?' * 16)})",
             (
-                rec.case_id, rec.kind, rec.trial_index, rec.seed, rec.inclusion, rec.prompt_hash, rec.answer,
-                rec.outcome, rec.value, rec.latency, rec.solver_id, rec.checker_id, rec.detail, rec.prompt_tokens,
-                rec.completion_tokens, time.time(),
+                rec.case_id,
+                rec.kind,
+                rec.trial_index,
+                rec.seed,
+                rec.inclusion,
+                rec.prompt_hash,
+                rec.answer,
+                rec.outcome,
+                rec.value,
+                rec.latency,
+                rec.solver_id,
+                rec.checker_id,
+                rec.detail,
+                rec.prompt_tokens,
+                rec.completion_tokens,
+                time.time(),
             ),
         )
 
@@ -389,9 +411,22 @@ class TrialLog:
         cur = self._db.execute(
             f"INSERT INTO trials ({_COLUMNS}) VALUES ({', '.join('?' * 16)}) ON CONFLICT (case_id, kind, trial_index) DO NOTHING",
             (
-                rec.case_id, rec.kind, rec.trial_index, rec.seed, rec.inclusion, rec.prompt_hash, rec.answer,
-                rec.outcome, rec.value, rec.latency, rec.solver_id, rec.checker_id, rec.detail, rec.prompt_tokens,
-                rec.completion_tokens, time.time(),
+                rec.case_id,
+                rec.kind,
+                rec.trial_index,
+                rec.seed,
+                rec.inclusion,
+                rec.prompt_hash,
+                rec.answer,
+                rec.outcome,
+                rec.value,
+                rec.latency,
+                rec.solver_id,
+                rec.checker_id,
+                rec.detail,
+                rec.prompt_tokens,
+                rec.completion_tokens,
+                time.time(),
             ),
         )
         if cur.rowcount == 1:
@@ -421,7 +456,9 @@ class TrialLog:
     @_guarded("read the case manifests")
     def manifests(self) -> dict[str, dict[str, Any]]:
         """``{case_id: manifest}`` of every case recorded so far."""
-        return {c: json.loads(m) for c, m in self._db.execute("SELECT case_id, manifest_json FROM manifests").fetchall()}
+        return {
+            c: json.loads(m) for c, m in self._db.execute("SELECT case_id, manifest_json FROM manifests").fetchall()
+        }
 
     @_guarded("read the logged pools")
     def pooled_cases(self) -> list[str]:

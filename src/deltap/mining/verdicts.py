@@ -80,7 +80,9 @@ class VerdictPolicy:
         }
 
 
-def default_policy(outcome: str, q: float = 0.05, min_effect: float | None = None, margin: float | None = None) -> VerdictPolicy:
+def default_policy(
+    outcome: str, q: float = 0.05, min_effect: float | None = None, margin: float | None = None
+) -> VerdictPolicy:
     """Defaults per outcome: ``pass`` in probability units (margin 2 × min_effect), ``logprob`` in nats (margin =
     min_effect)."""
     if outcome == "logprob":
@@ -90,7 +92,9 @@ def default_policy(outcome: str, q: float = 0.05, min_effect: float | None = Non
     return VerdictPolicy(q, me, 2 * me if margin is None else margin, (me, max(0.2, me), max(0.4, me)), "probability")
 
 
-def verdict(effect: float, se: float, q_value: float, policy: VerdictPolicy, interval: tuple[float, float] | None = None) -> Verdict:
+def verdict(
+    effect: float, se: float, q_value: float, policy: VerdictPolicy, interval: tuple[float, float] | None = None
+) -> Verdict:
     """The verdict of one candidate (see the module docstring); ``interval`` is its repeated confidence interval,
     which a ``relevant`` (``harmful``) label must have entirely above (below) 0."""
     low, high = interval if interval is not None else (-math.inf, math.inf)
@@ -145,14 +149,18 @@ def repeated_interval(
     se = np.broadcast_to(np.stack([np.asarray(f[1], dtype=float) for f in fits])[:, None, :], (len(fits), 2, m))
     df = np.broadcast_to(np.array([float(f[2]) for f in fits])[:, None, None], se.shape)
     t = np.asarray(times, dtype=float)[: len(fits)]
-    log_alpha = np.asarray(stats.norm.logsf(np.array([c_low, c_high])[None, :] / np.sqrt(t)[:, None]), dtype=float)[..., None]
+    log_alpha = np.asarray(stats.norm.logsf(np.array([c_low, c_high])[None, :] / np.sqrt(t)[:, None]), dtype=float)[
+        ..., None
+    ]
     x = _quantile(lambda d: _log_sf(d, se, df, 0.0, *null), np.broadcast_to(log_alpha, se.shape))
     low = np.max(coef[:, 0] - center - x[:, 0], axis=0)
     high = np.min(coef[:, 0] - center + x[:, 1], axis=0)
     return np.asarray(low, dtype=float), np.asarray(high, dtype=float)
 
 
-def _quantile(f: Callable[[NDArray[np.float64]], NDArray[np.float64]], log_alpha: NDArray[np.float64], steps: int = 60) -> NDArray[np.float64]:
+def _quantile(
+    f: Callable[[NDArray[np.float64]], NDArray[np.float64]], log_alpha: NDArray[np.float64], steps: int = 60
+) -> NDArray[np.float64]:
     """``x ≥ 0`` with ``f(x) = log_alpha`` elementwise (``f``: a log tail, decreasing; bisection; ``inf`` when the
     tail never gets there)."""
     lo = np.zeros(log_alpha.shape)

@@ -68,9 +68,13 @@ def latency_histogram(
     for t in nice_ticks(0, top_count, 4):
         y = y1 - t / top_count * (y1 - y0)
         body.append(f'<line x1="{_f(x0)}" y1="{_f(y)}" x2="{_f(x1)}" y2="{_f(y)}" stroke="{GRID}"/>')
-        body.append(f'<text x="{_f(x0 - 6)}" y="{_f(y + 4)}" text-anchor="end" font-size="11" fill="{AXIS}">{t:g}</text>')
-    body.append(f'<text x="12" y="{_f((y0 + y1) / 2)}" font-size="12" fill="#222" transform="rotate(-90 12 {_f((y0 + y1) / 2)})" '
-                'text-anchor="middle">searches</text>')
+        body.append(
+            f'<text x="{_f(x0 - 6)}" y="{_f(y + 4)}" text-anchor="end" font-size="11" fill="{AXIS}">{t:g}</text>'
+        )
+    body.append(
+        f'<text x="12" y="{_f((y0 + y1) / 2)}" font-size="12" fill="#222" transform="rotate(-90 12 {_f((y0 + y1) / 2)})" '
+        'text-anchor="middle">searches</text>'
+    )
     for b, n in enumerate(counts):
         if not n:
             continue
@@ -80,12 +84,18 @@ def latency_histogram(
             f'<rect class="bar" x="{_f(bx0 + 0.5)}" y="{_f(y1 - h)}" width="{_f(max(1.0, bx1 - bx0 - 1))}" height="{_f(h)}" '
             f'fill="{IN_COLOR}" fill-opacity="0.75"><title>{n} searches in [{lo + b * step:.2f}, {lo + (b + 1) * step:.2f}) ms</title></rect>'
         )
-    for value, label, color, dash in ((p50, "p50", "#111", "3,3"), (p95, "p95", "#7c3aed", "6,3"), (limit, "limit", "#b91c1c", "")):
+    for value, label, color, dash in (
+        (p50, "p50", "#111", "3,3"),
+        (p95, "p95", "#7c3aed", "6,3"),
+        (limit, "limit", "#b91c1c", ""),
+    ):
         if value is None:
             continue
         x = sx(value)
         dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
-        body.append(f'<line x1="{_f(x)}" y1="{_f(y0 - 4)}" x2="{_f(x)}" y2="{_f(y1)}" stroke="{color}" stroke-width="1.6"{dash_attr}/>')
+        body.append(
+            f'<line x1="{_f(x)}" y1="{_f(y0 - 4)}" x2="{_f(x)}" y2="{_f(y1)}" stroke="{color}" stroke-width="1.6"{dash_attr}/>'
+        )
         body.append(f'<text x="{_f(x + 3)}" y="{_f(y0 + 6)}" font-size="11" fill="{color}">{label} {value:.1f}</text>')
     return _svg(width, height, body, title, "plot latency")
 
@@ -101,7 +111,10 @@ def calibration_plot(
     """One dot per query at its top-1 score, in-scope on one row and out-of-scope on the other, with the score
     threshold as a vertical line: a good threshold has every in-scope dot to its right and every out-of-scope dot
     to its left (SVG)."""
-    rows = [("in-scope", [float(x) for x in in_scores], IN_COLOR), ("out-of-scope", [float(x) for x in out_scores], OUT_COLOR)]
+    rows = [
+        ("in-scope", [float(x) for x in in_scores], IN_COLOR),
+        ("out-of-scope", [float(x) for x in out_scores], OUT_COLOR),
+    ]
     every = [x for _, xs, _ in rows for x in xs] + ([threshold] if threshold is not None else [])
     left, right, top, row_h = 110.0, 16.0, 24.0, 44.0
     height = top + row_h * 2 + 48
@@ -119,7 +132,9 @@ def calibration_plot(
     body = _x_axis(x0, x1, y_axis, lo, hi, "top-1 score of the query", grid_top=top)
     for r, (label, xs, color) in enumerate(rows):
         cy = top + row_h * r + row_h / 2
-        body.append(f'<text x="{_f(x0 - 8)}" y="{_f(cy + 4)}" text-anchor="end" font-size="12" fill="#222">{label} ({len(xs)})</text>')
+        body.append(
+            f'<text x="{_f(x0 - 8)}" y="{_f(cy + 4)}" text-anchor="end" font-size="12" fill="#222">{label} ({len(xs)})</text>'
+        )
         for i, x in enumerate(sorted(xs)):
             jitter = ((i * 7) % 5 - 2) * 3.0  # deterministic spread so equal scores stay visible
             body.append(
@@ -128,8 +143,12 @@ def calibration_plot(
             )
     if threshold is not None:
         x = sx(threshold)
-        body.append(f'<line x1="{_f(x)}" y1="{_f(top - 6)}" x2="{_f(x)}" y2="{_f(y_axis)}" stroke="#b91c1c" stroke-width="1.8"/>')
-        body.append(f'<text x="{_f(x + 4)}" y="{_f(top - 8)}" font-size="11" fill="#b91c1c">threshold {threshold:.3f}</text>')
+        body.append(
+            f'<line x1="{_f(x)}" y1="{_f(top - 6)}" x2="{_f(x)}" y2="{_f(y_axis)}" stroke="#b91c1c" stroke-width="1.8"/>'
+        )
+        body.append(
+            f'<text x="{_f(x + 4)}" y="{_f(top - 8)}" font-size="11" fill="#b91c1c">threshold {threshold:.3f}</text>'
+        )
     return _svg(width, height, body, title, "plot calibration")
 
 
@@ -154,12 +173,25 @@ def _latency_section(data: Mapping[str, Any]) -> str:
         out.append(f"<h3>{_e(label)}: {int(stats['n'])} timed searches</h3>")
         out.append(
             f"<p>p50 {stats['p50_ms']:.1f} ms · p95 {stats['p95_ms']:.1f} ms · p99 {stats['p99_ms']:.1f} ms · max "
-            f"{stats['max_ms']:.1f} ms" + (f" · the gate needs p95 below {float(limit):g} ms" if limit is not None else "") + "</p>"
+            f"{stats['max_ms']:.1f} ms"
+            + (f" · the gate needs p95 below {float(limit):g} ms" if limit is not None else "")
+            + "</p>"
         )
-        out.append(latency_histogram(stats["samples_ms"], p50=stats["p50_ms"], p95=stats["p95_ms"],
-                                     limit=float(limit) if limit is not None else None, title=f"latency, {label}"))
+        out.append(
+            latency_histogram(
+                stats["samples_ms"],
+                p50=stats["p50_ms"],
+                p95=stats["p95_ms"],
+                limit=float(limit) if limit is not None else None,
+                title=f"latency, {label}",
+            )
+        )
     if not shown:
-        why = "the latency gate was skipped or this was a --calibrate run" if not lat else "no timed searches were recorded"
+        why = (
+            "the latency gate was skipped or this was a --calibrate run"
+            if not lat
+            else "no timed searches were recorded"
+        )
         out.append(f'<p class="na">Latency histogram not available: {_e(why)}.</p>')
     return "".join(out) + "</section>"
 
@@ -175,15 +207,18 @@ def _calibration_section(data: Mapping[str, Any]) -> str:
             f"<p>Proposed <code>score_threshold: {float(thr or 0.0):.4f}</code>: keeps {cal.get('in_kept')}/{cal.get('in_total')} "
             f"in-scope queries and rejects {cal.get('out_rejected')}/{cal.get('out_total')} out-of-scope ones "
             f"(Youden J {float(cal.get('youden_j', 0)):.2f}; the distributions "
-            + ("separate" if cal.get("separable") else "<b>overlap</b>") + ").</p>"
+            + ("separate" if cal.get("separable") else "<b>overlap</b>")
+            + ").</p>"
         )
     else:
         ins = [q["top_score"] for q in queries if q.get("kind") == "in_scope" and q.get("top_score") is not None]
         outs = [q["top_score"] for q in queries if q.get("kind") == "out_of_scope" and q.get("top_score") is not None]
         thr = settings.get("score_threshold")
-        out.append("<p>Every query's top-1 score against the suite's <code>score_threshold</code>: out-of-scope queries "
-                   "must stay left of the line; in-scope queries right of it. <code>deltap check --calibrate</code> "
-                   "proposes a threshold.</p>")
+        out.append(
+            "<p>Every query's top-1 score against the suite's <code>score_threshold</code>: out-of-scope queries "
+            "must stay left of the line; in-scope queries right of it. <code>deltap check --calibrate</code> "
+            "proposes a threshold.</p>"
+        )
     if not ins and not outs:
         out.append('<p class="na">Calibration plot not available: no query returned a hit.</p>')
     else:
@@ -195,7 +230,9 @@ def _criteria_section(data: Mapping[str, Any]) -> str:
     out = ['<section id="criteria"><h2>Gates</h2><table><tr><th>status</th><th>criterion</th><th>measured</th></tr>']
     for c in data.get("criteria") or []:
         status = str(c.get("status"))
-        out.append(f'<tr><td class="{_e(status)}">{_e(status)}</td><td>{_e(c.get("criterion"))}</td><td>{_e(c.get("figure"))}</td></tr>')
+        out.append(
+            f'<tr><td class="{_e(status)}">{_e(status)}</td><td>{_e(c.get("criterion"))}</td><td>{_e(c.get("figure"))}</td></tr>'
+        )
     out.append("</table>")
     for c in data.get("criteria") or []:
         fails = (c.get("details") or {}).get("failures") or []
@@ -211,22 +248,26 @@ def _queries_section(data: Mapping[str, Any]) -> str:
     out = ['<section id="queries"><h2>Queries</h2>']
     if not queries:
         return "".join(out) + '<p class="na">No queries.</p></section>'
-    out.append("<table><tr><th>kind</th><th>query</th><th>passed</th><th>first expected rank</th><th>top score</th>"
-               "<th>top hits (section)</th></tr>")
+    out.append(
+        "<table><tr><th>kind</th><th>query</th><th>passed</th><th>first expected rank</th><th>top score</th>"
+        "<th>top hits (section)</th></tr>"
+    )
     for q in queries:
         passed = q.get("passed")
         mark = "–" if passed is None else ("yes" if passed else "no")
         hits = "<br>".join(
-            f"<code>{_e(h.get('doc_id'))}</code> {float(h.get('score') or 0):.3f}" + (f" ({_e(h['section'])})" if h.get("section") else "")
+            f"<code>{_e(h.get('doc_id'))}</code> {float(h.get('score') or 0):.3f}"
+            + (f" ({_e(h['section'])})" if h.get("section") else "")
             for h in (q.get("hits") or [])[:5]
         )
         top = q.get("top_score")
         missing = q.get("missing") or []
         query = f"<b>{_e(q.get('query_id'))}</b><br>{_e(q.get('query'))}" + (
-            f'<br><span class="na">missing: {_e(", ".join(missing))}</span>' if missing else "")
+            f'<br><span class="na">missing: {_e(", ".join(missing))}</span>' if missing else ""
+        )
         out.append(
             f'<tr class="{"fail" if passed is False else ""}"><td>{_e(str(q.get("kind", "")).replace("_", "-"))}</td><td>{query}</td>'
-            f"<td>{mark}</td><td class=\"num\">{_e(q.get('first_rank') if q.get('first_rank') is not None else '–')}</td>"
+            f'<td>{mark}</td><td class="num">{_e(q.get("first_rank") if q.get("first_rank") is not None else "–")}</td>'
             f'<td class="num">{"–" if top is None else f"{float(top):.4f}"}</td><td>{hits}</td></tr>'
         )
     return "".join(out) + "</table></section>"
@@ -249,8 +290,16 @@ def render_check_html(report: Any, title: str | None = None) -> str:
         verdict = f'<span class="verdict FAIL">FAIL</span> {n} criterion{"" if n == 1 else "s"} failed (exit code 1)'
     settings = data.get("settings") or {}
     rows = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in settings.items())
-    nav = "".join(f'<a href="#{a}">{label}</a>' for a, label in (
-        ("criteria", "Gates"), ("latency", "Latency"), ("calibration", "Calibration"), ("queries", "Queries"), ("settings", "Settings")))
+    nav = "".join(
+        f'<a href="#{a}">{label}</a>'
+        for a, label in (
+            ("criteria", "Gates"),
+            ("latency", "Latency"),
+            ("calibration", "Calibration"),
+            ("queries", "Queries"),
+            ("settings", "Settings"),
+        )
+    )
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',

@@ -73,7 +73,11 @@ def _row(system: str, metric: str, entry: Any) -> ComparisonRow:
     if isinstance(wtl, Sequence) and not isinstance(wtl, str) and len(wtl) == 3:
         wins, ties, losses = wtl
     elif isinstance(wtl, Mapping):
-        wins, ties, losses = wtl.get("wins", wtl.get("win")), wtl.get("ties", wtl.get("tie")), wtl.get("losses", wtl.get("loss"))
+        wins, ties, losses = (
+            wtl.get("wins", wtl.get("win")),
+            wtl.get("ties", wtl.get("tie")),
+            wtl.get("losses", wtl.get("loss")),
+        )
     p_value = _num(entry.get("p_value_corrected", entry.get("p_adjusted", entry.get("p_value", entry.get("p")))))
     sig = entry.get("significant")
     return ComparisonRow(
@@ -107,7 +111,11 @@ def _deltap_rows(systems: Mapping[str, Any], test: str) -> list[ComparisonRow]:
         means, cis, tests = _mapping(entry.get("means")), _mapping(entry.get("ci")), _mapping(entry.get("tests"))
         for metric, mean in means.items():
             ci = cis.get(metric)
-            low, high = (_num(ci[0]), _num(ci[1])) if isinstance(ci, Sequence) and not isinstance(ci, str) and len(ci) == 2 else (None, None)
+            low, high = (
+                (_num(ci[0]), _num(ci[1]))
+                if isinstance(ci, Sequence) and not isinstance(ci, str) and len(ci) == 2
+                else (None, None)
+            )
             t = _mapping(tests.get(metric))
             sig = t.get("significant")
             rows.append(

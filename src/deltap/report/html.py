@@ -154,7 +154,9 @@ def _legend(outcome_is_logprob: bool) -> str:
     for source, shape in (("gold", "diamond"), ("retrieved", "circle"), ("placebo", "square")):
         items.append(f'<span><svg width="16" height="16">{marker(shape, 8, 8, 5, "#fff")}</svg> {source}</span>')
     items.append("<span>★ in the winning coalition</span>")
-    items.append('<span><svg width="22" height="12"><rect width="22" height="12" fill="#eef2f7"/></svg> ±margin (equivalence)</span>')
+    items.append(
+        '<span><svg width="22" height="12"><rect width="22" height="12" fill="#eef2f7"/></svg> ±margin (equivalence)</span>'
+    )
     unit = "nats" if outcome_is_logprob else "success probability"
     items.append(
         '<span><svg width="12" height="12"><path d="M2,2L10,10M2,10L10,2" stroke="#6b7280" stroke-width="1.4"/></svg>'
@@ -255,10 +257,14 @@ def _summary(data: RunData) -> str:
             f"{sum(c.verdict == 'harmful' for c in gold)} harmful, {sum(c.verdict == 'undecided' for c in gold)} undecided.</p>"
         )
     retrieved_rel = sum(
-        c.verdict == "relevant" and "gold" not in c.sources and "retrieved" in c.sources for case in data.cases for c in case.candidates
+        c.verdict == "relevant" and "gold" not in c.sources and "retrieved" in c.sources
+        for case in data.cases
+        for c in case.candidates
     )
     if retrieved_rel:
-        out.append(f"<p>Relevant documents the benchmark did not list (found by the retriever): <b>{retrieved_rel}</b>.</p>")
+        out.append(
+            f"<p>Relevant documents the benchmark did not list (found by the retriever): <b>{retrieved_rel}</b>.</p>"
+        )
     if data.trial_outcomes:
         parts = ", ".join(f"{_e(k)}: {v:,}" for k, v in sorted(data.trial_outcomes.items()))
         out.append(f"<p>Trial log outcomes: {parts}.</p>")
@@ -283,20 +289,37 @@ def _placebo(data: RunData) -> str:
     nominal = pl.get("nominal")
     ref = (float(nominal), f"nominal {float(nominal):g}") if isinstance(nominal, float | int) else None
     hi = max(0.25, *(r[3] or 0 for r in rows), (ref[0] * 2 if ref else 0))
-    out.append(interval_rows(rows, x_label="rate among placebo candidates (95% Wilson interval)", x_range=(0.0, min(1.0, hi)),
-                             reference=ref, title="placebo false-positive rate"))
+    out.append(
+        interval_rows(
+            rows,
+            x_label="rate among placebo candidates (95% Wilson interval)",
+            x_range=(0.0, min(1.0, hi)),
+            reference=ref,
+            title="placebo false-positive rate",
+        )
+    )
     fpr = pl.get("fpr")
     check = pl.get("check") or {}
     if check.get("message"):  # the one result the terminal, run.json and the dataset also print
         cls = "warn" if check.get("failed") else "ok"
         out.append(f'<p><span class="{cls}">{_e(str(check["message"]))}</span>.</p>')
     elif isinstance(fpr, float | int) and ref:
-        verdict = '<span class="ok">within the nominal level</span>' if fpr <= ref[0] else '<span class="warn">above the nominal level</span>'
-        out.append(f"<p>Achieved false-positive rate <b>{float(fpr):.3f}</b> on {pl['n']} placebo candidates vs nominal {ref[0]:g}: {verdict}.</p>")
+        verdict = (
+            '<span class="ok">within the nominal level</span>'
+            if fpr <= ref[0]
+            else '<span class="warn">above the nominal level</span>'
+        )
+        out.append(
+            f"<p>Achieved false-positive rate <b>{float(fpr):.3f}</b> on {pl['n']} placebo candidates vs nominal {ref[0]:g}: {verdict}.</p>"
+        )
     elif isinstance(fpr, float | int):
-        out.append(f"<p>Achieved false-positive rate <b>{float(fpr):.3f}</b> on {pl['n']} placebo candidates (nominal level not recorded).</p>")
+        out.append(
+            f"<p>Achieved false-positive rate <b>{float(fpr):.3f}</b> on {pl['n']} placebo candidates (nominal level not recorded).</p>"
+        )
     null = pl.get("null") or {}
-    if null.get("used") == "placebo" and all(isinstance(null.get(k), float | int) for k in ("center", "spread", "placebos")):
+    if null.get("used") == "placebo" and all(
+        isinstance(null.get(k), float | int) for k in ("center", "spread", "placebos")
+    ):
         out.append(
             f"<p>Effects were tested against the <b>placebo null</b>: random text moves the outcome by "
             f"{float(null['center']):+.2f} ± {float(null['spread']):.2f} {_e(str(null.get('unit', '')))} (center ± spread, fitted "
@@ -312,14 +335,22 @@ def _placebo(data: RunData) -> str:
         )
     elif null.get("reason"):
         out.append(f"<p>Effects were tested against zero: {_e(str(null['reason']))}.</p>")
-    per_case = [(c.case_id, c.placebo_false_positive_rate) for c in data.cases if c.placebo_false_positive_rate is not None]
+    per_case = [
+        (c.case_id, c.placebo_false_positive_rate) for c in data.cases if c.placebo_false_positive_rate is not None
+    ]
     if per_case:
         worst = sorted(per_case, key=lambda t: -(t[1] or 0.0))[:5]
         if worst and (worst[0][1] or 0) > 0:
-            out.append("<p>Cases with the highest placebo false-positive rate: " + ", ".join(f"{_e(c)} ({v:.2f})" for c, v in worst if v) + ".</p>")
+            out.append(
+                "<p>Cases with the highest placebo false-positive rate: "
+                + ", ".join(f"{_e(c)} ({v:.2f})" for c, v in worst if v)
+                + ".</p>"
+            )
     tilt = data.summary.get("tilt") or {}
     if tilt.get("message"):  # deltap.mining.tilt: do retrieved non-gold documents move the outcome more than placebos?
-        out.append(f'<p><b>Tilt</b>: <span class="{"warn" if tilt.get("large") else "ok"}">{_e(str(tilt["message"]))}</span>.</p>')
+        out.append(
+            f'<p><b>Tilt</b>: <span class="{"warn" if tilt.get("large") else "ok"}">{_e(str(tilt["message"]))}</span>.</p>'
+        )
     out.append("</section>")
     return "".join(out)
 
@@ -384,7 +415,9 @@ def _failures(data: RunData, corpus: Any) -> str:
     """Why each retriever missed: :func:`deltap.evaluation.failures.analyze_failures` at K = 5 over the evaluation runs."""
     from deltap.evaluation.failures import BUCKETS, analyze_failures
 
-    out = [f'<section id="failures"><h2>Failure analysis: questions whose relevant documents all missed the top {FAILURE_K}</h2>']
+    out = [
+        f'<section id="failures"><h2>Failure analysis: questions whose relevant documents all missed the top {FAILURE_K}</h2>'
+    ]
     if not data.runs:
         out.append(_na("Failure analysis", "no retriever runs in evaluation/runs/"))
         return "".join(out) + "</section>"
@@ -410,18 +443,29 @@ def _failures(data: RunData, corpus: Any) -> str:
         "<b>unexplained</b> (no lexical signal).</p>"
     )
     if corpus is None:
-        out.append('<p class="na">Document texts come from the candidates of the dataset; pass the corpus '
-                   "(<code>deltap report RUN_DIR --corpus C</code>) to also test distractors outside the pools.</p>")
+        out.append(
+            '<p class="na">Document texts come from the candidates of the dataset; pass the corpus '
+            "(<code>deltap report RUN_DIR --corpus C</code>) to also test distractors outside the pools.</p>"
+        )
     counts = report.counts()
     out.append("<table><tr><th>bucket</th>" + "".join(f"<th>{_e(s)}</th>" for s in report.systems) + "</tr>")
     for bucket in BUCKETS:
-        out.append(f"<tr><td>{_e(bucket)}</td>" + "".join(f'<td class="num">{counts[s][bucket]}</td>' for s in report.systems) + "</tr>")
+        out.append(
+            f"<tr><td>{_e(bucket)}</td>"
+            + "".join(f'<td class="num">{counts[s][bucket]}</td>' for s in report.systems)
+            + "</tr>"
+        )
     totals = {s: sum(counts[s].values()) for s in report.systems}
-    out.append("<tr><th>missed / questions with a relevant document</th>" + "".join(
-        f'<td class="num">{totals[s]} / {report.n_queries.get(s, 0)}</td>' for s in report.systems) + "</tr></table>")
+    out.append(
+        "<tr><th>missed / questions with a relevant document</th>"
+        + "".join(f'<td class="num">{totals[s]} / {report.n_queries.get(s, 0)}</td>' for s in report.systems)
+        + "</tr></table>"
+    )
     if report.failures:
-        out.append('<table class="failures"><tr><th>retriever</th><th>question</th><th>bucket</th>'
-                   "<th>best relevant document (rank)</th><th>question words it lacks</th><th>evidence</th></tr>")
+        out.append(
+            '<table class="failures"><tr><th>retriever</th><th>question</th><th>bucket</th>'
+            "<th>best relevant document (rank)</th><th>question words it lacks</th><th>evidence</th></tr>"
+        )
         for f in report.failures:
             ev = f.evidence
             rank = ev.get("best_relevant_rank")
@@ -429,8 +473,10 @@ def _failures(data: RunData, corpus: Any) -> str:
             if ev.get("harmful_in_top_k"):
                 evidence.append("harmful in top K: " + ", ".join(_e(d) for d in ev["harmful_in_top_k"]))
             if ev.get("distractor"):
-                evidence.append(f"distractor {_e(ev['distractor'])} at rank {ev.get('distractor_rank')} "
-                                f"(covers {float(ev.get('distractor_coverage') or 0):.0%} of the words)")
+                evidence.append(
+                    f"distractor {_e(ev['distractor'])} at rank {ev.get('distractor_rank')} "
+                    f"(covers {float(ev.get('distractor_coverage') or 0):.0%} of the words)"
+                )
             evidence.append(f"best relevant covers {float(ev.get('best_relevant_coverage') or 0):.0%}")
             out.append(
                 f"<tr><td>{_e(f.system)}</td><td><b>{_e(f.query_id)}</b><br>{_e(f.query)}</td><td>{_e(f.bucket)}</td>"
@@ -447,7 +493,11 @@ def _retrievers(data: RunData) -> str:
     out = ['<section id="retrievers"><h2>Retriever comparison</h2>']
     view = read_comparison(data.evaluation)
     if view is None:
-        why = "evaluation/compare.json not found" if data.evaluation is None else "evaluation/compare.json has no metric rows"
+        why = (
+            "evaluation/compare.json not found"
+            if data.evaluation is None
+            else "evaluation/compare.json has no metric rows"
+        )
         out.append(_na("The comparison table", why + " (run `deltap compare` or `deltap demo` to produce it)"))
     else:
         out.append(_comparison_table(view))
@@ -457,10 +507,20 @@ def _retrievers(data: RunData) -> str:
             for i, system in enumerate(view.systems):
                 cell = view.cell(system, metric)
                 if cell is not None:
-                    rows.append((f"{metric} · {system}", cell.mean, cell.ci_low, cell.ci_high, PALETTE[i % len(PALETTE)]))
+                    rows.append(
+                        (f"{metric} · {system}", cell.mean, cell.ci_low, cell.ci_high, PALETTE[i % len(PALETTE)])
+                    )
         if rows and all(r[1] is None or -1e-9 <= r[1] <= 1 + 1e-9 for r in rows):
-            out.append(interval_rows(rows, x_label="metric value (95% CI)", x_range=(0.0, 1.0), title="retriever metrics",
-                                     label_width=170.0, row_height=18.0))
+            out.append(
+                interval_rows(
+                    rows,
+                    x_label="metric value (95% CI)",
+                    x_range=(0.0, 1.0),
+                    title="retriever metrics",
+                    label_width=170.0,
+                    row_height=18.0,
+                )
+            )
     out.append("<h3>Recall curves: hit rate@K (a relevant document in the top K) and recall@K</h3>")
     if not data.runs:
         out.append(_na("Recall@K curves", "no retriever runs in evaluation/runs/"))
@@ -473,7 +533,9 @@ def _retrievers(data: RunData) -> str:
         series = [Series(name, list(zip(ks, c["hit_rate"], strict=True))) for name, c in curves.items()]
         series_r = [Series(name, list(zip(ks, c["recall"], strict=True))) for name, c in curves.items()]
         out.append('<div class="pair"><div>')
-        out.append(line_chart(series, x_label="K (top-K documents retrieved)", y_label="hit rate@K", title="hit rate at K"))
+        out.append(
+            line_chart(series, x_label="K (top-K documents retrieved)", y_label="hit rate@K", title="hit rate at K")
+        )
         out.append("</div><div>")
         out.append(line_chart(series_r, x_label="K", y_label="recall@K (share of relevant found)", title="recall at K"))
         out.append("</div></div>")
@@ -496,8 +558,10 @@ def _convergence(data: RunData) -> str:
     if not runs and data.pool_run:
         # No evaluation runs: use the mining retriever's ranking stored with the candidate pools (its top-k only).
         runs = {"mining retriever (pool top-k)": data.pool_run}
-        out.append("<p>No evaluation runs in this folder: the curve uses the ranking of the retriever that built the "
-                   "candidate pools, as stored in the trial log.</p>")
+        out.append(
+            "<p>No evaluation runs in this folder: the curve uses the ranking of the retriever that built the "
+            "candidate pools, as stored in the trial log.</p>"
+        )
     for name, run in runs.items():
         pts = convergence(hit_at_k(data.qrels, run, CONVERGENCE_K), order)
         if pts:
@@ -505,12 +569,22 @@ def _convergence(data: RunData) -> str:
             last = pts[-1]
             finals.append(f"{_e(name)}: {last.mean:.3f} [{last.low:.3f}, {last.high:.3f}] over {last.n_cases} cases")
     if not series:
-        why = "no retriever runs in evaluation/runs/ or pools in trials.sqlite" if not runs else "no case has a relevant document"
+        why = (
+            "no retriever runs in evaluation/runs/ or pools in trials.sqlite"
+            if not runs
+            else "no case has a relevant document"
+        )
         out.append(_na("The convergence plot", why))
     else:
         out.append('<div class="pair"><div>')
-        out.append(line_chart(series, x_label="cases added", y_label=f"mean hit rate@{CONVERGENCE_K}", title="convergence"))
-        out.append("</div><div><p>Final mean with its 95% interval:</p><ul>" + "".join(f"<li>{f}</li>" for f in finals) + "</ul></div></div>")
+        out.append(
+            line_chart(series, x_label="cases added", y_label=f"mean hit rate@{CONVERGENCE_K}", title="convergence")
+        )
+        out.append(
+            "</div><div><p>Final mean with its 95% interval:</p><ul>"
+            + "".join(f"<li>{f}</li>" for f in finals)
+            + "</ul></div></div>"
+        )
     out.append("</section>")
     return "".join(out)
 
@@ -523,7 +597,11 @@ def _case(data: RunData, case: CaseResult, margin: float | None, min_effect: flo
         f'<summary><b>{_e(case.case_id)}</b><span class="badge status status-{_e(case.status)}">{_e(case.status)}</span> · '
         + " · ".join(
             [f"{len(case.candidates)} candidates"]
-            + [f'<span style="color:{VERDICT_COLORS[v]}">{counts.get(v, 0)} {v}</span>' for v in VERDICTS if counts.get(v, 0)]
+            + [
+                f'<span style="color:{VERDICT_COLORS[v]}">{counts.get(v, 0)} {v}</span>'
+                for v in VERDICTS
+                if counts.get(v, 0)
+            ]
             + [f"trials {_fmt(case.trials)}", f"{data.base_label} {_fmt(case.base_success_rate, 2)}"]
         )
         + "</summary>"
@@ -546,15 +624,24 @@ def _case(data: RunData, case: CaseResult, margin: float | None, min_effect: flo
         body.append('<p class="na">No winning coalition recorded for this case.</p>')
     if case.candidates:
         body.append(
-            forest_plot(case.candidates, effect_label=data.effect_label, margin=margin, min_effect=min_effect,
-                        coalition=case.coalition or (), title=f"ΔP per candidate, case {case.case_id}")
+            forest_plot(
+                case.candidates,
+                effect_label=data.effect_label,
+                margin=margin,
+                min_effect=min_effect,
+                coalition=case.coalition or (),
+                title=f"ΔP per candidate, case {case.case_id}",
+            )
         )
     else:
         body.append(_na("Candidates", f"case status is {case.status!r}; it was not mined"))
     body.append(_trials(data, case))
     return (
         f'<details class="case" open data-status="{_e(case.status)}" data-relevant="{n_rel}" data-search="{_e(search)}">'
-        + head + '<div class="body">' + "".join(body) + "</div></details>"
+        + head
+        + '<div class="body">'
+        + "".join(body)
+        + "</div></details>"
     )
 
 
@@ -577,7 +664,11 @@ def _trials(data: RunData, case: CaseResult) -> str:
         + (f", {sum(lat):.1f} s of solver time" if lat else "")
         + "</summary>"
     )
-    legend = ["<p>Columns 1…{m} are the candidates (● = in the prompt of that call):</p><ol class=\"cands\">".replace("{m}", str(len(pool)))]
+    legend = [
+        '<p>Columns 1…{m} are the candidates (● = in the prompt of that call):</p><ol class="cands">'.replace(
+            "{m}", str(len(pool))
+        )
+    ]
     for doc_id in pool:
         cand = by_doc.get(doc_id)
         tag = f" — {_e(cand.primary_source)}, <i>{_e(cand.verdict)}</i>" if cand is not None else ""
@@ -598,7 +689,9 @@ def _trials(data: RunData, case: CaseResult) -> str:
         )
     table.append("</table></div>")
     if len(rows) > MAX_TRIAL_ROWS:
-        table.append(f'<p class="na">first {MAX_TRIAL_ROWS} of {len(rows)} calls shown; every call is in trials.sqlite.</p>')
+        table.append(
+            f'<p class="na">first {MAX_TRIAL_ROWS} of {len(rows)} calls shown; every call is in trials.sqlite.</p>'
+        )
     return f'<details class="trials">{head}' + "".join(legend) + "".join(table) + "</details>"
 
 

@@ -39,7 +39,12 @@ def _spend_rows(data: RunData) -> list[tuple[str, Any]]:
     rows: list[tuple[str, Any]] = [("tokens in / out, all sessions", f"{int(tokens_in):,} / {int(tokens_out or 0):,}")]
     prices = spend.get("prices") or {}
     if spend.get("cost_usd") is not None and (prices.get("usd_per_million_in") or prices.get("usd_per_million_out")):
-        rows.append((f"cost (USD; {(spend.get('prices') or {}).get('source', 'given prices')})", f"{float(spend['cost_usd']):.4f}"))
+        rows.append(
+            (
+                f"cost (USD; {(spend.get('prices') or {}).get('source', 'given prices')})",
+                f"{float(spend['cost_usd']):.4f}",
+            )
+        )
     return rows
 
 
@@ -60,7 +65,10 @@ def render_markdown(data: RunData, top_docs: int = 3) -> str:
         ("solver calls", calls),
         (wall_label, None if wall is None else f"{float(wall):.1f}"),
         ("solver time, all sessions (s)", f"{log.solver_seconds:.1f}" if log is not None and log.calls else None),
-        ("solver time per call (s)", f"{log.seconds_per_call:.2f}" if log is not None and log.seconds_per_call else None),
+        (
+            "solver time per call (s)",
+            f"{log.seconds_per_call:.2f}" if log is not None and log.seconds_per_call else None,
+        ),
         *_spend_rows(data),
         ("solver", data.get("solver_id") or data.get("solver")),
         ("outcome", data.outcome),
@@ -75,7 +83,9 @@ def render_markdown(data: RunData, top_docs: int = 3) -> str:
     lines.append("**Verdicts:** " + ", ".join(f"{v} {verdicts.get(v, 0)}" for v in VERDICTS))
     gold = [c for case in data.cases for c in case.candidates if "gold" in c.sources]
     if gold:
-        lines.append(f"**Gold documents confirmed relevant:** {sum(c.verdict == 'relevant' for c in gold)} of {len(gold)}")
+        lines.append(
+            f"**Gold documents confirmed relevant:** {sum(c.verdict == 'relevant' for c in gold)} of {len(gold)}"
+        )
     pl = data.placebo()
     if pl.get("n"):
         flagged = int(pl.get("labelled_relevant") or 0) + int(pl.get("labelled_harmful") or 0)
@@ -92,7 +102,9 @@ def render_markdown(data: RunData, top_docs: int = 3) -> str:
             f"vs nominal {nominal if nominal is None else format(float(nominal), 'g')}{state}"
         )
         if check.get("message"):
-            lines.append(f"**{'Placebo check FAILED' if check.get('failed') else 'Placebo check'}:** {check['message']}")
+            lines.append(
+                f"**{'Placebo check FAILED' if check.get('failed') else 'Placebo check'}:** {check['message']}"
+            )
     else:
         lines.append("**Placebo calibration:** not available (no placebo candidates)")
     tilt = data.summary.get("tilt") or {}
@@ -128,14 +140,18 @@ def render_markdown(data: RunData, top_docs: int = 3) -> str:
 
         empty = [q for q, d in data.qrels.items() if not any(g > 0 for g in d.values())]
         if empty:
-            lines.append(f"{len(empty)} of the {len(data.qrels)} questions have no relevant document: {EMPTY_QUERY_RULE}.")
+            lines.append(
+                f"{len(empty)} of the {len(data.qrels)} questions have no relevant document: {EMPTY_QUERY_RULE}."
+            )
     if data.runs:
         order = [c.case_id for c in data.cases]
         finals = []
         for name, run in data.runs.items():
             pts = convergence(hit_at_k(data.qrels, run, 5), order)
             if pts:
-                finals.append(f"{name} {pts[-1].mean:.3f} [{pts[-1].low:.3f}, {pts[-1].high:.3f}] (n={pts[-1].n_cases})")
+                finals.append(
+                    f"{name} {pts[-1].mean:.3f} [{pts[-1].low:.3f}, {pts[-1].high:.3f}] (n={pts[-1].n_cases})"
+                )
         if finals:
             lines.append("")
             lines.append("**Mean hit rate@5 with 95% Wilson interval:** " + "; ".join(finals))

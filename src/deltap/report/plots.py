@@ -92,7 +92,9 @@ def _truncate(text: str, n: int) -> str:
     return text if len(text) <= n else "…" + text[-(n - 1) :]
 
 
-def _x_axis(x0: float, x1: float, y: float, lo: float, hi: float, label: str, grid_top: float | None = None) -> list[str]:
+def _x_axis(
+    x0: float, x1: float, y: float, lo: float, hi: float, label: str, grid_top: float | None = None
+) -> list[str]:
     out = [f'<line x1="{_f(x0)}" y1="{_f(y)}" x2="{_f(x1)}" y2="{_f(y)}" stroke="{AXIS}"/>']
     for t in nice_ticks(lo, hi):
         if t < lo - 1e-12 or t > hi + 1e-12:
@@ -101,8 +103,12 @@ def _x_axis(x0: float, x1: float, y: float, lo: float, hi: float, label: str, gr
         if grid_top is not None:
             out.append(f'<line x1="{_f(x)}" y1="{_f(grid_top)}" x2="{_f(x)}" y2="{_f(y)}" stroke="{GRID}"/>')
         out.append(f'<line x1="{_f(x)}" y1="{_f(y)}" x2="{_f(x)}" y2="{_f(y + 4)}" stroke="{AXIS}"/>')
-        out.append(f'<text x="{_f(x)}" y="{_f(y + 16)}" text-anchor="middle" font-size="11" fill="{AXIS}">{_tick_label(t)}</text>')
-    out.append(f'<text x="{_f((x0 + x1) / 2)}" y="{_f(y + 32)}" text-anchor="middle" font-size="12" fill="#222">{escape(label)}</text>')
+        out.append(
+            f'<text x="{_f(x)}" y="{_f(y + 16)}" text-anchor="middle" font-size="11" fill="{AXIS}">{_tick_label(t)}</text>'
+        )
+    out.append(
+        f'<text x="{_f((x0 + x1) / 2)}" y="{_f(y + 32)}" text-anchor="middle" font-size="12" fill="#222">{escape(label)}</text>'
+    )
     return out
 
 
@@ -177,10 +183,14 @@ def forest_plot(
             f"p_out {_num(c.p_out)} (n={c.n_out if c.n_out is not None else '–'})\n"
             f"p {_num(c.p_value, 4)}, q {_num(c.q_value, 4)}"
         )
-        body.append(f'<g class="forest-row" data-verdict="{escape(c.verdict)}" data-source="{escape(c.primary_source)}">')
+        body.append(
+            f'<g class="forest-row" data-verdict="{escape(c.verdict)}" data-source="{escape(c.primary_source)}">'
+        )
         body.append(f"<title>{escape(tip)}</title>")
         if i % 2:
-            body.append(f'<rect x="0" y="{_f(y - row_h / 2)}" width="{_f(width)}" height="{_f(row_h)}" fill="#f8fafc" opacity="0.6"/>')
+            body.append(
+                f'<rect x="0" y="{_f(y - row_h / 2)}" width="{_f(width)}" height="{_f(row_h)}" fill="#f8fafc" opacity="0.6"/>'
+            )
         star = " ★" if c.doc_id in members else ""
         body.append(
             f'<text x="{_f(label_w)}" y="{_f(y + 4)}" text-anchor="end" font-size="11.5" fill="#111">'
@@ -191,7 +201,9 @@ def forest_plot(
                 f'<line x1="{_f(sx(low))}" y1="{_f(y)}" x2="{_f(sx(high))}" y2="{_f(y)}" stroke="{color}" stroke-width="2.2"/>'
             )
             for v in (low, high):
-                body.append(f'<line x1="{_f(sx(v))}" y1="{_f(y - 4)}" x2="{_f(sx(v))}" y2="{_f(y + 4)}" stroke="{color}" stroke-width="1.5"/>')
+                body.append(
+                    f'<line x1="{_f(sx(v))}" y1="{_f(y - 4)}" x2="{_f(sx(v))}" y2="{_f(y + 4)}" stroke="{color}" stroke-width="1.5"/>'
+                )
         if c.adjusted is not None and c.delta_p is not None:
             # the raw difference in means, for comparison: a small grey cross
             xr = sx(c.delta_p)
@@ -241,11 +253,17 @@ def interval_rows(
         y = top + row_h * i + row_h / 2
         tip = f"{label}: {_num(value)} [{_num(low)}, {_num(high)}]"
         body.append(f'<g class="interval-row"><title>{escape(tip)}</title>')
-        body.append(f'<text x="{_f(label_width)}" y="{_f(y + 4)}" text-anchor="end" font-size="12" fill="#111">{escape(label)}</text>')
+        body.append(
+            f'<text x="{_f(label_width)}" y="{_f(y + 4)}" text-anchor="end" font-size="12" fill="#111">{escape(label)}</text>'
+        )
         if low is not None and high is not None:
-            body.append(f'<line x1="{_f(sx(low))}" y1="{_f(y)}" x2="{_f(sx(high))}" y2="{_f(y)}" stroke="{color}" stroke-width="2.2"/>')
+            body.append(
+                f'<line x1="{_f(sx(low))}" y1="{_f(y)}" x2="{_f(sx(high))}" y2="{_f(y)}" stroke="{color}" stroke-width="2.2"/>'
+            )
             for v in (low, high):
-                body.append(f'<line x1="{_f(sx(v))}" y1="{_f(y - 4)}" x2="{_f(sx(v))}" y2="{_f(y + 4)}" stroke="{color}" stroke-width="1.5"/>')
+                body.append(
+                    f'<line x1="{_f(sx(v))}" y1="{_f(y - 4)}" x2="{_f(sx(v))}" y2="{_f(y + 4)}" stroke="{color}" stroke-width="1.5"/>'
+                )
         if value is not None:
             body.append(marker("circle", sx(value), y, 5, color))
             body.append(f'<text x="{_f(x1 + 8)}" y="{_f(y + 4)}" font-size="11" fill="#333">{_num(value)}</text>')
@@ -317,18 +335,28 @@ def line_chart(
     for t in nice_ticks(ylo, yhi):
         if ylo - 1e-12 <= t <= yhi + 1e-12:
             body.append(f'<line x1="{_f(x0)}" y1="{_f(sy(t))}" x2="{_f(x1)}" y2="{_f(sy(t))}" stroke="{GRID}"/>')
-            body.append(f'<text x="{_f(x0 - 6)}" y="{_f(sy(t) + 4)}" text-anchor="end" font-size="11" fill="{AXIS}">{_tick_label(t)}</text>')
+            body.append(
+                f'<text x="{_f(x0 - 6)}" y="{_f(sy(t) + 4)}" text-anchor="end" font-size="11" fill="{AXIS}">{_tick_label(t)}</text>'
+            )
     body.append(f'<line x1="{_f(x0)}" y1="{_f(y1)}" x2="{_f(x0)}" y2="{_f(y0)}" stroke="{AXIS}"/>')
     distinct = sorted({p[0] for s in series for p in s.points})
     if x_integer and 1 < len(distinct) <= 15:
         xt = distinct  # few x values (K = 1, 2, 3, 5, 10 ...): label each one
     else:
-        xt = [t for t in nice_ticks(xlo, xhi) if xlo - 1e-9 <= t <= xhi + 1e-9 and (not x_integer or float(t).is_integer())]
+        xt = [
+            t
+            for t in nice_ticks(xlo, xhi)
+            if xlo - 1e-9 <= t <= xhi + 1e-9 and (not x_integer or float(t).is_integer())
+        ]
     body.append(f'<line x1="{_f(x0)}" y1="{_f(y0)}" x2="{_f(x1)}" y2="{_f(y0)}" stroke="{AXIS}"/>')
     for t in xt:
         body.append(f'<line x1="{_f(sx(t))}" y1="{_f(y0)}" x2="{_f(sx(t))}" y2="{_f(y0 + 4)}" stroke="{AXIS}"/>')
-        body.append(f'<text x="{_f(sx(t))}" y="{_f(y0 + 16)}" text-anchor="middle" font-size="11" fill="{AXIS}">{_tick_label(t)}</text>')
-    body.append(f'<text x="{_f((x0 + x1) / 2)}" y="{_f(y0 + 34)}" text-anchor="middle" font-size="12" fill="#222">{escape(x_label)}</text>')
+        body.append(
+            f'<text x="{_f(sx(t))}" y="{_f(y0 + 16)}" text-anchor="middle" font-size="11" fill="{AXIS}">{_tick_label(t)}</text>'
+        )
+    body.append(
+        f'<text x="{_f((x0 + x1) / 2)}" y="{_f(y0 + 34)}" text-anchor="middle" font-size="12" fill="#222">{escape(x_label)}</text>'
+    )
     body.append(
         f'<text x="16" y="{_f((y0 + y1) / 2)}" text-anchor="middle" font-size="12" fill="#222" '
         f'transform="rotate(-90 16 {_f((y0 + y1) / 2)})">{escape(y_label)}</text>'
@@ -338,18 +366,26 @@ def line_chart(
         body.append(f'<g class="series" data-name="{escape(s.name)}">')
         if s.band and len(s.band) == len(s.points) and s.points:
             upper = " ".join(f"{_f(sx(x))},{_f(sy(h))}" for (x, _), (_, h) in zip(s.points, s.band, strict=True))
-            lower = " ".join(f"{_f(sx(x))},{_f(sy(lo_))}" for (x, _), (lo_, _) in reversed(list(zip(s.points, s.band, strict=True))))
+            lower = " ".join(
+                f"{_f(sx(x))},{_f(sy(lo_))}" for (x, _), (lo_, _) in reversed(list(zip(s.points, s.band, strict=True)))
+            )
             body.append(f'<polygon points="{upper} {lower}" fill="{color}" opacity="0.13" stroke="none"/>')
         if s.points:
             pts = " ".join(f"{_f(sx(x))},{_f(sy(y))}" for x, y in s.points)
             body.append(f'<polyline points="{pts}" fill="none" stroke="{color}" stroke-width="2.2"/>')
             if len(s.points) <= 30:
                 for x, y in s.points:
-                    body.append(f'<circle cx="{_f(sx(x))}" cy="{_f(sy(y))}" r="2.8" fill="{color}"><title>{escape(s.name)}: {_tick_label(x)} → {y:.3f}</title></circle>')
+                    body.append(
+                        f'<circle cx="{_f(sx(x))}" cy="{_f(sy(y))}" r="2.8" fill="{color}"><title>{escape(s.name)}: {_tick_label(x)} → {y:.3f}</title></circle>'
+                    )
         ly = y1 + 6 + 20 * i
-        body.append(f'<line x1="{_f(x1 + 24)}" y1="{_f(ly)}" x2="{_f(x1 + 48)}" y2="{_f(ly)}" stroke="{color}" stroke-width="3"/>')
+        body.append(
+            f'<line x1="{_f(x1 + 24)}" y1="{_f(ly)}" x2="{_f(x1 + 48)}" y2="{_f(ly)}" stroke="{color}" stroke-width="3"/>'
+        )
         last = f" ({s.points[-1][1]:.3f})" if s.points else ""
-        body.append(f'<text x="{_f(x1 + 54)}" y="{_f(ly + 4)}" font-size="12" fill="#111">{escape(_truncate(s.name, 18))}{last}</text>')
+        body.append(
+            f'<text x="{_f(x1 + 54)}" y="{_f(ly + 4)}" font-size="12" fill="#111">{escape(_truncate(s.name, 18))}{last}</text>'
+        )
         body.append("</g>")
     return _svg(width, height, body, title, "plot lines")
 
@@ -371,7 +407,9 @@ def stacked_bar(counts: Sequence[tuple[str, int, str]], *, title: str = "", widt
             f"<title>{escape(label)}: {n} ({n / total:.0%})</title></rect>"
         )
         if w > 28:
-            body.append(f'<text x="{_f(x + w / 2)}" y="17" text-anchor="middle" font-size="12" fill="#fff" font-weight="600">{n}</text>')
+            body.append(
+                f'<text x="{_f(x + w / 2)}" y="17" text-anchor="middle" font-size="12" fill="#fff" font-weight="600">{n}</text>'
+            )
         x += w
     lx = 0.0
     for label, n, color in counts:

@@ -27,7 +27,16 @@ from typing import Any
 
 from deltap.errors import DeltapError, FormatError, json_error_detail
 
-__all__ = ["VERDICTS", "CandidateResult", "CaseResult", "RunData", "TrialLogSummary", "TrialRow", "load_run_dir", "read_trial_log"]
+__all__ = [
+    "VERDICTS",
+    "CandidateResult",
+    "CaseResult",
+    "RunData",
+    "TrialLogSummary",
+    "TrialRow",
+    "load_run_dir",
+    "read_trial_log",
+]
 
 VERDICTS = ("relevant", "harmful", "irrelevant", "undecided")
 SOURCES = ("gold", "retrieved", "placebo")
@@ -279,7 +288,9 @@ class RunData:
             "labelled_harmful": sum(c.verdict == "harmful" for c in placebos),
         }
         out: dict[str, Any] = dict(counted)
-        out["fpr"] = (counted["labelled_relevant"] + counted["labelled_harmful"]) / counted["n"] if counted["n"] else None
+        out["fpr"] = (
+            (counted["labelled_relevant"] + counted["labelled_harmful"]) / counted["n"] if counted["n"] else None
+        )
         out["nominal"] = None
         if isinstance(recorded, Mapping):
             for key in ("n", "labelled_relevant", "labelled_harmful"):
@@ -371,7 +382,9 @@ def _read_dataset(path: Path) -> tuple[dict[str, Any], list[CaseResult]]:
         data = yaml.safe_load(read_text(path))  # bytes that are not UTF-8: a FormatError naming file and line
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise FormatError(path, f"invalid YAML: {getattr(exc, 'problem', exc)}", mark.line + 1 if mark else None) from None
+        raise FormatError(
+            path, f"invalid YAML: {getattr(exc, 'problem', exc)}", mark.line + 1 if mark else None
+        ) from None
     if not isinstance(data, Mapping) or not isinstance(data.get("pairs", []), list):
         raise FormatError(path, "expected a mapping with 'metadata:' and a 'pairs:' list (deltap's verified dataset)")
     metadata = dict(data.get("metadata") or {})
@@ -421,7 +434,9 @@ def _pool_run(path: Path, notes: list[str]) -> dict[str, dict[str, float]]:
             try:
                 pool = json.loads(pool_json)
             except (TypeError, json.JSONDecodeError):
-                notes.append(f"trials.sqlite: the pool of case {case_id!r} is not valid JSON; left out of the pool ranking")
+                notes.append(
+                    f"trials.sqlite: the pool of case {case_id!r} is not valid JSON; left out of the pool ranking"
+                )
                 continue
             ranked = {
                 str(c["doc_id"]): 1.0 / float(c["rank"])
@@ -463,7 +478,11 @@ def read_trial_log(path: str | Path, notes: list[str] | None = None) -> TrialLog
         rows = con.execute(
             "SELECT case_id, kind, trial_index, inclusion, outcome, value, latency, "
             + ("answer, detail, " if {"answer", "detail"} <= columns else "'', '', ")
-            + ("prompt_tokens, completion_tokens, " if {"prompt_tokens", "completion_tokens"} <= columns else "NULL, NULL, ")
+            + (
+                "prompt_tokens, completion_tokens, "
+                if {"prompt_tokens", "completion_tokens"} <= columns
+                else "NULL, NULL, "
+            )
             + "created FROM trials ORDER BY created, rowid"
         ).fetchall()
     except sqlite3.Error as exc:
@@ -529,7 +548,9 @@ def load_run_dir(path: str | Path) -> RunData:
             else:
                 notes.append("run.json is not a JSON object; run summary taken from the dataset only")
         except json.JSONDecodeError as exc:
-            notes.append(f"run.json is not valid JSON ({json_error_detail(exc)}, line {exc.lineno}); run summary taken from the dataset")
+            notes.append(
+                f"run.json is not valid JSON ({json_error_detail(exc)}, line {exc.lineno}); run summary taken from the dataset"
+            )
         except UnicodeDecodeError:
             notes.append("run.json is not valid UTF-8; run summary taken from the dataset")
     else:
@@ -559,7 +580,9 @@ def load_run_dir(path: str | Path) -> RunData:
             if evaluation is None:
                 notes.append("evaluation/compare.json is not a JSON object; retriever comparison not available")
         except json.JSONDecodeError as exc:
-            notes.append(f"evaluation/compare.json is not valid JSON ({json_error_detail(exc)}, line {exc.lineno}); retriever comparison not available")
+            notes.append(
+                f"evaluation/compare.json is not valid JSON ({json_error_detail(exc)}, line {exc.lineno}); retriever comparison not available"
+            )
         except UnicodeDecodeError:
             notes.append("evaluation/compare.json is not valid UTF-8; retriever comparison not available")
 

@@ -71,14 +71,30 @@ class ResponseCache:
         row = self._conn().execute("SELECT payload FROM responses WHERE key = ?", (key,)).fetchone()
         return None if row is None else json.loads(row[0])
 
-    def put(self, key: str, solver_id: str, params: dict[str, Any], kind: str, phash: str, reference: str | None,
-            payload: dict[str, Any]) -> None:
+    def put(
+        self,
+        key: str,
+        solver_id: str,
+        params: dict[str, Any],
+        kind: str,
+        phash: str,
+        reference: str | None,
+        payload: dict[str, Any],
+    ) -> None:
         conn = self._conn()
         with conn:
             conn.execute(
                 "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, solver_id, json.dumps(params, sort_keys=True, default=str), kind, phash, reference,
-                 json.dumps(payload, ensure_ascii=False, default=str), time.time()),
+                (
+                    key,
+                    solver_id,
+                    json.dumps(params, sort_keys=True, default=str),
+                    kind,
+                    phash,
+                    reference,
+                    json.dumps(payload, ensure_ascii=False, default=str),
+                    time.time(),
+                ),
             )
 
     def __len__(self) -> int:
@@ -132,8 +148,13 @@ class CachedSolver:
         return ans
 
     def _store_answer(self, key: str, phash: str, ans: Answer) -> None:
-        payload = {"text": ans.text, "usage": dict(ans.usage), "latency": ans.latency, "raw": ans.raw,
-                   "solver_id": ans.solver_id}
+        payload = {
+            "text": ans.text,
+            "usage": dict(ans.usage),
+            "latency": ans.latency,
+            "raw": ans.raw,
+            "solver_id": ans.solver_id,
+        }
         self.cache.put(key, self.id, self.params, "answer", phash, None, payload)
 
     def score(self, request: SolveRequest, reference: str) -> Score:
@@ -147,8 +168,13 @@ class CachedSolver:
         return sc
 
     def _store_score(self, key: str, phash: str, reference: str, sc: Score) -> None:
-        payload = {"logprob": sc.logprob, "n_tokens": sc.n_tokens, "latency": sc.latency, "solver_id": sc.solver_id,
-                   "prompt_tokens": sc.prompt_tokens}
+        payload = {
+            "logprob": sc.logprob,
+            "n_tokens": sc.n_tokens,
+            "latency": sc.latency,
+            "solver_id": sc.solver_id,
+            "prompt_tokens": sc.prompt_tokens,
+        }
         self.cache.put(key, self.id, self.params, "score", phash, reference, payload)
 
     def answer_many(self, requests: Sequence[SolveRequest]) -> list[Answer | SolverError]:

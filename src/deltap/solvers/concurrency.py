@@ -31,7 +31,9 @@ def _answer_one(solver: Any, request: SolveRequest) -> Answer | SolverError:
         return exc
 
 
-def answer_all(solver: Any, requests: Sequence[SolveRequest], mapper: Mapper[Any, Any] = map) -> list[Answer | SolverError]:
+def answer_all(
+    solver: Any, requests: Sequence[SolveRequest], mapper: Mapper[Any, Any] = map
+) -> list[Answer | SolverError]:
     """One :class:`Answer` or :class:`SolverError` per request, in order; any other exception is a bug and
     propagates. A :class:`~deltap.solvers.base.BatchAnswerer` gets the whole batch (more than one request)."""
     requests = list(requests)
@@ -100,7 +102,9 @@ def score_many(
         return score_all(solver, requests, reference, pool.map)
 
 
-async def asolve_many(solver: Any, requests: Sequence[SolveRequest], concurrency: int = 4) -> list[Answer | SolverError]:
+async def asolve_many(
+    solver: Any, requests: Sequence[SolveRequest], concurrency: int = 4
+) -> list[Answer | SolverError]:
     """Async :func:`solve_many`: at most ``concurrency`` calls in flight (``asyncio.Semaphore`` + worker threads)."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")

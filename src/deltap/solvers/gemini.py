@@ -105,7 +105,9 @@ class GeminiSolver:
         self.attempts = 0
         self.id = f"gemini:{model}:temperature=0:seed={seed}"
         limits = RateLimits(requests_per_minute, tokens_per_minute)
-        self.limiter: Any = limiter if limiter is not None else (shared_limiter(f"gemini:{model}", limits) if limits.active else None)
+        self.limiter: Any = (
+            limiter if limiter is not None else (shared_limiter(f"gemini:{model}", limits) if limits.active else None)
+        )
 
     def answer(self, request: SolveRequest) -> Answer:
         messages = render_prompt(request, self.template)
@@ -142,8 +144,13 @@ class GeminiSolver:
         if resp.candidates:
             finish = str(getattr(resp.candidates[0], "finish_reason", None))
         raw = resp.model_dump(mode="json", exclude_none=True) if hasattr(resp, "model_dump") else None
-        return Answer(text=text.strip(), usage=usage, latency=latency, raw={"finish_reason": finish, "response": raw},
-                      solver_id=self.id)
+        return Answer(
+            text=text.strip(),
+            usage=usage,
+            latency=latency,
+            raw={"finish_reason": finish, "response": raw},
+            solver_id=self.id,
+        )
 
     def score(self, request: SolveRequest, reference: str) -> Score:
         raise NotImplementedError(
@@ -152,8 +159,13 @@ class GeminiSolver:
         )
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": "gemini", "model": self.model, "seed": self.seed, "temperature": 0,
-                "max_tokens": dict(self.max_tokens)}
+        return {
+            "backend": "gemini",
+            "model": self.model,
+            "seed": self.seed,
+            "temperature": 0,
+            "max_tokens": dict(self.max_tokens),
+        }
 
 
 def _total_tokens(resp: Any) -> int:

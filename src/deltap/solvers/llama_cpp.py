@@ -344,7 +344,10 @@ class LlamaCppSolver:
         if C.llama_state_seq_get_data(ctx, buf, size, 0) != size:
             return
         self._states[key] = buf
-        while len(self._states) > self.prefix_states or sum(len(b) for b in self._states.values()) > self.prefix_state_bytes:
+        while (
+            len(self._states) > self.prefix_states
+            or sum(len(b) for b in self._states.values()) > self.prefix_state_bytes
+        ):
             self._states.popitem(last=False)
 
     def _walk(self, seqs: Sequence[Sequence[int]]) -> list[int]:

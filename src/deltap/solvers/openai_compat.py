@@ -148,7 +148,9 @@ class OpenAISolver:
             try:
                 import openai
             except ImportError:
-                raise DeltapError("the OpenAI-compatible solver needs the openai SDK: pip install 'deltap[openai]'") from None
+                raise DeltapError(
+                    "the OpenAI-compatible solver needs the openai SDK: pip install 'deltap[openai]'"
+                ) from None
             import os
 
             key = api_key or os.environ.get(api_key_env)
@@ -177,8 +179,10 @@ class OpenAISolver:
         extra = "".join(f":{k}={v}" for k, v in sorted(self.extra_body.items()))
         self.id = f"openai:{host}:{model}:temperature=0:seed={seed}{extra}"
         limits = RateLimits(requests_per_minute, tokens_per_minute)
-        self.limiter: Any = limiter if limiter is not None else (
-            shared_limiter(f"openai:{host}:{model}", limits) if limits.active else None
+        self.limiter: Any = (
+            limiter
+            if limiter is not None
+            else (shared_limiter(f"openai:{host}:{model}", limits) if limits.active else None)
         )
 
     # -- answer ----------------------------------------------------------------------------------------------
@@ -189,7 +193,11 @@ class OpenAISolver:
         def call() -> Any:
             self.attempts += 1
             resp = self.client.chat.completions.create(
-                model=self.model, messages=messages, temperature=0, seed=self.seed, max_tokens=max_tokens,
+                model=self.model,
+                messages=messages,
+                temperature=0,
+                seed=self.seed,
+                max_tokens=max_tokens,
                 extra_body=self.extra_body or None,
             )
             choices = getattr(resp, "choices", None)
@@ -229,7 +237,11 @@ class OpenAISolver:
                     model=self.model, prompt=full, max_tokens=1, temperature=0, echo=True, logprobs=0, seed=self.seed
                 )
             return self.client.completions.create(
-                model=self.model, prompt=full, max_tokens=1, temperature=0, seed=self.seed,
+                model=self.model,
+                prompt=full,
+                max_tokens=1,
+                temperature=0,
+                seed=self.seed,
                 extra_body={"prompt_logprobs": 0},
             )
 
@@ -313,6 +325,13 @@ class OpenAISolver:
         return Score(logprob=lp, n_tokens=n, latency=time.perf_counter() - start, solver_id=self.id)
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": "openai", "model": self.model, "base_url": self.base_url, "seed": self.seed,
-                "temperature": 0, "max_tokens": dict(self.max_tokens), "score_method": self.score_method,
-                "extra_body": dict(self.extra_body)}
+        return {
+            "backend": "openai",
+            "model": self.model,
+            "base_url": self.base_url,
+            "seed": self.seed,
+            "temperature": 0,
+            "max_tokens": dict(self.max_tokens),
+            "score_method": self.score_method,
+            "extra_body": dict(self.extra_body),
+        }

@@ -151,8 +151,9 @@ class PromptTemplate:
                 getattr(self, name).format(**probe)
             except (KeyError, IndexError, ValueError) as exc:
                 raise FormatError(
-                    source, f"prompt template field {name!r} uses an unknown placeholder or bad braces ({exc!r}); "
-                    f"allowed: {', '.join('{' + k + '}' for k in probe)}; write literal braces as {{{{ and }}}}"
+                    source,
+                    f"prompt template field {name!r} uses an unknown placeholder or bad braces ({exc!r}); "
+                    f"allowed: {', '.join('{' + k + '}' for k in probe)}; write literal braces as {{{{ and }}}}",
                 ) from None
 
 

@@ -48,8 +48,20 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from deltap.errors import DeltapError
 
 __all__ = [
-    "DECREASE", "RECOVER_AFTER", "STATED_MARGIN", "AdaptiveLimiter", "Limiter", "RateLimitAdapted", "RateLimiter", "RateLimits", "RemoteLimiter", "estimate_tokens",
-    "paced", "shared_limiter", "sharing_retry_after", "use_backend",
+    "DECREASE",
+    "RECOVER_AFTER",
+    "STATED_MARGIN",
+    "AdaptiveLimiter",
+    "Limiter",
+    "RateLimitAdapted",
+    "RateLimiter",
+    "RateLimits",
+    "RemoteLimiter",
+    "estimate_tokens",
+    "paced",
+    "shared_limiter",
+    "sharing_retry_after",
+    "use_backend",
 ]
 
 #: answered requests in a row after which a limiter lowered by 429s gives back a tenth of its configured rate
@@ -62,6 +74,7 @@ STATED_MARGIN = 0.9
 
 class RateLimitAdapted(UserWarning):
     """An endpoint's limiter paces below the configured ``--rpm``/``--tpm``: the provider's effective limit is lower."""
+
 
 T = TypeVar("T")
 
@@ -146,15 +159,31 @@ class RateLimiter:
         sleep: Blocking sleep (injectable).
     """
 
-    def __init__(self, limits: RateLimits, clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        limits: RateLimits,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.limits = limits
         self.clock = clock
         self.sleep = sleep
         self._lock = threading.Lock()
-        self._requests = _Bucket(limits.requests_per_minute, limits.burst_seconds, 1.0) if limits.requests_per_minute else None
-        self._tokens = _Bucket(limits.tokens_per_minute, limits.burst_seconds, 1.0) if limits.tokens_per_minute else None
+        self._requests = (
+            _Bucket(limits.requests_per_minute, limits.burst_seconds, 1.0) if limits.requests_per_minute else None
+        )
+        self._tokens = (
+            _Bucket(limits.tokens_per_minute, limits.burst_seconds, 1.0) if limits.tokens_per_minute else None
+        )
         self._blocked_until = float("-inf")
-        self._stats = {"requests": 0, "tokens_reserved": 0, "tokens_settled": 0, "waited_seconds": 0.0, "pauses": 0, "adapted": 0}
+        self._stats = {
+            "requests": 0,
+            "tokens_reserved": 0,
+            "tokens_settled": 0,
+            "waited_seconds": 0.0,
+            "pauses": 0,
+            "adapted": 0,
+        }
         # what the pace may return to after 429s lowered it: the configured rates, or the lower ones a provider stated
         self._ceiling = {"requests": limits.requests_per_minute, "tokens": limits.tokens_per_minute}
         self._refusals: list[float] = []  # times of recent 429s without a stated limit
@@ -261,7 +290,12 @@ class RateLimiter:
                 return None
             self._announced = True
         configured = ", ".join(
-            f"{v:g} {u}" for v, u in ((self.limits.requests_per_minute, "requests/min"), (self.limits.tokens_per_minute, "tokens/min")) if v
+            f"{v:g} {u}"
+            for v, u in (
+                (self.limits.requests_per_minute, "requests/min"),
+                (self.limits.tokens_per_minute, "tokens/min"),
+            )
+            if v
         )
         message = (
             f"{self.name or 'the endpoint'} refuses requests below the configured {configured}: pacing at {'; '.join(changes)} "

@@ -98,6 +98,4 @@ class RetryPolicy:
                 last = exc
                 if attempt + 1 < self.max_attempts:
                     self.sleep(self.delay(attempt, retry_after(exc)))
-        raise SolverError(
-            f"{what} failed after {self.max_attempts} attempts: {type(last).__name__}: {last}"
-        ) from last
+        raise SolverError(f"{what} failed after {self.max_attempts} attempts: {type(last).__name__}: {last}") from last

@@ -127,12 +127,22 @@ class SimulatedSolver:
     def _truth_digest(self) -> str:
         def one(t: SimulatedTruth) -> dict[str, Any]:
             inter = sorted([list(k), v] for k, v in t.interactions.items())
-            return {"base": t.base, "effects": dict(sorted(t.effects.items())), "interactions": inter, "answer": t.answer}
+            return {
+                "base": t.base,
+                "effects": dict(sorted(t.effects.items())),
+                "interactions": inter,
+                "answer": t.answer,
+            }
 
         truth = self._truth
         planted = one(truth) if isinstance(truth, SimulatedTruth) else {k: one(v) for k, v in sorted(truth.items())}
-        payload = {"truth": planted, "default": one(self._default), "answers": dict(sorted(self._answers.items())),
-                   "wrong_answer": self.wrong_answer, "error_rate": self.error_rate}
+        payload = {
+            "truth": planted,
+            "default": one(self._default),
+            "answers": dict(sorted(self._answers.items())),
+            "wrong_answer": self.wrong_answer,
+            "error_rate": self.error_rate,
+        }
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
     def truth_for(self, case_id: str) -> SimulatedTruth:
@@ -203,11 +213,12 @@ class SimulatedSolver:
         value = mu + self.noise * float(rng.standard_normal())
         if self.latency:
             time.sleep(self.latency)
-        return Score(logprob=value, n_tokens=max(1, len(reference.split())), latency=time.perf_counter() - t0, solver_id=self.id)
+        return Score(
+            logprob=value, n_tokens=max(1, len(reference.split())), latency=time.perf_counter() - t0, solver_id=self.id
+        )
 
     def __repr__(self) -> str:
         return f"SimulatedSolver({self.id})"
-
 
 
 def planted_truth(cases: Sequence[Any], effect: float, base: float) -> dict[str, Any]:

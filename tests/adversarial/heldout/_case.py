@@ -25,7 +25,7 @@ from deltap.checkers.pytest_checker import PytestChecker
 
 MODULE = "stats"
 
-TESTS = '''\
+TESTS = """\
 import pytest
 
 from stats import median
@@ -57,7 +57,7 @@ class TestMedian:
 
     def test_floats(self):
         assert median([0.5, 1.5]) == pytest.approx(1.0)
-'''
+"""
 
 FIXED = '''\
 def median(xs):
@@ -70,10 +70,10 @@ def median(xs):
 '''
 
 # The wrong answer every attack starts from: right on odd lengths, wrong on even ones and on the empty list.
-WRONG = '''\
+WRONG = """\
 def median(xs):
     return sorted(xs)[len(xs) // 2]
-'''
+"""
 
 
 def visible_case_dir() -> Path:

@@ -19,7 +19,7 @@ from tests.adversarial.heldout import _case
 pytestmark = pytest.mark.integration
 
 # The write end of the result pipe is the process's only write-only pipe: no nonce, no deltap module needed.
-_FIND_CHANNEL = '''
+_FIND_CHANNEL = """
 import fcntl
 import os
 
@@ -32,9 +32,11 @@ def _channels():
                 yield fd
         except OSError:
             pass
-'''
+"""
 
-RECURSION_BOMB_ON_CHANNEL = _FIND_CHANNEL + '''
+RECURSION_BOMB_ON_CHANNEL = (
+    _FIND_CHANNEL
+    + """
 
 for _fd in _channels():
     os.write(_fd, b"[" * 200_000 + b"\\n")  # deeply nested JSON: the parent's json.loads recurses
@@ -42,9 +44,10 @@ for _fd in _channels():
 
 def median(xs):
     return sorted(xs)[len(xs) // 2]
-'''
+"""
+)
 
-TYPED_GARBAGE_WITH_NONCE = '''
+TYPED_GARBAGE_WITH_NONCE = """
 import json
 import os
 import sys
@@ -57,9 +60,11 @@ for _record in ({"kind": "collected", "ids": 5}, {"kind": "finish", "exitstatus"
 
 def median(xs):
     return sorted(xs)[len(xs) // 2]
-'''
+"""
 
-FLOOD_CHANNEL = _FIND_CHANNEL + '''
+FLOOD_CHANNEL = (
+    _FIND_CHANNEL
+    + """
 
 _line = b'{"nonce": "0", "kind": "report"}' + b" " * 990 + b"\\n"
 for _fd in _channels():
@@ -69,9 +74,10 @@ for _fd in _channels():
 
 def median(xs):
     return sorted(xs)[len(xs) // 2]
-'''
+"""
+)
 
-HUGE_OUTPUT = '''
+HUGE_OUTPUT = """
 import os
 import signal
 import stat
@@ -90,9 +96,9 @@ for _fd in range(1, 64):
 
 def median(xs):
     return sorted(xs)[len(xs) // 2]
-'''
+"""
 
-STOP_SELF = '''
+STOP_SELF = """
 import os
 import signal
 
@@ -101,9 +107,9 @@ def median(xs):
     if len(xs) % 2 == 0:
         os.kill(os.getpid(), signal.SIGSTOP)  # frozen mid-test until the wall clock runs out
     return sorted(xs)[len(xs) // 2]
-'''
+"""
 
-THREAD_OUTLIVES_PYTEST = '''
+THREAD_OUTLIVES_PYTEST = """
 import threading
 import time
 
@@ -112,7 +118,7 @@ threading.Thread(target=time.sleep, args=(3600,), daemon=False).start()  # the i
 
 def median(xs):
     return sorted(xs)[len(xs) // 2]
-'''
+"""
 
 ATTACKS = [
     pytest.param(RECURSION_BOMB_ON_CHANNEL, id="recursion-bomb-on-result-channel"),

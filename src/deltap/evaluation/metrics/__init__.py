@@ -33,7 +33,15 @@ __all__ = [
 METRICS: dict[str, Metric] = {
     m.name: m
     for m in (
-        HitRate(), Recall(), Precision(), ReciprocalRank(), NDCG(), AveragePrecision(), RPrecision(), SetRecall(),
-        SignedUtility(), Judged(),
+        HitRate(),
+        Recall(),
+        Precision(),
+        ReciprocalRank(),
+        NDCG(),
+        AveragePrecision(),
+        RPrecision(),
+        SetRecall(),
+        SignedUtility(),
+        Judged(),
     )
 }

@@ -26,7 +26,9 @@ class Precision(Metric):
 
     def compute(self, ranking: Ranking, k: int | None, params: dict[str, int | str]) -> np.ndarray:
         assert k is not None  # guaranteed by cutoff = "required"
-        found = np.bincount(ranking.query[hits_within(ranking, k, int(params.get("rel", 1)))], minlength=ranking.n_queries)
+        found = np.bincount(
+            ranking.query[hits_within(ranking, k, int(params.get("rel", 1)))], minlength=ranking.n_queries
+        )
         return found / float(k)
 
     def trec_eval(self, k: int | None, params: dict[str, int | str]) -> tuple[str, str] | None:
