@@ -412,3 +412,24 @@ def test_free_text_answers(expected: str, reply: str, outcome: str) -> None:
 )
 def test_a_marked_declaration_names_its_parameter(reply: str, outcome: str) -> None:
     assert _sm("name").check(CASE, reply).outcome == outcome
+
+
+@pytest.mark.parametrize(
+    "reply, outcome",
+    [
+        ("BaseAgent\nLlmAgent\nRunner", "fail"),
+        ("`BaseAgent`\n`LlmAgent`", "fail"),
+        ("Answer: BaseAgent\nLlmAgent", "fail"),
+        ("BaseAgent\n\nLlmAgent extends it.", "pass"),
+        ("BaseAgent\nIt is the base class of every agent.", "pass"),
+        ("BaseAgent\nBaseAgent", "pass"),
+    ],
+)
+def test_one_bare_name_per_line_is_a_list(reply: str, outcome: str) -> None:
+    """A list without bullets (one name per line) names several answers; an explanation after the name does not."""
+    from deltap.checkers.string_match import StringMatchChecker
+
+    result = StringMatchChecker(["BaseAgent"]).check(None, reply)  # type: ignore[arg-type]
+    assert result.outcome == outcome, result.detail
+    if outcome == "fail":
+        assert result.detail.startswith("several"), result.detail

@@ -11,7 +11,8 @@ kept in :mod:`deltap.checkers.extract` for comparison and for logs mined with it
    object; else, in the reply with its first code fence unwrapped, the rest of the line after the first answer cue
    (``answer is``, ``answer:``, ``final answer =``, ``the correct answer would be`` ...; the next line when the cue
    ends its line); else the first non-empty line. A span that names nothing and is followed by a bullet list
-   (``Possible answers:``) is replaced by the list.
+   (``Possible answers:``) is replaced by the list. A span of one bare word followed, line after line, by other
+   bare words (``BaseAgent`` / ``LlmAgent`` / ``Runner``: a list without bullets) fails as ``several``.
 2. *Clauses.* The span is cut into clauses at sentence ends (``.``, ``!``, ``?`` before a space), dashes between
    spaces (``—``, ``–``, ``-``), ``;``, ``:``, an opening parenthesis after a space, and the words ``because``,
    ``since``, ``which``, ``but``, ``although``, ``though``, ``whereas``, ``while``. Explanation after the clause
@@ -346,6 +347,18 @@ def _bullets(text: str) -> list[str]:
     return out
 
 
+def _bare_lines(text: str) -> list[str]:
+    """The leading run of lines that each hold one bare word (``BaseAgent\nLlmAgent\nRunner``: a list without
+    bullets), up to the first blank line or the first line that is more than one word."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        word = clean_identifier(line)
+        if not word or " " in word:
+            break
+        out.append(word)
+    return out
+
+
 def read_answer(
     reply: str | None,
     accepted: Sequence[str],
@@ -406,6 +419,14 @@ def read_answer(
                 return Reading(None, "several", f"several: a list of {len(names)} candidates {names[:6]}", tuple(names))
         if bullets:
             span = bullets[0]
+    else:
+        lines = _bare_lines(span + "\n" + rest)
+        if len(lines) >= 2:
+            names = _distinct([c for line in lines for c in candidates(line)[:1]], case_sensitive)
+            if len(names) >= 2:
+                return Reading(
+                    None, "several", f"several: one name per line, {len(names)} candidates {names[:6]}", tuple(names)
+                )
     clauses = _clauses(span)
     negated: list[str] = []
     for i, clause in enumerate(clauses):
