@@ -433,3 +433,22 @@ def test_one_bare_name_per_line_is_a_list(reply: str, outcome: str) -> None:
     assert result.outcome == outcome, result.detail
     if outcome == "fail":
         assert result.detail.startswith("several"), result.detail
+
+
+@pytest.mark.parametrize(
+    "reply, outcome",
+    [
+        ("run_async? run_live?", "fail"),
+        ("run_async. run_live.", "fail"),
+        ("run_async. It runs the agent.", "pass"),
+        ("run_async. run_async is the coroutine.", "pass"),
+        ("run_async!", "pass"),
+    ],
+)
+def test_a_later_clause_that_is_only_another_name_is_an_alternative(reply: str, outcome: str) -> None:
+    from deltap.checkers.string_match import StringMatchChecker
+
+    result = StringMatchChecker(["run_async"]).check(None, reply)  # type: ignore[arg-type]
+    assert result.outcome == outcome, result.detail
+    if outcome == "fail":
+        assert result.detail.startswith("alternatives"), result.detail

@@ -39,7 +39,8 @@ kept in :mod:`deltap.checkers.extract` for comparison and for logs mined with it
    disclaims knowledge before or in its clause (``I don't know``, ``not sure``, ``no idea``, ``can't tell``:
    rule ``hedge``; a bare ``maybe X`` with one candidate is still one answer), or when a later clause offers an
    alternative (a clause opening with ``or``, ``maybe``, ``perhaps``, ``possibly``, ``alternatively`` that names
-   another candidate: rule ``alternatives``).
+   another candidate, or a later clause of the span that is only another name, as in ``X? Y?``: rule
+   ``alternatives``).
 6. *Comparison* (:func:`same_answer`): numbers as numbers (``0.60`` = ``0.6``, ``1e-9`` = ``1e-09``, ``3.0`` =
    ``3``; ``2.5`` is not ``5``); a number never equals a name. Names after
    :func:`~deltap.checkers.extract.normalize_identifier` (case-insensitive unless asked); the qualified-tail rule
@@ -454,6 +455,16 @@ def read_answer(
                 tuple(positive),
             )
         answer = positive[0]
+        for c in clauses[i + 1 :]:  # a later clause of the span that is only another name: "X? Y?", "X. Y."
+            word = clean_identifier(c)
+            if word and " " not in word and not same_answer(word, answer, case_sensitive):
+                if [o for o in candidates(c) if not o.negated]:
+                    return Reading(
+                        None,
+                        "alternatives",
+                        f"alternatives: after {answer!r} the reply offers {[word]}",
+                        (answer, word),
+                    )
         later = clauses[i + 1 :] + _clauses(rest)
         for c in later:
             if _ALT_OPEN.search(c):
