@@ -48,7 +48,8 @@ def find_chromium() -> str | None:
         path = shutil.which(name)
         if path:
             return path
-    return "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
+    fallback = Path("/usr/bin/chromium")  # an executable file only: a path hidden behind /dev/null is no browser
+    return str(fallback) if fallback.is_file() and os.access(fallback, os.X_OK) else None
 
 
 def run_chromium(url: str, *extra: str, timeout: float = 90.0) -> subprocess.CompletedProcess[str]:
