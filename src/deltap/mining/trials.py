@@ -234,6 +234,28 @@ class TrialRecord:
         return self.outcome == "error"
 
 
+def _row(rec: TrialRecord) -> tuple[Any, ...]:
+    """A trial's values in ``_COLUMNS`` order, stamped with the time it is written."""
+    return (
+        rec.case_id,
+        rec.kind,
+        rec.trial_index,
+        rec.seed,
+        rec.inclusion,
+        rec.prompt_hash,
+        rec.answer,
+        rec.outcome,
+        rec.value,
+        rec.latency,
+        rec.solver_id,
+        rec.checker_id,
+        rec.detail,
+        rec.prompt_tokens,
+        rec.completion_tokens,
+        time.time(),
+    )
+
+
 class TrialLog:
     """An SQLite (WAL) trial log. Use as a context manager or call :meth:`close`.
 
@@ -380,24 +402,7 @@ class TrialLog:
         """Write one trial (committed before returning). A duplicate key is an error: trials are never rewritten."""
         self._db.execute(
             f"INSERT INTO trials ({_COLUMNS}) VALUES ({', '.join('?' * 16)})",
-            (
-                rec.case_id,
-                rec.kind,
-                rec.trial_index,
-                rec.seed,
-                rec.inclusion,
-                rec.prompt_hash,
-                rec.answer,
-                rec.outcome,
-                rec.value,
-                rec.latency,
-                rec.solver_id,
-                rec.checker_id,
-                rec.detail,
-                rec.prompt_tokens,
-                rec.completion_tokens,
-                time.time(),
-            ),
+            _row(rec),
         )
 
     @_guarded("write a trial")
@@ -410,24 +415,7 @@ class TrialLog:
         """
         cur = self._db.execute(
             f"INSERT INTO trials ({_COLUMNS}) VALUES ({', '.join('?' * 16)}) ON CONFLICT (case_id, kind, trial_index) DO NOTHING",
-            (
-                rec.case_id,
-                rec.kind,
-                rec.trial_index,
-                rec.seed,
-                rec.inclusion,
-                rec.prompt_hash,
-                rec.answer,
-                rec.outcome,
-                rec.value,
-                rec.latency,
-                rec.solver_id,
-                rec.checker_id,
-                rec.detail,
-                rec.prompt_tokens,
-                rec.completion_tokens,
-                time.time(),
-            ),
+            _row(rec),
         )
         if cur.rowcount == 1:
             return rec
