@@ -30,7 +30,7 @@ from typing import Any
 from deltap._io import write_text_atomic
 from deltap.errors import DeltapError, json_error_detail
 
-__all__ = ["TRIAL_LOG", "EndToEndDir", "RunDir"]
+__all__ = ["TRIAL_LOG", "AuditDir", "EndToEndDir", "RunDir"]
 
 #: the trial log's file name, in a run directory and in its ``endtoend/`` folder
 TRIAL_LOG = "trials.sqlite"
@@ -89,6 +89,21 @@ class EndToEndDir:
     def read_results(self) -> dict[str, Any] | None:
         """``results.json``, or ``None`` when it is absent or not a JSON object."""
         return _read_json_object(self.results, "endtoend/results.json")[0]
+
+
+@dataclass(frozen=True)
+class AuditDir:
+    """``RUN_DIR/audit/`` (or any folder ``deltap audit --out`` names): the qrels audit as CSV and JSON."""
+
+    root: Path
+
+    @property
+    def csv(self) -> Path:
+        return self.root / "audit.csv"
+
+    @property
+    def json(self) -> Path:
+        return self.root / "audit.json"
 
 
 @dataclass(frozen=True)
@@ -166,9 +181,9 @@ class RunDir:
         return EndToEndDir(self.root / "endtoend")
 
     @property
-    def audit(self) -> Path:
+    def audit(self) -> AuditDir:
         """The qrels audit's folder, ``audit/`` (``audit.csv``, ``audit.json``)."""
-        return self.root / "audit"
+        return AuditDir(self.root / "audit")
 
     def export(self, fmt: str) -> Path:
         """Every trial exported as ``fmt`` (``csv`` or ``parquet``): ``trials.<fmt>``."""
@@ -204,8 +219,6 @@ class RunDir:
         Raises:
             DeltapError: no ``retrieval_dataset.yaml`` here.
         """
-        if not self.root.is_dir():
-            raise DeltapError(f"run directory not found: {self.root}; pass the folder `deltap mine --out` wrote")
         if not self.is_mined():
             raise DeltapError(
                 f"{self.root} is not a deltap mine run directory (no {self.dataset.name}); run deltap mine first"

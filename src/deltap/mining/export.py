@@ -47,7 +47,9 @@ def trial_rows(run_dir: str | Path) -> list[dict[str, Any]]:
             try:
                 pools[case_id] = [str(c["doc_id"]) for c in pool.get("candidates", [])]
             except (KeyError, TypeError, AttributeError) as exc:
-                raise DeltapError(f"{db}: cannot read the trial log: the pool of {case_id!r} is damaged ({exc})") from None
+                raise DeltapError(
+                    f"{db}: cannot read the trial log: the pool of {case_id!r} is damaged ({exc})"
+                ) from None
         rows = reader.trials()
     out = []
     for row in rows:

@@ -288,18 +288,38 @@ def summary_lines(run: dict[str, Any]) -> list[tuple[str, str]]:
             f"{run['cases_by_status']}", "bold")]  # fmt: skip
     ex = run.get("execution") or {}
     if ex.get("executor") == "ray" or int(ex.get("cases_in_flight") or 1) > 1:
-        out.append((f"executed: {ex.get('executor')}, {ex.get('workers')} worker(s), {ex.get('cases_in_flight')} case(s) in flight", ""))
+        out.append(
+            (
+                f"executed: {ex.get('executor')}, {ex.get('workers')} worker(s), {ex.get('cases_in_flight')} case(s) in flight",
+                "",
+            )
+        )
     out.append((f"verdicts: {run['verdicts']}", ""))
     if run.get("spend"):
         out.append((spend_line(run["spend"]), ""))
     shared = (run.get("pytest_checks") or {}).get("shared") or {}
     if shared.get("cases"):
-        out.append((f"pytest checks in the test process (shared mode, see --require-separate): {shared['cases']} case(s), {shared['checks']} check(s)", ""))
+        out.append(
+            (
+                f"pytest checks in the test process (shared mode, see --require-separate): {shared['cases']} case(s), {shared['checks']} check(s)",
+                "",
+            )
+        )
     pl = run["placebo"]
-    out.append((f"placebo false-positive rate: {pl['fpr']:.3f} ({pl['labelled_relevant']} relevant + {pl['labelled_harmful']} harmful of {pl['n']}; BH reference q·R/M {pl['nominal']:.4f})", ""))
+    out.append(
+        (
+            f"placebo false-positive rate: {pl['fpr']:.3f} ({pl['labelled_relevant']} relevant + {pl['labelled_harmful']} harmful of {pl['n']}; BH reference q·R/M {pl['nominal']:.4f})",
+            "",
+        )
+    )
     if "effect_abs" in pl:
         ea = pl["effect_abs"]
-        out.append((f"placebo |estimated effect| (random text, estimation noise included): median {ea['median']:.2f}, 90th percentile {ea['p90']:.2f}, max {ea['max']:.2f} {ea['unit']}", ""))
+        out.append(
+            (
+                f"placebo |estimated effect| (random text, estimation noise included): median {ea['median']:.2f}, 90th percentile {ea['p90']:.2f}, max {ea['max']:.2f} {ea['unit']}",
+                "",
+            )
+        )
     nl = pl.get("null") or {}
     if nl.get("used") == "placebo":
         out.append((f"null: placebo effects, {describe_null(nl)}", ""))

@@ -38,6 +38,7 @@ __all__ = [
     "PreparedRun",
     "RetrieverSettings",
     "SolverSettings",
+    "build_solver",
     "parse_options",
     "prepare_run",
     "select_cases",
@@ -355,7 +356,7 @@ def prepare_run(
     """
     from deltap.mining.spend import prices_for
     from deltap.mining.trials import TrialLog
-    from deltap.solvers.base import is_hosted, solver_id
+    from deltap.solvers.base import solver_id
 
     solver = solver or SolverSettings()
     executor = executor or ExecutorSettings()
@@ -377,23 +378,53 @@ def prepare_run(
     fitted = replace(config, k=config.k if built is not None else 0)
     if executor.kind == "inprocess" and executor.workers is not None:
         fitted = replace(fitted, workers=executor.workers)
-    spec = solver.spec(loaded, config.outcome, config.seed)
-    try:
-        solver_obj: Any = spec.build()
-    except DeltapError:
-        from deltap.solvers import solver_class
+    solver_obj, spec, built_executor = build_solver(solver, executor, loaded, config.outcome, config.seed, plan_only)
+    prices = prices_for(config.price_in, config.price_out, solver_id(solver_obj), local=solver.kind == "local")
+    return PreparedRun(
+        cases=loaded, corpus=corpus, solver=solver_obj, solver_spec=spec,
+        executor=built_executor, retriever=built, config=fitted, run_dir=run_dir,
+        prices=prices, notes=notes,
+    )  # fmt: skip
 
+
+def build_solver(
+    solver: SolverSettings,
+    executor: ExecutorSettings | None = None,
+    cases: Sequence[Case] = (),
+    outcome: str = "pass",
+    seed: int = 0,
+    plan_only: bool = False,
+) -> tuple[Any, SolverSpec, Any]:
+    """``(solver, its spec, executor)``: the driver's solver and the executor that runs its calls, from one recipe
+    (what :func:`prepare_run` and ``deltap endtoend`` build).
+
+    Args:
+        solver: The solver settings.
+        executor: Where the calls run (default: in-process, executor ``None``).
+        cases: The cases (a ``simulated`` solver plants its truth on their gold documents).
+        outcome: ``pass`` or ``logprob`` (the simulated solver's).
+        seed: The simulated solver's seed.
+        plan_only: A hosted solver that cannot be built here (no key) becomes a stand-in that answers nothing, and no
+            executor is started.
+
+    Raises:
+        DeltapError: the solver or the executor cannot be built with these settings.
+    """
+    from deltap.solvers import solver_class
+    from deltap.solvers.base import is_hosted
+
+    executor = executor or ExecutorSettings()
+    executor.check()
+    spec = solver.spec(cases, outcome, seed)
+    try:
+        built: Any = spec.build()
+    except DeltapError:
         if not (plan_only and is_hosted(solver_class(solver.kind))):
             raise
         from deltap.mining.plan import HostedModel
 
-        solver_obj = HostedModel.of(solver.kind, spec.options.get("model"))  # planning needs no key, no connection
-    prices = prices_for(config.price_in, config.price_out, solver_id(solver_obj), local=solver.kind == "local")
-    return PreparedRun(
-        cases=loaded, corpus=corpus, solver=solver_obj, solver_spec=spec,
-        executor=None if plan_only else executor.build(spec), retriever=built, config=fitted, run_dir=run_dir,
-        prices=prices, notes=notes,
-    )  # fmt: skip
+        built = HostedModel.of(solver.kind, spec.options.get("model"))  # planning needs no key, no connection
+    return built, spec, None if plan_only else executor.build(spec)
 
 
 def _quiet(message: str) -> AbstractContextManager[Any]:
