@@ -155,6 +155,8 @@ class SolverSettings:
         tokens_per_minute: A hosted solver's token limit (prompt + completion).
         sim_effect: ``simulated`` without a planted ``truth`` option: the effect of each gold document.
         sim_base: ``simulated``: the success rate (or log-probability) without gold documents.
+        solver: A solver already built from these settings (the demo builds it once to ask whether it is
+            deterministic); it is used as it is.
     """
 
     kind: str = "local"
@@ -164,6 +166,7 @@ class SolverSettings:
     tokens_per_minute: float | None = None
     sim_effect: float = 0.3
     sim_base: float = 0.1
+    solver: Any = None
 
     def spec(self, cases: Sequence[Case], outcome: str = "pass", seed: int = 0) -> SolverSpec:
         """The one recipe of the driver's solver and of every Ray replica (they cannot disagree).
@@ -417,7 +420,7 @@ def build_solver(
     executor.check()
     spec = solver.spec(cases, outcome, seed)
     try:
-        built: Any = spec.build()
+        built: Any = solver.solver if solver.solver is not None else spec.build()
     except DeltapError:
         if not (plan_only and is_hosted(solver_class(solver.kind))):
             raise
