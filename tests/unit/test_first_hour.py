@@ -325,7 +325,7 @@ def test_demo_cli_prints_the_reports_call_figures(tmp_path: Path, capsys: pytest
     assert (
         f"({data.total_calls()} solver calls, {data.trial_log.seconds_per_call:.2f} s of solver time each)" in printed
     )
-    assert "--budget 60" in printed and "= ≤60 of" in printed
+    assert "--calls 60" in printed and "= ≤60 of" in printed
 
 
 def test_too_few_placebos_is_said_once_and_last(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
