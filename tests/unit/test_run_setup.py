@@ -74,6 +74,8 @@ def test_rate_limits_are_for_solvers_that_declare_themselves_hosted() -> None:
     assert [k for k in SOLVER_KINDS if is_hosted(solver_class(k))] == ["openai", "gemini"]
     with pytest.raises(DeltapError, match="--requests-per-minute paces the openai and gemini solvers, not 'simulated'"):
         SolverSettings("simulated", requests_per_minute=60).spec([])
+    with pytest.raises(DeltapError, match="--tokens-per-minute paces"):  # refused before any file is read
+        prepare_run(CaseSelection("missing.yaml", "missing.jsonl"), SolverSettings("local", tokens_per_minute=1))
     spec = SolverSettings("openai", model="m", options={"base_url": "http://x"}, tokens_per_minute=1000).spec([])
     assert spec.options == {"base_url": "http://x", "model": "m", "tokens_per_minute": 1000}
 

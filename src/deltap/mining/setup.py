@@ -168,27 +168,37 @@ class SolverSettings:
     sim_base: float = 0.1
     solver: Any = None
 
-    def spec(self, cases: Sequence[Case], outcome: str = "pass", seed: int = 0) -> SolverSpec:
-        """The one recipe of the driver's solver and of every Ray replica (they cannot disagree).
+    def check(self) -> None:
+        """Refuse, before anything is loaded, a rate limit given to a solver that is not hosted (the solver class
+        declares it: :func:`deltap.solvers.base.is_hosted`).
 
         Raises:
-            DeltapError: a rate limit given to a solver that is not hosted (:func:`deltap.solvers.base.is_hosted`).
+            DeltapError: an unknown kind, or ``--rpm`` / ``--tpm`` for a solver that is not hosted.
         """
         from deltap.solvers import SOLVER_KINDS, solver_class
         from deltap.solvers.base import is_hosted
 
-        options = dict(self.options)
-        if self.model:
-            options.setdefault("model", self.model)
+        cls = solver_class(self.kind)
         for key, value in (
             ("requests_per_minute", self.requests_per_minute),
             ("tokens_per_minute", self.tokens_per_minute),
         ):
-            if value is not None:
-                if not is_hosted(solver_class(self.kind)):
-                    hosted = " and ".join(k for k in SOLVER_KINDS if is_hosted(solver_class(k)))
-                    raise DeltapError(f"--{key.replace('_', '-')} paces the {hosted} solvers, not {self.kind!r}")
-                options[key] = value
+            if value is not None and not is_hosted(cls):
+                hosted = " and ".join(k for k in SOLVER_KINDS if is_hosted(solver_class(k)))
+                raise DeltapError(f"--{key.replace('_', '-')} paces the {hosted} solvers, not {self.kind!r}")
+
+    def spec(self, cases: Sequence[Case], outcome: str = "pass", seed: int = 0) -> SolverSpec:
+        """The one recipe of the driver's solver and of every Ray replica (they cannot disagree).
+
+        Raises:
+            DeltapError: see :meth:`check`.
+        """
+        self.check()
+        options = dict(self.options)
+        if self.model:
+            options.setdefault("model", self.model)
+        limits = {"requests_per_minute": self.requests_per_minute, "tokens_per_minute": self.tokens_per_minute}
+        options.update({k: v for k, v in limits.items() if v is not None})
         if self.kind == "simulated" and "truth" not in options:
             from deltap.solvers.simulated import planted_truth
 
@@ -367,6 +377,7 @@ def prepare_run(
     config = config or MiningConfig()
     run_dir = RunDir(out) if out is not None else None
     executor.check()
+    solver.check()
     if run_dir is not None:
         TrialLog.check_unlocked(run_dir.trials)  # a second run on this directory stops here, at once
     loaded, corpus, notes = cases.load()
