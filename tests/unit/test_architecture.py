@@ -19,7 +19,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 FLOORS: list[set[str]] = [
     {"deltap._version", "deltap.errors", "deltap._lazy"},
     {"deltap._io"},
-    {"deltap.documents", "deltap.frames"},
+    {"deltap.documents", "deltap.frames", "deltap.outcomes", "deltap.checker_kinds"},
     {"deltap.cases", "deltap.qrels"},
     {"deltap.dataset"},
     {"deltap.judgements"},

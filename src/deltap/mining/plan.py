@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from deltap.outcomes import outcome_kind
 from deltap.solvers.base import ContextWindow, ReferenceTokens, is_deterministic, solver_id
 
 if TYPE_CHECKING:
@@ -316,7 +317,7 @@ def plan_calls(
         t0 = count(base)
         t_all = count(replace(base, documents=ordered)) if docs else t0
         added = sum(max(0, count(replace(base, documents=(d,))) - t0) for d in docs)
-        if cfg.outcome == "logprob":
+        if not outcome_kind(cfg.outcome).answered:
             ref = case.reference_answer or ""
             ref_tokens = (
                 len(solver.reference_tokens(ref)) if isinstance(solver, ReferenceTokens) and ref else len(ref) // 4 + 1

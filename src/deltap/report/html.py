@@ -709,7 +709,7 @@ def _cases(data: RunData) -> str:
     me = float(min_effect) if isinstance(min_effect, int | float) and not isinstance(min_effect, bool) else None
     statuses = sorted({c.status for c in data.cases})
     out = ['<section id="cases"><h2>Cases</h2>']
-    out.append(_legend(data.outcome == "logprob"))
+    out.append(_legend(not data.outcome_kind.binary))
     options = '<option value="">all cases</option><option value="has-relevant">with a relevant document</option>'
     options += "".join(f'<option value="{_e(s)}">status: {_e(s)}</option>' for s in statuses)
     out.append(

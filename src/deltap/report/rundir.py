@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from deltap.errors import DeltapError, FormatError, json_error_detail
+from deltap.outcomes import OUTCOMES, PASS, OutcomeKind
 
 __all__ = [
     "VERDICTS",
@@ -231,16 +232,19 @@ class RunData:
         return str(self.get("outcome", "pass"))
 
     @property
+    def outcome_kind(self) -> OutcomeKind:
+        """The run's :class:`~deltap.outcomes.OutcomeKind` (``pass`` for a ``run.json`` naming none it knows)."""
+        return OUTCOMES.get(self.outcome, PASS)
+
+    @property
     def effect_label(self) -> str:
         """Axis label for ΔP: a difference of success rates, or of log-probabilities for the logprob outcome."""
-        if self.outcome == "logprob":
-            return "Δ log p(reference) [nats]"
-        return "ΔP = P(success | in) − P(success | out)"
+        return self.outcome_kind.effect_label
 
     @property
     def base_label(self) -> str:
         """What a case's ``base_success_rate`` is: a success rate, or a mean log-probability for ``logprob``."""
-        return "base log p (no documents)" if self.outcome == "logprob" else "base success rate"
+        return self.outcome_kind.base_label
 
     def verdict_counts(self) -> dict[str, int]:
         counts: Counter[str] = Counter()
