@@ -330,6 +330,7 @@ def mine_command(
             retriever = build_retriever(retriever_kind, corpus, store=index, seed=seed)
     from deltap.execution import EXECUTORS
     from deltap.execution.base import SolverSpec
+    from deltap.solvers import solver_capabilities, solver_kinds
 
     if executor_kind not in EXECUTORS:
         raise DeltapError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor_kind!r}")
@@ -340,8 +341,10 @@ def mine_command(
         options.setdefault("model", model)
     for key, value in (("requests_per_minute", requests_per_minute), ("tokens_per_minute", tokens_per_minute)):
         if value is not None:
-            if solver_kind not in ("openai", "gemini"):
-                raise DeltapError(f"--{key.replace('_', '-')} paces the openai and gemini solvers, not {solver_kind!r}")
+            if not solver_capabilities(solver_kind).hosted:  # the registry says which kinds are hosted
+                raise DeltapError(
+                    f"--{key.replace('_', '-')} paces the {' and '.join(solver_kinds(hosted=True))} solvers, not {solver_kind!r}"
+                )
             options[key] = value
     if solver_kind == "simulated":
         from deltap.solvers.simulated import planted_truth

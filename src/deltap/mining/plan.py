@@ -71,14 +71,12 @@ class HostedModel:
 
     @classmethod
     def of(cls, kind: str, model: str | None) -> HostedModel:
-        """``openai`` / ``gemini`` with that solver's default answer ceilings."""
+        """``openai`` / ``gemini`` with that solver's default answer ceilings (:mod:`deltap.solvers.answer_tokens`)."""
+        from deltap.solvers.answer_tokens import default_max_tokens
+
         if kind == "gemini":
-            from deltap.solvers.gemini import DEFAULT_MAX_TOKENS as GEMINI
-
-            return cls(f"gemini:{model or 'gemini-2.0-flash'}", dict(GEMINI))
-        from deltap.solvers.openai_compat import DEFAULT_MAX_TOKENS as OPENAI
-
-        return cls(f"openai:{model or 'gpt-4o-mini'}", dict(OPENAI))
+            return cls(f"gemini:{model or 'gemini-2.0-flash'}", default_max_tokens("gemini"))
+        return cls(f"openai:{model or 'gpt-4o-mini'}", default_max_tokens("openai"))
 
 
 def token_counter(solver: Solver | HostedModel) -> tuple[Callable[[SolveRequest], int], str]:
