@@ -28,7 +28,7 @@ from deltap.report.plots import (
     placebo_rows,
     stacked_bar,
 )
-from deltap.report.rundir import VERDICTS, CaseResult, RunData, load_run_dir
+from deltap.report.rundir import VERDICTS, CaseRecord, RunData, load_run_dir
 
 __all__ = ["render_html", "write_html_report"]
 
@@ -589,7 +589,7 @@ def _convergence(data: RunData) -> str:
     return "".join(out)
 
 
-def _case(data: RunData, case: CaseResult, margin: float | None, min_effect: float | None) -> str:
+def _case(data: RunData, case: CaseRecord, margin: float | None, min_effect: float | None) -> str:
     counts = case.verdict_counts()
     n_rel = counts.get("relevant", 0)
     search = " ".join([case.case_id, case.query, *(c.doc_id for c in case.candidates)]).lower()
@@ -648,7 +648,7 @@ def _case(data: RunData, case: CaseResult, margin: float | None, min_effect: flo
 MAX_TRIAL_ROWS = 400
 
 
-def _trials(data: RunData, case: CaseResult) -> str:
+def _trials(data: RunData, case: CaseRecord) -> str:
     """The drill-down: every logged solver call of the case, with the candidates in its prompt and its outcome."""
     log = data.trial_log
     rows = log.trials.get(case.case_id, []) if log is not None else []
