@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from deltap._registry import Registry
 from deltap.errors import DeltapError
 
 __all__ = [
@@ -83,7 +84,7 @@ class CheckerKindInfo:
 
 
 #: every checker kind by name (built-ins first, then plug-ins in registration order)
-CHECKER_KINDS: dict[str, CheckerKindInfo] = {}
+CHECKER_KINDS: Registry[CheckerKindInfo] = Registry("checker kind", str.isidentifier)
 
 
 def register_checker_kind(info: CheckerKindInfo, replace: bool = False) -> CheckerKindInfo:
@@ -92,12 +93,7 @@ def register_checker_kind(info: CheckerKindInfo, replace: bool = False) -> Check
     Raises:
         DeltapError: the name is taken (and ``replace`` is false), or is not a plain identifier.
     """
-    if not info.name.isidentifier():
-        raise DeltapError(f"a checker kind must be a plain identifier, got {info.name!r}")
-    if info.name in CHECKER_KINDS and not replace:
-        raise DeltapError(f"checker kind {info.name!r} is already registered")
-    CHECKER_KINDS[info.name] = info
-    return info
+    return CHECKER_KINDS.register(info.name, info, replace)
 
 
 def checker_kinds(buildable: bool = False) -> tuple[str, ...]:
@@ -111,10 +107,7 @@ def checker_kind(name: str) -> CheckerKindInfo:
     Raises:
         DeltapError: an unknown kind, listing the known ones.
     """
-    info = CHECKER_KINDS.get(name)
-    if info is None:
-        raise DeltapError(f"unknown checker kind {name!r}; expected one of {', '.join(checker_kinds())}")
-    return info
+    return CHECKER_KINDS.lookup(name)
 
 
 def checker_id(kind: str, *positional: object, **parts: object) -> str:

@@ -96,7 +96,7 @@ def test_a_registered_checker_kind_is_validated_built_and_recorded(palindrome: C
 def test_registering_a_taken_checker_kind_needs_replace() -> None:
     with pytest.raises(DeltapError, match="already registered"):
         register_checker_kind(CheckerKindInfo("regex", None))
-    with pytest.raises(DeltapError, match="plain identifier"):
+    with pytest.raises(DeltapError, match="cannot name a checker kind"):
         register_checker_kind(CheckerKindInfo("a b", None))
 
 

@@ -9,7 +9,7 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from deltap.errors import DeltapError
+from deltap._registry import Registry
 
 if TYPE_CHECKING:
     from deltap.execution.base import Executor
@@ -42,7 +42,7 @@ class ExecutorKindInfo:
 
 
 #: the executor registry: kind -> what builds it and what it declares (``deltap mine --executor`` accepts its keys)
-EXECUTORS: dict[str, ExecutorKindInfo] = {}
+EXECUTORS: Registry[ExecutorKindInfo] = Registry("executor")
 
 
 def register_executor_kind(info: ExecutorKindInfo, replace: bool = False) -> ExecutorKindInfo:
@@ -51,10 +51,7 @@ def register_executor_kind(info: ExecutorKindInfo, replace: bool = False) -> Exe
     Raises:
         DeltapError: the name is taken and ``replace`` is false.
     """
-    if info.name in EXECUTORS and not replace:
-        raise DeltapError(f"executor kind {info.name!r} is already registered")
-    EXECUTORS[info.name] = info
-    return info
+    return EXECUTORS.register(info.name, info, replace)
 
 
 register_executor_kind(
@@ -77,7 +74,4 @@ def make_executor(kind: str = "inprocess", **options: Any) -> Any:
     Raises:
         DeltapError: an unknown kind.
     """
-    info = EXECUTORS.get(kind)
-    if info is None:
-        raise DeltapError(f"unknown executor {kind!r}; expected one of {', '.join(EXECUTORS)}")
-    return info.build(**options)
+    return EXECUTORS.lookup(kind).build(**options)

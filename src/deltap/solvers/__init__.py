@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deltap._registry import Registry
 from deltap.errors import DeltapError
 from deltap.solvers.base import Answer, Score, Solver, SolveRequest, SolverError
 from deltap.solvers.concurrency import asolve_many, score_many, solve_many
@@ -110,7 +111,7 @@ class SolverKindInfo:
 
 
 #: every solver kind by name (built-ins first)
-SOLVERS: dict[str, SolverKindInfo] = {}
+SOLVERS: Registry[SolverKindInfo] = Registry("solver kind", lambda name: bool(name) and ":" not in name)
 
 
 def register_solver_kind(info: SolverKindInfo, replace: bool = False) -> SolverKindInfo:
@@ -120,12 +121,7 @@ def register_solver_kind(info: SolverKindInfo, replace: bool = False) -> SolverK
         DeltapError: the name is taken (and ``replace`` is false) or holds a ``:`` (``module:factory`` kinds name a
             factory directly, see :class:`deltap.execution.SolverSpec`).
     """
-    if not info.name or ":" in info.name:
-        raise DeltapError(f"a solver kind is a plain name, got {info.name!r}")
-    if info.name in SOLVERS and not replace:
-        raise DeltapError(f"solver kind {info.name!r} is already registered")
-    SOLVERS[info.name] = info
-    return info
+    return SOLVERS.register(info.name, info, replace)
 
 
 def solver_kinds(hosted: bool | None = None) -> tuple[str, ...]:
@@ -139,10 +135,7 @@ def solver_kind(name: str) -> SolverKindInfo:
     Raises:
         DeltapError: an unknown kind, listing the known ones.
     """
-    info = SOLVERS.get(name)
-    if info is None:
-        raise DeltapError(f"unknown solver kind {name!r}; expected one of {', '.join(SOLVERS)}")
-    return info
+    return SOLVERS.lookup(name)
 
 
 def solver_capabilities(spec: Any) -> SolverCapabilities:
