@@ -50,6 +50,7 @@ _LAZY: dict[str, str] = {
     "render_prompt": "deltap.solvers.prompts",
     "Checker": "deltap.checkers.base",
     "CheckResult": "deltap.checkers.base",
+    "Verdict": "deltap.checkers.base",
     "make_checker": "deltap.checkers",
     # evaluation
     "evaluate": "deltap.evaluation",
@@ -97,7 +98,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deltap.cases import Case, CheckerSpec
     from deltap.check import PipelineCheckResult, check_pipeline
     from deltap.checkers import make_checker
-    from deltap.checkers.base import Checker, CheckResult
+    from deltap.checkers.base import Checker, CheckResult, Verdict
     from deltap.dataset import VerifiedDataset, read_dataset, write_dataset
     from deltap.demo import DemoConfig, run_demo
     from deltap.documents import Corpus, Document

@@ -33,6 +33,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from deltap._io import atomic_write, iter_jsonl, read_text, record_id
+from deltap.checker_kinds import checker_kind
 from deltap.errors import DuplicateIdsError, FormatError, MissingIdsError
 
 if TYPE_CHECKING:
@@ -57,7 +58,9 @@ __all__ = [
 
 BENCHMARK_TYPES = ("api_understanding", "multiple_choice", "fix_error")
 
-CheckerKind = Literal["string_match", "multiple_choice", "regex", "pytest", "python", "none"]
+#: a checker kind: a name registered in :data:`deltap.checker_kinds.CHECKER_KINDS` (``string_match``,
+#: ``multiple_choice``, ``regex``, ``pytest``, ``python``, ``none``, or a plug-in's); checked when a spec is made
+CheckerKind = str
 
 
 @dataclass(frozen=True)
@@ -69,14 +72,19 @@ class CheckerSpec:
             (``params["correct"]``: the letter, ``params["options"]``: letter -> text), ``regex``
             (``params["pattern"]``), ``pytest`` (``params["test_file"]``, ``params["unfixed_file"]``,
             ``params["fixed_file"]``, ``params["module_name"]``: absolute paths / the module the test imports),
-            ``python`` (``params["callable"]``: ``"module:function"``), or ``none`` (no checker: evaluation only).
+            ``python`` (``params["callable"]``: ``"module:function"``), ``none`` (no checker: evaluation only), or
+            any kind registered with :func:`deltap.checker_kinds.register_checker_kind`.
         params: Kind-specific parameters (read-only).
+
+    Raises:
+        DeltapError: an unregistered kind.
     """
 
     kind: CheckerKind
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        checker_kind(self.kind)
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
 
     def to_dict(self) -> dict[str, Any]:

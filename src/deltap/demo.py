@@ -31,6 +31,7 @@ from deltap.cases import Case
 from deltap.documents import Corpus
 from deltap.errors import DeltapError
 from deltap.mining.progress import MiningProgress, planned_calls
+from deltap.outcomes import outcome_kind
 
 if TYPE_CHECKING:
     from deltap.mining.setup import SolverSettings
@@ -134,8 +135,7 @@ class DemoConfig:
             raise DeltapError(
                 f"--calls {self.calls} is too small for {self.cases} cases; give at least {2 * self.cases}"
             )
-        if self.outcome not in {"logprob", "pass"}:
-            raise DeltapError(f"--outcome must be logprob or pass, got {self.outcome!r}")
+        outcome_kind(self.outcome, "--outcome")  # an unknown outcome is refused here, naming the known ones
 
 
 @dataclass
@@ -358,7 +358,7 @@ def _solver_settings(config: DemoConfig, cases: Sequence[Case]) -> SolverSetting
         return SolverSettings(config.solver)
     from deltap.solvers.simulated import SimulatedTruth
 
-    logprob = config.outcome == "logprob"
+    logprob = not outcome_kind(config.outcome).binary
     truth = {
         c.case_id: SimulatedTruth(
             base=-4.0 if logprob else 0.1,
@@ -367,7 +367,7 @@ def _solver_settings(config: DemoConfig, cases: Sequence[Case]) -> SolverSetting
         )
         for c in cases
     }
-    options = {"truth": truth, "outcome": "logprob" if logprob else "pass", "noise": 0.5, "seed": config.seed}
+    options = {"truth": truth, "outcome": outcome_kind(config.outcome).name, "noise": 0.5, "seed": config.seed}
     return SolverSettings("simulated", options=options)
 
 
@@ -404,7 +404,7 @@ def _mining_config(config: DemoConfig, per_case: int) -> Any:
 
     first_look = max(4, min(16, per_case // 2))
     return MiningConfig(
-        outcome="logprob" if config.outcome == "logprob" else "pass",
+        outcome="logprob" if not outcome_kind(config.outcome).binary else "pass",
         budget=per_case,
         seed=config.seed,
         k=config.retrieved_k,

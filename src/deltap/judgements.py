@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from deltap.errors import FormatError
+from deltap.outcomes import outcome_kind
 from deltap.qrels import Qrels, read_beir_qrels, read_qrels_jsonl, read_trec_qrels
 
 __all__ = ["Judgements", "SignedGains", "QrelsFormat", "detect_qrels_format", "load_judgements", "load_qrels"]
@@ -171,7 +172,7 @@ def load_judgements(path: str | Path, split: str = "test") -> Judgements:
 
         dataset = read_dataset(path)
         docs, coalition_values, unknown = dataset_signed_gains(dataset)
-        unit = "nats" if str(dataset.metadata.get("outcome", "pass")) == "logprob" else "probability"
+        unit = outcome_kind(str(dataset.metadata.get("outcome", "pass"))).unit
         out.gains = SignedGains(docs, coalition_values, tuple(unknown), unit)
         for pair in dataset.pairs:
             pid = str(pair.get("id"))

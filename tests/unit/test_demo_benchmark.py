@@ -89,7 +89,7 @@ def test_select_cases_spreads_over_modules(corpus: Corpus) -> None:
     [
         pytest.param({"cases": 0}, "at least 1", id="no-cases"),
         pytest.param({"cases": 10, "calls": 5}, "--calls 5 is too small", id="tiny-budget"),
-        pytest.param({"outcome": "accuracy"}, "logprob or pass", id="bad-outcome"),
+        pytest.param({"outcome": "accuracy"}, "pass or logprob", id="bad-outcome"),
     ],
 )
 def test_demo_config_rejects_bad_knobs(tmp_path: Path, kwargs: dict[str, Any], message: str) -> None:

@@ -68,10 +68,9 @@ def test_prepare_run_refuses_an_unknown_case_id_and_grammar(tmp_path: Path) -> N
 
 
 def test_rate_limits_are_for_solvers_that_declare_themselves_hosted() -> None:
-    from deltap.solvers import SOLVER_KINDS, solver_class
-    from deltap.solvers.base import is_hosted
+    from deltap.solvers import SOLVER_KINDS, solver_capabilities
 
-    assert [k for k in SOLVER_KINDS if is_hosted(solver_class(k))] == ["openai", "gemini"]
+    assert [k for k in SOLVER_KINDS if solver_capabilities(k).hosted] == ["openai", "gemini"]
     with pytest.raises(DeltapError, match="--requests-per-minute paces the openai and gemini solvers, not 'simulated'"):
         SolverSettings("simulated", requests_per_minute=60).spec([])
     with pytest.raises(DeltapError, match="--tokens-per-minute paces"):  # refused before any file is read

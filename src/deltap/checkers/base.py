@@ -1,11 +1,15 @@
 """The checker contract: decide whether a solver's answer to a case is a success.
 
-Outcomes (the taxonomy used everywhere in deltap):
+A checker returns a :class:`Verdict` whose ``status`` is one of (the taxonomy used everywhere in deltap):
 
 * ``pass``  — the checker accepted the answer;
 * ``fail``  — a real wrong answer (the checker ran and rejected it);
 * ``error`` — infrastructure failure (timeout, refused call, unparseable response after retries, checker crash).
   Errors are recorded and never counted as failures.
+
+The ``pass`` *outcome* of a trial (:mod:`deltap.outcomes`) is built from verdicts: 1 for ``pass``, 0 for ``fail``,
+no value for ``error``. ``CheckResult`` and ``Outcome`` are the former names of :class:`Verdict` and
+:data:`Status`, kept as aliases for code written against them.
 """
 
 from __future__ import annotations
@@ -16,30 +20,51 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from deltap.cases import Case
 
-__all__ = ["CheckResult", "Checker", "Outcome"]
+__all__ = ["CheckResult", "Checker", "Outcome", "Status", "Verdict"]
 
-Outcome = Literal["pass", "fail", "error"]
+#: what a checker decided of one answer
+Status = Literal["pass", "fail", "error"]
+
+#: the value a verdict's status gives the ``pass`` outcome (``error``: none, the trial is an infrastructure error)
+_VALUES: dict[str, float | None] = {"pass": 1.0, "fail": 0.0, "error": None}
 
 
 @dataclass(frozen=True)
-class CheckResult:
-    """The verdict of one check.
+class Verdict:
+    """What a checker decided of one answer.
 
     Args:
-        outcome: ``pass``, ``fail`` or ``error``.
+        status: ``pass``, ``fail`` or ``error``.
         extracted: The answer the checker extracted from the raw text (e.g. the option letter).
         detail: Human-readable reason (why it failed, the error message...).
         info: Extra machine-readable details (durations, pytest summary...).
     """
 
-    outcome: Outcome
+    status: Status
     extracted: str | None = None
     detail: str = ""
     info: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
-        return self.outcome == "pass"
+        """The checker accepted the answer."""
+        return self.status == "pass"
+
+    @property
+    def value(self) -> float | None:
+        """The trial's value on the ``pass`` outcome: 1.0 (pass), 0.0 (fail) or ``None`` (error: no value)."""
+        return _VALUES[self.status]
+
+    @property
+    def outcome(self) -> Status:
+        """The former name of :attr:`status` (kept for code written against ``CheckResult``)."""
+        return self.status
+
+
+#: the former name of :class:`Verdict`
+CheckResult = Verdict
+#: the former name of :data:`Status` (not a trial outcome: see :mod:`deltap.outcomes`)
+Outcome = Status
 
 
 @runtime_checkable
@@ -49,4 +74,4 @@ class Checker(Protocol):
     @property
     def id(self) -> str: ...  # read-only: a checker may say in it what it decided (the pytest checker's process)
 
-    def check(self, case: Case, answer: str) -> CheckResult: ...
+    def check(self, case: Case, answer: str) -> Verdict: ...

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from deltap.checkers.base import CheckResult
+from deltap.checker_kinds import checker_id
+from deltap.checkers.base import Verdict
 from deltap.checkers.extract import extract_choice
 from deltap.checkers.grammar import grammar_param, read_choice
 from deltap.errors import DeltapError
@@ -13,7 +14,7 @@ from deltap.errors import DeltapError
 if TYPE_CHECKING:
     from deltap.cases import Case
 
-__all__ = ["MultipleChoiceChecker"]
+__all__ = ["MultipleChoiceChecker", "build"]
 
 
 class MultipleChoiceChecker:
@@ -43,25 +44,31 @@ class MultipleChoiceChecker:
         self.correct = correct
         self.options = dict(options)
         self.grammar = grammar_param(grammar, "multiple_choice")
-        self.id = f"multiple_choice(grammar={self.grammar})"
+        self.id = checker_id("multiple_choice", grammar=self.grammar)
 
-    def check(self, case: Case, answer: str) -> CheckResult:
+    def check(self, case: Case, answer: str) -> Verdict:
         if self.grammar == "lenient":
             return self._check_lenient(answer)
         reading = read_choice(answer, self.options)
         if reading.answer is None:
-            return CheckResult("fail", None, reading.detail, {"rule": reading.rule})
+            return Verdict("fail", None, reading.detail, {"rule": reading.rule})
         if reading.answer == self.correct:
-            return CheckResult("pass", reading.answer, "correct option")
-        return CheckResult(
-            "fail", reading.answer, f"chose {reading.answer}, correct is {self.correct}", {"rule": "wrong"}
-        )
+            return Verdict("pass", reading.answer, "correct option")
+        return Verdict("fail", reading.answer, f"chose {reading.answer}, correct is {self.correct}", {"rule": "wrong"})
 
-    def _check_lenient(self, answer: str) -> CheckResult:
+    def _check_lenient(self, answer: str) -> Verdict:
         letter = extract_choice(answer, self.options)  # None for an empty (or None) reply
         if letter is None:
             why = "empty answer" if not (answer or "").strip() else "no unambiguous option letter in the answer"
-            return CheckResult("fail", None, why)
+            return Verdict("fail", None, why)
         if letter == self.correct:
-            return CheckResult("pass", letter, "correct option")
-        return CheckResult("fail", letter, f"chose {letter}, correct is {self.correct}")
+            return Verdict("pass", letter, "correct option")
+        return Verdict("fail", letter, f"chose {letter}, correct is {self.correct}")
+
+
+def build(params: Mapping[str, Any]) -> MultipleChoiceChecker:
+    """The ``multiple_choice`` kind's factory (:mod:`deltap.checker_kinds`): ``correct`` (the letter), ``options``
+    (letter -> text), ``grammar`` (``strict``)."""
+    return MultipleChoiceChecker(
+        str(params.get("correct", "")), params.get("options") or {}, str(params.get("grammar", "strict"))
+    )

@@ -75,12 +75,13 @@ import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from deltap.checkers.base import CheckResult
+from deltap.checker_kinds import checker_id
+from deltap.checkers.base import Verdict
 from deltap.checkers.extract import extract_code
 from deltap.checkers.sandbox import SandboxLimits, SandboxResult, backend_id, isolation_available, run_sandboxed
 from deltap.errors import DeltapError
@@ -88,7 +89,7 @@ from deltap.errors import DeltapError
 if TYPE_CHECKING:
     from deltap.cases import Case
 
-__all__ = ["PytestChecker", "RunRecords"]
+__all__ = ["PytestChecker", "RunRecords", "build"]
 
 _PLUGIN_SOURCE = Path(__file__).with_name("_verdict_plugin.py")
 _PLAIN_SOURCE = Path(__file__).with_name("_plain.py")
@@ -351,7 +352,7 @@ class PytestChecker:
                 raise DeltapError(f"pytest checker: support file not found: {extra}")
         self.pytest_args = list(pytest_args)
         self._test_source = self.test_file.read_bytes()
-        self._preflight: CheckResult | None = None
+        self._preflight: Verdict | None = None
         self._required: frozenset[str] | None = None
         self._separate = False  # decided by the preflight (see ``candidate_process``)
         self._lock = threading.Lock()
@@ -363,10 +364,16 @@ class PytestChecker:
         sandbox), ``process=shared`` (imported into the test process: the residual risk of the module docstring
         applies) or ``process=auto`` (not decided yet). Every trial's label records it."""
         process = ("separate" if self._separate else "shared") if self._decided else "auto"
-        return (
-            f"pytest({self.test_file.name},module={self.module_name},wall={self.limits.wall_seconds}s,"
-            f"cpu={self.limits.cpu_seconds}s,mem={self.limits.memory_bytes // 1024**2}MiB,cpus={self.limits.cpus},"
-            f"sandbox={backend_id()},process={process})"
+        return checker_id(
+            "pytest",
+            self.test_file.name,
+            module=self.module_name,
+            wall=f"{self.limits.wall_seconds}s",
+            cpu=f"{self.limits.cpu_seconds}s",
+            mem=f"{self.limits.memory_bytes // 1024**2}MiB",
+            cpus=self.limits.cpus,
+            sandbox=backend_id(),
+            process=process,
         )
 
     @property
@@ -432,14 +439,14 @@ class PytestChecker:
             names[name] = want
         return "".join(chunks), names
 
-    def run(self, code: str) -> tuple[CheckResult, SandboxResult]:
+    def run(self, code: str) -> tuple[Verdict, SandboxResult]:
         """Run the tests against ``code`` (no preflight); returns the classified result and the raw run."""
         result, raw, _ = self._run(code, self._required, separate=self._separate)
         return result, raw
 
     def _run(
         self, code: str, required: frozenset[str] | None, reference: bool = False, separate: bool = False
-    ) -> tuple[CheckResult, SandboxResult, dict[str, str]]:
+    ) -> tuple[Verdict, SandboxResult, dict[str, str]]:
         """One sandboxed run; returns the verdict, the raw run and the outcome of every real (non-canary) test.
 
         ``separate``: the candidate runs in a second sandbox and the test process imports a stand-in module (see
@@ -587,7 +594,7 @@ class PytestChecker:
         real: dict[str, str],
         required: frozenset[str] | None,
         reference: bool,
-    ) -> CheckResult:
+    ) -> Verdict:
         prefix = f"{self.test_file.name}::"
         counts: dict[str, int] = {}
         for outcome in real.values():
@@ -603,45 +610,43 @@ class PytestChecker:
             "output": r.output[-4000:],
         }
         if r.error:
-            return CheckResult("error", None, r.error, info)
+            return Verdict("error", None, r.error, info)
         if not rec.started:
             why = f"timed out after {self.limits.wall_seconds}s" if r.timed_out else f"exit status {r.returncode}"
-            return CheckResult("error", None, f"pytest did not start in the sandbox ({why})", info)
+            return Verdict("error", None, f"pytest did not start in the sandbox ({why})", info)
         if r.timed_out:
-            return CheckResult("fail", None, f"timed out after {self.limits.wall_seconds}s (killed)", info)
+            return Verdict("fail", None, f"timed out after {self.limits.wall_seconds}s (killed)", info)
         if rec.tampering:
-            return CheckResult("fail", None, f"tampering detected: {rec.tampering[0]}", info)
+            return Verdict("fail", None, f"tampering detected: {rec.tampering[0]}", info)
         if not rec.finished:
             how = _exit_description(r.returncode)
             if r.info.get("oom_killed"):
                 how += "; the memory limit of the sandbox was hit"
-            return CheckResult(
-                "fail", None, f"pytest did not finish ({how}): the code exited, crashed or was killed", info
-            )
+            return Verdict("fail", None, f"pytest did not finish ({how}): the code exited, crashed or was killed", info)
         if rec.candidate_failures:
             test_id, reason = rec.candidate_failures[0]
             where = f" in {test_id.removeprefix(prefix)}" if test_id else ""
-            return CheckResult("fail", None, f"the candidate failed{where}: {reason}", info)
+            return Verdict("fail", None, f"the candidate failed{where}: {reason}", info)
         if rec.collect_errors:
-            return CheckResult(
+            return Verdict(
                 "fail",
                 None,
                 f"collection failed (the module does not import): {rec.collect_errors[0] or 'session'}",
                 info,
             )
         if not any(rec.phases.values()):
-            return CheckResult("fail", None, f"no test ran (pytest stopped early, exit status {rec.exitstatus})", info)
+            return Verdict("fail", None, f"no test ran (pytest stopped early, exit status {rec.exitstatus})", info)
         for name, want in canaries.items():
             got = rec.outcome(prefix + name)
             if got != want:
-                return CheckResult(
+                return Verdict(
                     "fail", None, f"tampering detected: a hidden check test came out {got!r}, expected {want!r}", info
                 )
         if reference:
             passed = sorted(t for t, o in real.items() if o == "passed")
             if not passed:
-                return CheckResult("fail", None, self._describe_failure(real, sorted(real) or ["(no test ran)"]), info)
-            return CheckResult("pass", None, f"{len(passed)} passed", info)
+                return Verdict("fail", None, self._describe_failure(real, sorted(real) or ["(no test ran)"]), info)
+            return Verdict("pass", None, f"{len(passed)} passed", info)
         if required is None:
             wanted = _static_test_names(self._test_source)
             passed_names = {_base_name(t) for t, o in real.items() if o == "passed"}
@@ -649,12 +654,12 @@ class PytestChecker:
             missing = sorted(wanted - passed_names)
             if not real or bad or missing:
                 what = bad or missing or ["(no test ran)"]
-                return CheckResult("fail", None, self._describe_failure(real, what), info)
-            return CheckResult("pass", None, f"{len(real)} passed", info)
+                return Verdict("fail", None, self._describe_failure(real, what), info)
+            return Verdict("pass", None, f"{len(real)} passed", info)
         bad = sorted(t for t in required if real.get(t, "not run") != "passed")
         if bad:
-            return CheckResult("fail", None, self._describe_failure(real, bad), info)
-        return CheckResult("pass", None, f"{len(required)} passed", info)
+            return Verdict("fail", None, self._describe_failure(real, bad), info)
+        return Verdict("pass", None, f"{len(required)} passed", info)
 
     @staticmethod
     def _describe_failure(real: dict[str, str], bad: list[str]) -> str:
@@ -671,7 +676,7 @@ class PytestChecker:
 
     # -- preflight and check -----------------------------------------------------------------------------------
 
-    def preflight(self) -> CheckResult | None:
+    def preflight(self) -> Verdict | None:
         """Run the reference solution once (cached), record the tests it passes, and choose where the candidate runs.
 
         With ``candidate_process`` ``auto`` (the default), the reference is run a second time in separate-process mode
@@ -681,7 +686,7 @@ class PytestChecker:
         """
         if self.fixed_file is None:
             if self.candidate_process == "separate" and not _separation_available():
-                self._preflight = CheckResult("fail", None, f"candidate_process is 'separate' but {_NEEDS_SEPARATION}")
+                self._preflight = Verdict("fail", None, f"candidate_process is 'separate' but {_NEEDS_SEPARATION}")
                 return self._preflight
             self._separate = self.candidate_process == "separate" and _separation_available()
             self._decided = True
@@ -691,7 +696,7 @@ class PytestChecker:
                 self._preflight = self._run_preflight(self.fixed_file.read_text(encoding="utf-8"))
         return self._preflight
 
-    def _run_preflight(self, reference: str) -> CheckResult:
+    def _run_preflight(self, reference: str) -> Verdict:
         result, _, real = self._run(reference, None, reference=True)
         if not result.passed:
             return result
@@ -710,30 +715,30 @@ class PytestChecker:
             if separate.passed:
                 mode = "separate"
         if self.candidate_process == "separate" and mode != "separate":
-            return CheckResult("fail", None, f"candidate_process is 'separate' but {why}", info)
+            return Verdict("fail", None, f"candidate_process is 'separate' but {why}", info)
         self._separate = mode == "separate"
         self._decided = True
         info["candidate_process"] = mode if not why else f"{mode} ({why})"
-        return CheckResult("pass", None, f"{len(passed)} tests pass with the reference", info)
+        return Verdict("pass", None, f"{len(passed)} tests pass with the reference", info)
 
-    def check(self, case: Case, answer: str) -> CheckResult:
+    def check(self, case: Case, answer: str) -> Verdict:
         pre = self.preflight()
         if pre is not None and not pre.passed:
-            return CheckResult(
+            return Verdict(
                 "error", None, f"the reference fixed_file does not pass in this environment: {pre.detail}", pre.info
             )
         code = extract_code(answer or "")
         if code is None:
-            return CheckResult("fail", None, "empty answer")
+            return Verdict("fail", None, "empty answer")
         try:
             code.encode("utf-8")
         except UnicodeEncodeError as exc:  # e.g. a lone surrogate from a JSON "\\ud800": no file can hold it
-            return CheckResult("fail", None, f"the answer is not valid text ({exc.reason} at character {exc.start})")
+            return Verdict("fail", None, f"the answer is not valid text ({exc.reason} at character {exc.start})")
         result, _, _ = self._run(code, self._required, separate=self._separate)
         info = result.info
         if not self._separate:  # say why the candidate shared the test process (the residual risk applies)
             info = {**info, "candidate_process": self.candidate_process_label}
-        return CheckResult(result.outcome, None, result.detail, info)
+        return Verdict(result.status, None, result.detail, info)
 
 
 _STUB = "import deltap_remote\n\ndeltap_remote.install(__name__, globals())\n"
@@ -813,7 +818,7 @@ class _RemoteSide:
         self._close(*list(self.fds))
 
 
-def _with_remote(result: CheckResult, raw: SandboxResult | None, started: bool, ended_first: bool) -> CheckResult:
+def _with_remote(result: Verdict, raw: SandboxResult | None, started: bool, ended_first: bool) -> Verdict:
     """Fold how the candidate's own sandbox ended into the verdict of the test process."""
     info = dict(result.info)
     info["candidate_process"] = "separate"
@@ -823,9 +828,9 @@ def _with_remote(result: CheckResult, raw: SandboxResult | None, started: bool, 
         info["candidate_output"] = raw.output[-4000:]
     if raw is None or raw.error or not started:
         why = raw.error if raw is not None and raw.error else f"exit status {raw.returncode if raw else None}"
-        return CheckResult("error", None, f"the candidate's sandbox did not start ({why})", info)
+        return Verdict("error", None, f"the candidate's sandbox did not start ({why})", info)
     detail = result.detail
-    if result.outcome == "fail" and ended_first:
+    if result.status == "fail" and ended_first:
         how = ""
         if raw.timed_out:
             how = "timed out"
@@ -835,7 +840,7 @@ def _with_remote(result: CheckResult, raw: SandboxResult | None, started: bool, 
             how += ("; " if how else "") + "the memory limit of its sandbox was hit"
         if how:
             detail = f"{detail}; the candidate's process: {how}"
-    return CheckResult(result.outcome, result.extracted, detail, info)
+    return Verdict(result.status, result.extracted, detail, info)
 
 
 _SIGNAL_CAUSES = {
@@ -858,3 +863,30 @@ def _exit_description(rc: int | None) -> str:
         return f"killed by signal {sig}"
     cause = _SIGNAL_CAUSES.get(signal.Signals(sig))
     return f"killed by signal {sig} ({name}{': ' + cause if cause else ''})"
+
+
+def build(params: Mapping[str, Any]) -> PytestChecker:
+    """The ``pytest`` kind's factory (:mod:`deltap.checker_kinds`): ``test_file``, ``module_name``, optional
+    ``fixed_file``, the sandbox limits ``wall_seconds``, ``cpu_seconds``, ``memory_mb``, ``max_processes``,
+    ``disk_mb``, ``cpus`` (``null``: unbounded), ``support_files`` and ``candidate_process``."""
+    for key in ("test_file", "module_name"):
+        if not params.get(key):
+            raise DeltapError(f"pytest checker needs params[{key!r}]")
+    defaults = SandboxLimits()
+    cpus = params.get("cpus", defaults.cpus)
+    limits = SandboxLimits(
+        wall_seconds=float(params.get("wall_seconds", defaults.wall_seconds)),
+        cpu_seconds=int(params.get("cpu_seconds", defaults.cpu_seconds)),
+        memory_bytes=int(params.get("memory_mb", defaults.memory_bytes // 1024**2)) * 1024**2,
+        max_processes=int(params.get("max_processes", defaults.max_processes)),
+        disk_bytes=int(params.get("disk_mb", defaults.disk_bytes // 1024**2)) * 1024**2,
+        cpus=None if cpus is None else float(cpus),
+    )
+    return PytestChecker(
+        params["test_file"],
+        str(params["module_name"]),
+        params.get("fixed_file"),
+        limits,
+        params.get("support_files") or (),
+        candidate_process=str(params.get("candidate_process", "auto")),
+    )

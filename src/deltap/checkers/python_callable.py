@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from deltap.checkers.base import CheckResult
+from deltap.checker_kinds import checker_id
+from deltap.checkers.base import Verdict
 from deltap.errors import DeltapError
 
 if TYPE_CHECKING:
     from deltap.cases import Case
 
-__all__ = ["CallableChecker", "load_callable"]
+__all__ = ["CallableChecker", "build", "load_callable"]
 
 
 def load_callable(spec: str) -> Callable[..., Any]:
@@ -41,7 +42,7 @@ def load_callable(spec: str) -> Callable[..., Any]:
 class CallableChecker:
     """Runs ``fn(case, answer)`` in-process (trusted code; untrusted code belongs in the pytest sandbox).
 
-    The function returns a ``bool``, a ``(bool, detail)`` pair or a :class:`CheckResult`. An exception it raises
+    The function returns a ``bool``, a ``(bool, detail)`` pair or a :class:`Verdict`. An exception it raises
     is a checker crash: outcome ``error`` (never ``fail``).
 
     Args:
@@ -51,21 +52,26 @@ class CallableChecker:
     def __init__(self, fn: Callable[..., Any] | str) -> None:
         self.name = fn if isinstance(fn, str) else f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', fn)}"
         self.fn = load_callable(fn) if isinstance(fn, str) else fn
-        self.id = f"python({self.name})"
+        self.id = checker_id("python", self.name)
 
-    def check(self, case: Case, answer: str) -> CheckResult:
+    def check(self, case: Case, answer: str) -> Verdict:
         try:
             out = self.fn(case, answer)
         except Exception as exc:  # a crash of the user's checker is an infrastructure error
-            return CheckResult("error", None, f"checker {self.name} raised {type(exc).__name__}: {exc}")
-        if isinstance(out, CheckResult):
+            return Verdict("error", None, f"checker {self.name} raised {type(exc).__name__}: {exc}")
+        if isinstance(out, Verdict):
             return out
         if isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], bool):
-            return CheckResult("pass" if out[0] else "fail", None, str(out[1]))
+            return Verdict("pass" if out[0] else "fail", None, str(out[1]))
         if isinstance(out, bool):
-            return CheckResult("pass" if out else "fail", None, "")
-        return CheckResult(
+            return Verdict("pass" if out else "fail", None, "")
+        return Verdict(
             "error",
             None,
-            f"checker {self.name} returned {type(out).__name__}; expected bool, (bool, str) or CheckResult",
+            f"checker {self.name} returned {type(out).__name__}; expected bool, (bool, str) or Verdict",
         )
+
+
+def build(params: Mapping[str, Any]) -> CallableChecker:
+    """The ``python`` kind's factory (:mod:`deltap.checker_kinds`): ``callable`` (``"module:function"``)."""
+    return CallableChecker(params.get("callable", ""))

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from deltap.checkers.base import CheckResult
+from deltap.checker_kinds import checker_id
+from deltap.checkers.base import Verdict
 from deltap.checkers.extract import clean_identifier
 from deltap.errors import DeltapError
 
 if TYPE_CHECKING:
     from deltap.cases import Case
 
-__all__ = ["RegexChecker"]
+__all__ = ["RegexChecker", "build"]
 
 
 class RegexChecker:
@@ -35,12 +37,12 @@ class RegexChecker:
         except re.error as exc:
             raise DeltapError(f"regex checker: invalid pattern {pattern!r}: {exc}") from None
         self.mode = mode
-        self.id = f"regex({pattern!r},mode={mode},ignore_case={ignore_case})"
+        self.id = checker_id("regex", repr(pattern), mode=mode, ignore_case=ignore_case)
 
-    def check(self, case: Case, answer: str) -> CheckResult:
+    def check(self, case: Case, answer: str) -> Verdict:
         text = (answer or "").strip()
         if not text:  # a pattern that matches the empty string (``x*``) must not pass an empty reply
-            return CheckResult("fail", None, "empty answer")
+            return Verdict("fail", None, "empty answer")
         if self.mode == "fullmatch":
             m = self.regex.fullmatch(text)
             if m is None:
@@ -49,5 +51,15 @@ class RegexChecker:
         else:
             m = self.regex.search(text)
         if m:
-            return CheckResult("pass", m.group(0), "pattern matched")
-        return CheckResult("fail", None, "pattern did not match")
+            return Verdict("pass", m.group(0), "pattern matched")
+        return Verdict("fail", None, "pattern did not match")
+
+
+def build(params: Mapping[str, Any]) -> RegexChecker:
+    """The ``regex`` kind's factory (:mod:`deltap.checker_kinds`): ``pattern``, ``mode`` (``search``),
+    ``ignore_case`` (False)."""
+    if not params.get("pattern"):
+        raise DeltapError("regex checker needs params['pattern']")
+    return RegexChecker(
+        str(params["pattern"]), str(params.get("mode", "search")), bool(params.get("ignore_case", False))
+    )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from deltap.checkers.base import CheckResult
+from deltap.checker_kinds import checker_id
+from deltap.checkers.base import Verdict
 from deltap.checkers.extract import clean_identifier, identifier_candidates, normalize_identifier
 from deltap.checkers.grammar import grammar_param, read_answer, same_answer
 from deltap.errors import DeltapError
@@ -13,7 +14,7 @@ from deltap.errors import DeltapError
 if TYPE_CHECKING:
     from deltap.cases import Case
 
-__all__ = ["StringMatchChecker"]
+__all__ = ["StringMatchChecker", "build"]
 
 
 class StringMatchChecker:
@@ -59,7 +60,7 @@ class StringMatchChecker:
         self.case_sensitive = case_sensitive
         self.qualified = qualified
         self.grammar = grammar_param(grammar, "string_match")
-        self.id = f"string_match(case_sensitive={case_sensitive},qualified={qualified},grammar={self.grammar})"
+        self.id = checker_id("string_match", case_sensitive=case_sensitive, qualified=qualified, grammar=self.grammar)
 
     def _norm(self, s: str) -> str:
         return clean_identifier(s) if self.case_sensitive else normalize_identifier(s)
@@ -73,7 +74,7 @@ class StringMatchChecker:
             return candidate.endswith("." + expected) or expected.endswith("." + candidate)
         return False
 
-    def check(self, case: Case, answer: str) -> CheckResult:
+    def check(self, case: Case, answer: str) -> Verdict:
         if self.grammar == "lenient":
             return self._check_lenient(answer)
         reading = read_answer(
@@ -81,27 +82,41 @@ class StringMatchChecker:
         )
         if reading.answer is None:
             extracted = reading.candidates[0] if reading.candidates else None
-            return CheckResult("fail", extracted, reading.detail, {"rule": reading.rule})
+            return Verdict("fail", extracted, reading.detail, {"rule": reading.rule})
         for e in self.answers:
             if same_answer(reading.answer, e, self.case_sensitive, self.qualified):
-                return CheckResult("pass", reading.answer, f"matched {self._norm(e)!r}")
-        return CheckResult(
+                return Verdict("pass", reading.answer, f"matched {self._norm(e)!r}")
+        return Verdict(
             "fail",
             reading.answer,
             f"wrong: the answer {reading.answer!r} matches none of {list(self.answers)}",
             {"rule": "wrong"},
         )
 
-    def _check_lenient(self, answer: str) -> CheckResult:
+    def _check_lenient(self, answer: str) -> Verdict:
         candidates = identifier_candidates(answer or "")
         if not candidates:
-            return CheckResult("fail", None, "empty answer")
+            return Verdict("fail", None, "empty answer")
         expected = [self._norm(a) for a in self.answers]
         for c in candidates:
             nc = self._norm(c)
             for e in expected:
                 if self._match(nc, e):
-                    return CheckResult("pass", c.strip(), f"matched {e!r}")
-        return CheckResult(
+                    return Verdict("pass", c.strip(), f"matched {e!r}")
+        return Verdict(
             "fail", candidates[0].strip(), f"none of {[c.strip() for c in candidates][:4]} matches {list(self.answers)}"
         )
+
+
+def build(params: Mapping[str, Any]) -> StringMatchChecker:
+    """The ``string_match`` kind's factory (:mod:`deltap.checker_kinds`): ``answers`` (a string or a list),
+    ``case_sensitive`` (False), ``qualified`` (``either``), ``grammar`` (``strict``)."""
+    answers = params.get("answers")
+    if isinstance(answers, str):
+        answers = [answers]
+    return StringMatchChecker(
+        answers or [],
+        bool(params.get("case_sensitive", False)),
+        str(params.get("qualified", "either")),
+        str(params.get("grammar", "strict")),
+    )

@@ -42,7 +42,9 @@ def endtoend_command(
     controls: Annotated[
         str, typer.Option("--controls", help=f"Control systems: {CONTROLS} (comma-separated, '' for none).")
     ] = CONTROLS,
-    k: Annotated[int, typer.Option("--k", help="Documents of each retriever or run put in the prompt.")] = _C.k,
+    k: Annotated[
+        int, typer.Option("--top-k", "--k", help="Documents of each retriever or run put in the prompt.")
+    ] = _C.k,
     repeats: Annotated[
         int,
         typer.Option("--repeats", help="Trials per case and system (a deterministic solver answers each prompt once)."),

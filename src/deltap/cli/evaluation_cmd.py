@@ -43,7 +43,7 @@ RetrieverOpt = Annotated[
     str | None, typer.Option("--retriever", help="Build runs with these retrievers: bm25,dense,hybrid,random.")
 ]
 QueriesOpt = Annotated[Path | None, typer.Option("--queries", help="queries.jsonl when the qrels carry no query text.")]
-Depth = Annotated[int, typer.Option("--depth", min=1, help="Documents retrieved per query by --retriever.")]
+Depth = Annotated[int, typer.Option("--top-k", "--depth", min=1, help="Documents retrieved per query by --retriever.")]
 Store = Annotated[str | None, typer.Option("--store", help="Vector store folder or Qdrant URL for dense/hybrid.")]
 EmbedderOpt = Annotated[
     str | None, typer.Option("--embedder", help="Embedder for dense/hybrid (default: bundled MiniLM).")

@@ -51,7 +51,7 @@ def mine_command(
     retriever_kind: Annotated[
         str, typer.Option("--retriever", help="dense, bm25, hybrid or none: source of the retrieved candidates.")
     ] = "dense",
-    k: Annotated[int, typer.Option("--k", help="Retrieved candidates per case.")] = _CFG.k,
+    k: Annotated[int, typer.Option("--top-k", "--k", help="Retrieved candidates per case.")] = _CFG.k,
     placebo: Annotated[
         int,
         typer.Option(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from deltap.errors import DeltapError
+from deltap.outcomes import outcome_kind
 
 __all__ = ["EndToEndConfig"]
 
@@ -39,8 +40,7 @@ class EndToEndConfig:
     n_permutations: int = 10_000
 
     def __post_init__(self) -> None:
-        if self.outcome not in ("pass", "logprob"):
-            raise DeltapError(f"outcome must be pass or logprob, got {self.outcome!r}")
+        outcome_kind(self.outcome)
         if self.k < 1:
             raise DeltapError(f"k must be at least 1, got {self.k}")
         if self.repeats < 1:

@@ -32,6 +32,7 @@ from deltap.mining.config import MiningConfig
 from deltap.mining.pool import Candidate, Pool
 from deltap.mining.runner import CallTally, TrialRunner, request_from_case
 from deltap.mining.trials import TrialLog
+from deltap.outcomes import outcome_kind
 from deltap.rundir import EndToEndDir
 from deltap.solvers.base import ContextWindow, ReferenceTokens, is_deterministic, solver_id
 
@@ -66,7 +67,7 @@ def _fit(docs: list[str], case: Case, corpus: Corpus, solver: Solver, outcome: s
     """Drop documents from the worst rank until the prompt fits the solver's window; returns ``(kept, dropped)``."""
     if not isinstance(solver, ContextWindow) or not docs:
         return docs, 0
-    if outcome == "pass":
+    if outcome_kind(outcome).answered:
         mt = dict(solver.max_tokens or {})
         reserve = int(mt.get(case.benchmark_type) or max(mt.values(), default=0))
     else:
@@ -252,7 +253,7 @@ def _run_cases(
         run = _CaseRun(case.case_id)
         checker: Checker | None = None
         try:
-            if cfg.outcome == "pass":
+            if outcome_kind(cfg.outcome).answered:
                 checker = factory(case)
             elif not case.reference_answer:
                 raise DeltapError("the logprob outcome needs a reference answer")

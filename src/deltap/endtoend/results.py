@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from deltap.outcomes import outcome_kind
+
 if TYPE_CHECKING:
     from deltap.endtoend.config import EndToEndConfig
 
@@ -52,7 +54,7 @@ class EndToEndResult:
 
     @property
     def unit(self) -> str:
-        return "success rate" if self.outcome == "pass" else "mean log-probability of the reference (nats)"
+        return outcome_kind(self.outcome).label
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: what ``results.json`` holds."""

@@ -26,14 +26,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from deltap._lazy import lazy_exports
+from deltap.execution.registry import EXECUTORS, ExecutorKindInfo, make_executor, register_executor_kind
 
 if TYPE_CHECKING:
     from deltap.execution.base import Batch, Executor, SolverSpec, solve_batch
     from deltap.execution.local import InProcessExecutor
     from deltap.execution.ray_cluster import RayExecutor
-
-#: the executor kinds ``deltap mine --executor`` accepts
-EXECUTORS = ("inprocess", "ray")
 
 _LAZY: dict[str, str] = {
     "Batch": "deltap.execution.base",
@@ -44,24 +42,6 @@ _LAZY: dict[str, str] = {
     "RayExecutor": "deltap.execution.ray_cluster",
 }
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY, extra=["EXECUTORS", "make_executor"])
-
-
-def make_executor(kind: str = "inprocess", **options: Any) -> Any:
-    """Build an executor by kind: ``inprocess`` (options of :class:`InProcessExecutor`) or ``ray`` (of
-    :class:`RayExecutor`).
-
-    Raises:
-        DeltapError: an unknown kind.
-    """
-    from deltap.errors import DeltapError
-
-    if kind == "inprocess":
-        from deltap.execution.local import InProcessExecutor
-
-        return InProcessExecutor(**options)
-    if kind == "ray":
-        from deltap.execution.ray_cluster import RayExecutor
-
-        return RayExecutor(**options)
-    raise DeltapError(f"unknown executor {kind!r}; expected one of {', '.join(EXECUTORS)}")
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__, _LAZY, extra=["EXECUTORS", "ExecutorKindInfo", "make_executor", "register_executor_kind"]
+)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, Union
 
+from deltap.outcomes import outcome_kind
 from deltap.solvers.base import Answer, Score, SolveRequest, SolverError
 from deltap.solvers.concurrency import Mapper, answer_all, score_all
 
@@ -82,7 +83,7 @@ def solve_batch(solver: Any, batch: Batch, mapper: Mapper[Any, Any] = map) -> li
     """Every result of ``batch`` from ``solver``, in request order (errors as values): the solvers' own batching
     (:func:`deltap.solvers.concurrency.answer_all` / :func:`~deltap.solvers.concurrency.score_all`), with ``mapper``
     for solvers without a batch method (``map``: one after the other; a thread pool's ``map``: concurrently)."""
-    if batch.outcome == "logprob":
+    if not outcome_kind(batch.outcome).answered:
         return list(score_all(solver, batch.requests, batch.reference, mapper))
     return list(answer_all(solver, batch.requests, mapper))
 

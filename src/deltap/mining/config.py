@@ -8,9 +8,10 @@ the enumerated options are defined here too.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from deltap.errors import DeltapError
+from deltap.outcomes import Outcome, outcome_kind
 
 if TYPE_CHECKING:
     from deltap.mining.adaptive import LookSchedule, StoppingRule
@@ -28,8 +29,6 @@ __all__ = [
 ]
 
 
-Outcome = Literal["pass", "logprob"]
-
 #: choices of :attr:`MiningConfig.null`
 NULLS = ("zero", "placebo")
 #: choices of :attr:`MiningConfig.design` (:mod:`deltap.mining.design`)
@@ -45,7 +44,7 @@ PILOT_CASES = 8
 def default_null(outcome: str, placebos: int = 1) -> str:
     """``placebo`` for ``logprob`` (a deterministic score moves with any text), ``zero`` for ``pass`` or without
     placebo documents."""
-    return "placebo" if outcome == "logprob" and placebos > 0 else "zero"
+    return outcome_kind(outcome).default_null if placebos > 0 else "zero"
 
 
 @dataclass(frozen=True)
@@ -173,8 +172,7 @@ class MiningConfig:
     )
 
     def __post_init__(self) -> None:
-        if self.outcome not in ("pass", "logprob"):
-            raise DeltapError(f"outcome must be 'pass' or 'logprob', got {self.outcome!r}")
+        outcome_kind(self.outcome)
         if self.budget < 4:
             raise DeltapError(f"budget must be at least 4 trials per case, got {self.budget}")
         if not 0 < self.q < 1:
@@ -223,7 +221,7 @@ class MiningConfig:
         from deltap.mining.adaptive import StoppingRule
 
         pol = self.policy()
-        scale = self.prior_scale if self.prior_scale is not None else (1.5 if self.outcome == "logprob" else 0.3)
+        scale = self.prior_scale if self.prior_scale is not None else outcome_kind(self.outcome).prior_scale
         return StoppingRule(
             self.q,
             self.prior_nonnull,

@@ -59,6 +59,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from deltap.checker_kinds import checker_kind
 from deltap.checkers.pytest_checker import PytestChecker
 from deltap.errors import DeltapError
 from deltap.mining.adaptive import StoppingRule
@@ -75,6 +76,7 @@ from deltap.mining.spend import log_spend, prices_for
 from deltap.mining.tilt import TiltWarning, run_tilt
 from deltap.mining.trials import TrialLog
 from deltap.mining.verdicts import VerdictPolicy
+from deltap.outcomes import outcome_kind
 from deltap.rundir import RunDir
 from deltap.solvers.base import is_deterministic, solver_id
 
@@ -113,7 +115,7 @@ def _separate_only(cases: Sequence[Case], factory: Callable[[Case], Checker]) ->
     pytest checker would import the candidate into the test process; the checkers built are handed to the run."""
     made: dict[str, Checker] = {}
     for case in cases:
-        if case.checker.kind != "pytest":
+        if not checker_kind(case.checker.kind).sandboxed:
             continue
         try:
             checker = factory(case)
@@ -181,7 +183,7 @@ def mine(
     out_path = Path(out) if out is not None else None
     if out_path is not None:
         check_writable_ids(cases, corpus)
-    if cfg.require_separate and cfg.outcome == "pass":
+    if cfg.require_separate and outcome_kind(cfg.outcome).answered:
         checker_factory = _separate_only(cases, checker_factory or _default_checker)
     log = TrialLog(RunDir(out_path).trials if out_path is not None else ":memory:")  # locks the run directory
     started = time.time()
@@ -241,7 +243,7 @@ def mine(
                 if r.X is not None
                 for c, row in zip(r.pool.candidates, r.candidates, strict=True)
             ),
-            unit="nats" if cfg.outcome == "logprob" else "probability",
+            unit=outcome_kind(cfg.outcome).unit,
             seed=cfg.seed,
         )
         ended = time.time()
@@ -339,7 +341,7 @@ def _prepare_case(
         res.info["reason"] = "no candidates (no gold, retrieved or placebo document)"
         return _Prepared(res)
     checker: Checker | None = None
-    if cfg.outcome == "pass":
+    if outcome_kind(cfg.outcome).answered:
         try:
             checker = factory(case)
         except DeltapError as exc:
@@ -486,7 +488,7 @@ def _coalition_case(
     lanes: _Lanes,
 ) -> None:
     """The coalition checks of one mined case (after the dataset-wide verdicts)."""
-    checker = factory(res.case) if cfg.outcome == "pass" else None
+    checker = factory(res.case) if outcome_kind(cfg.outcome).answered else None
     runner = TrialRunner(res.case, res.pool, corpus, solver, checker, log, cfg, lanes.executor, lanes.tally, lanes.stop)
     try:
         record_coalitions(res, runner, cfg, policy)

@@ -18,6 +18,7 @@ from deltap.mining.placebo_check import placebo_check
 from deltap.mining.procedure import TrialSource, find_coalitions
 from deltap.mining.results import CaseResult
 from deltap.mining.verdicts import VerdictPolicy, grade, repeated_interval, verdict
+from deltap.outcomes import outcome_kind
 
 __all__ = ["dataset_verdicts", "placebo_calibration", "placebo_null", "prior_weights", "record_coalitions"]
 
@@ -34,7 +35,7 @@ def placebo_null(mined: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
     info: dict[str, Any] = {
         "requested": requested,
         "used": "zero",
-        "unit": "nats" if cfg.outcome == "logprob" else "probability",
+        "unit": outcome_kind(cfg.outcome).unit,
     }
     if requested != "placebo":
         return info
@@ -105,7 +106,7 @@ def dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: Verdi
     n_tests = max(int(qv_sides[0].size), 1)
     alpha_side = [cfg.q * max(int(np.sum(qv <= cfg.q)), 1) / n_tests for qv in qv_sides]
     pos = 0
-    binary = cfg.outcome == "pass"
+    binary = outcome_kind(cfg.outcome).binary
     for r in results:
         m = len(r.pool.candidates)
         if r not in mined:
@@ -273,6 +274,6 @@ def placebo_calibration(results: list[CaseResult], cfg: MiningConfig) -> dict[st
             "median": float(np.median(effects)),
             "p90": float(np.quantile(effects, 0.9)),
             "max": float(max(effects)),
-            "unit": "nats" if cfg.outcome == "logprob" else "probability",
+            "unit": outcome_kind(cfg.outcome).unit,
         }
     return out

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from deltap.checker_kinds import CHECKER_KINDS, checker_kind
 from deltap.errors import DeltapError
 from deltap.solvers.base import solver_id
 
@@ -68,11 +69,12 @@ FIELDS = (
     "candidates",
 )
 
-#: checker kinds that read replies by an answer grammar (``params["grammar"]``, see deltap.checkers.grammar)
-GRAMMAR_KINDS = ("string_match", "multiple_choice")
 
-#: pytest-checker params that name files whose *content* decides outcomes (the spec records only their paths)
-_CHECKER_FILE_PARAMS = ("test_file", "fixed_file", "unfixed_file")
+def _reads_grammar(kind: object) -> bool:
+    """The checker kind reads replies by an answer grammar (``params["grammar"]``; its registry entry says so)."""
+    info = CHECKER_KINDS.get(str(kind))
+    return info is not None and info.grammar
+
 
 _WHITESPACE = re.compile(r"\s")
 
@@ -98,26 +100,31 @@ def _file_digest(path: str) -> str:
 
 def checker_files(case: Case) -> dict[str, str]:
     """Digests of the files behind a case's checker, by role: the pytest checker's ``test_file``, ``fixed_file``,
-    ``unfixed_file`` and each support file; the python checker's module source. The checker spec holds only their
-    paths and names, and a file edited in place changes every outcome."""
+    ``unfixed_file`` and each support file; the python checker's module source (the params each kind declares in
+    :mod:`deltap.checker_kinds`). The checker spec holds only their paths and names, and a file edited in place
+    changes every outcome."""
     params = case.checker.params
+    kind = checker_kind(case.checker.kind)
     out: dict[str, str] = {}
-    if case.checker.kind == "pytest":
-        for key in _CHECKER_FILE_PARAMS:
-            if params.get(key):
-                out[key] = _file_digest(str(params[key]))
-        for i, extra in enumerate(params.get("support_files") or ()):
-            out[f"support_files[{i}]"] = _file_digest(str(extra))
-    elif case.checker.kind == "python" and isinstance(params.get("callable"), str):
+    for key in kind.file_params:
+        if params.get(key):
+            out[key] = _file_digest(str(params[key]))
+    for key in kind.file_list_params:
+        for i, extra in enumerate(params.get(key) or ()):
+            out[f"{key}[{i}]"] = _file_digest(str(extra))
+    for key in kind.module_params:
+        if not isinstance(params.get(key), str):
+            continue
         import importlib.util
 
-        module = params["callable"].partition(":")[0]
+        module = params[key].partition(":")[0]
         try:
             spec = importlib.util.find_spec(module)
         except (ImportError, ValueError):
             spec = None
         origin = getattr(spec, "origin", None)
-        out["callable module"] = _file_digest(origin) if origin and os.path.isfile(origin) else "source not found"
+        name = "callable module" if key == "callable" else f"{key} module"  # the key older manifests hold
+        out[name] = _file_digest(origin) if origin and os.path.isfile(origin) else "source not found"
     return out
 
 
@@ -196,7 +203,7 @@ def case_manifest(
 def _spec_params(case: Case) -> dict[str, Any]:
     """The checker's params without ``grammar`` (recorded on its own, ``checker_grammar``)."""
     params = dict(case.checker.params)
-    if case.checker.kind in GRAMMAR_KINDS:
+    if _reads_grammar(case.checker.kind):
         params.pop("grammar", None)
     return params
 
@@ -204,7 +211,7 @@ def _spec_params(case: Case) -> dict[str, Any]:
 def checker_grammar(case: Case) -> str:
     """The answer grammar a case's checker reads replies by: ``strict`` (the default) or ``lenient``; ``""`` for
     kinds without one. Logs written before the grammar existed were judged ``lenient`` (see :func:`manifest_diff`)."""
-    if case.checker.kind not in GRAMMAR_KINDS:
+    if not _reads_grammar(case.checker.kind):
         return ""
     return str(case.checker.params.get("grammar", "strict"))
 
@@ -216,7 +223,7 @@ def _old_grammar(old: Mapping[str, Any]) -> str | None:
         kind = json.loads(str(old.get("checker"))).get("kind")
     except (ValueError, AttributeError):
         return None
-    return "lenient" if kind in GRAMMAR_KINDS else ""
+    return "lenient" if _reads_grammar(kind) else ""
 
 
 def manifest_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, str]:

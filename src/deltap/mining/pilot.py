@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from deltap.errors import DeltapError
+from deltap.outcomes import outcome_kind
 
 __all__ = [
     "MIN_CASES_TO_STOP",
@@ -126,7 +127,7 @@ def assess_pilot(
         lift = lifts.get(c.case_id)
         if lift is None:
             continue
-        if outcome == "pass":
+        if outcome_kind(outcome).binary:
             p = min(max(float(np.mean(values)), 0.05), 0.95)
             sigma = math.sqrt(p * (1 - p))
         else:
@@ -137,7 +138,7 @@ def assess_pilot(
             out.decidable_cases += 1
     out.expected_decidable = out.decidable_cases / len(lifts) * n_cases
     biggest = max(abs(v) for v in lifts.values())
-    unit = "" if outcome == "pass" else " nats"
+    unit = outcome_kind(outcome).suffix
     if out.decidable_cases == 0 and len(lifts) < MIN_CASES_TO_STOP:
         out.message = (
             f"pilot: no movement in {len(lifts)} sampled case(s), too few to stop the run on (each case's preflight "

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from deltap.outcomes import outcome_kind
 from deltap.solvers.base import ContextWindow, ReferenceTokens, is_deterministic, solver_id
 
 if TYPE_CHECKING:
@@ -70,14 +71,12 @@ class HostedModel:
 
     @classmethod
     def of(cls, kind: str, model: str | None) -> HostedModel:
-        """``openai`` / ``gemini`` with that solver's default answer ceilings."""
+        """``openai`` / ``gemini`` with that solver's default answer ceilings (:mod:`deltap.solvers.answer_tokens`)."""
+        from deltap.solvers.answer_tokens import default_max_tokens
+
         if kind == "gemini":
-            from deltap.solvers.gemini import DEFAULT_MAX_TOKENS as GEMINI
-
-            return cls(f"gemini:{model or 'gemini-2.0-flash'}", dict(GEMINI))
-        from deltap.solvers.openai_compat import DEFAULT_MAX_TOKENS as OPENAI
-
-        return cls(f"openai:{model or 'gpt-4o-mini'}", dict(OPENAI))
+            return cls(f"gemini:{model or 'gemini-2.0-flash'}", default_max_tokens("gemini"))
+        return cls(f"openai:{model or 'gpt-4o-mini'}", default_max_tokens("openai"))
 
 
 def token_counter(solver: Solver | HostedModel) -> tuple[Callable[[SolveRequest], int], str]:
@@ -316,7 +315,7 @@ def plan_calls(
         t0 = count(base)
         t_all = count(replace(base, documents=ordered)) if docs else t0
         added = sum(max(0, count(replace(base, documents=(d,))) - t0) for d in docs)
-        if cfg.outcome == "logprob":
+        if not outcome_kind(cfg.outcome).answered:
             ref = case.reference_answer or ""
             ref_tokens = (
                 len(solver.reference_tokens(ref)) if isinstance(solver, ReferenceTokens) and ref else len(ref) // 4 + 1

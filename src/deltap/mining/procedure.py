@@ -48,6 +48,7 @@ from numpy.typing import NDArray
 from deltap.mining.adaptive import StoppingRule
 from deltap.mining.design import InclusionDesign
 from deltap.mining.estimate import z_statistics
+from deltap.outcomes import outcome_kind
 
 if TYPE_CHECKING:
     from deltap.mining.config import MiningConfig
@@ -122,7 +123,7 @@ def preflight_status(pre: dict[str, list[float]], outcome: str) -> str | None:
     groups = [v for k in ("preflight_none", "preflight_all", "preflight_subsets") if (v := pre.get(k)) is not None]
     if len(groups) < 2 or any(not g for g in groups):
         return None
-    if outcome == "pass":
+    if outcome_kind(outcome).binary:
         if all(min(g) == 1.0 for g in groups):
             return "saturated"
         if all(max(g) == 0.0 for g in groups):
@@ -333,7 +334,7 @@ def find_coalitions(
     """
     from deltap.mining.coalitions import coalition_verified
 
-    binary = cfg.outcome == "pass"
+    binary = outcome_kind(cfg.outcome).binary
     members = sorted(set(relevant), key=lambda j: -effects[j])[:MAX_COALITION_DOCS]
     for i, j in significant_pairs:  # a partner that helps only together with a relevant document
         for d in (i, j):

@@ -19,6 +19,7 @@ from deltap.mining.config import MiningConfig
 from deltap.mining.design import canonical_order, trial_seed
 from deltap.mining.pool import Pool
 from deltap.mining.trials import TrialLog, TrialRecord
+from deltap.outcomes import outcome_kind
 from deltap.solvers.base import ContextWindow, ReferenceTokens, is_deterministic, solver_id
 
 if TYPE_CHECKING:
@@ -147,7 +148,7 @@ class TrialRunner:
             raise Cancelled()
         self.calls += len(reqs)
         self.tally.add(len(reqs))
-        ref = (self.case.reference_answer or "") if self.cfg.outcome == "logprob" else ""
+        ref = "" if outcome_kind(self.cfg.outcome).answered else (self.case.reference_answer or "")
         results = self.executor.run(Batch(self.case.case_id, self.cfg.outcome, tuple(reqs), ref))
         if len(results) != len(reqs):
             raise RuntimeError(
@@ -190,7 +191,7 @@ class TrialRunner:
         if isinstance(res, Exception):
             self.errors += 1
             return rec(None, "error", None, 0.0, checker_id, f"{type(res).__name__}: {res}")
-        if self.cfg.outcome == "logprob":
+        if not outcome_kind(self.cfg.outcome).answered:
             lp = float(res.logprob)
             if not math.isfinite(lp):
                 self.errors += 1
@@ -199,8 +200,8 @@ class TrialRunner:
         if self.checker is None:
             raise DeltapError(f"case {self.case.case_id!r}: the pass outcome needs a checker")
         check = self.checker.check(self.case, res.text)
-        value = None if check.outcome == "error" else (1.0 if check.outcome == "pass" else 0.0)
-        if check.outcome == "error":
+        value = check.value
+        if value is None:
             self.errors += 1
         return rec(res.text, check.outcome, value, float(res.latency), checker_id, check.detail[:500])
 
@@ -264,7 +265,7 @@ def fit_context(
     if not isinstance(solver, ContextWindow) or not pool.candidates:
         return pool, None
     n_ctx, count = int(solver.n_ctx), solver.tokens
-    if cfg.outcome == "pass":
+    if outcome_kind(cfg.outcome).answered:
         mt = dict(solver.max_tokens or {})
         reserve = int(mt.get(case.benchmark_type) or max(mt.values(), default=0))
     else:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from deltap.cases import Case, CheckerSpec
+from deltap.checker_kinds import checker_kind
 from deltap.documents import Corpus
 from deltap.errors import DeltapError
 from deltap.execution.base import SolverSpec
@@ -138,7 +139,7 @@ def select_cases(
 def _with_grammar(case: Case, grammar: str) -> Case:
     """``case`` with ``grammar`` in its string-match / multiple-choice checker's params (unless they name one)."""
     spec = case.checker
-    if spec.kind not in ("string_match", "multiple_choice") or "grammar" in spec.params:
+    if not checker_kind(spec.kind).grammar or "grammar" in spec.params:
         return case
     return replace(case, checker=CheckerSpec(spec.kind, {**dict(spec.params), "grammar": grammar}))
 
@@ -170,21 +171,20 @@ class SolverSettings:
 
     def check(self) -> None:
         """Refuse, before anything is loaded, a rate limit given to a solver that is not hosted (the solver class
-        declares it: :func:`deltap.solvers.base.is_hosted`).
+        kind's registered capabilities say: :func:`deltap.solvers.solver_capabilities`).
 
         Raises:
             DeltapError: an unknown kind, or ``--rpm`` / ``--tpm`` for a solver that is not hosted.
         """
-        from deltap.solvers import SOLVER_KINDS, solver_class
-        from deltap.solvers.base import is_hosted
+        from deltap.solvers import solver_capabilities, solver_kinds
 
-        cls = solver_class(self.kind)
+        hosted_kind = solver_capabilities(self.kind).hosted
         for key, value in (
             ("requests_per_minute", self.requests_per_minute),
             ("tokens_per_minute", self.tokens_per_minute),
         ):
-            if value is not None and not is_hosted(cls):
-                hosted = " and ".join(k for k in SOLVER_KINDS if is_hosted(solver_class(k)))
+            if value is not None and not hosted_kind:
+                hosted = " and ".join(solver_kinds(hosted=True))
                 raise DeltapError(f"--{key.replace('_', '-')} paces the {hosted} solvers, not {self.kind!r}")
 
     def spec(self, cases: Sequence[Case], outcome: str = "pass", seed: int = 0) -> SolverSpec:
@@ -381,7 +381,7 @@ def prepare_run(
     if run_dir is not None:
         TrialLog.check_unlocked(run_dir.trials)  # a second run on this directory stops here, at once
     loaded, corpus, notes = cases.load()
-    if any(c.checker.kind == "pytest" for c in loaded):
+    if any(checker_kind(c.checker.kind).sandboxed for c in loaded):
         notes += _sandbox_gaps()
     built = retriever.retriever
     if built is None and retriever.kind != "none" and config.k > 0:
@@ -424,8 +424,7 @@ def build_solver(
     Raises:
         DeltapError: the solver or the executor cannot be built with these settings.
     """
-    from deltap.solvers import solver_class
-    from deltap.solvers.base import is_hosted
+    from deltap.solvers import solver_capabilities
 
     executor = executor or ExecutorSettings()
     executor.check()
@@ -433,7 +432,7 @@ def build_solver(
     try:
         built: Any = solver.solver if solver.solver is not None else spec.build()
     except DeltapError:
-        if not (plan_only and is_hosted(solver_class(solver.kind))):
+        if not (plan_only and solver_capabilities(solver.kind).hosted):
             raise
         from deltap.mining.plan import HostedModel
 

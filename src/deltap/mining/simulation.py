@@ -36,7 +36,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -45,6 +45,7 @@ from deltap.mining.config import DESIGNS, NULLS, MiningConfig
 from deltap.mining.design import InclusionDesign, trial_seed
 from deltap.mining.estimate import diff_in_means
 from deltap.mining.results import CaseResult
+from deltap.outcomes import Outcome
 
 __all__ = [
     "MIXTURES",
@@ -59,8 +60,6 @@ __all__ = [
     "run_scenario",
     "simulate",
 ]
-
-Outcome = Literal["pass", "logprob"]
 
 
 @dataclass(frozen=True)

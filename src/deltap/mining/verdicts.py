@@ -41,9 +41,12 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["EMPIRICAL", "VerdictPolicy", "Verdict", "default_policy", "grade", "repeated_interval", "verdict"]
+from deltap.outcomes import outcome_kind
 
-Verdict = Literal["relevant", "harmful", "irrelevant", "undecided"]
+__all__ = ["EMPIRICAL", "DocumentVerdict", "VerdictPolicy", "default_policy", "grade", "repeated_interval", "verdict"]
+
+#: what the statistics conclude of one (case, document): a document verdict, not a checker's :class:`deltap.checkers.Verdict`
+DocumentVerdict = Literal["relevant", "harmful", "irrelevant", "undecided"]
 
 EMPIRICAL: dict[str, str] = {"relevant": "YES", "irrelevant": "NO", "harmful": "HARMFUL", "undecided": "UNDECIDED"}
 
@@ -85,16 +88,17 @@ def default_policy(
 ) -> VerdictPolicy:
     """Defaults per outcome: ``pass`` in probability units (margin 2 × min_effect), ``logprob`` in nats (margin =
     min_effect)."""
-    if outcome == "logprob":
-        me = 0.5 if min_effect is None else min_effect
-        return VerdictPolicy(q, me, me if margin is None else margin, (me, max(1.5, me), max(3.0, me)), "nats")
-    me = 0.1 if min_effect is None else min_effect
-    return VerdictPolicy(q, me, 2 * me if margin is None else margin, (me, max(0.2, me), max(0.4, me)), "probability")
+    kind = outcome_kind(outcome)
+    me = kind.default_min_effect if min_effect is None else min_effect
+    two, three = kind.grade_steps
+    return VerdictPolicy(
+        q, me, kind.margin_factor * me if margin is None else margin, (me, max(two, me), max(three, me)), kind.unit
+    )
 
 
 def verdict(
     effect: float, se: float, q_value: float, policy: VerdictPolicy, interval: tuple[float, float] | None = None
-) -> Verdict:
+) -> DocumentVerdict:
     """The verdict of one candidate (see the module docstring); ``interval`` is its repeated confidence interval,
     which a ``relevant`` (``harmful``) label must have entirely above (below) 0."""
     low, high = interval if interval is not None else (-math.inf, math.inf)
@@ -107,7 +111,7 @@ def verdict(
     return "undecided"
 
 
-def grade(effect: float, v: Verdict, policy: VerdictPolicy) -> int | None:
+def grade(effect: float, v: DocumentVerdict, policy: VerdictPolicy) -> int | None:
     """Graded relevance: 1-3 for relevant documents by effect size, 0 for irrelevant/harmful, ``None`` undecided."""
     if v == "relevant":
         a, b, c = policy.grade_bounds

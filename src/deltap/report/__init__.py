@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from deltap.report.html import render_html, write_html_report
 from deltap.report.markdown import render_markdown, write_markdown_report
-from deltap.report.rundir import CandidateResult, CaseResult, RunData, load_run_dir
+from deltap.report.rundir import CandidateResult, CaseRecord, CaseResult, RunData, load_run_dir
 
 __all__ = [
     "CandidateResult",
+    "CaseRecord",
     "CaseResult",
     "RunData",
     "load_run_dir",

@@ -28,7 +28,7 @@ from deltap.report.plots import (
     placebo_rows,
     stacked_bar,
 )
-from deltap.report.rundir import VERDICTS, CaseResult, RunData, load_run_dir
+from deltap.report.rundir import VERDICTS, CaseRecord, RunData, load_run_dir
 from deltap.rundir import RunDir
 
 __all__ = ["render_html", "write_html_report"]
@@ -590,7 +590,7 @@ def _convergence(data: RunData) -> str:
     return "".join(out)
 
 
-def _case(data: RunData, case: CaseResult, margin: float | None, min_effect: float | None) -> str:
+def _case(data: RunData, case: CaseRecord, margin: float | None, min_effect: float | None) -> str:
     counts = case.verdict_counts()
     n_rel = counts.get("relevant", 0)
     search = " ".join([case.case_id, case.query, *(c.doc_id for c in case.candidates)]).lower()
@@ -649,7 +649,7 @@ def _case(data: RunData, case: CaseResult, margin: float | None, min_effect: flo
 MAX_TRIAL_ROWS = 400
 
 
-def _trials(data: RunData, case: CaseResult) -> str:
+def _trials(data: RunData, case: CaseRecord) -> str:
     """The drill-down: every logged solver call of the case, with the candidates in its prompt and its outcome."""
     log = data.trial_log
     rows = log.trials.get(case.case_id, []) if log is not None else []
@@ -710,7 +710,7 @@ def _cases(data: RunData) -> str:
     me = float(min_effect) if isinstance(min_effect, int | float) and not isinstance(min_effect, bool) else None
     statuses = sorted({c.status for c in data.cases})
     out = ['<section id="cases"><h2>Cases</h2>']
-    out.append(_legend(data.outcome == "logprob"))
+    out.append(_legend(not data.outcome_kind.binary))
     options = '<option value="">all cases</option><option value="has-relevant">with a relevant document</option>'
     options += "".join(f'<option value="{_e(s)}">status: {_e(s)}</option>' for s in statuses)
     out.append(

@@ -160,7 +160,7 @@ def render_markdown(data: RunData, top_docs: int = 3) -> str:
 
     lines += endtoend_markdown(data.path)
     lines.append("## Cases")
-    base = "base log p" if data.outcome == "logprob" else "base success"
+    base = data.outcome_kind.short
     lines.append(f"| case | status | trials | {base} | relevant (top ΔP) | harmful | undecided |")
     lines.append("|---|---|---|---|---|---|---|")
     for case in data.cases:

@@ -25,11 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from deltap.errors import DeltapError, FormatError
+from deltap.outcomes import OUTCOMES, PASS, OutcomeKind
 from deltap.rundir import RunDir
 
 __all__ = [
     "VERDICTS",
     "CandidateResult",
+    "CaseRecord",
     "CaseResult",
     "RunData",
     "TrialLogSummary",
@@ -109,8 +111,9 @@ class CandidateResult:
 
 
 @dataclass(frozen=True)
-class CaseResult:
-    """One case (query) of the verified dataset with its candidates and mining metadata."""
+class CaseRecord:
+    """One case (query) of the verified dataset with its candidates and mining metadata, as the report reads it
+    from a run directory (what ``mine()`` returns of a case is :class:`deltap.mining.results.CaseResult`)."""
 
     case_id: str
     query: str
@@ -127,6 +130,10 @@ class CaseResult:
 
     def verdict_counts(self) -> Counter[str]:
         return Counter(c.verdict for c in self.candidates)
+
+
+#: the former name of :class:`CaseRecord` (kept for code written against it)
+CaseResult = CaseRecord
 
 
 @dataclass(frozen=True)
@@ -209,7 +216,7 @@ class RunData:
     path: Path
     metadata: dict[str, Any]
     summary: dict[str, Any]
-    cases: list[CaseResult]
+    cases: list[CaseRecord]
     qrels: dict[str, dict[str, int]]
     evaluation: dict[str, Any] | None = None
     runs: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
@@ -231,16 +238,19 @@ class RunData:
         return str(self.get("outcome", "pass"))
 
     @property
+    def outcome_kind(self) -> OutcomeKind:
+        """The run's :class:`~deltap.outcomes.OutcomeKind` (``pass`` for a ``run.json`` naming none it knows)."""
+        return OUTCOMES.get(self.outcome, PASS)
+
+    @property
     def effect_label(self) -> str:
         """Axis label for ΔP: a difference of success rates, or of log-probabilities for the logprob outcome."""
-        if self.outcome == "logprob":
-            return "Δ log p(reference) [nats]"
-        return "ΔP = P(success | in) − P(success | out)"
+        return self.outcome_kind.effect_label
 
     @property
     def base_label(self) -> str:
         """What a case's ``base_success_rate`` is: a success rate, or a mean log-probability for ``logprob``."""
-        return "base log p (no documents)" if self.outcome == "logprob" else "base success rate"
+        return self.outcome_kind.base_label
 
     def verdict_counts(self) -> dict[str, int]:
         counts: Counter[str] = Counter()
@@ -346,7 +356,7 @@ def _candidate(raw: Mapping[str, Any], where: str) -> CandidateResult:
     )
 
 
-def _case(raw: Mapping[str, Any], where: str) -> CaseResult:
+def _case(raw: Mapping[str, Any], where: str) -> CaseRecord:
     case_id = raw.get("id", raw.get("case_id"))
     if case_id is None:
         raise FormatError(where, "a pair has no 'id'")
@@ -357,7 +367,7 @@ def _case(raw: Mapping[str, Any], where: str) -> CaseResult:
         raise FormatError(where, f"'candidates' of pair {case_id!r} must be a list")
     candidates = tuple(_candidate(c, f"{where} (pair {case_id!r})") for c in cands_raw if isinstance(c, Mapping))
     coalition = raw.get("coalition")
-    return CaseResult(
+    return CaseRecord(
         case_id=str(case_id),
         query=str(raw.get("query") or ""),
         reference_answer=None if raw.get("reference_answer") is None else str(raw.get("reference_answer")),
@@ -373,7 +383,7 @@ def _case(raw: Mapping[str, Any], where: str) -> CaseResult:
     )
 
 
-def _read_dataset(path: Path) -> tuple[dict[str, Any], list[CaseResult]]:
+def _read_dataset(path: Path) -> tuple[dict[str, Any], list[CaseRecord]]:
     import yaml
 
     from deltap._io import read_text

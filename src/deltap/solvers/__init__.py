@@ -1,6 +1,8 @@
 """Solvers: blind LLMs answering a question from a subset of documents.
 
-``make_solver(kind, **options)`` builds one:
+``make_solver(kind, **options)`` builds one, by the factory its kind has in the solver registry (:data:`SOLVERS`,
+:func:`register_solver_kind`), which also declares what each kind can do (:func:`solver_capabilities`: hosted and
+rate-limited, deterministic, logprob scoring, an exact tokenizer). The built-in kinds:
 
 ============== =================================================================================================
 kind           backend
@@ -19,48 +21,203 @@ reuse across the trials of a case).
 
 from __future__ import annotations
 
+import importlib
 import inspect
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from deltap._registry import Registry
 from deltap.errors import DeltapError
 from deltap.solvers.base import Answer, Score, Solver, SolveRequest, SolverError
 from deltap.solvers.concurrency import asolve_many, score_many, solve_many
 
 __all__ = [
-    "Answer",
+    "SOLVERS",
     "SOLVER_KINDS",
+    "Answer",
     "Score",
     "SolveRequest",
     "Solver",
+    "SolverCapabilities",
     "SolverError",
+    "SolverKindInfo",
     "asolve_many",
     "make_solver",
+    "register_solver_kind",
     "score_many",
     "solve_many",
+    "solver_capabilities",
+    "solver_kind",
+    "solver_kinds",
 ]
 
-SOLVER_KINDS = ("local", "openai", "gemini", "simulated")
+
+@dataclass(frozen=True)
+class SolverCapabilities:
+    """What a solver kind declares before one is built (a plan, the CLI's option checks).
+
+    Args:
+        hosted: Calls a hosted API over the network: paced by ``requests_per_minute`` / ``tokens_per_minute``
+            (``--requests-per-minute``, ``--tokens-per-minute``), charged per token, planned without connecting.
+        deterministic: Greedy by construction: the same prompt always gets the same answer (``None``: it depends on
+            the options, e.g. the simulated solver's ``deterministic=``).
+        scores: Can score a reference answer (the ``logprob`` outcome).
+        tokenizer: Counts prompt tokens exactly (its context window is fitted; plans count exactly).
+    """
+
+    hosted: bool = False
+    deterministic: bool | None = False
+    scores: bool = False
+    tokenizer: bool = False
+
+    @property
+    def rate_limited(self) -> bool:
+        """Accepts request and token limits (every hosted kind does)."""
+        return self.hosted
+
+
+@dataclass(frozen=True)
+class SolverKindInfo:
+    """One solver kind of the registry.
+
+    Args:
+        name: The kind (``--solver``).
+        factory: ``"package.module:Class"`` (or a function) called with the options.
+        summary: One line for ``--help``.
+        capabilities: What the kind declares.
+        model_option: The constructor option ``model=`` is passed as (the local solver's is ``model_path``).
+        requires_model: ``model=`` must be given.
+    """
+
+    name: str
+    factory: str
+    summary: str = ""
+    capabilities: SolverCapabilities = field(default_factory=SolverCapabilities)
+    model_option: str = "model"
+    requires_model: bool = False
+
+    def load(self) -> Any:
+        """The factory (imported now).
+
+        Raises:
+            DeltapError: the factory cannot be imported.
+        """
+        module, _, name = self.factory.partition(":")
+        try:
+            return getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as exc:
+            raise DeltapError(f"solver kind {self.name!r}: cannot import {self.factory!r}: {exc}") from exc
+
+
+#: every solver kind by name (built-ins first)
+SOLVERS: Registry[SolverKindInfo] = Registry("solver kind", lambda name: bool(name) and ":" not in name)
+
+
+def register_solver_kind(info: SolverKindInfo, replace: bool = False) -> SolverKindInfo:
+    """Add a solver kind (``replace=True`` to redefine one); it is then a ``--solver`` choice. Returns ``info``.
+
+    Raises:
+        DeltapError: the name is taken (and ``replace`` is false) or holds a ``:`` (``module:factory`` kinds name a
+            factory directly, see :class:`deltap.execution.SolverSpec`).
+    """
+    return SOLVERS.register(info.name, info, replace)
+
+
+def solver_kinds(hosted: bool | None = None) -> tuple[str, ...]:
+    """The registered kinds (``hosted=True`` / ``False``: only the hosted / the other ones)."""
+    return tuple(n for n, k in SOLVERS.items() if hosted is None or k.capabilities.hosted == hosted)
+
+
+def solver_kind(name: str) -> SolverKindInfo:
+    """The registered kind ``name``.
+
+    Raises:
+        DeltapError: an unknown kind, listing the known ones.
+    """
+    return SOLVERS.lookup(name)
+
+
+def solver_capabilities(spec: Any) -> SolverCapabilities:
+    """What a solver kind (``"openai"``), a :class:`~deltap.execution.SolverSpec` or a built solver declares.
+
+    A kind or a spec: its registry entry (a ``module:factory`` spec declares nothing: the defaults). A built solver
+    (a :class:`~deltap.solvers.caching.CachedSolver` declares what it wraps): its class's registry entry, with its
+    own ``deterministic`` trait; a class outside the registry: its ``hosted`` and ``deterministic`` traits, a
+    ``score`` method and the :class:`~deltap.solvers.base.ContextWindow` capability.
+
+    Raises:
+        DeltapError: an unregistered plain kind.
+    """
+    if isinstance(spec, str) or (hasattr(spec, "kind") and hasattr(spec, "options")):
+        kind = spec if isinstance(spec, str) else str(spec.kind)
+        return SolverCapabilities() if ":" in kind else solver_kind(kind).capabilities
+    from dataclasses import replace
+
+    from deltap.solvers.base import ContextWindow, is_deterministic
+
+    inner = getattr(spec, "inner", spec)
+    factory = f"{type(inner).__module__}:{type(inner).__qualname__}"
+    known = next((k.capabilities for k in SOLVERS.values() if k.factory == factory), None)
+    if known is not None:
+        return replace(known, deterministic=is_deterministic(inner))
+    return SolverCapabilities(
+        hosted=bool(getattr(inner, "hosted", False)),
+        deterministic=is_deterministic(inner),
+        scores=callable(getattr(inner, "score", None)),
+        tokenizer=isinstance(inner, ContextWindow),
+    )
+
+
+for _info in (
+    SolverKindInfo(
+        "local",
+        "deltap.solvers.llama_cpp:LlamaCppSolver",
+        "SmolLM2 in-process (llama.cpp)",
+        SolverCapabilities(deterministic=True, scores=True, tokenizer=True),
+        model_option="model_path",
+    ),
+    SolverKindInfo(
+        "openai",
+        "deltap.solvers.openai_compat:OpenAISolver",
+        "any OpenAI-compatible server",
+        SolverCapabilities(hosted=True, scores=True),
+        requires_model=True,
+    ),
+    SolverKindInfo("gemini", "deltap.solvers.gemini:GeminiSolver", "Google Gemini", SolverCapabilities(hosted=True)),
+    SolverKindInfo(
+        "simulated",
+        "deltap.solvers.simulated:SimulatedSolver",
+        "known success probabilities (testing statistics)",
+        SolverCapabilities(deterministic=None, scores=True),
+    ),
+):
+    register_solver_kind(_info)
+
+#: the built-in solver kinds (:func:`solver_kinds` lists plug-ins too)
+SOLVER_KINDS = solver_kinds()
 
 
 def make_solver(kind: str = "local", cache: str | Path | None = None, **options: Any) -> Solver:
-    """Build a solver by kind (see the module table); ``options`` go to its constructor.
+    """Build a solver by kind (see the module table and :data:`SOLVERS`); ``options`` go to its constructor.
 
     Args:
-        kind: ``local``, ``openai``, ``gemini`` or ``simulated``.
+        kind: ``local``, ``openai``, ``gemini``, ``simulated`` or a registered kind.
         cache: Optional SQLite response-cache file.
         **options: Backend options (e.g. ``model=``, ``base_url=`` for ``openai``).
 
     Raises:
-        DeltapError: unknown kind, or a backend whose optional dependency is missing.
+        DeltapError: unknown kind, a missing model name, unknown options, or a backend whose optional dependency is
+            missing.
     """
-    cls = solver_class(kind)
-    if kind == "local" and "model" in options:  # --model names a GGUF file for the local backend
-        options["model_path"] = options.pop("model")
-    if kind == "openai" and "model" not in options:
-        raise DeltapError("the openai solver needs a model name (--model / model=...)")
+    info = solver_kind(kind)
+    if info.model_option != "model" and "model" in options:  # --model names a GGUF file for the local backend
+        options[info.model_option] = options.pop("model")
+    if info.requires_model and "model" not in options:
+        raise DeltapError(f"the {kind} solver needs a model name (--model / model=...)")
+    cls = info.load()
     _check_options(kind, cls, options)
-    solver = cls(**options)
+    solver: Solver = cls(**options)
     if cache is not None:
         from deltap.solvers.caching import CachedSolver
 
@@ -75,18 +232,7 @@ def solver_class(kind: str) -> type[Any]:
     Raises:
         DeltapError: an unknown kind, or a backend whose optional dependency is missing.
     """
-    cls: Any
-    if kind == "local":
-        from deltap.solvers.llama_cpp import LlamaCppSolver as cls
-    elif kind == "openai":
-        from deltap.solvers.openai_compat import OpenAISolver as cls
-    elif kind == "gemini":
-        from deltap.solvers.gemini import GeminiSolver as cls
-    elif kind == "simulated":
-        from deltap.solvers.simulated import SimulatedSolver as cls
-    else:
-        raise DeltapError(f"unknown solver kind {kind!r}; expected one of {', '.join(SOLVER_KINDS)}")
-    return cast(type[Any], cls)
+    return cast(type[Any], solver_kind(kind).load())
 
 
 def _check_options(kind: str, cls: Any, options: dict[str, Any]) -> None:

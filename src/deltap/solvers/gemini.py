@@ -10,19 +10,21 @@ the tokens it generates, not of a given reference.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Mapping
 from typing import Any
 
 from deltap.errors import DeltapError
-from deltap.solvers.base import Answer, Score, SolveRequest
-from deltap.solvers.prompts import PromptTemplate, render_prompt
-from deltap.solvers.ratelimit import Limiter, RateLimits, estimate_tokens, paced, shared_limiter, sharing_retry_after
-from deltap.solvers.retry import RetryPolicy, parse_retry_after
+from deltap.solvers.answer_tokens import default_max_tokens
+from deltap.solvers.base import Score, SolveRequest
+from deltap.solvers.hosted import HostedChatSolver
+from deltap.solvers.prompts import Message, PromptTemplate
+from deltap.solvers.ratelimit import Limiter, RateLimits
+from deltap.solvers.retry import RetryPolicy
 
 __all__ = ["GeminiSolver"]
 
-DEFAULT_MAX_TOKENS = {"api_understanding": 64, "multiple_choice": 32, "fix_error": 4096, "beir": 256}
+#: this solver's answer-token ceilings per benchmark type (its column of :data:`deltap.solvers.answer_tokens.MAX_TOKENS`)
+DEFAULT_MAX_TOKENS = default_max_tokens("gemini")
 
 
 class _Malformed(Exception):
@@ -40,17 +42,7 @@ def _retryable(exc: BaseException) -> bool:
     return False
 
 
-def _retry_after(exc: BaseException) -> float | None:
-    response = getattr(exc, "response", None)
-    return parse_retry_after(getattr(response, "headers", None))
-
-
-def _stated_limits(exc: BaseException) -> tuple[float | None, float | None] | None:
-    """A Gemini 429 states no limit in its headers: ``(None, None)`` (the limiter lowers its pace on repeats)."""
-    return (None, None) if getattr(exc, "code", None) == 429 else None
-
-
-class GeminiSolver:
+class GeminiSolver(HostedChatSolver):
     """Gemini chat solver.
 
     Args:
@@ -67,10 +59,12 @@ class GeminiSolver:
             the run for this model (:mod:`deltap.solvers.ratelimit`; not part of the id).
         tokens_per_minute: The model's token limit (prompt + output), paced the same way.
         limiter: A limiter to use instead.
+
+    Client, limiter, retries, pacing and usage are :class:`~deltap.solvers.hosted.HostedChatSolver`'s (a Gemini 429
+    states no limit in its headers: the limiter lowers its pace on repeats); this class holds the Gemini call.
     """
 
-    #: a hosted endpoint: paced by requests_per_minute / tokens_per_minute, priced per token
-    hosted = True
+    provider = "gemini"
 
     def __init__(
         self,
@@ -99,76 +93,56 @@ class GeminiSolver:
                 raise DeltapError("no Gemini API key: set GEMINI_API_KEY")
             options = types.HttpOptions(timeout=int(timeout * 1000), base_url=base_url)
             client = genai.Client(api_key=key, http_options=options)
-        self.client = client
-        self.model = model
-        self.retry = retry or RetryPolicy()
-        self.seed = seed
-        self.max_tokens = {**DEFAULT_MAX_TOKENS, **dict(max_tokens or {})}
-        self.template = template
-        self.attempts = 0
-        self.id = f"gemini:{model}:temperature=0:seed={seed}"
-        limits = RateLimits(requests_per_minute, tokens_per_minute)
-        self.limiter: Any = (
-            limiter if limiter is not None else (shared_limiter(f"gemini:{model}", limits) if limits.active else None)
+        super().__init__(
+            model,
+            client,
+            f"gemini:{model}",
+            seed,
+            retry,
+            max_tokens,
+            template,
+            RateLimits(requests_per_minute, tokens_per_minute),
+            limiter,
         )
+        self.id = f"gemini:{model}:temperature=0:seed={seed}"
 
-    def answer(self, request: SolveRequest) -> Answer:
-        messages = render_prompt(request, self.template)
-        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
-        user = "\n\n".join(m["content"] for m in messages if m["role"] != "system")
+    def _chat(self, messages: list[Message], max_tokens: int) -> Any:
         config = self._types.GenerateContentConfig(
-            system_instruction=system,
+            system_instruction="\n\n".join(m["content"] for m in messages if m["role"] == "system"),
             temperature=0.0,
             seed=self.seed,
-            max_output_tokens=self.max_tokens.get(request.benchmark_type, DEFAULT_MAX_TOKENS["beir"]),
+            max_output_tokens=max_tokens,
         )
+        user = "\n\n".join(m["content"] for m in messages if m["role"] != "system")
+        resp = self.client.models.generate_content(model=self.model, contents=user, config=config)
+        if resp is None or not hasattr(resp, "candidates"):
+            raise _Malformed("response without candidates")
+        return resp
 
-        def call() -> Any:
-            self.attempts += 1
-            resp = self.client.models.generate_content(model=self.model, contents=user, config=config)
-            if resp is None or not hasattr(resp, "candidates"):
-                raise _Malformed("response without candidates")
-            return resp
-
-        start = time.perf_counter()
-        reserve = estimate_tokens(messages, config.max_output_tokens or 0)
-        attempt = paced(self.limiter, call, reserve, _total_tokens)
-        retry_after = sharing_retry_after(self.limiter, _retry_after, _stated_limits)
-        resp, attempts = self.retry.call(attempt, _retryable, retry_after, what=f"Gemini {self.model}")
-        latency = time.perf_counter() - start
-        text = _text_of(resp)
+    def _reply(self, resp: Any) -> tuple[str, dict[str, int], Any]:
         meta = getattr(resp, "usage_metadata", None)
         usage = {
             "prompt_tokens": int(getattr(meta, "prompt_token_count", 0) or 0),
             "completion_tokens": int(getattr(meta, "candidates_token_count", 0) or 0),
-            "attempts": attempts,
         }
-        finish = None
-        if resp.candidates:
-            finish = str(getattr(resp.candidates[0], "finish_reason", None))
+        finish = str(getattr(resp.candidates[0], "finish_reason", None)) if resp.candidates else None
         raw = resp.model_dump(mode="json", exclude_none=True) if hasattr(resp, "model_dump") else None
-        return Answer(
-            text=text.strip(),
-            usage=usage,
-            latency=latency,
-            raw={"finish_reason": finish, "response": raw},
-            solver_id=self.id,
-        )
+        return _text_of(resp), usage, {"finish_reason": finish, "response": raw}
+
+    def _retryable(self, exc: BaseException) -> bool:
+        return _retryable(exc)
+
+    def _total_tokens(self, resp: Any) -> int:
+        return _total_tokens(resp)
+
+    def _what(self) -> str:
+        return f"Gemini {self.model}"
 
     def score(self, request: SolveRequest, reference: str) -> Score:
         raise NotImplementedError(
             "the Gemini API cannot score a given reference answer (it returns log-probabilities of generated tokens "
             "only); use the pass outcome with Gemini, or the local / an OpenAI-compatible solver for logprob"
         )
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "backend": "gemini",
-            "model": self.model,
-            "seed": self.seed,
-            "temperature": 0,
-            "max_tokens": dict(self.max_tokens),
-        }
 
 
 def _total_tokens(resp: Any) -> int:

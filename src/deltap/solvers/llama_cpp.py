@@ -45,17 +45,14 @@ from typing import Any
 import numpy as np
 
 from deltap.errors import DeltapError
+from deltap.solvers.answer_tokens import answer_tokens, default_max_tokens
 from deltap.solvers.base import Answer, Score, SolveRequest, SolverError
 from deltap.solvers.prompts import PromptTemplate, render_prompt
 
 __all__ = ["DEFAULT_MAX_TOKENS", "LlamaCppSolver", "default_model_path", "library_has_amx"]
 
-DEFAULT_MAX_TOKENS: dict[str, int] = {
-    "api_understanding": 24,
-    "multiple_choice": 8,
-    "fix_error": 1024,
-    "beir": 64,
-}
+#: this solver's answer-token ceilings per benchmark type (its column of :data:`deltap.solvers.answer_tokens.MAX_TOKENS`)
+DEFAULT_MAX_TOKENS: dict[str, int] = default_max_tokens("local")
 
 # A snapshot is restored only when it saves at least this many prompt tokens over the cache (restoring costs ~2 ms).
 _MIN_RESTORE_GAIN = 32
@@ -362,7 +359,7 @@ class LlamaCppSolver:
         return self._answer_tokens(request, self.tokens(request))
 
     def _answer_tokens(self, request: SolveRequest, prompt: list[int]) -> Answer:
-        max_new = self.max_tokens.get(request.benchmark_type, DEFAULT_MAX_TOKENS["beir"])
+        max_new = answer_tokens(self.max_tokens, request.benchmark_type, "local")
         if len(prompt) + max_new > self.n_ctx:
             raise SolverError(
                 f"prompt of {len(prompt)} tokens + {max_new} answer tokens exceeds n_ctx={self.n_ctx}; "

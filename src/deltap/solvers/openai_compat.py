@@ -26,14 +26,17 @@ from typing import Any
 from urllib.parse import urlparse
 
 from deltap.errors import DeltapError
-from deltap.solvers.base import Answer, Score, SolveRequest, SolverError, TextScorer
-from deltap.solvers.prompts import PromptTemplate, render_prompt
-from deltap.solvers.ratelimit import Limiter, RateLimits, estimate_tokens, paced, shared_limiter, sharing_retry_after
-from deltap.solvers.retry import RetryPolicy, parse_retry_after
+from deltap.solvers.answer_tokens import default_max_tokens
+from deltap.solvers.base import Score, SolveRequest, SolverError, TextScorer
+from deltap.solvers.hosted import HostedChatSolver
+from deltap.solvers.prompts import Message, PromptTemplate, render_prompt
+from deltap.solvers.ratelimit import Limiter, RateLimits
+from deltap.solvers.retry import RetryPolicy
 
 __all__ = ["OpenAISolver", "chatml"]
 
-DEFAULT_MAX_TOKENS = {"api_understanding": 32, "multiple_choice": 16, "fix_error": 2048, "beir": 128}
+#: this solver's answer-token ceilings per benchmark type (its column of :data:`deltap.solvers.answer_tokens.MAX_TOKENS`)
+DEFAULT_MAX_TOKENS = default_max_tokens("openai")
 
 SELF_CHECK_PROMPT = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,"
 SELF_CHECK_CONTINUATION = " 13"
@@ -65,11 +68,6 @@ def _retryable(exc: BaseException) -> bool:
     return False
 
 
-def _retry_after(exc: BaseException) -> float | None:
-    response = getattr(exc, "response", None)
-    return parse_retry_after(getattr(response, "headers", None))
-
-
 def _stated_limits(exc: BaseException) -> tuple[float | None, float | None] | None:
     """``(requests/min, tokens/min)`` a 429 response stated (``x-ratelimit-limit-requests`` / ``-tokens``, each ``None``
     when absent); ``None`` when ``exc`` is not a 429."""
@@ -91,7 +89,7 @@ def _total_tokens(resp: Any) -> int:
     return int(getattr(getattr(resp, "usage", None), "total_tokens", 0) or 0)
 
 
-class OpenAISolver:
+class OpenAISolver(HostedChatSolver):
     """OpenAI-compatible chat solver (see the module docstring).
 
     Args:
@@ -117,10 +115,12 @@ class OpenAISolver:
             solver of the run for this endpoint and model (:mod:`deltap.solvers.ratelimit`; not part of the id).
         tokens_per_minute: The endpoint's token limit (prompt + completion), paced the same way.
         limiter: A limiter to use instead (tests, or one shared by hand).
+
+    Client, limiter, retries, pacing and usage are :class:`~deltap.solvers.hosted.HostedChatSolver`'s; this class
+    holds the chat and scoring calls of the OpenAI protocol.
     """
 
-    #: a hosted endpoint: paced by requests_per_minute / tokens_per_minute, priced per token
-    hosted = True
+    provider = "openai"
 
     def __init__(
         self,
@@ -162,13 +162,19 @@ class OpenAISolver:
                     raise DeltapError(f"no API key: set {api_key_env} (or pass --base-url for a local server)")
                 key = "not-needed"  # local servers accept any key; the SDK insists on one
             client = openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0)
-        self.client = client
-        self.model = model
         self.base_url = str(base_url or getattr(client, "base_url", "") or "https://api.openai.com/v1")
-        self.retry = retry or RetryPolicy()
-        self.seed = seed
-        self.max_tokens = {**DEFAULT_MAX_TOKENS, **dict(max_tokens or {})}
-        self.template = template
+        host = urlparse(self.base_url).netloc or self.base_url
+        super().__init__(
+            model,
+            client,
+            f"openai:{host}:{model}",
+            seed,
+            retry,
+            max_tokens,
+            template,
+            RateLimits(requests_per_minute, tokens_per_minute),
+            limiter,
+        )
         self.score_method = score_method
         self.prompt_format = prompt_format
         self.self_check = self_check
@@ -177,56 +183,47 @@ class OpenAISolver:
         self.self_check_tolerance = self_check_tolerance
         self.extra_body = dict(extra_body or {})
         self._checked: dict[str, Any] | None = None
-        self.attempts = 0  # total HTTP attempts (for benchmarks and tests)
-        host = urlparse(self.base_url).netloc or self.base_url
         extra = "".join(f":{k}={v}" for k, v in sorted(self.extra_body.items()))
         self.id = f"openai:{host}:{model}:temperature=0:seed={seed}{extra}"
-        limits = RateLimits(requests_per_minute, tokens_per_minute)
-        self.limiter: Any = (
-            limiter
-            if limiter is not None
-            else (shared_limiter(f"openai:{host}:{model}", limits) if limits.active else None)
-        )
 
     # -- answer ----------------------------------------------------------------------------------------------
-    def answer(self, request: SolveRequest) -> Answer:
-        messages = render_prompt(request, self.template)
-        max_tokens = self.max_tokens.get(request.benchmark_type, DEFAULT_MAX_TOKENS["beir"])
+    def _chat(self, messages: list[Message], max_tokens: int) -> Any:
+        resp = self.client.chat.completions.create(
+            model=self.model,
+            messages=messages,
+            temperature=0,
+            seed=self.seed,
+            max_tokens=max_tokens,
+            extra_body=self.extra_body or None,
+        )
+        choices = getattr(resp, "choices", None)
+        if not choices or getattr(choices[0], "message", None) is None:
+            raise _Malformed(f"response has no choices[0].message: {str(resp)[:200]}")
+        content = choices[0].message.content
+        if content is not None and not isinstance(content, str):
+            raise _Malformed(f"message.content is {type(content).__name__}, not a string")
+        return resp
 
-        def call() -> Any:
-            self.attempts += 1
-            resp = self.client.chat.completions.create(
-                model=self.model,
-                messages=messages,
-                temperature=0,
-                seed=self.seed,
-                max_tokens=max_tokens,
-                extra_body=self.extra_body or None,
-            )
-            choices = getattr(resp, "choices", None)
-            if not choices or getattr(choices[0], "message", None) is None:
-                raise _Malformed(f"response has no choices[0].message: {str(resp)[:200]}")
-            content = choices[0].message.content
-            if content is not None and not isinstance(content, str):
-                raise _Malformed(f"message.content is {type(content).__name__}, not a string")
-            return resp
-
-        start = time.perf_counter()
-        attempt = paced(self.limiter, call, estimate_tokens(messages, max_tokens), _total_tokens)
-        retry_after = sharing_retry_after(self.limiter, _retry_after, _stated_limits)
-        resp, attempts = self.retry.call(attempt, _retryable, retry_after, what=f"chat completion on {self.base_url}")
-        latency = time.perf_counter() - start
+    def _reply(self, resp: Any) -> tuple[str, dict[str, int], Any]:
         usage = getattr(resp, "usage", None)
-        counts = {  # a server that reports no usage: no token counts (unknown, not zero)
-            **({} if usage is None else {
-                "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-                "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
-            }),
-            "attempts": attempts,
+        counts = {} if usage is None else {  # a server that reports no usage: no token counts (unknown, not zero)
+            "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+            "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
         }  # fmt: skip
-        text = resp.choices[0].message.content or ""
         raw = resp.model_dump() if hasattr(resp, "model_dump") else None
-        return Answer(text=text.strip(), usage=counts, latency=latency, raw=raw, solver_id=self.id)
+        return resp.choices[0].message.content or "", counts, raw
+
+    def _retryable(self, exc: BaseException) -> bool:
+        return _retryable(exc)
+
+    def _total_tokens(self, resp: Any) -> int:
+        return _total_tokens(resp)
+
+    def _stated_limits(self, exc: BaseException) -> tuple[float | None, float | None] | None:
+        return _stated_limits(exc)
+
+    def _what(self) -> str:
+        return f"chat completion on {self.base_url}"
 
     # -- score -----------------------------------------------------------------------------------------------
     def _continuation_logprob(self, prompt: str, continuation: str) -> tuple[float, int]:
@@ -234,7 +231,6 @@ class OpenAISolver:
         full = prompt + continuation
 
         def call() -> Any:
-            self.attempts += 1
             if self.score_method == "echo":
                 return self.client.completions.create(
                     model=self.model, prompt=full, max_tokens=1, temperature=0, echo=True, logprobs=0, seed=self.seed
@@ -248,9 +244,7 @@ class OpenAISolver:
                 extra_body={"prompt_logprobs": 0},
             )
 
-        attempt = paced(self.limiter, call, len(full) // 4 + 2, _total_tokens)
-        retry_after = sharing_retry_after(self.limiter, _retry_after, _stated_limits)
-        resp, _ = self.retry.call(attempt, _retryable, retry_after, what=f"scoring on {self.base_url}")
+        resp, _ = self._call(call, len(full) // 4 + 2, f"scoring on {self.base_url}")
         try:
             choice = resp.choices[0]
             if self.score_method == "echo":
@@ -327,14 +321,5 @@ class OpenAISolver:
         lp, n = self._continuation_logprob(prompt, reference)
         return Score(logprob=lp, n_tokens=n, latency=time.perf_counter() - start, solver_id=self.id)
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "backend": "openai",
-            "model": self.model,
-            "base_url": self.base_url,
-            "seed": self.seed,
-            "temperature": 0,
-            "max_tokens": dict(self.max_tokens),
-            "score_method": self.score_method,
-            "extra_body": dict(self.extra_body),
-        }
+    def _describe_extra(self) -> dict[str, Any]:
+        return {"base_url": self.base_url, "score_method": self.score_method, "extra_body": dict(self.extra_body)}

@@ -24,11 +24,12 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from deltap.outcomes import Outcome, outcome_kind
 from deltap.solvers.base import Answer, Score, SolveRequest
 
 __all__ = ["SimulatedSolver", "SimulatedTruth", "planted_truth"]
@@ -98,7 +99,7 @@ class SimulatedSolver:
         self,
         truth: SimulatedTruth | Mapping[str, SimulatedTruth] | None = None,
         answers: Mapping[str, str] | None = None,
-        outcome: Literal["pass", "logprob"] = "pass",
+        outcome: Outcome = "pass",
         noise: float = 1.0,
         seed: int = 0,
         wrong_answer: str = "I do not know.",
@@ -166,8 +167,9 @@ class SimulatedSolver:
         simulation benchmark's trial source). Errors (``error_rate``) come back as ``nan``."""
         X = np.asarray(X, dtype=bool)
         truth = self.truth_for(case_id)
-        mu = truth.probability_matrix(X, doc_ids, clip=outcome == "pass")
-        salt = "answer" if outcome == "pass" else "score"
+        binary = outcome_kind(outcome).binary
+        mu = truth.probability_matrix(X, doc_ids, clip=binary)
+        salt = "answer" if outcome_kind(outcome).answered else "score"
         out = np.empty(len(X))
         self.calls += len(X)
         for a, (row, seed) in enumerate(zip(X, trial_seeds, strict=True)):
@@ -175,7 +177,7 @@ class SimulatedSolver:
             rng = _trial_rng(self.seed, case_id, trial, salt, [d for d, b in zip(doc_ids, row, strict=True) if b])
             if self.error_rate > 0 and rng.random() < self.error_rate:
                 out[a] = np.nan
-            elif outcome == "pass":
+            elif binary:
                 out[a] = 1.0 if rng.random() < mu[a] else 0.0
             else:
                 out[a] = mu[a] + self.noise * float(rng.standard_normal())
