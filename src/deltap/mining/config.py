@@ -31,7 +31,7 @@ __all__ = [
 Outcome = Literal["pass", "logprob"]
 
 #: choices of :attr:`MiningConfig.null`
-NULLS = ("zero", "placebo")
+NULLS = ("zero", "placebo", "topic")
 #: choices of :attr:`MiningConfig.design` (:mod:`deltap.mining.design`)
 DESIGNS = ("orthogonal", "bernoulli")
 #: choices of :attr:`MiningConfig.context_order` (:func:`deltap.mining.design.canonical_order`)
@@ -79,7 +79,11 @@ class MiningConfig:
         null: What a candidate's effect is tested against: ``zero`` (no effect at all) or ``placebo`` (the
             distribution of the placebo documents' effects over the run — "moves the outcome more than random text
             does"; see :mod:`deltap.mining.empirical_null`; needs at least 10 placebo estimates, else ``zero`` is used
-            and the dataset says so). Default: ``placebo`` for ``logprob``, ``zero`` for ``pass``. *result*
+            and the dataset says so), or ``topic`` (the placebo null, and for every gold or retrieved candidate also
+            the distribution of the run's retrieved non-gold candidates' effects — "moves the outcome more than random
+            text *and* more than other documents on the topic"; the larger p-value counts: see
+            :func:`deltap.mining.labels.placebo_null`). Default: ``placebo`` for ``logprob``, ``zero`` for ``pass``.
+            *result*
         context_order: Order of the documents in every prompt of a case: ``length`` (longest first, ties by id — the
             fewest prompt tokens for the local solver's prefix reuse) or ``id``. Never depends on provenance. *result*
         force: Mine saturated/unsolvable cases anyway.
