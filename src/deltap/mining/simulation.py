@@ -21,7 +21,7 @@ Designs compared:
 * ``fixed:N`` — the engine with one look at N trials, no preflight and no coalition search.
 * ``adaptive`` / ``adaptive:BUDGET`` — ``deltap mine``'s defaults (:class:`~deltap.mining.config.MiningConfig`).
 
-Options after a ``/``: ``bernoulli``/``orthogonal`` (inclusion design), ``zero``/``placebo`` (the null), ``gwW``
+Options after a ``/``: ``bernoulli``/``orthogonal`` (inclusion design), ``zero``/``placebo``/``topic`` (the null), ``gwW``
 (prior weight ``W`` of gold candidates in the weighted BH step); ``@q`` sets the FDR level. Mixtures shuffle their
 components' cases together (seeded) before cutting datasets; ``dataset_size=1`` gives per-case BH.
 
