@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTEXT_ORDERS",
     "DESIGNS",
+    "LEARNED_GOLD_MAX_FACTOR",
     "NULLS",
     "PILOT_CASES",
     "PLACEBO_KINDS",
@@ -38,6 +39,9 @@ DESIGNS = ("orthogonal", "bernoulli")
 CONTEXT_ORDERS = ("length", "id")
 #: choices of :attr:`MiningConfig.placebo_kind` (:mod:`deltap.mining.pool`)
 PLACEBO_KINDS = ("random", "similar")
+#: the most a learned gold weight multiplies :attr:`MiningConfig.gold_weight` by
+#: (:func:`deltap.mining.labels.learned_gold_weights`)
+LEARNED_GOLD_MAX_FACTOR = 10.0
 #: cases the pilot of ``deltap mine`` samples by default (:attr:`MiningConfig.pilot`)
 PILOT_CASES = 8
 
@@ -105,6 +109,9 @@ class MiningConfig:
             any trial; every weight is rescaled so the weights of the dataset average 1, which keeps the FDR at q).
             Default 8: on the simulation's S1 it lifts recall from 0.80 to 0.91 at the same calls; when the gold
             documents are in fact nulls, recall on the relevant retrieved ones drops (0.80 → 0.71) and the FDR holds. *result*
+        gold_weight_learned: Learn each case's gold weight from the other cases' gold candidates: the prior weight
+            divided by their estimated null share (:func:`deltap.mining.labels.learned_gold_weights`; never below
+            ``gold_weight``, at most 10×). *result*
         price_in: USD per million prompt tokens, for the cost in ``run.json`` (default: the local model is free, a hosted
             model's list price from :data:`deltap.mining.spend.PRICE_TABLE` when listed, else no cost). Not a result.
         price_out: USD per million completion tokens (as ``price_in``). Not a result.
@@ -143,6 +150,7 @@ class MiningConfig:
     prior_scale: float | None = None
     futility_power: float = 0.02
     gold_weight: float = 8.0
+    gold_weight_learned: bool = False
     price_in: float | None = None
     price_out: float | None = None
     pilot: int = 0
@@ -153,6 +161,7 @@ class MiningConfig:
         "null": "zero",
         "placebo_kind": "random",
         "gold_weight": 1.0,
+        "gold_weight_learned": False,
     }
     #: options of how the calls are made, never of what they return (left out of the dataset's metadata)
     EXECUTION_KEYS = ("workers", "cases_in_flight", "price_in", "price_out", "pilot")
@@ -174,6 +183,7 @@ class MiningConfig:
         "null",
         "context_order",
         "gold_weight",
+        "gold_weight_learned",
     )
 
     def __post_init__(self) -> None:
@@ -222,6 +232,12 @@ class MiningConfig:
         from deltap.mining.adaptive import look_schedule
 
         return look_schedule(self.budget, self.first_look, self.batch, candidates)
+
+    def stopping_gold_weight(self) -> float:
+        """The gold weight the stopping rule plans with: the most the final step may give gold candidates (with a
+        learned gold weight, :data:`LEARNED_GOLD_MAX_FACTOR` × ``gold_weight``: the other candidates then need more
+        evidence, so they turn futile sooner). Efficiency only: the final test uses the weights of the final step."""
+        return self.gold_weight * (LEARNED_GOLD_MAX_FACTOR if self.gold_weight_learned else 1.0)
 
     def rule(self) -> StoppingRule:
         from deltap.mining.adaptive import StoppingRule

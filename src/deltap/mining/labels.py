@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from deltap.mining.config import MiningConfig
+from deltap.mining.config import LEARNED_GOLD_MAX_FACTOR, MiningConfig
 from deltap.mining.empirical_null import MIN_PLACEBOS, RECOMMENDED_PLACEBOS, fit_placebo_null, leave_one_out, null_z
 from deltap.mining.estimate import benjamini_hochberg, diff_in_means, ols_hc
 from deltap.mining.placebo_check import placebo_check
@@ -19,7 +19,14 @@ from deltap.mining.procedure import TrialSource, find_coalitions
 from deltap.mining.results import CaseResult
 from deltap.mining.verdicts import VerdictPolicy, grade, repeated_interval, verdict
 
-__all__ = ["dataset_verdicts", "placebo_calibration", "placebo_null", "prior_weights", "record_coalitions"]
+__all__ = [
+    "dataset_verdicts",
+    "learned_gold_weights",
+    "placebo_calibration",
+    "placebo_null",
+    "prior_weights",
+    "record_coalitions",
+]
 
 
 def placebo_null(mined: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
@@ -125,7 +132,7 @@ def _topic_null(mined: list[CaseResult], info: dict[str, Any]) -> dict[tuple[int
     return out
 
 
-def prior_weights(mined: Sequence[CaseResult], gold_weight: float) -> list[NDArray[np.float64]]:
+def prior_weights(mined: Sequence[CaseResult], gold_weight: float, learned: bool = False) -> list[NDArray[np.float64]]:
     """Prior weights of the weighted Benjamini–Hochberg step, per case: gold candidates ``gold_weight``, every other
     candidate 1, rescaled so the weights of the dataset's tested candidates average 1.
 
@@ -135,12 +142,41 @@ def prior_weights(mined: Sequence[CaseResult], gold_weight: float) -> list[NDArr
     priori likely — on the documents the benchmark names as gold. Used in the relevant family only (the harmful
     family is unweighted). Placebos keep the base weight (their labels are the run's false-positive check).
     """
-    raw = [
-        np.array([gold_weight if "gold" in c.sources else 1.0 for c in r.pool.candidates], dtype=float) for r in mined
-    ]
+    gold = [np.array(["gold" in c.sources for c in r.pool.candidates], dtype=bool) for r in mined]
+    per_case = learned_gold_weights(mined, gold, gold_weight) if learned else [gold_weight] * len(mined)
+    raw = [np.where(g, w, 1.0) for g, w in zip(gold, per_case, strict=True)]
     total = sum(float(w.sum()) for w in raw)
     n = sum(w.size for w in raw)
     return [w * (n / total) for w in raw] if n else raw
+
+
+#: Storey's λ of the learned gold weight
+LEARN_LAMBDA = 0.5
+
+
+def learned_gold_weights(
+    mined: Sequence[CaseResult], gold: Sequence[NDArray[np.bool_]], gold_weight: float
+) -> list[float]:
+    """The gold weight of each case, learned from the *other* cases' gold candidates (``--gold-weight-learned``).
+
+    A fixed gold weight is a prior: "gold documents are more often relevant". The run's own tests say how much more:
+    when the gold candidates' p-values (relevant side, against the run's null) pile up near zero, few of them are
+    nulls. Storey's estimate of their null share, ``π0 = (#{p > λ} + 1) / ((1 − λ)(n + 1))`` (Storey 2002, λ = ½),
+    divides the prior weight: ``gold_weight / π0`` (at most :data:`~deltap.mining.config.LEARNED_GOLD_MAX_FACTOR` × ``gold_weight``, never below
+    it). As in IHW's cross-weighting (Ignatiadis & Huber 2021, "Covariate powered cross-weighted multiple testing",
+    JRSS-B 83:720-751) each case's weight comes from the other cases only — cases are independent, so a case's weight
+    does not depend on its own p-values — and the weights are then rescaled to average 1 over the dataset as fixed
+    weights are. Gold documents that are in fact nulls give ``π0 ≈ 1``: the prior weight, as without learning.
+    """
+    ps = [r.p_rep[0][g] if r.p_rep is not None else np.zeros(0) for r, g in zip(mined, gold, strict=True)]
+    big = [int(np.sum(p > LEARN_LAMBDA)) for p in ps]
+    n = [int(p.size) for p in ps]
+    B, N = sum(big), sum(n)
+    out = []
+    for b_i, n_i in zip(big, n, strict=True):
+        pi0 = min(1.0, (B - b_i + 1) / ((1.0 - LEARN_LAMBDA) * (N - n_i + 1)))
+        out.append(gold_weight * min(1.0 / pi0, LEARNED_GOLD_MAX_FACTOR))
+    return out
 
 
 def dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: VerdictPolicy) -> dict[str, Any]:
@@ -153,7 +189,7 @@ def dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: Verdi
     qv_sides = []
     # Weighted BH in the relevant family (p / w; all weights 1 unless gold_weight != 1); the harmful family stays
     # unweighted: there is no prior that gold documents are distractors.
-    weights = prior_weights(mined, cfg.gold_weight)
+    weights = prior_weights(mined, cfg.gold_weight, cfg.gold_weight_learned)
     weight_of = {id(r): w for r, w in zip(mined, weights, strict=True)}
     for side in (0, 1):
         parts = [r.p_rep[side] / (w if side == 0 else 1.0) for r, w in zip(mined, weights, strict=True)]  # type: ignore[index]
