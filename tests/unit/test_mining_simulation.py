@@ -170,7 +170,8 @@ def test_the_on_topic_null_holds_the_fdr_that_random_placebos_cannot() -> None:
     topic = run_design(tilted, "adaptive/topic", 100, seed=3, dataset_size=10)
     assert placebo.fdr > 0.08 and placebo.null_fpr >= 0.015
     assert topic.fdr <= 0.05 and topic.null_fpr <= 0.005
-    # where on-topic text moves the outcome no more than random text, it costs no recall
+    # where on-topic text moves the outcome no more than random text, it costs little recall (400 replications,
+    # seeds 3 / 4: 0.901 / 0.816 against 0.910 / 0.843 with the placebo null alone)
     sparse = run_design(SCENARIOS["logprob_sparse"], "adaptive/topic", 100, seed=3, dataset_size=10)
     assert sparse.fdr <= 0.05 and sparse.recall >= 0.85
 
