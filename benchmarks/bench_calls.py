@@ -6,7 +6,7 @@ weighted BH, verdicts) and coalition checks on the simulated solver, and counts 
 checks) against the adaptive design at several budgets, look schedules and coalition-check sizes.
 
     python benchmarks/bench_calls.py -r 400 --dataset-size 10        # the table in benchmarks/README.md
-    python benchmarks/bench_calls.py -r 400 --only adaptive:64,v3     # one row
+    python benchmarks/bench_calls.py -r 400 --only "adaptive:72, learned, verify 3"   # one row
 """
 
 from __future__ import annotations
@@ -25,7 +25,11 @@ GRID: list[tuple[str, str, dict[str, float]]] = [
     ("fixed:72", "fixed:72", {}),
     ("fixed:90", "fixed:90", {}),
     ("fixed:64, learned gold weight", "fixed:64", {"gold_weight_learned": True}),
-    ("adaptive:90, verify 6 (the old default)", "adaptive:90", {"verify_trials": 6, "gold_weight_learned": False}),
+    (
+        "adaptive:90, verify 6 (the default, spelled out)",
+        "adaptive:90",
+        {"verify_trials": 6, "gold_weight_learned": False},
+    ),
     ("adaptive:72, verify 6", "adaptive:72", {"verify_trials": 6, "gold_weight_learned": False}),
     ("adaptive:64, verify 3", "adaptive:64", {"verify_trials": 3, "gold_weight_learned": False}),
     ("adaptive:72, verify 3", "adaptive:72", {"verify_trials": 3, "gold_weight_learned": False}),
