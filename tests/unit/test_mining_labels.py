@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from deltap.cases import Case, CheckerSpec
@@ -171,3 +172,26 @@ def test_similar_placebos_see_what_retrieved_nulls_do() -> None:
     assert spread_similar > 1.4 * spread_random
     assert false_random >= 3 and false_similar <= 1
     assert gold_similar == 6
+
+
+def test_learned_gold_weight_comes_from_the_other_cases_and_falls_back_to_the_prior() -> None:
+    from types import SimpleNamespace
+
+    from deltap.mining.labels import learned_gold_weights
+
+    gold = [np.array([True, True, False])] * 10
+    # gold p-values near 0 in every case: few gold nulls. 18 other gold p-values, none above ½: π0 = 1 / (½ · 19),
+    # the weight 8 / π0 = 76; with more cases it stops at the cap, 10 × the prior
+    strong = [SimpleNamespace(p_rep=np.array([[0.001, 0.002, 0.5], [1.0, 1.0, 1.0]])) for _ in range(10)]
+    assert learned_gold_weights(strong, gold, 8.0) == pytest.approx([76.0] * 10)
+    assert learned_gold_weights(strong * 3, gold * 3, 8.0) == pytest.approx([80.0] * 30)
+    # gold p-values spread like nulls: the prior weight
+    rng = np.random.default_rng(0)
+    null = [SimpleNamespace(p_rep=np.stack([rng.random(3), np.ones(3)])) for _ in range(10)]
+    assert learned_gold_weights(null, gold, 8.0) == pytest.approx([8.0] * 10, abs=2.0)
+    # cross-fitted: a case's own gold p-values do not move its own weight
+    moved = [SimpleNamespace(p_rep=r.p_rep.copy()) for r in strong]
+    moved[0].p_rep[0, :2] = [0.9, 0.95]
+    after = learned_gold_weights(moved, gold, 8.0)
+    assert after[0] == pytest.approx(76.0)  # its own two gold nulls do not lower case 0's weight...
+    assert after[1] == pytest.approx(8.0 * 0.5 * 19 / 3)  # ...but they do the other cases' (π0 = 3 / (½ · 19))

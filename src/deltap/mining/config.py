@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTEXT_ORDERS",
     "DESIGNS",
+    "LEARNED_GOLD_MAX_FACTOR",
     "NULLS",
     "PILOT_CASES",
     "PLACEBO_KINDS",
@@ -30,13 +31,16 @@ __all__ = [
 
 
 #: choices of :attr:`MiningConfig.null`
-NULLS = ("zero", "placebo")
+NULLS = ("zero", "placebo", "topic")
 #: choices of :attr:`MiningConfig.design` (:mod:`deltap.mining.design`)
 DESIGNS = ("orthogonal", "bernoulli")
 #: choices of :attr:`MiningConfig.context_order` (:func:`deltap.mining.design.canonical_order`)
 CONTEXT_ORDERS = ("length", "id")
 #: choices of :attr:`MiningConfig.placebo_kind` (:mod:`deltap.mining.pool`)
 PLACEBO_KINDS = ("random", "similar")
+#: the most a learned gold weight multiplies :attr:`MiningConfig.gold_weight` by
+#: (:func:`deltap.mining.labels.learned_gold_weights`)
+LEARNED_GOLD_MAX_FACTOR = 10.0
 #: cases the pilot of ``deltap mine`` samples by default (:attr:`MiningConfig.pilot`)
 PILOT_CASES = 8
 
@@ -78,7 +82,11 @@ class MiningConfig:
         null: What a candidate's effect is tested against: ``zero`` (no effect at all) or ``placebo`` (the
             distribution of the placebo documents' effects over the run — "moves the outcome more than random text
             does"; see :mod:`deltap.mining.empirical_null`; needs at least 10 placebo estimates, else ``zero`` is used
-            and the dataset says so). Default: ``placebo`` for ``logprob``, ``zero`` for ``pass``. *result*
+            and the dataset says so), or ``topic`` (the placebo null, and for every gold or retrieved candidate also
+            the distribution of the run's retrieved non-gold candidates' effects — "moves the outcome more than random
+            text *and* more than other documents on the topic"; the larger p-value counts: see
+            :func:`deltap.mining.labels.placebo_null`). Default: ``placebo`` for ``logprob``, ``zero`` for ``pass``.
+            *result*
         context_order: Order of the documents in every prompt of a case: ``length`` (longest first, ties by id — the
             fewest prompt tokens for the local solver's prefix reuse) or ``id``. Never depends on provenance. *result*
         force: Mine saturated/unsolvable cases anyway.
@@ -100,6 +108,9 @@ class MiningConfig:
             any trial; every weight is rescaled so the weights of the dataset average 1, which keeps the FDR at q).
             Default 8: on the simulation's S1 it lifts recall from 0.80 to 0.91 at the same calls; when the gold
             documents are in fact nulls, recall on the relevant retrieved ones drops (0.80 → 0.71) and the FDR holds. *result*
+        gold_weight_learned: Learn each case's gold weight from the other cases' gold candidates: the prior weight
+            divided by their estimated null share (:func:`deltap.mining.labels.learned_gold_weights`; never below
+            ``gold_weight``, at most 10×). *result*
         price_in: USD per million prompt tokens, for the cost in ``run.json`` (default: the local model is free, a hosted
             model's list price from :data:`deltap.mining.spend.PRICE_TABLE` when listed, else no cost). Not a result.
         price_out: USD per million completion tokens (as ``price_in``). Not a result.
@@ -138,6 +149,7 @@ class MiningConfig:
     prior_scale: float | None = None
     futility_power: float = 0.02
     gold_weight: float = 8.0
+    gold_weight_learned: bool = False
     price_in: float | None = None
     price_out: float | None = None
     pilot: int = 0
@@ -148,6 +160,7 @@ class MiningConfig:
         "null": "zero",
         "placebo_kind": "random",
         "gold_weight": 1.0,
+        "gold_weight_learned": False,
     }
     #: options of how the calls are made, never of what they return (left out of the dataset's metadata)
     EXECUTION_KEYS = ("workers", "cases_in_flight", "price_in", "price_out", "pilot")
@@ -169,6 +182,7 @@ class MiningConfig:
         "null",
         "context_order",
         "gold_weight",
+        "gold_weight_learned",
     )
 
     def __post_init__(self) -> None:
@@ -216,6 +230,12 @@ class MiningConfig:
         from deltap.mining.adaptive import look_schedule
 
         return look_schedule(self.budget, self.first_look, self.batch, candidates)
+
+    def stopping_gold_weight(self) -> float:
+        """The gold weight the stopping rule plans with: the most the final step may give gold candidates (with a
+        learned gold weight, :data:`LEARNED_GOLD_MAX_FACTOR` × ``gold_weight``: the other candidates then need more
+        evidence, so they turn futile sooner). Efficiency only: the final test uses the weights of the final step."""
+        return self.gold_weight * (LEARNED_GOLD_MAX_FACTOR if self.gold_weight_learned else 1.0)
 
     def rule(self) -> StoppingRule:
         from deltap.mining.adaptive import StoppingRule

@@ -402,7 +402,9 @@ def _mine_case(
         report(status, trials, open_)
 
     try:
-        run = run_case(runner, design, cfg, rule, on_batch, case_weights(res.pool.candidates, cfg.gold_weight))
+        run = run_case(
+            runner, design, cfg, rule, on_batch, case_weights(res.pool.candidates, cfg.stopping_gold_weight())
+        )
     finally:
         lanes.executor.release(case.case_id)
     res.absorb(run)

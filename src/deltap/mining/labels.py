@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from deltap.mining.config import MiningConfig
+from deltap.mining.config import LEARNED_GOLD_MAX_FACTOR, MiningConfig
 from deltap.mining.empirical_null import MIN_PLACEBOS, RECOMMENDED_PLACEBOS, fit_placebo_null, leave_one_out, null_z
 from deltap.mining.estimate import benjamini_hochberg, diff_in_means, ols_hc
 from deltap.mining.placebo_check import placebo_check
@@ -20,15 +20,23 @@ from deltap.mining.results import CaseResult
 from deltap.mining.verdicts import VerdictPolicy, grade, repeated_interval, verdict
 from deltap.outcomes import outcome_kind
 
-__all__ = ["dataset_verdicts", "placebo_calibration", "placebo_null", "prior_weights", "record_coalitions"]
+__all__ = [
+    "dataset_verdicts",
+    "learned_gold_weights",
+    "placebo_calibration",
+    "placebo_null",
+    "prior_weights",
+    "record_coalitions",
+]
 
 
 def placebo_null(mined: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
-    """Fit the placebo null and re-test every candidate against it (``cfg.null`` resolved to ``placebo``).
+    """Fit the placebo null and re-test every candidate against it (``cfg.null`` resolved to ``placebo`` or
+    ``topic``).
 
     Each pure placebo is tested against the null fitted without it, so the placebo calibration stays out of
     sample. With fewer than ``MIN_PLACEBOS`` placebo estimates the zero-null p-values are kept and the returned
-    summary says why.
+    summary says why. ``topic`` adds the on-topic null (:func:`_topic_null`).
     """
 
     requested = cfg.resolved_null()
@@ -37,7 +45,7 @@ def placebo_null(mined: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
         "used": "zero",
         "unit": outcome_kind(cfg.outcome).unit,
     }
-    if requested != "placebo":
+    if requested not in ("placebo", "topic"):
         return info
     owners = [(r, j) for r in mined for j, c in enumerate(r.pool.candidates) if c.is_placebo and r.fits]
     coef = np.array([r.fits[-1][0][j] for r, j in owners], dtype=float)
@@ -57,18 +65,75 @@ def placebo_null(mined: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
     info.update(too_few=bool(coef.size < RECOMMENDED_PLACEBOS), recommended=RECOMMENDED_PLACEBOS)
     fit = fit_placebo_null(coef, se)
     own = dict(zip([(id(r), j) for r, j in owners], leave_one_out(coef, se), strict=True))
+    topic = _topic_null(mined, info) if requested == "topic" else None
     for r in mined:
         m = len(r.pool.candidates)
         params = np.array([own.get((id(r), j), fit).params() for j in range(m)])
-        r.info["_null_params"] = params  # for the verdict intervals (not written out)
-        z_path = np.stack([null_z(c, e, df, *params.T) for c, e, df in r.fits], axis=-1)
         schedule = cfg.schedule(m)  # the path ends at the case's stopping look, as for the zero null
-        r.p_rep = np.stack([schedule.repeated_p_value(z_path, 1), schedule.repeated_p_value(z_path, -1)])
+        z_path = np.stack([null_z(c, e, df, *params.T) for c, e, df in r.fits], axis=-1)
+        p_rep = np.stack([schedule.repeated_p_value(z_path, 1), schedule.repeated_p_value(z_path, -1)])
+        if topic is not None:
+            on = np.array([not c.is_placebo for c in r.pool.candidates], dtype=bool)
+            t_params = np.array([topic.get((id(r), j), params[j]) for j in range(m)])
+            t_path = np.stack([null_z(c, e, df, *t_params.T) for c, e, df in r.fits], axis=-1)
+            t_rep = np.stack([schedule.repeated_p_value(t_path, 1), schedule.repeated_p_value(t_path, -1)])
+            # an on-topic candidate must beat both nulls: the larger p-value (each is valid, so their maximum is)
+            binding = on & (t_rep[0] > p_rep[0])
+            p_rep = np.where(on[None, :], np.maximum(p_rep, t_rep), p_rep)
+            params = np.where(binding[:, None], t_params, params)
+        r.info["_null_params"] = params  # for the verdict intervals (not written out)
+        r.p_rep = p_rep
     info.update({"used": "placebo", **fit.to_dict()})
     return info
 
 
-def prior_weights(mined: Sequence[CaseResult], gold_weight: float) -> list[NDArray[np.float64]]:
+#: retrieved non-gold estimates above this: the on-topic null's own candidates are tested against the full fit (one
+#: estimate moves a fit of thousands by O(1/n); the leave-one-out fits would cost O(n²))
+TOPIC_LOO_MAX = 2000
+
+
+def _topic_null(mined: list[CaseResult], info: dict[str, Any]) -> dict[tuple[int, int], tuple[float, ...]] | None:
+    """The on-topic null (``--null topic``): the distribution of the run's retrieved non-gold candidates' effects.
+
+    Random placebos cannot see that documents on a question's topic move the outcome more than random text
+    (``benchmarks/README.md``, the tilt). The retrieved non-gold candidates *are* on-topic documents, and most of them
+    do not help: following Efron's empirical null (the bulk of the tests themselves estimates the null), the same
+    robust fit as the placebo null (core + heavy tail) is fitted to their estimates. A relevant retrieved document
+    widens it (power pays, not the error rate), and each retrieved candidate is tested against the fit without it.
+    Every non-placebo candidate is then tested against both nulls and keeps the larger p-value.
+
+    Returns per ``(id(case), column)`` the null's :meth:`PlaceboNull.params`, or ``None`` (too few retrieved
+    estimates: the placebo null alone; ``info["topic"]`` says why).
+    """
+    owners = [
+        (r, j)
+        for r in mined
+        for j, c in enumerate(r.pool.candidates)
+        if "retrieved" in c.sources and "gold" not in c.sources and r.fits
+    ]
+    coef = np.array([r.fits[-1][0][j] for r, j in owners], dtype=float)
+    se = np.array([r.fits[-1][1][j] for r, j in owners], dtype=float)
+    if coef.size < MIN_PLACEBOS:
+        info["topic"] = {
+            "used": False,
+            "retrieved": int(coef.size),
+            "reason": f"{coef.size} retrieved non-gold estimates, {MIN_PLACEBOS} needed: the placebo null alone",
+        }
+        return None
+    fit = fit_placebo_null(coef, se)
+    info["topic"] = {"used": True, "retrieved": int(coef.size), **fit.to_dict()}
+    loo = leave_one_out(coef, se) if coef.size <= TOPIC_LOO_MAX else [fit] * coef.size
+    out: dict[tuple[int, int], tuple[float, ...]] = {
+        (id(r), j): nl.params() for (r, j), nl in zip(owners, loo, strict=True)
+    }
+    for r in mined:
+        for j, c in enumerate(r.pool.candidates):
+            if not c.is_placebo:
+                out.setdefault((id(r), j), fit.params())
+    return out
+
+
+def prior_weights(mined: Sequence[CaseResult], gold_weight: float, learned: bool = False) -> list[NDArray[np.float64]]:
     """Prior weights of the weighted Benjamini–Hochberg step, per case: gold candidates ``gold_weight``, every other
     candidate 1, rescaled so the weights of the dataset's tested candidates average 1.
 
@@ -78,12 +143,41 @@ def prior_weights(mined: Sequence[CaseResult], gold_weight: float) -> list[NDArr
     priori likely — on the documents the benchmark names as gold. Used in the relevant family only (the harmful
     family is unweighted). Placebos keep the base weight (their labels are the run's false-positive check).
     """
-    raw = [
-        np.array([gold_weight if "gold" in c.sources else 1.0 for c in r.pool.candidates], dtype=float) for r in mined
-    ]
+    gold = [np.array(["gold" in c.sources for c in r.pool.candidates], dtype=bool) for r in mined]
+    per_case = learned_gold_weights(mined, gold, gold_weight) if learned else [gold_weight] * len(mined)
+    raw = [np.where(g, w, 1.0) for g, w in zip(gold, per_case, strict=True)]
     total = sum(float(w.sum()) for w in raw)
     n = sum(w.size for w in raw)
     return [w * (n / total) for w in raw] if n else raw
+
+
+#: Storey's λ of the learned gold weight
+LEARN_LAMBDA = 0.5
+
+
+def learned_gold_weights(
+    mined: Sequence[CaseResult], gold: Sequence[NDArray[np.bool_]], gold_weight: float
+) -> list[float]:
+    """The gold weight of each case, learned from the *other* cases' gold candidates (``--gold-weight-learned``).
+
+    A fixed gold weight is a prior: "gold documents are more often relevant". The run's own tests say how much more:
+    when the gold candidates' p-values (relevant side, against the run's null) pile up near zero, few of them are
+    nulls. Storey's estimate of their null share, ``π0 = (#{p > λ} + 1) / ((1 − λ)(n + 1))`` (Storey 2002, λ = ½),
+    divides the prior weight: ``gold_weight / π0`` (at most :data:`~deltap.mining.config.LEARNED_GOLD_MAX_FACTOR` × ``gold_weight``, never below
+    it). As in IHW's cross-weighting (Ignatiadis & Huber 2021, "Covariate powered cross-weighted multiple testing",
+    JRSS-B 83:720-751) each case's weight comes from the other cases only — cases are independent, so a case's weight
+    does not depend on its own p-values — and the weights are then rescaled to average 1 over the dataset as fixed
+    weights are. Gold documents that are in fact nulls give ``π0 ≈ 1``: the prior weight, as without learning.
+    """
+    ps = [r.p_rep[0][g] if r.p_rep is not None else np.zeros(0) for r, g in zip(mined, gold, strict=True)]
+    big = [int(np.sum(p > LEARN_LAMBDA)) for p in ps]
+    n = [int(p.size) for p in ps]
+    B, N = sum(big), sum(n)
+    out = []
+    for b_i, n_i in zip(big, n, strict=True):
+        pi0 = min(1.0, (B - b_i + 1) / ((1.0 - LEARN_LAMBDA) * (N - n_i + 1)))
+        out.append(gold_weight * min(1.0 / pi0, LEARNED_GOLD_MAX_FACTOR))
+    return out
 
 
 def dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: VerdictPolicy) -> dict[str, Any]:
@@ -96,7 +190,7 @@ def dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: Verdi
     qv_sides = []
     # Weighted BH in the relevant family (p / w; all weights 1 unless gold_weight != 1); the harmful family stays
     # unweighted: there is no prior that gold documents are distractors.
-    weights = prior_weights(mined, cfg.gold_weight)
+    weights = prior_weights(mined, cfg.gold_weight, cfg.gold_weight_learned)
     weight_of = {id(r): w for r, w in zip(mined, weights, strict=True)}
     for side in (0, 1):
         parts = [r.p_rep[side] / (w if side == 0 else 1.0) for r, w in zip(mined, weights, strict=True)]  # type: ignore[index]

@@ -21,7 +21,7 @@ Designs compared:
 * ``fixed:N`` — the engine with one look at N trials, no preflight and no coalition search.
 * ``adaptive`` / ``adaptive:BUDGET`` — ``deltap mine``'s defaults (:class:`~deltap.mining.config.MiningConfig`).
 
-Options after a ``/``: ``bernoulli``/``orthogonal`` (inclusion design), ``zero``/``placebo`` (the null), ``gwW``
+Options after a ``/``: ``bernoulli``/``orthogonal`` (inclusion design), ``zero``/``placebo``/``topic`` (the null), ``gwW``
 (prior weight ``W`` of gold candidates in the weighted BH step); ``@q`` sets the FDR level. Mixtures shuffle their
 components' cases together (seeded) before cutting datasets; ``dataset_size=1`` gives per-case BH.
 
@@ -418,6 +418,8 @@ def _parse_design(design: str, config: MiningConfig | None) -> tuple[str, Mining
             cfg = replace(cfg, design=opt)
         elif opt in NULLS:
             cfg = replace(cfg, null=opt)
+        elif opt == "lw":
+            cfg = replace(cfg, gold_weight_learned=True)
         elif opt.startswith("gw"):
             cfg = replace(cfg, gold_weight=float(opt[2:]))
         else:
@@ -479,7 +481,9 @@ def _mine_replications(
             cid = reps.case_id(r)
             src = _SimulatedTrials(reps, cid, cfg)
             design = InclusionDesign(cfg.seed, cid, reps.sc.m, cfg.pi, cfg.design)
-            run = run_case(src, design, cfg, rules[id(cfg)], None, case_weights(reps.candidates, cfg.gold_weight))
+            run = run_case(
+                src, design, cfg, rules[id(cfg)], None, case_weights(reps.candidates, cfg.stopping_gold_weight())
+            )
             res = CaseResult(reps.case(r), Pool(cid, reps.candidates), "skipped")
             res.absorb(run)
             res.calls, res.errors = src.calls, src.errors
