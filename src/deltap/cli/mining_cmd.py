@@ -232,7 +232,8 @@ def mine_command(
         bool,
         typer.Option(
             "--plan",
-            help="Print the run's plan (calls, tokens, cost, time; per case and in total) and stop: no solver call, nothing written.",
+            help="Print the run's plan (calls, tokens, cost, time; per case and in total) and stop: no solver call, nothing written. "
+            "On a run directory with trials, the calls already logged are subtracted.",
         ),
     ] = False,
     json_output: Annotated[bool, typer.Option("--json", help="--plan: print the plan as JSON on stdout.")] = False,
@@ -354,9 +355,9 @@ def mine_command(
     except DeltapError:
         if not (plan and solver_kind in ("openai", "gemini")):
             raise
-        from deltap.mining.plan import HostedModel
+        from deltap.mining.plan import hosted_model
 
-        solver = HostedModel.of(solver_kind, options.get("model"))  # planning needs no key and no connection
+        solver = hosted_model(solver_kind, options)  # planning needs no key and no connection
     config = MiningConfig(
         outcome=outcome,  # type: ignore[arg-type]
         budget=budget, seed=seed, q=q, pi=pi, design=design, null=null, min_effect=min_effect, context_order=context_order,
@@ -374,7 +375,7 @@ def mine_command(
     prices = prices_for(price_in, price_out, solver_id(solver), local=solver_kind == "local")
     if plan:
         _print_plan(
-            cases, corpus, solver, config, retriever, prices, latency, requests_per_minute, json_output, console
+            cases, corpus, solver, config, retriever, prices, latency, requests_per_minute, json_output, console, out
         )
         return
     executor: Any = None
@@ -418,6 +419,10 @@ def mine_command(
         from deltap.mining.spend import spend_line
 
         console.print(spend_line(run["spend"]), highlight=False)
+    if run.get("plan_vs_spent"):
+        from deltap.mining.plan import plan_vs_spent_lines
+
+        console.print("\n".join(plan_vs_spent_lines(run["plan_vs_spent"])), highlight=False)
     shared = (run.get("pytest_checks") or {}).get("shared") or {}
     if shared.get("cases"):
         console.print(
@@ -558,6 +563,7 @@ def _print_plan(
     rpm: float | None,
     as_json: bool,
     console: Any,
+    out: Path | None = None,
 ) -> None:
     """``deltap mine --plan``: the plan in 80 columns on stdout (or as JSON), no solver call."""
     import json
@@ -568,7 +574,9 @@ def _print_plan(
     if latency is not None and latency < 0:
         raise DeltapError(f"--latency must be seconds per call (>= 0), got {latency}")
     with console.status(f"planning {len(cases)} case(s) (pools and token counts, no solver call)..."):
-        plan = plan_mine(cases, corpus, solver, config, retriever=retriever, prices=prices, latency=latency, rpm=rpm)
+        plan = plan_mine(
+            cases, corpus, solver, config, retriever=retriever, prices=prices, latency=latency, rpm=rpm, out=out
+        )
     if as_json:
         typer.echo(json.dumps(plan.to_dict(), indent=2))
     else:

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from deltap.mining.progress import _clock_text, short_count
 from deltap.solvers.base import ContextWindow, ReferenceTokens, is_deterministic, solver_id
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ __all__ = [
     "plan_mine",
     "plan_vs_spent",
     "plan_vs_spent_lines",
-    "short_count",
+    "plan_vs_spent_rows",
     "time_range",
     "token_counter",
 ]
@@ -130,16 +131,6 @@ def answer_tokens(ceilings: Mapping[str, int], benchmark_type: str) -> int:
         if key in ceilings:
             return int(ceilings[key])
     return FALLBACK_MAX_TOKENS
-
-
-def short_count(n: float) -> str:
-    """``950``, ``48k``, ``1.2M``: a token count in a few characters (the progress display)."""
-    n = float(n)
-    if n < 1000:
-        return f"{n:.0f}"
-    if n < 1e6:
-        return f"{n / 1e3:.0f}k" if n >= 1e4 else f"{n / 1e3:.1f}k"
-    return f"{n / 1e6:.1f}M"
 
 
 def time_range(
@@ -403,8 +394,6 @@ class RunPlan:
             tail.append("cost: no prices (--price-in/--price-out)")
         secs = self.seconds(left)
         if secs is not None:
-            from deltap.mining.progress import _clock_text
-
             tail.append(f"time {_clock_text(secs[0])}–{_clock_text(secs[1])}")
         out.append("       " + " · ".join(tail))
         return out
@@ -444,8 +433,6 @@ class RunPlan:
         if secs is None:
             out.append("time    unknown: give --latency (seconds per call) or --rpm")
         else:
-            from deltap.mining.progress import _clock_text
-
             rate = (
                 f"{self.seconds_per_call[0]:.2f}–{self.seconds_per_call[1]:.2f} s/call, "
                 if self.seconds_per_call
@@ -683,6 +670,38 @@ def plan_vs_spent_lines(pvs: Mapping[str, Any]) -> list[str]:
         parts.append(f"solver time {_fmt_ratio(s['ratio'])} of the plan's top")
     line1 = "plan vs spent: " + " · ".join(parts[:2])
     return [line1] + (["               " + " · ".join(parts[2:])] if parts[2:] else [])
+
+
+def plan_vs_spent_rows(pvs: Any) -> list[tuple[str, str]]:
+    """``run.json``'s ``plan_vs_spent`` as ``(label, "spent of planned (ratio)")`` rows for the reports (``[]`` for a
+    run without a plan)."""
+    if not isinstance(pvs, Mapping):
+        return []
+    rows: list[tuple[str, str]] = []
+    c = pvs.get("calls") or {}
+    if c.get("plan_ceiling"):
+        rows.append(
+            (
+                "calls vs plan",
+                f"{c['spent']:,} of {c['plan_floor']:,}–{c['plan_ceiling']:,} ({_fmt_ratio(c.get('ratio'))})",
+            )
+        )
+    t = pvs.get("tokens_in") or {}
+    if t.get("spent") is not None and t.get("plan_expected"):
+        rows.append(("tokens in vs plan", f"{t['spent']:,} of ~{t['plan_expected']:,} ({_fmt_ratio(t.get('ratio'))})"))
+    o = pvs.get("tokens_out") or {}
+    if o.get("spent") is not None and o.get("plan_max"):
+        rows.append(("tokens out vs plan", f"{o['spent']:,} of ≤{o['plan_max']:,} ({_fmt_ratio(o.get('ratio'))})"))
+    k = pvs.get("cost_usd") or {}
+    if k.get("spent") is not None and k.get("plan_expected"):
+        rows.append(
+            ("cost vs plan", f"${k['spent']:,.2f} of ~${k['plan_expected']:,.2f} ({_fmt_ratio(k.get('ratio'))})")
+        )
+    s = pvs.get("seconds") or {}
+    if s.get("plan_max") is not None and s.get("solver_seconds") is not None:
+        rows.append(("solver time vs plan", f"{s['solver_seconds']:,.0f} s of {s['plan_min']:,.0f}–{s['plan_max']:,.0f} s "
+                     f"({_fmt_ratio(s.get('ratio'))} of the top)"))  # fmt: skip
+    return rows
 
 
 def _fmt_ratio(r: float | None) -> str:

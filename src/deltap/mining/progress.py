@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CallPlan", "MiningProgress", "planned_calls"]
+__all__ = ["CallPlan", "MiningProgress", "planned_calls", "short_count"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,16 @@ def planned_calls(config: Any, deterministic: bool = False) -> CallPlan:
 
     pre, design, coalition = call_ceiling(config, deterministic)
     return CallPlan(preflight=pre, design=design, coalition=coalition)
+
+
+def short_count(n: float) -> str:
+    """``950``, ``48k``, ``1.2M``: a token count in a few characters (the progress display)."""
+    n = float(n)
+    if n < 1000:
+        return f"{n:.0f}"
+    if n < 1e6:
+        return f"{n / 1e3:.0f}k" if n >= 1e4 else f"{n / 1e3:.1f}k"
+    return f"{n / 1e6:.1f}M"
 
 
 def _clock_text(seconds: float) -> str:
@@ -285,8 +295,6 @@ class MiningProgress:
         """``tokens 48k/~66k in · 310/≤2.0k out · $0.01/~$0.03`` once a call reported tokens or a plan is known: this
         process's tokens and cost against the plan's (expected prompt tokens, completion ceiling, expected cost; a
         resumed run's plan counts what was left). ``None`` before either."""
-        from deltap.mining.plan import short_count
-
         plan = self.run_plan
         if not self.tokens_in and not self.tokens_out and plan is None:
             return None
