@@ -348,6 +348,7 @@ class RunPlan:
             "rpm": self.rpm,
             "seconds": None if secs is None else {"min": round(secs[0], 1), "max": round(secs[1], 1)},
             "notes": list(self.notes),
+            "seconds_to_plan": None if self.seconds_to_plan is None else round(self.seconds_to_plan, 3),
             **self._left_dict(),
             "by_case": [c.to_dict() for c in self.cases],
         }
