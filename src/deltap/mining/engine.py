@@ -356,8 +356,7 @@ def _plan(
     rpm = getattr(limits, "requests_per_minute", None)
     workers = int(getattr(lanes.executor, "slots", cfg.workers) or cfg.workers)
     plan = plan_calls(cases, pools, cfg, solver, prices=prices, workers=workers, rpm=rpm, logged=logged)
-    if lanes.progress is not None:
-        lanes.progress({"phase": "plan", "plan": plan})
+    lanes.report({"phase": "plan", "plan": plan})  # with calls (0 so far), as every event
     return plan
 
 
