@@ -171,3 +171,61 @@ def test_a_hosted_plan_uses_the_configured_max_tokens(
           "--plan", "--json"])  # fmt: skip
     d = json.loads(capsys.readouterr().out)
     assert d["by_case"][0]["tokens_out_max"] == 300 * d["by_case"][0]["calls_ceiling"]
+
+
+def test_end_to_end_plan_counts_the_calls_the_run_makes(tmp_path: Path) -> None:
+    from deltap.endtoend import EndToEndConfig, end_to_end
+    from deltap.endtoend.plan import plan_end_to_end
+    from deltap.mining.plan import FALLBACK_MAX_TOKENS
+    from deltap.mining.spend import prices_for
+    from deltap.solvers.simulated import SimulatedSolver
+    from tests.unit.test_endtoend import _systems, _toy
+
+    cases, corpus, truth = _toy(4)
+    det = SimulatedSolver(truth, seed=1, deterministic=True)
+    systems = _systems(cases, {"a": ["d0", "d1"], "same_as_a": ["d0", "d1"], "other": ["d1", "d0"]})
+    cfg = EndToEndConfig(k=2, repeats=5)
+    plan = plan_end_to_end(cases, corpus, det, systems, cfg, prices=prices_for(1.0, 4.0), latency=2.0)
+    assert det.calls == 0  # planning asks nothing
+    assert [(s.name, s.calls, s.cached) for s in plan.systems] == [("a", 4, 0), ("same_as_a", 0, 4), ("other", 4, 0)]
+    res = end_to_end(cases, corpus, det, systems, config=cfg)
+    assert plan.calls() == res.run["calls"] == det.calls and sum(s.cached for s in plan.systems) == res.run["cached"]
+    d = plan.to_dict()
+    assert d["tokens_out_max"] == FALLBACK_MAX_TOKENS * plan.calls() and d["tokens_in"] > 0
+    assert d["cost_usd"] == pytest.approx((d["tokens_in"] * 1.0 + d["tokens_out_max"] * 4.0) / 1e6, abs=1e-6)
+    assert d["seconds"] == {"min": 2.0 * plan.calls(), "max": 2.0 * plan.calls()}
+    assert all(len(line) <= 80 for line in plan.lines()), plan.lines()
+    # a stochastic solver: every repeat is a call; a resumed folder subtracts the trials its log holds
+    sto = SimulatedSolver(truth, seed=1)
+    two = _systems(cases, {"a": ["d0", "d1"], "b": ["d2"]})
+    cfg3 = EndToEndConfig(k=2, repeats=3)
+    assert plan_end_to_end(cases, corpus, sto, two, cfg3).calls() == 4 * 2 * 3
+    end_to_end(cases[:2], corpus, sto, two, out=tmp_path, config=cfg3)
+    resumed = plan_end_to_end(cases, corpus, sto, two, cfg3, out=tmp_path)
+    assert resumed.logged() == 2 * 2 * 3 and resumed.calls() == 2 * 2 * 3
+    assert any(line.startswith("resuming: 12 trial(s) already logged; 12 call(s) left") for line in resumed.lines())
+
+
+def test_cli_endtoend_plan_makes_no_call(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from deltap.cli.app import main
+    from tests.unit.test_mining_cli import _files
+
+    corpus, bench = _files(tmp_path)
+    out = tmp_path / "run"
+    main(["mine", str(bench), "--corpus", str(corpus), "--retriever", "none", "--solver", "simulated", "--budget", "16",
+          "--placebo", "3", "--out", str(out), "--pilot", "0"])  # fmt: skip
+    capsys.readouterr()
+    args = ["endtoend", str(out), str(bench), "--corpus", str(corpus), "--retriever", "", "--controls", "none,gold,all",
+            "--solver", "simulated", "--repeats", "2", "--plan"]  # fmt: skip
+    main([*args, "--json", "--price-in", "1", "--latency", "0.5"])
+    d = json.loads(capsys.readouterr().out)
+    assert [s["system"] for s in d["by_system"]] == ["none", "gold", "all"]
+    assert d["calls"] == 1 * 3 * 2 and d["seconds"]["max"] == pytest.approx(0.5 * 6) and d["cost_usd"] > 0
+    assert not (out / "endtoend").exists()  # no call made, nothing written
+    main(args)
+    text = capsys.readouterr().out
+    assert text.startswith("plan: end to end, 1 case(s) × 3 system(s) × 2 repeat(s), no call made")
+    assert all(len(line) <= 80 for line in text.splitlines())
+    with pytest.raises(SystemExit) as exc:
+        main([*args[:-1], "--json"])
+    assert exc.value.code == 2 and "--json prints the plan" in capsys.readouterr().err
