@@ -229,3 +229,17 @@ def test_cli_endtoend_plan_makes_no_call(tmp_path: Path, capsys: pytest.CaptureF
     with pytest.raises(SystemExit) as exc:
         main([*args[:-1], "--json"])
     assert exc.value.code == 2 and "--json prints the plan" in capsys.readouterr().err
+
+
+def test_progress_says_when_the_solver_reports_no_tokens(corpus: Corpus) -> None:
+    from deltap.mining.plan import plan_calls
+    from deltap.mining.progress import MiningProgress
+    from deltap.solvers.simulated import SimulatedSolver
+
+    plan = plan_calls([_case("a")], {"a": [corpus["d00"]]}, CFG, SimulatedSolver(_truths("a"), seed=1))
+    bar = MiningProgress(1, enabled=False, config=CFG)
+    bar({"phase": "plan", "plan": plan, "calls": 0})
+    assert bar.spent_line() is not None and "0/~" in (bar.spent_line() or "")  # before the first call: 0 of the plan
+    bar({"case_id": "a", "case_index": 0, "cases": 1, "trials": 4, "budget": 32, "status": "running", "calls": 6,
+         "tokens_in": 0, "tokens_out": 0})  # fmt: skip
+    assert (bar.spent_line() or "").strip().startswith("tokens not reported by this solver · plan ~")

@@ -298,6 +298,8 @@ class MiningProgress:
         plan = self.run_plan
         if not self.tokens_in and not self.tokens_out and plan is None:
             return None
+        if not self.tokens_in and not self.tokens_out and self.calls and self.planned_tokens_in:
+            return f"       tokens not reported by this solver · plan ~{short_count(self.planned_tokens_in)} in"
         tin = short_count(self.tokens_in)
         tout = short_count(self.tokens_out)
         if self.planned_tokens_in:
