@@ -389,7 +389,9 @@ class RunPlan:
         )
         tail = []
         cost = self.cost(left)
-        if cost is not None:
+        if self.prices is not None and not (self.prices.input or self.prices.output):
+            tail.append(f"cost $0: {self.prices.source}")
+        elif cost is not None:
             tail.append(f"cost ~${cost[0]:,.2f} (≤${cost[1]:,.2f})")
         else:
             tail.append("cost: no prices (--price-in/--price-out)")

@@ -10,7 +10,7 @@ What it shows (and why each figure can be trusted):
   calls already logged) and shows tokens and cost *against the plan*.
 * **tokens** — prompt and completion tokens of those calls as the solver counted them (the events' ``tokens_in`` /
   ``tokens_out``) against the plan's expected prompt tokens and its completion ceiling, and their cost at the run's
-  prices against the plan's expected cost: ``tokens 48k/~66k in · 0/≤0 out · $0.00/~$0.00``.
+  prices against the plan's expected cost: ``tokens 48k/~66k in · 310/≤2.0k out · $0.01/~$0.03``.
 * **rate and time left** — seconds per call measured on this run (wall time / calls), and the time the remaining
   ceiling takes at that rate: an upper bound (``≤``), because adaptive stopping usually ends cases sooner.
 * **the current case** — its full id (wrapped, never cut), the phase (preflight, design trials, coalition check),
@@ -308,7 +308,7 @@ class MiningProgress:
             tout += f"/≤{short_count(plan.tokens_out(left=True))}"
         line = f"tokens {tin} in · {tout} out"
         prices = self.prices if self.prices is not None else (plan.prices if plan is not None else None)
-        if prices is not None:
+        if prices is not None and (prices.input or prices.output):  # the local model's $0.00 says nothing
             line += f" · ${prices.cost(self.tokens_in, self.tokens_out):,.2f}"
             cost = plan.cost(left=True) if plan is not None else None
             if cost is not None:
