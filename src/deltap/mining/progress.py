@@ -306,7 +306,8 @@ class MiningProgress:
             tin += f"/~{short_count(self.planned_tokens_in)}"
         if plan is not None:
             tout += f"/≤{short_count(plan.tokens_out(left=True))}"
-        line = f"tokens {tin} in · {tout} out"
+        scores_only = not self.tokens_out and plan is not None and not plan.tokens_out()  # logprob: nothing generated
+        line = f"tokens {tin} in" + ("" if scores_only else f" · {tout} out")
         prices = self.prices if self.prices is not None else (plan.prices if plan is not None else None)
         if prices is not None and (prices.input or prices.output):  # the local model's $0.00 says nothing
             line += f" · ${prices.cost(self.tokens_in, self.tokens_out):,.2f}"
