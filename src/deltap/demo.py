@@ -286,9 +286,10 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
         )
     mining = _mining_config(config, per_case)
     plan = planned_calls(mining, deterministic=det)
+    # the calls by phase, tokens, cost and time follow in the plan mine() shows before its first call
     say(
-        f"[3/6] mining: {len(cases)} cases × {plan.describe()} = ≤{len(cases) * plan.per_case} of --calls "
-        f"{config.calls}; solver={config.solver}, outcome={config.outcome}"
+        f"[3/6] mining: {len(cases)} cases, --calls {config.calls} (≤{plan.per_case} calls per case); "
+        f"solver={config.solver}, outcome={config.outcome}"
     )
     t0 = time.perf_counter()
     _mine(config, corpus, cases, settings, dense, rd, mining, say)
@@ -444,7 +445,14 @@ def _mine(
     ):
         warnings.simplefilter("always", PlaceboCalibrationWarning)
         warnings.simplefilter("always", TiltWarning)
-        run.mine(progress=bar)
+
+        def progress(event: dict[str, Any]) -> None:
+            if event.get("phase") == "plan" and not config.progress:  # the display shows it; without one, say it
+                for line in event["plan"].brief():
+                    say(line)
+            bar(event)
+
+        run.mine(progress=progress)
     for w in caught:  # shown after the progress bars, as one readable line each
         if issubclass(w.category, PlaceboCalibrationWarning | TiltWarning):
             say(f"  warning: {w.message}")

@@ -53,12 +53,14 @@ def test_simulated_demo_writes_every_output(simulated_demo: tuple[Path, list[str
     assert [ln for ln in lines if ln.startswith("[")] == [
         "[1/6] corpus: documenting 12 standard-library modules",
         "[2/6] retrievers: BM25, dense (embedded Qdrant), hybrid (RRF)",
-        "[3/6] mining: 5 cases × ≤40 solver calls (4 preflight, ≤28 trials, ≤8 coalition check) = ≤200 of --calls 200; "
-        "solver=simulated, outcome=logprob",
+        "[3/6] mining: 5 cases, --calls 200 (≤40 calls per case); solver=simulated, outcome=logprob",
         "[4/6] evaluation: bm25, dense, hybrid against the mined qrels",
         "[5/6] end to end: bm25, dense, hybrid, none: each one's top 3 in the prompt, fresh seeds",
         "[6/6] report",
     ]
+    # the plan, said before the first call (no progress display here), carries the calls by phase
+    at = lines.index(next(ln for ln in lines if ln.startswith("[3/6]")))
+    assert lines[at + 1] == "plan   5 case(s): calls ≤200 (preflight 20, trials ≤140, coalition ≤40)"
     assert set(result.timings) >= {"corpus", "index", "mining", "evaluation", "endtoend", "report", "total"}  # type: ignore[attr-defined]
     e2e = result.endtoend  # type: ignore[attr-defined]
     assert set(e2e["summary"]) == {"bm25", "dense", "hybrid", "none"} and e2e["complete_cases"] == 5

@@ -221,14 +221,15 @@ def test_demo_header_states_the_ceiling_it_keeps(tmp_path: Path) -> None:
         DemoConfig(out=tmp_path / "demo", cases=3, calls=90, solver="simulated", embedder="hash", progress=False),
         say=lines.append,
     )
-    header = next(ln for ln in lines if ln.startswith("[3/6]"))
-    m = re.search(
-        r"3 cases × ≤(\d+) solver calls \((\d+) preflight, ≤(\d+) trials, ≤(\d+) coalition check\) = ≤(\d+) of --calls 90",
-        header,
-    )
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("[3/6]"))
+    header, plan = lines[at], lines[at + 1]  # the budget's split, then the plan mine() shows before its first call
+    m = re.search(r"3 cases, --calls 90 \(≤(\d+) calls per case\)", header)
     assert m, header
-    per_case, pre, trials, coal, total = map(int, m.groups())
-    assert per_case == pre + trials + coal and total == 3 * per_case <= 90
+    per_case = int(m.group(1))
+    p = re.fullmatch(r"plan   3 case\(s\): calls ≤(\d+) \(preflight (\d+), trials ≤(\d+), coalition ≤(\d+)\)", plan)
+    assert p, plan
+    total, pre, trials, coal = map(int, p.groups())
+    assert total == pre + trials + coal == 3 * per_case <= 90
     run = json.loads((result.run_dir / "run.json").read_text(encoding="utf-8"))
     assert run["calls"] <= total
     for case in run.get("per_case", []) or []:
@@ -325,7 +326,7 @@ def test_demo_cli_prints_the_reports_call_figures(tmp_path: Path, capsys: pytest
     assert (
         f"({data.total_calls()} solver calls, {data.trial_log.seconds_per_call:.2f} s of solver time each)" in printed
     )
-    assert "--calls 60" in printed and "= ≤60 of" in printed
+    assert "--calls 60 (≤30 calls per case)" in printed and "plan   2 case(s): calls ≤60 (" in printed
 
 
 def test_too_few_placebos_is_said_once_and_last(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

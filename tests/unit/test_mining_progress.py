@@ -158,4 +158,5 @@ def test_a_real_run_ends_with_the_calls_it_logged(tmp_path) -> None:
         )
     assert bar.calls == result.run["calls"] == result.run["calls_this_process"]
     assert bar.ceiling() == bar.calls  # the bar ends full, at the figure the report shows
-    assert events[0]["status"] == "preflight"  # the display names the case before its first batch
+    assert events[0]["phase"] == "plan" and events[0]["calls"] == 0  # the plan comes first, before any call
+    assert events[1]["status"] == "preflight"  # the display names the case before its first batch

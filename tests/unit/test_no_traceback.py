@@ -19,7 +19,7 @@ import pytest
 
 from deltap.cli.app import main
 
-_PROGRESS = re.compile(r"^(cases|trials)\s")
+_PROGRESS = re.compile(r"^(cases|trials|plan)\s|^ {7}\S")  # progress bars, the plan mine() shows first
 
 BAD = b"\xff\xfe bad \xc3\x28"
 

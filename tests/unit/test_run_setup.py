@@ -158,10 +158,10 @@ def test_demo_calls_and_the_deprecated_budget(tmp_path: Path, capsys: pytest.Cap
     assert main([*args, "--out", str(tmp_path / "old"), "--budget", "60"]) in (0, None)
     printed = capsys.readouterr()
     assert printed.err.count(BUDGET_DEPRECATED) == 1
-    assert "of --calls 60;" in printed.out
+    assert "--calls 60 (≤30 calls per case);" in printed.out
     assert main([*args, "--out", str(tmp_path / "new"), "--calls", "60"]) in (0, None)
     printed = capsys.readouterr()
-    assert "deprecated" not in printed.err and "of --calls 60;" in printed.out
+    assert "deprecated" not in printed.err and "--calls 60 (≤30 calls per case);" in printed.out
     assert (tmp_path / "old" / "run" / "qrels.trec").read_text() == (
         tmp_path / "new" / "run" / "qrels.trec"
     ).read_text()

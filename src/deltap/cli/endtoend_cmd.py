@@ -100,6 +100,28 @@ def endtoend_command(
         float | None, typer.Option("--tokens-per-minute", "--tpm", help="Hosted solvers: the endpoint's token limit.")
     ] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="Only the first N cases of the run.")] = None,
+    plan: Annotated[
+        bool,
+        typer.Option(
+            "--plan",
+            help="Print the plan (calls per system and in total, tokens, cost, time) and stop: no solver call, nothing "
+            "written; trials RUN_DIR/endtoend already logged are subtracted.",
+        ),
+    ] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="--plan: print the plan as JSON on stdout.")] = False,
+    price_in: Annotated[
+        float | None,
+        typer.Option("--price-in", help="--plan: USD per million prompt tokens (default: as deltap mine's)."),
+    ] = None,
+    price_out: Annotated[
+        float | None, typer.Option("--price-out", help="--plan: USD per million completion tokens.")
+    ] = None,
+    latency: Annotated[
+        float | None,
+        typer.Option(
+            "--latency", help="--plan: seconds per solver call (default: the local model's measured throughput)."
+        ),
+    ] = None,
 ) -> None:
     """Run every system's top-k through the solver end to end and say which qrels predict success.
 
@@ -107,10 +129,13 @@ def endtoend_command(
     candidate). Writes RUN_DIR/endtoend/results.json, per_case.csv, per_case.json, manifest.json and its own
     resumable trials.sqlite (fresh seeds: mining's trials are never reused).
     """
+    import json
+
     from rich.console import Console
 
     from deltap.endtoend.engine import call_ceiling
     from deltap.endtoend.rundir import evaluate_end_to_end, rundir_systems
+    from deltap.errors import DeltapError
     from deltap.loaders import load_cases, load_corpus
     from deltap.mining import setup
     from deltap.mining.trials import TrialLog
@@ -132,6 +157,16 @@ def endtoend_command(
             run_dir, cases, corpus, retrievers=kinds, runs=runs, controls=control_names, k=k, store=index, seed=seed
         )
     cases = cases[:limit] if limit is not None else cases
+    if json_output and not plan:
+        raise DeltapError("--json prints the plan: use it with --plan")
+    if plan:  # no solver call, nothing written
+        from deltap.endtoend.plan import plan_from_options
+
+        options = {**setup.parse_options(solver_option), **({"model": model} if model else {})}
+        p = plan_from_options(cases, corpus, systems, cfg, solver_kind, options, price_in=price_in, price_out=price_out,
+                              latency=latency, rpm=requests_per_minute, out=rd.endtoend.root)  # fmt: skip
+        typer.echo(json.dumps(p.to_dict(), indent=2) if json_output else "\n".join(p.lines()))
+        return
     solver, _, executor = setup.build_solver(
         setup.SolverSettings(solver_kind, model, setup.parse_options(solver_option), requests_per_minute, tokens_per_minute),
         setup.ExecutorSettings(executor_kind, workers, {**({"address": ray_address} if ray_address else {}),

@@ -204,7 +204,8 @@ def mine_command(
         bool,
         typer.Option(
             "--plan",
-            help="Print the run's plan (calls, tokens, cost, time; per case and in total) and stop: no solver call, nothing written.",
+            help="Print the run's plan (calls, tokens, cost, time; per case and in total) and stop: no solver call, nothing written. "
+            "On a run directory with trials, the calls already logged are subtracted.",
         ),
     ] = False,
     json_output: Annotated[bool, typer.Option("--json", help="--plan: print the plan as JSON on stdout.")] = False,

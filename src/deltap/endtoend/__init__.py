@@ -5,6 +5,7 @@
   with fresh seeds, each case's own checker (or the reference's log-probability) (:mod:`.engine`).
 * :func:`metric_validity` — how well metrics on the benchmark's gold qrels and on deltap's mined qrels agree with
   that success, across systems and across questions (:mod:`.validity`).
+* :func:`plan_end_to_end` — the run's calls, tokens, cost and time before any call (``--plan``; :mod:`.plan`).
 * :class:`System` and its builders — retrievers, saved runs, controls (:mod:`.systems`).
 
 Names are lazy: ``import deltap.endtoend.config`` (what the CLI needs for its defaults) does not load numpy.
@@ -27,6 +28,7 @@ _LAZY: dict[str, str] = {
     "retriever_systems": "deltap.endtoend.systems",
     "run_systems": "deltap.endtoend.systems",
     "metric_validity": "deltap.endtoend.validity",
+    "plan_end_to_end": "deltap.endtoend.plan",
 }
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)
@@ -34,6 +36,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deltap.endtoend.config import EndToEndConfig
     from deltap.endtoend.engine import end_to_end
+    from deltap.endtoend.plan import plan_end_to_end
     from deltap.endtoend.results import EndToEndResult
     from deltap.endtoend.rundir import evaluate_end_to_end
     from deltap.endtoend.systems import CONTROLS, System, control_systems, retriever_systems, run_systems

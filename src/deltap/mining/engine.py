@@ -68,6 +68,7 @@ from deltap.mining.design import InclusionDesign
 from deltap.mining.labels import dataset_verdicts, placebo_calibration, record_coalitions
 from deltap.mining.manifest import check_writable_ids, prepare_resume, solver_model_digest
 from deltap.mining.outputs import build_dataset, placebo_warning, run_summary, write_run_directory
+from deltap.mining.plan import RunPlan, plan_calls, plan_vs_spent
 from deltap.mining.pool import Pool, build_pool
 from deltap.mining.procedure import case_weights, run_case
 from deltap.mining.results import CaseResult, MiningResult, PlaceboCalibrationWarning, ProgressFn
@@ -215,7 +216,10 @@ def mine(
         raise
     lanes = _Lanes(executor, cfg, _serialized(progress), len(cases))
     pilot_info: dict[str, Any] | None = None
+    prices = prices_for(cfg.price_in, cfg.price_out, solver_name, local=solver_name.startswith("llama_cpp:"))
     try:
+        # The plan before the first call (the pools drawn here are the ones the cases then mine: no double work)
+        plan = _plan(cases, corpus, solver, retriever, log, cfg, prices, lanes)
         if cfg.pilot > 0 and cases:  # before any design trial; a stop closes the executor and the log below
             pilot_info = _pilot(cases, corpus, solver, factory, retriever, log, cfg, lanes)
         results = lanes.map(
@@ -228,7 +232,6 @@ def mine(
                 lambda res: _coalition_case(res, corpus, solver, factory, log, cfg, policy, lanes),
                 [r for r in results if r.X is not None],
             )
-        prices = prices_for(cfg.price_in, cfg.price_out, solver_name, local=solver_name.startswith("llama_cpp:"))
         spend = log_spend(log, [r.case.case_id for r in results], prices)  # every session of the log, as the calls
         for res in results:  # calls = logged solver calls (the same for a resumed and an uninterrupted run)
             res.info["calls_by_kind"] = logged_calls(log, res.case.case_id)
@@ -257,6 +260,8 @@ def mine(
             "tokens_out": lanes.tally.tokens_out,
         }
         dataset.metadata["spend"] = {k: v for k, v in spend.items() if k not in ("by_case", "solver_seconds")}
+        run["plan"] = {k: v for k, v in plan.to_dict().items() if k != "by_case"}
+        run["plan_vs_spent"] = plan_vs_spent(plan, spend, ended - started)
         run["resume"] = resumed
         if pilot_info is not None:
             run["pilot"] = pilot_info
@@ -296,6 +301,7 @@ class _Lanes:
         # Pools are drawn one at a time: retrievers (an embedded Qdrant, an embedding model) and a local solver's
         # tokenizer are not made to be called from several threads at once.
         self.prepare_lock = threading.Lock()
+        self.drawn: dict[str, tuple[Pool, dict[str, Any] | None]] = {}  # pools drawn for the plan, not stored yet
 
     def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
         from deltap.execution.concurrent import map_cases
@@ -315,6 +321,48 @@ class _Lanes:
             )
 
 
+def _draw_pool(
+    case: Case, corpus: Corpus, solver: Solver, retriever: Retriever | None, cfg: MiningConfig
+) -> tuple[Pool, dict[str, Any] | None]:
+    """A new case's pool (gold, retrieved, placebo), fitted to the solver's context window."""
+    pool = build_pool(
+        case, corpus, retriever, cfg.k, cfg.n_placebo, cfg.max_candidates, cfg.seed, placebo_kind=cfg.placebo_kind
+    )
+    return fit_context(pool, case, corpus, solver, cfg)
+
+
+def _plan(
+    cases: Sequence[Case],
+    corpus: Corpus,
+    solver: Solver,
+    retriever: Retriever | None,
+    log: TrialLog,
+    cfg: MiningConfig,
+    prices: Any,
+    lanes: _Lanes,
+) -> RunPlan:
+    """The run's plan (:mod:`deltap.mining.plan`) from the pools the cases will mine (stored ones for a resumed case,
+    new ones drawn now and kept in ``lanes.drawn`` until the case stores them) minus the calls already logged;
+    sent to the progress callback as ``{"phase": "plan", "plan": RunPlan}`` before the first call."""
+    pools: dict[str, list[Any]] = {}
+    logged: dict[str, dict[str, int]] = {}
+    for case in cases:
+        stored = log.get_pool(case.case_id)
+        if stored is not None:
+            pool = Pool.from_dict(stored)
+            logged[case.case_id] = logged_calls(log, case.case_id)
+        else:
+            lanes.drawn[case.case_id] = _draw_pool(case, corpus, solver, retriever, cfg)
+            pool = lanes.drawn[case.case_id][0]
+        pools[case.case_id] = [corpus[d] for d in pool.doc_ids]
+    limits = getattr(getattr(solver, "limiter", None), "limits", None)
+    rpm = getattr(limits, "requests_per_minute", None)
+    workers = int(getattr(lanes.executor, "slots", cfg.workers) or cfg.workers)
+    plan = plan_calls(cases, pools, cfg, solver, prices=prices, workers=workers, rpm=rpm, logged=logged)
+    lanes.report({"phase": "plan", "plan": plan})  # with calls (0 so far), as every event
+    return plan
+
+
 def _prepare_case(
     case: Case,
     corpus: Corpus,
@@ -323,15 +371,14 @@ def _prepare_case(
     retriever: Retriever | None,
     log: TrialLog,
     cfg: MiningConfig,
+    drawn: dict[str, tuple[Pool, dict[str, Any] | None]] | None = None,
 ) -> _Prepared:
     stored = log.get_pool(case.case_id)
     if stored is not None:
         pool = Pool.from_dict(stored)
     else:
-        pool = build_pool(
-            case, corpus, retriever, cfg.k, cfg.n_placebo, cfg.max_candidates, cfg.seed, placebo_kind=cfg.placebo_kind
-        )
-        pool, context = fit_context(pool, case, corpus, solver, cfg)
+        early = (drawn or {}).pop(case.case_id, None)
+        pool, context = early if early is not None else _draw_pool(case, corpus, solver, retriever, cfg)
         log.put_pool(case.case_id, {**pool.to_dict(), **({"context": context} if context else {})})
         stored = {"context": context} if context else {}
     res = CaseResult(case, pool, "skipped")
@@ -369,7 +416,7 @@ def _mine_case(
 ) -> CaseResult:
     t0 = time.perf_counter()
     with lanes.prepare_lock:
-        prep = _prepare_case(case, corpus, solver, factory, retriever, log, cfg)
+        prep = _prepare_case(case, corpus, solver, factory, retriever, log, cfg, lanes.drawn)
     res = prep.res
     m = len(res.pool.candidates)
     schedule = cfg.schedule(m)
@@ -437,7 +484,7 @@ def _pilot(
     sampled: list[PilotCase] = []
     for cid in picked:
         with lanes.prepare_lock:
-            prep = _prepare_case(by_id[cid], corpus, solver, factory, retriever, log, cfg)
+            prep = _prepare_case(by_id[cid], corpus, solver, factory, retriever, log, cfg, lanes.drawn)
         if not prep.ready:
             continue
         runner = TrialRunner(

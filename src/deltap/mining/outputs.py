@@ -297,6 +297,10 @@ def summary_lines(run: dict[str, Any]) -> list[tuple[str, str]]:
     out.append((f"verdicts: {run['verdicts']}", ""))
     if run.get("spend"):
         out.append((spend_line(run["spend"]), ""))
+    if run.get("plan_vs_spent"):
+        from deltap.mining.plan import plan_vs_spent_lines
+
+        out.extend((line, "") for line in plan_vs_spent_lines(run["plan_vs_spent"]))
     shared = (run.get("pytest_checks") or {}).get("shared") or {}
     if shared.get("cases"):
         out.append(

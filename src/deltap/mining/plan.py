@@ -21,7 +21,13 @@ else unknown; calls run ``workers`` at a time, and never faster than ``rpm`` per
 
 One function serves any verb that plans its calls: :func:`plan_calls` takes the cases, each case's candidate
 documents and its call ceiling, a config and a solver, and returns a :class:`RunPlan` (``to_dict`` for JSON,
-``lines`` for 80 columns). :func:`plan_mine` is ``deltap mine``'s: it draws the pools as the run would.
+``lines`` for 80 columns, ``brief`` for the block ``mine()`` shows before its first call). :func:`plan_mine` is
+``deltap mine --plan``'s: it draws the pools as the run would, and on a run directory that already holds trials it
+reads the stored pools and subtracts the calls already logged (``resuming: 84 of 150 calls already logged; 66 left``).
+
+Against the run. ``mine()`` computes the same plan before its first call (from the pools it then mines), shows it
+first, feeds it to the progress display (calls, tokens and cost *against the plan*) and records in ``run.json`` the
+plan and what was spent against it (:func:`plan_vs_spent`: the ratios).
 """
 
 from __future__ import annotations
@@ -29,8 +35,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from deltap.mining.progress import _clock_text, short_count
 from deltap.outcomes import outcome_kind
 from deltap.solvers.base import ContextWindow, ReferenceTokens, is_deterministic, solver_id
 
@@ -46,9 +54,17 @@ __all__ = [
     "LOCAL_GENERATED_TOKENS_PER_S",
     "LOCAL_PROMPT_TOKENS_PER_S",
     "CasePlan",
+    "HostedModel",
     "RunPlan",
+    "answer_ceilings",
+    "hosted_model",
+    "logged_in_run_dir",
     "plan_calls",
     "plan_mine",
+    "plan_vs_spent",
+    "plan_vs_spent_lines",
+    "plan_vs_spent_rows",
+    "time_range",
     "token_counter",
 ]
 
@@ -77,6 +93,78 @@ class HostedModel:
         if kind == "gemini":
             return cls(f"gemini:{model or 'gemini-2.0-flash'}", default_max_tokens("gemini"))
         return cls(f"openai:{model or 'gpt-4o-mini'}", default_max_tokens("openai"))
+
+
+def hosted_model(kind: str, options: Mapping[str, Any]) -> HostedModel:
+    """The :class:`HostedModel` a plan uses for a hosted solver it cannot build (no API key): its default answer
+    ceilings with the user's ``max_tokens`` overrides (``--solver-option max_tokens='{"api_understanding": 512}'``),
+    merged as the solver itself merges them."""
+    base = HostedModel.of(kind, options.get("model"))
+    overrides = options.get("max_tokens")
+    if not overrides:
+        return base
+    if not isinstance(overrides, Mapping):
+        from deltap.errors import DeltapError
+
+        raise DeltapError(
+            f'max_tokens must map benchmark types to answer tokens (e.g. {{"api_understanding": 64}}), got {overrides!r}'
+        )
+    return HostedModel(base.id, {**dict(base.max_tokens), **{str(k): int(v) for k, v in overrides.items()}})
+
+
+def answer_ceilings(solver: Any) -> dict[str, int]:
+    """The solver's answer ceilings per benchmark type, read from the solver object itself (its ``max_tokens``
+    attribute, or the wrapped solver's for a wrapper such as :class:`~deltap.solvers.caching.CachedSolver`), so a
+    custom ``max_tokens`` counts; ``{}`` when it declares none."""
+    for obj in (solver, getattr(solver, "inner", None)):
+        mt = getattr(obj, "max_tokens", None)
+        if isinstance(mt, Mapping) and mt:
+            return {str(k): int(v) for k, v in mt.items()}
+    return {}
+
+
+def answer_tokens(ceilings: Mapping[str, int], benchmark_type: str) -> int:
+    """Completion tokens of one answer at most: the ceiling of the benchmark type, else the solver's ``beir``
+    (generic) one, else :data:`FALLBACK_MAX_TOKENS`."""
+    for key in (benchmark_type, "beir"):
+        if key in ceilings:
+            return int(ceilings[key])
+    return FALLBACK_MAX_TOKENS
+
+
+def time_range(
+    floor_calls: int,
+    ceiling_calls: int,
+    seconds_per_call: tuple[float, float] | None,
+    workers: int,
+    rpm: float | None,
+) -> tuple[float, float] | None:
+    """``(floor calls at the fastest rate, ceiling calls at the slowest)`` in wall seconds: calls run ``workers`` at a
+    time and never faster than ``rpm`` per minute; ``None`` when neither the latency nor ``rpm`` is known."""
+
+    def wall(calls: int, per_call: float | None) -> float:
+        t = calls * per_call / max(1, workers) if per_call is not None else 0.0
+        return max(t, 60.0 * calls / rpm) if rpm else t
+
+    if seconds_per_call is None and not rpm:
+        return None
+    lo, hi = seconds_per_call or (None, None)
+    return wall(floor_calls, lo), wall(ceiling_calls, hi)
+
+
+def local_latency(solver: Any, tokens_in_per_call: float, tokens_out_per_call: float) -> tuple[float, float] | None:
+    """Seconds per call of the local llama.cpp model from its 2-core throughput (``None`` for any other solver)."""
+    if not (isinstance(solver, ContextWindow) and solver_id(solver).startswith("llama_cpp:")):
+        return None
+    lo = tokens_in_per_call / LOCAL_PROMPT_TOKENS_PER_S[1] + tokens_out_per_call / LOCAL_GENERATED_TOKENS_PER_S[1]
+    hi = tokens_in_per_call / LOCAL_PROMPT_TOKENS_PER_S[0] + tokens_out_per_call / LOCAL_GENERATED_TOKENS_PER_S[0]
+    return lo, hi
+
+
+LOCAL_LATENCY_SOURCE = (
+    f"the local model's 2-core throughput ({LOCAL_PROMPT_TOKENS_PER_S[0]:g}-{LOCAL_PROMPT_TOKENS_PER_S[1]:g} prompt, "
+    f"{LOCAL_GENERATED_TOKENS_PER_S[0]:g}-{LOCAL_GENERATED_TOKENS_PER_S[1]:g} generated tokens/s)"
+)
 
 
 def token_counter(solver: Solver | HostedModel) -> tuple[Callable[[SolveRequest], int], str]:
@@ -110,6 +198,7 @@ class CasePlan:
         tokens_none / tokens_all: Prompt tokens with no document / with every candidate.
         tokens_expected: Expected prompt tokens of a design trial (``T0 + π Σ t_i``).
         tokens_out: Completion tokens per call, at most.
+        logged: Calls by phase the trial log already holds (a resumed run: they are not made again).
     """
 
     case_id: str
@@ -120,31 +209,52 @@ class CasePlan:
     tokens_all: int
     tokens_expected: float
     tokens_out: int
+    logged: dict[str, int] = field(default_factory=dict)
 
     @property
     def ceiling(self) -> int:
         return sum(self.calls.values())
 
-    def tokens_in(self) -> tuple[float, int]:
-        """``(expected at the ceiling, most)``: prompt tokens of the case's calls."""
-        pre = self.calls.get("preflight", 0)
-        half = pre / 2
-        rest = self.ceiling - pre
-        expected = half * (self.tokens_none + self.tokens_all) + rest * self.tokens_expected
-        return expected, pre * self.tokens_all + rest * self.tokens_all
+    def left(self) -> dict[str, int]:
+        """Calls by phase still to make at most: the ceiling minus what the log holds."""
+        return {k: max(0, v - int(self.logged.get(k, 0))) for k, v in self.calls.items()}
+
+    def logged_calls(self) -> int:
+        """Logged calls that count against the ceiling (at most the ceiling of each phase)."""
+        return self.ceiling - sum(self.left().values())
+
+    def _tokens(self, calls: Mapping[str, int]) -> tuple[float, int]:
+        pre = calls.get("preflight", 0)
+        rest = sum(calls.values()) - pre
+        expected = pre / 2 * (self.tokens_none + self.tokens_all) + rest * self.tokens_expected
+        return expected, (pre + rest) * self.tokens_all
+
+    def tokens_in(self, left: bool = False) -> tuple[float, int]:
+        """``(expected at the ceiling, most)``: prompt tokens of the case's calls (``left``: of those not logged)."""
+        return self._tokens(self.left() if left else self.calls)
+
+    def floor_left(self) -> int:
+        return max(0, self.floor - self.logged_calls())
 
     def to_dict(self) -> dict[str, Any]:
         expected, most = self.tokens_in()
-        return {
+        out = {
             "case_id": self.case_id, "candidates": self.candidates, "calls": dict(self.calls), "calls_ceiling": self.ceiling,
             "calls_floor": self.floor, "prompt_tokens": {"none": self.tokens_none, "all": self.tokens_all, "expected": round(self.tokens_expected, 1)},
             "tokens_in_expected": round(expected), "tokens_in_max": most, "tokens_out_max": self.tokens_out * self.ceiling,
         }  # fmt: skip
+        if any(self.logged.values()):
+            out["calls_logged"] = dict(self.logged)
+        return out
 
 
 @dataclass
 class RunPlan:
-    """A run's plan: the cases' plans and the run-wide figures (see the module docstring)."""
+    """A run's plan: the cases' plans and the run-wide figures (see the module docstring).
+
+    The totals (``calls``, ``ceiling``, ``tokens_in``...) are the whole run's, over every session; a resumed run's
+    ``*_left`` figures are what is still to come (the ceiling minus the calls the trial log already holds).
+    """
 
     solver: str
     counted: str
@@ -155,12 +265,13 @@ class RunPlan:
     seconds_per_call: tuple[float, float] | None = None
     latency_source: str = ""
     notes: list[str] = field(default_factory=list)
+    seconds_to_plan: float | None = None
 
     # --- totals ---------------------------------------------------------------------------------------------------
-    def calls(self) -> dict[str, int]:
+    def calls(self, left: bool = False) -> dict[str, int]:
         out = {"preflight": 0, "design": 0, "coalition": 0}
         for c in self.cases:
-            for k, v in c.calls.items():
+            for k, v in (c.left() if left else c.calls).items():
                 out[k] = out.get(k, 0) + v
         return out
 
@@ -170,34 +281,48 @@ class RunPlan:
     def floor(self) -> int:
         return sum(c.floor for c in self.cases)
 
-    def tokens_in(self) -> tuple[int, int]:
-        """``(expected at the ceiling, most)`` over every case."""
-        pairs = [c.tokens_in() for c in self.cases]
+    def logged(self) -> int:
+        """Calls the trial log already holds (a resumed run)."""
+        return sum(c.logged_calls() for c in self.cases)
+
+    def ceiling_left(self) -> int:
+        return self.ceiling() - self.logged()
+
+    def tokens_in(self, left: bool = False) -> tuple[int, int]:
+        """``(expected at the ceiling, most)`` over every case (``left``: of the calls not logged yet)."""
+        pairs = [c.tokens_in(left) for c in self.cases]
         return round(sum(p[0] for p in pairs)), sum(p[1] for p in pairs)
 
-    def tokens_out(self) -> int:
-        return sum(c.tokens_out * c.ceiling for c in self.cases)
+    def tokens_out(self, left: bool = False) -> int:
+        return sum(c.tokens_out * (sum(c.left().values()) if left else c.ceiling) for c in self.cases)
 
-    def cost(self) -> tuple[float, float] | None:
+    def cost(self, left: bool = False) -> tuple[float, float] | None:
         """``(expected at the ceiling, most)`` in USD, or ``None`` without prices."""
         if self.prices is None:
             return None
-        expected, most = self.tokens_in()
-        out = self.tokens_out()
+        expected, most = self.tokens_in(left)
+        out = self.tokens_out(left)
         return self.prices.cost(expected, out), self.prices.cost(most, out)
 
-    def seconds(self) -> tuple[float, float] | None:
+    def seconds(self, left: bool = False) -> tuple[float, float] | None:
         """``(floor calls at the fastest rate, ceiling calls at the slowest)``, or ``None`` when the latency is unknown
         and no ``rpm`` bounds it."""
+        if left:
+            return time_range(
+                sum(c.floor_left() for c in self.cases),
+                self.ceiling_left(),
+                self.seconds_per_call,
+                self.workers,
+                self.rpm,
+            )
+        return time_range(self.floor(), self.ceiling(), self.seconds_per_call, self.workers, self.rpm)
 
-        def wall(calls: int, per_call: float | None) -> float:
-            t = calls * per_call / max(1, self.workers) if per_call is not None else 0.0
-            return max(t, 60.0 * calls / self.rpm) if self.rpm else t
-
-        if self.seconds_per_call is None and not self.rpm:
+    def resuming_line(self) -> str | None:
+        """``resuming: 84 of 150 calls already logged; 66 left`` (``None`` when the log holds none)."""
+        done = self.logged()
+        if not done:
             return None
-        lo, hi = self.seconds_per_call or (None, None)
-        return wall(self.floor(), lo), wall(self.ceiling(), hi)
+        return f"resuming: {done:,} of {self.ceiling():,} calls already logged; {self.ceiling_left():,} left at most"
 
     # --- output ---------------------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -222,12 +347,65 @@ class RunPlan:
             "rpm": self.rpm,
             "seconds": None if secs is None else {"min": round(secs[0], 1), "max": round(secs[1], 1)},
             "notes": list(self.notes),
+            "seconds_to_plan": None if self.seconds_to_plan is None else round(self.seconds_to_plan, 3),
+            **self._left_dict(),
             "by_case": [c.to_dict() for c in self.cases],
         }
+
+    def _left_dict(self) -> dict[str, Any]:
+        """A resumed run's figures still to come (empty when the log holds no call)."""
+        if not self.logged():
+            return {}
+        expected, most = self.tokens_in(left=True)
+        cost, secs = self.cost(left=True), self.seconds(left=True)
+        return {
+            "resuming": {
+                "calls_logged": self.logged(),
+                "calls_left": self.ceiling_left(),
+                "calls_left_by_phase": self.calls(left=True),
+                "tokens_in_left_expected": expected,
+                "tokens_in_left_max": most,
+                "tokens_out_left_max": self.tokens_out(left=True),
+                "cost_usd_left": None if cost is None else {"expected": round(cost[0], 6), "max": round(cost[1], 6)},
+                "seconds_left": None if secs is None else {"min": round(secs[0], 1), "max": round(secs[1], 1)},
+            }
+        }
+
+    def brief(self) -> list[str]:
+        """The plan in at most 5 lines of 80 columns: what ``mine()`` shows before its first call (a resumed run:
+        what is left)."""
+        left = self.logged() > 0
+        calls = self.calls(left)
+        head = f"plan   {len(self.cases)} case(s): calls ≤{self.ceiling_left() if left else self.ceiling():,} ("
+        head += f"preflight {calls['preflight']:,}, trials ≤{calls['design']:,}, coalition ≤{calls['coalition']:,})"
+        out = [head]
+        if left:
+            out.append("       " + str(self.resuming_line()))
+        expected, most = self.tokens_in(left)
+        est = "exact" if self.counted.startswith("exact") else "estimated"
+        out.append(
+            f"       tokens in ~{short_count(expected)} (≤{short_count(most)}, {est}) · out ≤{short_count(self.tokens_out(left))}"
+        )
+        tail = []
+        cost = self.cost(left)
+        if self.prices is not None and not (self.prices.input or self.prices.output):
+            tail.append(f"cost $0: {self.prices.source}")
+        elif cost is not None:
+            tail.append(f"cost ~${cost[0]:,.2f} (≤${cost[1]:,.2f})")
+        else:
+            tail.append("cost: no prices (--price-in/--price-out)")
+        secs = self.seconds(left)
+        if secs is not None:
+            tail.append(f"time {_clock_text(secs[0])}–{_clock_text(secs[1])}")
+        out.append("       " + " · ".join(tail))
+        return out
 
     def lines(self, max_cases: int = 20) -> list[str]:
         """The plan in 80 columns: a row per case (the first ``max_cases``), then the totals."""
         out = [f"plan: {len(self.cases)} case(s), no call made; tokens {self.counted}"]
+        resuming = self.resuming_line()
+        if resuming:
+            out.append(resuming)
         out.append(f"{'case':<30} {'cands':>5} {'calls ≤':>8} {'tokens/call (range)':>20} {'tokens in ≤':>12}")
         for c in self.cases[:max_cases]:
             cid = c.case_id if len(c.case_id) <= 30 else c.case_id[:10] + "…" + c.case_id[-19:]  # ids share prefixes
@@ -250,19 +428,23 @@ class RunPlan:
             out.append(f"        prices: {self.prices.source}")
         else:
             out.append("cost    no prices: give --price-in/--price-out (USD per million tokens)")
-        secs = self.seconds()
+        if resuming:
+            expected_left, most_left = self.tokens_in(left=True)
+            out.append(f"left    calls ≤{self.ceiling_left():,}, tokens in ~{expected_left:,} (≤{most_left:,})")
+        secs = self.seconds(left=bool(resuming))
         if secs is None:
             out.append("time    unknown: give --latency (seconds per call) or --rpm")
         else:
-            from deltap.mining.progress import _clock_text
-
             rate = (
                 f"{self.seconds_per_call[0]:.2f}–{self.seconds_per_call[1]:.2f} s/call, "
                 if self.seconds_per_call
                 else ""
             )
             limit = f", ≤{self.rpm:g}/min" if self.rpm else ""
-            out.append(f"time    {_clock_text(secs[0])}–{_clock_text(secs[1])} ({rate}{self.workers} worker(s){limit})")
+            what = " left" if resuming else ""
+            out.append(
+                f"time    {_clock_text(secs[0])}–{_clock_text(secs[1])}{what} ({rate}{self.workers} worker(s){limit})"
+            )
             if self.latency_source:
                 out.append(f"        latency: {self.latency_source}")
         out += [f"note    {n}" for n in self.notes]
@@ -280,6 +462,7 @@ def plan_calls(
     latency: float | None = None,
     workers: int | None = None,
     rpm: float | None = None,
+    logged: Mapping[str, Mapping[str, int]] | None = None,
 ) -> RunPlan:
     """Plan the calls of a run without making any.
 
@@ -287,25 +470,31 @@ def plan_calls(
         cases: The cases.
         pools: ``{case_id: candidate documents}`` (each trial includes each with probability ``cfg.pi``).
         cfg: The run's options (``pi``, ``outcome``, ``budget``, ``preflight``, ``verify_trials``, ``context_order``).
-        solver: Counts the tokens (exactly when it is a :class:`~deltap.solvers.base.ContextWindow`); never called.
+        solver: Counts the tokens (exactly when it is a :class:`~deltap.solvers.base.ContextWindow`) and says its
+            answer ceilings (its ``max_tokens``); never called.
         ceiling: ``case -> {phase: calls}``; default ``deltap mine``'s (:func:`deltap.mining.procedure.call_ceiling`).
         prices: For the cost (``None``: no cost).
         latency: Seconds per call (``None``: the local model's throughput, else unknown).
         workers: Calls in flight (default ``cfg.workers``).
         rpm: The endpoint's request limit per minute.
+        logged: ``{case_id: {phase: calls}}`` the trial log already holds (:func:`logged_in_run_dir`); the plan
+            says what is left.
 
     Returns:
         A :class:`RunPlan`.
     """
+    import time
+
     from deltap.mining.design import canonical_order
     from deltap.mining.procedure import call_ceiling
     from deltap.mining.runner import request_from_case
 
+    t_start = time.perf_counter()
     count, how = token_counter(solver)
     deterministic = is_deterministic(solver)
     pre, design, coalition = call_ceiling(cfg, deterministic)
     schedule_floor = int(cfg.schedule(0).looks[0]) if cfg.budget else 0
-    max_tokens = solver.max_tokens if isinstance(solver, ContextWindow) else getattr(solver, "max_tokens", None)
+    ceilings = answer_ceilings(solver)
     plans: list[CasePlan] = []
     for case in cases:
         docs = list(pools.get(case.case_id, ()))
@@ -323,8 +512,7 @@ def plan_calls(
             t0, t_all = t0 + ref_tokens, t_all + ref_tokens
             out_tokens = 0
         else:
-            mt = dict(max_tokens or {})
-            out_tokens = int(mt.get(case.benchmark_type) or mt.get("beir") or FALLBACK_MAX_TOKENS)
+            out_tokens = answer_tokens(ceilings, case.benchmark_type)
         expected = t0 + cfg.pi * added
         # the design's prompts lie between T0 and T_all; a sum of single-document additions can overshoot T_all
         expected = min(max(expected, t0), t_all)
@@ -334,28 +522,47 @@ def plan_calls(
             else {"preflight": pre, "design": design, "coalition": coalition if docs else 0}
         )
         floor = calls.get("preflight", 0) + min(int(cfg.preflight_confirm), schedule_floor or design) if docs else 0
+        done = dict((logged or {}).get(case.case_id) or {})
         plans.append(
-            CasePlan(case.case_id, len(docs), calls, min(floor, sum(calls.values())), t0, t_all, expected, out_tokens)
+            CasePlan(
+                case.case_id, len(docs), calls, min(floor, sum(calls.values())), t0, t_all, expected, out_tokens, done
+            )
         )
     plan = RunPlan(solver_id(solver), how, plans, workers=int(workers or cfg.workers), rpm=rpm, prices=prices)
     if latency is not None:
         plan.seconds_per_call, plan.latency_source = (float(latency), float(latency)), "given (--latency)"
-    elif isinstance(solver, ContextWindow) and plans and solver_id(solver).startswith("llama_cpp:"):
+    elif plans:
         calls_total = max(1, plan.ceiling())
-        per_call_in = plan.tokens_in()[0] / calls_total
-        per_call_out = plan.tokens_out() / calls_total
-        lo = per_call_in / LOCAL_PROMPT_TOKENS_PER_S[1] + per_call_out / LOCAL_GENERATED_TOKENS_PER_S[1]
-        hi = per_call_in / LOCAL_PROMPT_TOKENS_PER_S[0] + per_call_out / LOCAL_GENERATED_TOKENS_PER_S[0]
-        plan.seconds_per_call = (lo, hi)
-        plan.latency_source = (
-            f"the local model's 2-core throughput ({LOCAL_PROMPT_TOKENS_PER_S[0]:g}-{LOCAL_PROMPT_TOKENS_PER_S[1]:g} prompt, "
-            f"{LOCAL_GENERATED_TOKENS_PER_S[0]:g}-{LOCAL_GENERATED_TOKENS_PER_S[1]:g} generated tokens/s)"
-        )
+        local = local_latency(solver, plan.tokens_in()[0] / calls_total, plan.tokens_out() / calls_total)
+        if local is not None:
+            plan.seconds_per_call, plan.latency_source = local, LOCAL_LATENCY_SOURCE
     if deterministic:
         plan.notes.append("deterministic solver: repeated prompts are answered from the log, so fewer calls")
     if not math.isfinite(plan.tokens_in()[0]):  # pragma: no cover - defensive
         plan.notes.append("token counts unavailable")
+    plan.seconds_to_plan = time.perf_counter() - t_start
     return plan
+
+
+def logged_in_run_dir(out: str | Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, int]]]:
+    """``(pools, calls)`` a run directory's trial log already holds, read without writing or locking it: each
+    case's stored pool (a resumed run mines that pool, whatever the retriever returns today) and its logged calls
+    by phase (trials answered from a deterministic solver's earlier answer are no calls; ``error`` trials are asked
+    again on resume, so they are not counted). ``({}, {})`` when there is no log."""
+    from deltap.mining.trials import TrialLogReader
+    from deltap.rundir import RunDir
+
+    path = RunDir(out).trials
+    if not path.is_file():
+        return {}, {}
+    with TrialLogReader(path) as log:
+        pools = {cid: pool for cid, pool in log.pools() if pool is not None}
+        calls: dict[str, dict[str, int]] = {}
+        for (cid, kind), n in log.calls_by_case_and_kind().items():
+            phase = "preflight" if kind.startswith("preflight") else kind
+            by = calls.setdefault(cid, {"preflight": 0, "design": 0, "coalition": 0})
+            by[phase] = by.get(phase, 0) + n
+    return pools, calls
 
 
 def plan_mine(
@@ -368,17 +575,126 @@ def plan_mine(
     prices: Prices | None = None,
     latency: float | None = None,
     rpm: float | None = None,
+    out: str | Path | None = None,
 ) -> RunPlan:
     """``deltap mine --plan``: draw each case's pool as the run would (gold, retrieved, placebo; fitted to the
-    solver's context window) and plan its calls with :func:`plan_calls`. No solver call, nothing written."""
-    from deltap.mining.pool import build_pool
+    solver's context window) and plan its calls with :func:`plan_calls`. No solver call, nothing written.
+
+    With ``out`` (the run directory), a case the trial log already pooled keeps its stored pool (the run resumes
+    with it) and the calls the log holds are subtracted (:func:`logged_in_run_dir`)."""
+    from deltap.mining.pool import Pool, build_pool
     from deltap.mining.runner import fit_context
 
+    stored, logged = logged_in_run_dir(out) if out is not None else ({}, {})
     pools: dict[str, list[Document]] = {}
     for case in cases:
-        pool = build_pool(
-            case, corpus, retriever, cfg.k, cfg.n_placebo, cfg.max_candidates, cfg.seed, placebo_kind=cfg.placebo_kind
+        if case.case_id in stored:
+            pool = Pool.from_dict(stored[case.case_id])
+        else:
+            pool = build_pool(
+                case,
+                corpus,
+                retriever,
+                cfg.k,
+                cfg.n_placebo,
+                cfg.max_candidates,
+                cfg.seed,
+                placebo_kind=cfg.placebo_kind,
+            )
+            pool, _ = fit_context(pool, case, corpus, solver, cfg)  # type: ignore[arg-type]  # a HostedModel has no window
+        pools[case.case_id] = [corpus[d] for d in pool.doc_ids if d in corpus]
+    return plan_calls(cases, pools, cfg, solver, prices=prices, latency=latency, rpm=rpm, logged=logged)
+
+
+def _ratio(spent: float | None, planned: float | None) -> float | None:
+    return None if spent is None or not planned else round(float(spent) / float(planned), 3)
+
+
+def plan_vs_spent(plan: RunPlan, spend: Mapping[str, Any], wall_seconds: float | None = None) -> dict[str, Any]:
+    """What a run spent (``run.json``'s ``spend``, over every session) against its plan, figure by figure, with the
+    ratio ``spent / planned`` (calls against the ceiling, prompt tokens against the expected figure at the ceiling,
+    completion tokens and cost against theirs, solver seconds against the top of the time range)."""
+    expected, most = plan.tokens_in()
+    cost, secs = plan.cost(), plan.seconds()
+    calls = int(spend.get("calls") or 0)
+    tin, tout = spend.get("tokens_in"), spend.get("tokens_out")
+    out: dict[str, Any] = {
+        "calls": {"plan_floor": plan.floor(), "plan_ceiling": plan.ceiling(), "spent": calls,
+                  "ratio": _ratio(calls, plan.ceiling())},
+        "tokens_in": {"plan_expected": expected, "plan_max": most, "spent": tin, "ratio": _ratio(tin, expected)},
+        "tokens_out": {"plan_max": plan.tokens_out(), "spent": tout, "ratio": _ratio(tout, plan.tokens_out())},
+        "tokens_in_per_call": {
+            "plan_expected": round(expected / plan.ceiling(), 1) if plan.ceiling() else None,
+            "spent": round(tin / calls, 1) if tin is not None and calls else None,
+            "ratio": _ratio(tin / calls if tin is not None and calls else None,
+                            expected / plan.ceiling() if plan.ceiling() else None),
+        },
+    }  # fmt: skip
+    if cost is not None:
+        spent_cost = spend.get("cost_usd")
+        out["cost_usd"] = {"plan_expected": round(cost[0], 6), "plan_max": round(cost[1], 6), "spent": spent_cost,
+                           "ratio": _ratio(spent_cost, cost[0])}  # fmt: skip
+    solver_s = spend.get("solver_seconds")
+    out["seconds"] = {
+        "plan_min": None if secs is None else round(secs[0], 1),
+        "plan_max": None if secs is None else round(secs[1], 1),
+        "solver_seconds": solver_s,
+        "wall_seconds_this_session": None if wall_seconds is None else round(wall_seconds, 1),
+        "ratio": _ratio(solver_s / max(1, plan.workers) if solver_s is not None else None, secs[1] if secs else None),
+    }
+    out["tokens_counted"] = plan.counted
+    return out
+
+
+def plan_vs_spent_lines(pvs: Mapping[str, Any]) -> list[str]:
+    """``plan vs spent: calls 131 of ≤150 (0.87) · tokens in 96k of ~132k (0.73) · ...`` (80 columns, 1-2 lines)."""
+    parts = []
+    c = pvs.get("calls") or {}
+    if c:
+        parts.append(f"calls {c['spent']:,} of ≤{c['plan_ceiling']:,} ({_fmt_ratio(c.get('ratio'))})")
+    t = pvs.get("tokens_in") or {}
+    if t.get("spent") is not None:
+        parts.append(
+            f"tokens in {short_count(t['spent'])} of ~{short_count(t['plan_expected'])} ({_fmt_ratio(t.get('ratio'))})"
         )
-        pool, _ = fit_context(pool, case, corpus, solver, cfg)  # type: ignore[arg-type]  # a HostedModel has no window
-        pools[case.case_id] = [corpus[d] for d in pool.doc_ids]
-    return plan_calls(cases, pools, cfg, solver, prices=prices, latency=latency, rpm=rpm)
+    s = pvs.get("seconds") or {}
+    if s.get("ratio") is not None:
+        parts.append(f"solver time {_fmt_ratio(s['ratio'])} of the plan's top")
+    line1 = "plan vs spent: " + " · ".join(parts[:2])
+    return [line1] + (["               " + " · ".join(parts[2:])] if parts[2:] else [])
+
+
+def plan_vs_spent_rows(pvs: Any) -> list[tuple[str, str]]:
+    """``run.json``'s ``plan_vs_spent`` as ``(label, "spent of planned (ratio)")`` rows for the reports (``[]`` for a
+    run without a plan)."""
+    if not isinstance(pvs, Mapping):
+        return []
+    rows: list[tuple[str, str]] = []
+    c = pvs.get("calls") or {}
+    if c.get("plan_ceiling"):
+        rows.append(
+            (
+                "calls vs plan",
+                f"{c['spent']:,} of {c['plan_floor']:,}–{c['plan_ceiling']:,} ({_fmt_ratio(c.get('ratio'))})",
+            )
+        )
+    t = pvs.get("tokens_in") or {}
+    if t.get("spent") is not None and t.get("plan_expected"):
+        rows.append(("tokens in vs plan", f"{t['spent']:,} of ~{t['plan_expected']:,} ({_fmt_ratio(t.get('ratio'))})"))
+    o = pvs.get("tokens_out") or {}
+    if o.get("spent") is not None and o.get("plan_max"):
+        rows.append(("tokens out vs plan", f"{o['spent']:,} of ≤{o['plan_max']:,} ({_fmt_ratio(o.get('ratio'))})"))
+    k = pvs.get("cost_usd") or {}
+    if k.get("spent") is not None and k.get("plan_expected"):
+        rows.append(
+            ("cost vs plan", f"${k['spent']:,.2f} of ~${k['plan_expected']:,.2f} ({_fmt_ratio(k.get('ratio'))})")
+        )
+    s = pvs.get("seconds") or {}
+    if s.get("plan_max") is not None and s.get("solver_seconds") is not None:
+        rows.append(("solver time vs plan", f"{s['solver_seconds']:,.0f} s of {s['plan_min']:,.0f}–{s['plan_max']:,.0f} s "
+                     f"({_fmt_ratio(s.get('ratio'))} of the top)"))  # fmt: skip
+    return rows
+
+
+def _fmt_ratio(r: float | None) -> str:
+    return "—" if r is None else f"{r:.2f}×"

@@ -5,8 +5,12 @@ What it shows (and why each figure can be trusted):
 * **calls** — solver calls made by this process, against the most the run can still make (``of ≤N``). The ceiling
   is :func:`planned_calls` per case (preflight + design trials + coalition check); it shrinks as cases stop early,
   so the bar ends exactly where the run ends. Trials already in the trial log (a resumed run) cost no call.
+* **the plan** — ``mine()`` plans the run before its first call (:mod:`deltap.mining.plan`; the ``plan`` event):
+  the display prints the plan's compact block first, caps its call ceiling at the plan's (a resumed run: minus the
+  calls already logged) and shows tokens and cost *against the plan*.
 * **tokens** — prompt and completion tokens of those calls as the solver counted them (the events' ``tokens_in`` /
-  ``tokens_out``), their cost at the run's prices, and the plan's prompt-token ceiling when one was made.
+  ``tokens_out``) against the plan's expected prompt tokens and its completion ceiling, and their cost at the run's
+  prices against the plan's expected cost: ``tokens 48k/~66k in · 310/≤2.0k out · $0.01/~$0.03``.
 * **rate and time left** — seconds per call measured on this run (wall time / calls), and the time the remaining
   ceiling takes at that rate: an upper bound (``≤``), because adaptive stopping usually ends cases sooner.
 * **the current case** — its full id (wrapped, never cut), the phase (preflight, design trials, coalition check),
@@ -25,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CallPlan", "MiningProgress", "planned_calls"]
+__all__ = ["CallPlan", "MiningProgress", "planned_calls", "short_count"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,16 @@ def planned_calls(config: Any, deterministic: bool = False) -> CallPlan:
 
     pre, design, coalition = call_ceiling(config, deterministic)
     return CallPlan(preflight=pre, design=design, coalition=coalition)
+
+
+def short_count(n: float) -> str:
+    """``950``, ``48k``, ``1.2M``: a token count in a few characters (the progress display)."""
+    n = float(n)
+    if n < 1000:
+        return f"{n:.0f}"
+    if n < 1e6:
+        return f"{n / 1e3:.0f}k" if n >= 1e4 else f"{n / 1e3:.1f}k"
+    return f"{n / 1e6:.1f}M"
 
 
 def _clock_text(seconds: float) -> str:
@@ -123,6 +137,7 @@ class MiningProgress:
         self.tokens_out = 0
         self.prices = prices
         self.planned_tokens_in = planned_tokens_in
+        self.run_plan: Any = None  # the RunPlan of the ``plan`` event (mine() sends it before the first call)
         self.case_id: str | None = None
         self.case_index = -1
         self.phase = "starting"
@@ -154,6 +169,8 @@ class MiningProgress:
         elif self.phase in ("dataset", "coalition"):
             mined = sum(1 for s in self.finished.values() if s not in ("skipped", "saturated", "unsolvable", "errors"))
             remaining += coalition * max(0, mined - len(self.coalition_done))
+        if self.run_plan is not None:  # no more than the plan's ceiling minus the calls the log already held
+            return min(self.calls + remaining, int(self.run_plan.ceiling_left()))
         return self.calls + remaining
 
     def seconds_per_call(self) -> float | None:
@@ -176,6 +193,16 @@ class MiningProgress:
             self.tokens_out = max(self.tokens_out, int(event.get("tokens_out") or 0))
         if event.get("in_flight") is not None:
             self.in_flight = max(1, int(event["in_flight"]))
+        if phase == "plan":  # before the first call: show the plan first, then count against it
+            self.run_plan = event.get("plan")
+            if self.run_plan is not None:
+                if self.planned_tokens_in is None:
+                    self.planned_tokens_in = int(self.run_plan.tokens_in(left=True)[0])
+                if self.enabled and self._live is not None:
+                    for line in self.run_plan.brief():
+                        self._live.console.print(line, markup=False, highlight=False)
+            self._refresh()
+            return
         if phase == "pilot":  # the pilot's preflight calls (before any case starts): the call count only
             self._refresh()
             return
@@ -265,14 +292,28 @@ class MiningProgress:
         return out
 
     def spent_line(self) -> str | None:
-        """``tokens 41,200 in / 310 out · $0.01 · plan ≤96,000 in`` once a call reported tokens (else ``None``)."""
-        if not self.tokens_in and not self.tokens_out:
+        """``tokens 48k/~66k in · 310/≤2.0k out · $0.01/~$0.03`` once a call reported tokens or a plan is known: this
+        process's tokens and cost against the plan's (expected prompt tokens, completion ceiling, expected cost; a
+        resumed run's plan counts what was left). ``None`` before either."""
+        plan = self.run_plan
+        if not self.tokens_in and not self.tokens_out and plan is None:
             return None
-        line = f"tokens {self.tokens_in:,} in / {self.tokens_out:,} out"
-        if self.prices is not None:
-            line += f" · ${self.prices.cost(self.tokens_in, self.tokens_out):,.2f}"
+        if not self.tokens_in and not self.tokens_out and self.calls and self.planned_tokens_in:
+            return f"       tokens not reported by this solver · plan ~{short_count(self.planned_tokens_in)} in"
+        tin = short_count(self.tokens_in)
+        tout = short_count(self.tokens_out)
         if self.planned_tokens_in:
-            line += f" · plan ≤{self.planned_tokens_in:,} in"
+            tin += f"/~{short_count(self.planned_tokens_in)}"
+        if plan is not None:
+            tout += f"/≤{short_count(plan.tokens_out(left=True))}"
+        scores_only = not self.tokens_out and plan is not None and not plan.tokens_out()  # logprob: nothing generated
+        line = f"tokens {tin} in" + ("" if scores_only else f" · {tout} out")
+        prices = self.prices if self.prices is not None else (plan.prices if plan is not None else None)
+        if prices is not None and (prices.input or prices.output):  # the local model's $0.00 says nothing
+            line += f" · ${prices.cost(self.tokens_in, self.tokens_out):,.2f}"
+            cost = plan.cost(left=True) if plan is not None else None
+            if cost is not None:
+                line += f"/~${cost[0]:,.2f}"
         return "       " + line
 
     def __rich__(self) -> Any:

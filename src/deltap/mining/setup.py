@@ -335,7 +335,8 @@ class PreparedRun:
         if latency is not None and latency < 0:
             raise DeltapError(f"--latency must be seconds per call (>= 0), got {latency}")
         return plan_mine(self.cases, self.corpus, self.solver, self.config, retriever=self.retriever,
-                         prices=self.prices, latency=latency, rpm=rpm)  # fmt: skip
+                         prices=self.prices, latency=latency, rpm=rpm,
+                         out=None if self.run_dir is None else self.run_dir.root)  # fmt: skip
 
 
 def prepare_run(
@@ -434,9 +435,9 @@ def build_solver(
     except DeltapError:
         if not (plan_only and solver_capabilities(solver.kind).hosted):
             raise
-        from deltap.mining.plan import HostedModel
+        from deltap.mining.plan import hosted_model
 
-        built = HostedModel.of(solver.kind, spec.options.get("model"))  # planning needs no key, no connection
+        built = hosted_model(solver.kind, spec.options)  # planning needs no key, no connection
     return built, spec, None if plan_only else executor.build(spec)
 
 

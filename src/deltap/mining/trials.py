@@ -579,6 +579,22 @@ class TrialLogReader:
             except (TypeError, json.JSONDecodeError):
                 yield str(case_id), None
 
+    def calls_by_case_and_kind(self) -> dict[tuple[str, str], int]:
+        """``{(case_id, kind): calls}``: the solver calls the log holds, as a resumed run will not make them again
+        (``error`` trials are asked again on resume; a trial answered from a deterministic solver's earlier answer,
+        ``detail`` ``cached:…``, was no call)."""
+        rows = self._query(
+            "the trials",
+            "SELECT case_id, kind, COUNT(*) FROM trials WHERE outcome != 'error' "
+            "AND COALESCE(detail, '') NOT LIKE 'cached:%' GROUP BY case_id, kind",
+        )
+        return {(str(c), str(k)): int(n) for c, k, n in rows}
+
+    def answered_keys(self) -> set[tuple[str, str, int]]:
+        """``(case_id, kind, trial_index)`` of every trial that is not an ``error`` (what a resumed run keeps)."""
+        rows = self._query("the trials", "SELECT case_id, kind, trial_index FROM trials WHERE outcome != 'error'")
+        return {(str(c), str(k), int(i)) for c, k, i in rows}
+
     def trials(self) -> list[LoggedTrial]:
         """Every counted trial in the order it was written (``created``, then row order).
 

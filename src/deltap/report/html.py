@@ -13,6 +13,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from deltap.mining.plan import plan_vs_spent_rows
 from deltap.report.audit_section import audit_html
 from deltap.report.comparison import ComparisonView, read_comparison
 from deltap.report.endtoend import endtoend_html
@@ -224,6 +225,7 @@ def _summary(data: RunData) -> str:
         _card("solver calls", _fmt(data.total_calls())),
         *_time_cards(data),
         *_spend_cards(data),
+        *[_card(k, _e(v)) for k, v in plan_vs_spent_rows(data.summary.get("plan_vs_spent"))],
         _card("solver", _fmt(data.get("solver_id") or data.get("solver"))),
         _card("outcome", _fmt(data.outcome)),
         _card("seed", _fmt(data.get("seed"))),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from deltap.mining.plan import plan_vs_spent_rows
 from deltap.report.audit_section import audit_markdown
 from deltap.report.comparison import read_comparison
 from deltap.report.endtoend import endtoend_markdown
@@ -71,6 +72,7 @@ def render_markdown(data: RunData, top_docs: int = 3) -> str:
             f"{log.seconds_per_call:.2f}" if log is not None and log.seconds_per_call else None,
         ),
         *_spend_rows(data),
+        *plan_vs_spent_rows(data.summary.get("plan_vs_spent")),
         ("solver", data.get("solver_id") or data.get("solver")),
         ("outcome", data.outcome),
         ("seed", data.get("seed")),

@@ -1,0 +1,320 @@
+"""A plan without calls for the end-to-end evaluation (``deltap endtoend ... --plan``): calls per system and in total,
+tokens in and out, cost and a time range, before a single solver call.
+
+The end-to-end run has no adaptive stopping, so its calls are known exactly: per case and system, ``repeats`` trials
+(one for a deterministic solver), each with the system's documents (cut at ``k``, then fitted to the solver's window
+as the run fits them) in rank order. A deterministic solver is asked each distinct prompt of a case once — two
+systems that show the same documents in the same order share one call — so the plan hashes every prompt as the run
+does and counts the repeats as ``cached``. A resumed run (``RUN_DIR/endtoend/trials.sqlite``) subtracts the trials
+its log already holds (``error`` trials are asked again, as the run does).
+
+Tokens, prices and time are :mod:`deltap.mining.plan`'s: exact for a solver that counts its own tokens (the local
+model), else an estimate labelled as such; completion tokens at most the solver's ``max_tokens`` for the benchmark
+type (read from the solver object), none for ``logprob``; seconds per call given (``latency``) or, for the local
+model, from its 2-core throughput; ``workers`` calls at a time and never faster than ``rpm``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from deltap.endtoend.config import EndToEndConfig
+from deltap.errors import DeltapError
+from deltap.mining.plan import (
+    LOCAL_LATENCY_SOURCE,
+    answer_ceilings,
+    answer_tokens,
+    local_latency,
+    time_range,
+    token_counter,
+)
+from deltap.mining.progress import _clock_text
+from deltap.solvers.base import ReferenceTokens, is_deterministic, solver_id
+
+if TYPE_CHECKING:
+    from deltap.cases import Case
+    from deltap.documents import Corpus
+    from deltap.endtoend.systems import System
+    from deltap.mining.spend import Prices
+
+__all__ = ["EndToEndPlan", "SystemPlan", "plan_end_to_end", "plan_from_options"]
+
+
+@dataclass
+class SystemPlan:
+    """One system's share of the run.
+
+    Attributes:
+        name: The system.
+        calls: Solver calls still to make (trials not logged and not answered by an earlier identical prompt).
+        cached: Trials a deterministic solver answers from another system's identical prompt (no call).
+        logged: Trials the log already holds (a resumed run).
+        tokens_in: Prompt tokens of those calls.
+        tokens_out: Completion tokens of those calls, at most.
+        documents: Documents in its prompts, summed over the cases (after the window fit).
+    """
+
+    name: str
+    calls: int = 0
+    cached: int = 0
+    logged: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    documents: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "system": self.name,
+            "calls": self.calls,
+            "cached": self.cached,
+            "logged": self.logged,
+            "tokens_in": self.tokens_in,
+            "tokens_out_max": self.tokens_out,
+            "tokens_per_call": round(self.tokens_in / self.calls, 1) if self.calls else None,
+        }
+
+
+@dataclass
+class EndToEndPlan:
+    """The end-to-end run's plan: one row per system and the totals (``to_dict`` for JSON, ``lines`` for 80 columns)."""
+
+    solver: str
+    counted: str
+    cases: int
+    repeats: int
+    systems: list[SystemPlan]
+    workers: int = 1
+    rpm: float | None = None
+    prices: Prices | None = None
+    seconds_per_call: tuple[float, float] | None = None
+    latency_source: str = ""
+    skipped: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def calls(self) -> int:
+        return sum(s.calls for s in self.systems)
+
+    def logged(self) -> int:
+        return sum(s.logged for s in self.systems)
+
+    def tokens_in(self) -> int:
+        return sum(s.tokens_in for s in self.systems)
+
+    def tokens_out(self) -> int:
+        return sum(s.tokens_out for s in self.systems)
+
+    def cost(self) -> float | None:
+        """USD of the calls at the prices (completion tokens at their ceiling), ``None`` without prices."""
+        return None if self.prices is None else self.prices.cost(self.tokens_in(), self.tokens_out())
+
+    def seconds(self) -> tuple[float, float] | None:
+        """Wall seconds of the calls, fastest to slowest rate (``None``: no latency and no ``rpm``)."""
+        return time_range(self.calls(), self.calls(), self.seconds_per_call, self.workers, self.rpm)
+
+    def to_dict(self) -> dict[str, Any]:
+        cost, secs = self.cost(), self.seconds()
+        return {
+            "solver": self.solver,
+            "tokens_counted": self.counted,
+            "cases": self.cases,
+            "repeats": self.repeats,
+            "calls": self.calls(),
+            "calls_logged": self.logged(),
+            "tokens_in": self.tokens_in(),
+            "tokens_out_max": self.tokens_out(),
+            "prices": self.prices.to_dict() if self.prices is not None else None,
+            "cost_usd": None if cost is None else round(cost, 6),
+            "seconds_per_call": list(self.seconds_per_call) if self.seconds_per_call else None,
+            "latency_source": self.latency_source,
+            "workers": self.workers,
+            "rpm": self.rpm,
+            "seconds": None if secs is None else {"min": round(secs[0], 1), "max": round(secs[1], 1)},
+            "skipped_cases": dict(self.skipped),
+            "notes": list(self.notes),
+            "by_system": [s.to_dict() for s in self.systems],
+        }
+
+    def lines(self) -> list[str]:
+        """The plan in 80 columns: a row per system, then the totals."""
+        out = [
+            f"plan: end to end, {self.cases} case(s) × {len(self.systems)} system(s) × {self.repeats} repeat(s), "
+            "no call made",
+            f"tokens {self.counted}",
+        ]
+        if self.logged():
+            out.append(f"resuming: {self.logged():,} trial(s) already logged; {self.calls():,} call(s) left")
+        out.append(f"{'system':<20} {'calls':>7} {'cached':>7} {'tokens in':>12} {'per call':>9} {'out ≤':>9}")
+        for s in self.systems:
+            per = f"{s.tokens_in / s.calls:,.0f}" if s.calls else "—"
+            name = s.name if len(s.name) <= 20 else s.name[:19] + "…"
+            out.append(f"{name:<20} {s.calls:>7,} {s.cached:>7,} {s.tokens_in:>12,} {per:>9} {s.tokens_out:>9,}")
+        out.append(f"{'total':<20} {self.calls():>7,} {sum(s.cached for s in self.systems):>7,} "
+                   f"{self.tokens_in():>12,} {'':>9} {self.tokens_out():>9,}")  # fmt: skip
+        cost = self.cost()
+        if cost is not None and self.prices is not None:
+            out.append(
+                f"cost    ~${cost:,.2f} at ${self.prices.input:g}/${self.prices.output:g} per M in/out (out at its ceiling)"
+            )
+            out.append(f"        prices: {self.prices.source}")
+        else:
+            out.append("cost    no prices: give --price-in/--price-out (USD per million tokens)")
+        secs = self.seconds()
+        if secs is None:
+            out.append("time    unknown: give --latency (seconds per call) or --rpm")
+        else:
+            limit = f", ≤{self.rpm:g}/min" if self.rpm else ""
+            out.append(f"time    {_clock_text(secs[0])}–{_clock_text(secs[1])} ({self.workers} worker(s){limit})")
+            if self.latency_source:
+                out.append(f"        latency: {self.latency_source}")
+        if self.skipped:
+            out.append(f"skipped {len(self.skipped)} case(s): {next(iter(self.skipped.values()))}")
+        out += [f"note    {n}" for n in self.notes]
+        return out
+
+
+def _logged(out: str | Path | None) -> set[tuple[str, str, int]]:
+    """``(case_id, kind, trial_index)`` of the trials an end-to-end log holds (read only; errors are asked again)."""
+    if out is None:
+        return set()
+    from deltap.mining.trials import TrialLogReader
+    from deltap.rundir import EndToEndDir
+
+    path = EndToEndDir(Path(out)).trials
+    if not path.is_file():
+        return set()
+    with TrialLogReader(path) as log:
+        return log.answered_keys()
+
+
+def plan_end_to_end(
+    cases: Sequence[Case],
+    corpus: Corpus,
+    solver: Any,
+    systems: Sequence[System],
+    config: EndToEndConfig | None = None,
+    *,
+    prices: Prices | None = None,
+    latency: float | None = None,
+    rpm: float | None = None,
+    out: str | Path | None = None,
+) -> EndToEndPlan:
+    """Plan :func:`deltap.endtoend.end_to_end` without a call: the same prompts, fitted and hashed as the run makes
+    them, counted with the solver's tokenizer (or estimated).
+
+    Args:
+        cases: The cases.
+        corpus: The documents.
+        solver: Counts the tokens and says its answer ceilings; never called (a
+            :class:`~deltap.mining.plan.HostedModel` plans a hosted model without a key).
+        systems: The systems.
+        config: The run's options (``k``, ``repeats``, ``outcome``, ``workers``).
+        prices: For the cost.
+        latency: Seconds per call (``None``: the local model's throughput, else unknown).
+        rpm: The endpoint's request limit per minute.
+        out: The end-to-end folder (``RUN_DIR/endtoend``): trials its log holds are not planned again.
+
+    Returns:
+        An :class:`EndToEndPlan`.
+    """
+    from deltap.endtoend.engine import KIND_PREFIX, _fit
+    from deltap.mining.runner import request_from_case
+    from deltap.solvers.prompts import prompt_hash, render_prompt
+
+    cfg = config or EndToEndConfig()
+    count, how = token_counter(solver)
+    deterministic = is_deterministic(solver)
+    reps = 1 if deterministic else cfg.repeats
+    ceilings = answer_ceilings(solver)
+    logged = _logged(out)
+    rows = {s.name: SystemPlan(s.name) for s in systems}
+    skipped: dict[str, str] = {}
+    for case in cases:
+        if cfg.outcome == "logprob" and not case.reference_answer:
+            skipped[case.case_id] = "the logprob outcome needs a reference answer"
+            continue
+        base = request_from_case(case)
+        extra_in, out_tokens = 0, answer_tokens(ceilings, case.benchmark_type)
+        if cfg.outcome == "logprob":
+            ref = case.reference_answer or ""
+            extra_in = len(solver.reference_tokens(ref)) if isinstance(solver, ReferenceTokens) else len(ref) // 4 + 1
+            out_tokens = 0
+        seen: set[str] = set()
+        for system in systems:
+            docs, _ = _fit(system.top(case.case_id, cfg.k), case, corpus, solver, cfg.outcome)
+            req = replace(base, documents=tuple(corpus[d] for d in docs))
+            h = prompt_hash(render_prompt(req))
+            row = rows[system.name]
+            row.documents += len(docs)
+            tokens: int | None = None
+            for i in range(reps):
+                if (case.case_id, KIND_PREFIX + system.name, i) in logged:
+                    row.logged += 1
+                    continue
+                if deterministic and h in seen:
+                    row.cached += 1
+                    continue
+                seen.add(h)
+                tokens = count(req) + extra_in if tokens is None else tokens
+                row.calls += 1
+                row.tokens_in += tokens
+                row.tokens_out += out_tokens
+            if deterministic:
+                seen.add(h)  # a logged answer is reused by the later systems of the case too
+    plan = EndToEndPlan(
+        solver_id(solver), how, len(cases), reps, list(rows.values()), workers=cfg.workers, rpm=rpm, prices=prices
+    )
+    plan.skipped = skipped
+    if latency is not None:
+        plan.seconds_per_call, plan.latency_source = (float(latency), float(latency)), "given (--latency)"
+    elif plan.calls():
+        local = local_latency(solver, plan.tokens_in() / plan.calls(), plan.tokens_out() / plan.calls())
+        if local is not None:
+            plan.seconds_per_call, plan.latency_source = local, LOCAL_LATENCY_SOURCE
+    if deterministic:
+        plan.notes.append("deterministic solver: one trial; a case's identical prompts share a call")
+    return plan
+
+
+def plan_from_options(
+    cases: Sequence[Case],
+    corpus: Corpus,
+    systems: Sequence[System],
+    config: EndToEndConfig,
+    kind: str,
+    options: Mapping[str, Any],
+    *,
+    price_in: float | None = None,
+    price_out: float | None = None,
+    latency: float | None = None,
+    rpm: float | None = None,
+    out: str | Path | None = None,
+) -> EndToEndPlan:
+    """``deltap endtoend --plan``: the solver built from its kind and options as the run would build it (a hosted
+    model without a key is planned from its id and answer ceilings: no key needed), its prices
+    (:func:`deltap.mining.spend.prices_for`), then :func:`plan_end_to_end`.
+
+    Raises:
+        DeltapError: bad options, a negative price or latency.
+    """
+    from deltap.execution.base import SolverSpec
+    from deltap.mining.plan import hosted_model
+    from deltap.mining.spend import prices_for
+
+    if latency is not None and latency < 0:
+        raise DeltapError(f"--latency must be seconds per call (>= 0), got {latency}")
+    opts = dict(options)
+    if kind == "simulated":
+        from deltap.solvers.simulated import planted_truth
+
+        opts = {**planted_truth(cases, 0.3, 0.1), "outcome": config.outcome, "seed": config.seed, **opts}
+    try:
+        solver: Any = SolverSpec(kind, opts).build()
+    except DeltapError:
+        if kind not in ("openai", "gemini"):
+            raise
+        solver = hosted_model(kind, opts)
+    prices = prices_for(price_in, price_out, solver_id(solver), local=kind == "local")
+    return plan_end_to_end(cases, corpus, solver, systems, config, prices=prices, latency=latency, rpm=rpm, out=out)
