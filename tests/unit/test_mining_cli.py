@@ -136,3 +136,15 @@ def test_a_run_mined_before_the_answer_grammar_resumes_only_when_asked(
     with pytest.raises(SystemExit):
         main([*args, "--answer-grammar", "loose"])
     assert "--answer-grammar must be strict or lenient, got 'loose'" in capsys.readouterr().err
+
+
+def test_mine_takes_the_topic_null_and_the_learned_gold_weight(tmp_path: Path) -> None:
+    """Issue 28's two options reach the run from the command line (they were library-only)."""
+    corpus, bench = _files(tmp_path)
+    out = tmp_path / "run"
+    args = ["mine", str(bench), "--corpus", str(corpus), "--retriever", "none", "--solver", "simulated"]
+    main([*args, "--budget", "32", "--placebo", "3", "--null", "topic", "--gold-weight-learned", "--out", str(out)])
+    import yaml
+
+    config = yaml.safe_load((out / "retrieval_dataset.yaml").read_text())["metadata"]["config"]
+    assert config["null"] == "topic" and config["gold_weight_learned"] is True

@@ -88,6 +88,15 @@ def mine_command(
             "so the FDR stays at --q). 1 treats gold like any candidate.",
         ),
     ] = _CFG.gold_weight,
+    gold_weight_learned: Annotated[
+        bool,
+        typer.Option(
+            "--gold-weight-learned",
+            help="Learn each case's gold weight from the other cases' gold candidates (never below --gold-weight, at "
+            "most 10x; cross-fitted). Fewer calls per label; costs recall on relevant retrieved documents "
+            "(benchmarks/README.md).",
+        ),
+    ] = _CFG.gold_weight_learned,
     seed: Seed = _CFG.seed,
     q: Q = _CFG.q,
     pi: Annotated[
@@ -98,8 +107,9 @@ def mine_command(
         str | None,
         typer.Option(
             "--null",
-            help="What effects are tested against: zero (no effect) or placebo (the placebo documents' effects: 'moves the outcome "
-            "more than random text does'). Default: placebo for --outcome logprob, zero for pass.",
+            help="What effects are tested against: zero (no effect), placebo (the placebo documents' effects: 'moves the outcome "
+            "more than random text does') or topic (also the run's retrieved non-gold documents' effects: 'more than an "
+            "on-topic document does'; for a tilted solver). Default: placebo for --outcome logprob, zero for pass.",
         ),
     ] = _CFG.null,
     design: Annotated[
@@ -276,7 +286,7 @@ def mine_command(
         outcome=outcome,  # type: ignore[arg-type]
         budget=budget, seed=seed, q=q, pi=pi, design=design, null=null, min_effect=min_effect, context_order=context_order,
         k=k, n_placebo=placebo, placebo_kind=placebo_kind, max_candidates=max_candidates, force=force,
-        require_separate=require_separate, coalitions=not no_coalitions, gold_weight=gold_weight,
+        require_separate=require_separate, coalitions=not no_coalitions, gold_weight=gold_weight, gold_weight_learned=gold_weight_learned,
         cases_in_flight=cases_in_flight, price_in=price_in, price_out=price_out, pilot=pilot,
     )  # fmt: skip
     run = setup.prepare_run(
