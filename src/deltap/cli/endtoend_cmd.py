@@ -92,6 +92,15 @@ def endtoend_command(
         float | None, typer.Option("--tokens-per-minute", "--tpm", help="openai/gemini: the endpoint's token limit.")
     ] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="Only the first N cases of the run.")] = None,
+    single_doc: Annotated[
+        bool,
+        typer.Option(
+            "--single-doc",
+            help="Also ask every document any system shows alone (eRAG's single-document utility; for logprob also "
+            "the no-document prompt) and add erag_precision/hit/ndcg@K to the validity table. Costs up to K × systems "
+            "more calls per case (counted in the ceiling).",
+        ),
+    ] = False,
 ) -> None:
     """Run every system's top-k through the solver end to end and say which qrels predict success.
 
@@ -105,6 +114,7 @@ def endtoend_command(
 
     from deltap.endtoend.engine import call_ceiling
     from deltap.endtoend.rundir import evaluate_end_to_end, rundir_systems
+    from deltap.endtoend.single import single_doc_ceiling
     from deltap.errors import DeltapError
     from deltap.loaders import load_cases, load_corpus
     from deltap.mining.trials import TrialLog
@@ -114,7 +124,8 @@ def endtoend_command(
     run_json = run_dir / "run.json"
     mined_outcome = json.loads(run_json.read_text(encoding="utf-8")).get("outcome") if run_json.is_file() else None
     outcome = outcome or str(mined_outcome or "pass")
-    cfg = EndToEndConfig(k=k, repeats=repeats, outcome=outcome, seed=seed, max_calls=max_calls, workers=workers or 1)
+    cfg = EndToEndConfig(k=k, repeats=repeats, outcome=outcome, seed=seed, max_calls=max_calls, workers=workers or 1,
+                         single_doc=single_doc)  # fmt: skip
     TrialLog.check_unlocked(run_dir / "endtoend" / "trials.sqlite")
     if not (run_dir / "retrieval_dataset.yaml").is_file():
         raise DeltapError(
@@ -144,10 +155,13 @@ def endtoend_command(
     )
     det = is_deterministic(solver)
     ceiling = call_ceiling(len(cases), len(systems), cfg.repeats, det)
+    single = single_doc_ceiling([c.case_id for c in cases], systems, k, cfg.repeats, det, outcome) if single_doc else 0
     note = "; a deterministic solver answers each distinct prompt once (fewer calls)" if det else ""
+    single_note = f" + ≤{single} single-document (eRAG) calls = ≤{ceiling + single}" if single_doc else ""
+    ceiling += single
     console.print(
         f"[bold]end to end:[/bold] {len(cases)} cases × {len(systems)} systems ({', '.join(s.name for s in systems)}) × "
-        f"{1 if det else cfg.repeats} repeat(s) = ≤{ceiling} solver calls{note}; outcome {outcome}, top {k}"
+        f"{1 if det else cfg.repeats} repeat(s) = ≤{ceiling - single} solver calls{single_note}{note}; outcome {outcome}, top {k}"
         + (f", --max-calls {max_calls}" if max_calls is not None else "")
     )
     measures = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
@@ -237,6 +251,12 @@ def _print(console: Any, result: Any) -> None:
     )
     for p in sorted(sig, key=lambda p: p["p_holm"])[:10]:
         typer.echo(f"  {p['a']} − {p['b']} = {p['diff']:+.3f} (p_holm {p['p_holm']:.4f})")
+    if result.single_doc:
+        n_docs = sum(len(v) for v in result.single_doc.values())
+        label = "success rate alone" if result.outcome == "pass" else "log-p alone minus log-p with no document"
+        typer.echo(
+            f"single-document utility (eRAG): {n_docs} documents of {len(result.single_doc)} cases, label = {label}"
+        )
     v = result.validity
     if v:
         typer.echo(validity_table(v))
