@@ -299,4 +299,23 @@ def test_single_doc_rows_join_the_validity_table_and_the_report(tmp_path: Path) 
     )
     assert erag["tau"] > 0.8
     assert any(c["metric"] == "erag_precision@1 vs ndcg@1 on gold" for c in res.validity["comparisons"])
-    assert "erag_precision@1" in write_html_report(tmp_path).read_text(encoding="utf-8")
+    html = write_html_report(tmp_path).read_text(encoding="utf-8")
+    assert "erag_precision@1" in html and "documents asked alone" in html
+
+
+def test_cli_single_doc_prints_its_calls_and_the_erag_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from deltap.cli.app import main
+
+    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "qa"
+    corpus_path, run = tmp_path / "corpus.jsonl", tmp_path / "run"
+    main(["corpus", "markdown", str(example / "pages"), "-o", str(corpus_path)])
+    main(["mine", str(example / "questions.jsonl"), "--corpus", str(corpus_path), "--out", str(run),
+          "--solver", "simulated", "--retriever", "bm25", "--k", "3", "--placebo", "1"])  # fmt: skip
+    capsys.readouterr()
+    main(["endtoend", str(run), str(example / "questions.jsonl"), "--corpus", str(corpus_path), "--solver", "simulated",
+          "--retriever", "bm25", "--controls", "none,gold", "--k", "2", "--single-doc"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert "single-document (eRAG) calls" in err  # in the ceiling printed first
+    assert "erag_precision@2" in out and "single-doc (eRAG)" in out and "documents of 3 cases" in out
+    data = json.loads((run / "endtoend" / "results.json").read_text(encoding="utf-8"))
+    assert data["run"]["single_doc_ceiling"] > 0 and data["single_doc"]["documents"] >= 3
