@@ -102,7 +102,7 @@ def _solver() -> object:
     return _SOLVER[0]
 
 
-def mine_phase(out: Path, limit: int | None, budget: int) -> None:
+def mine_phase(out: Path, limit: int | None, budget: int, first: int | None = None) -> None:
     from deltap.demo import DemoConfig, _build_dense
     from deltap.mining.config import MiningConfig
     from deltap.mining.engine import mine
@@ -112,6 +112,8 @@ def mine_phase(out: Path, limit: int | None, budget: int) -> None:
         from deltap.demo import select_cases
 
         cases = select_cases(cases, limit)
+    if first:  # the first N in the benchmark's own order (a prefix of the full run: its logged trials are reused)
+        cases = cases[:first]
     t0 = time.perf_counter()
     dense = _build_dense(corpus, out, DemoConfig(out=out, progress=False))
     solver = _solver()
@@ -185,6 +187,7 @@ def main() -> None:
     ap.add_argument("--replications", type=int, default=5)
     ap.add_argument("--cases", type=int, default=60, help="simulated: cases per replication")
     ap.add_argument("--limit", type=int, default=None, help="mine: only the first N questions (resumable)")
+    ap.add_argument("--first", type=int, default=None, help="mine: only the first N questions in file order")
     ap.add_argument("--budget", type=int, default=12, help="mine: design trials per question")
     ap.add_argument("--k", type=int, default=3)
     ap.add_argument("--outcome", default="logprob", choices=("logprob", "pass"))
@@ -198,11 +201,11 @@ def main() -> None:
     if args.phase == "simulated":
         simulated(args.replications, args.cases, args.single_doc is not False)
     elif args.phase == "mine":
-        mine_phase(args.out, args.limit, args.budget)
+        mine_phase(args.out, args.limit, args.budget, args.first)
     elif args.phase == "endtoend":
         endtoend_phase(args.out, args.k, args.outcome, args.controls.split(","), bool(args.single_doc))
     else:
-        mine_phase(args.out, args.limit, args.budget)
+        mine_phase(args.out, args.limit, args.budget, args.first)
         endtoend_phase(args.out, args.k, args.outcome, args.controls.split(","), bool(args.single_doc))
 
 
