@@ -37,6 +37,7 @@ from deltap.mining.config import MiningConfig
 from deltap.mining.pool import Candidate, Pool
 from deltap.mining.runner import CallTally, TrialRunner, request_from_case
 from deltap.mining.trials import TrialLog
+from deltap.rundir import EndToEndDir
 from deltap.solvers.base import ContextWindow, ReferenceTokens, is_deterministic, solver_id
 
 if TYPE_CHECKING:
@@ -175,7 +176,7 @@ def end_to_end(
         )
     ceiling += single
     out_path = Path(out) if out is not None else None
-    log = TrialLog(out_path / "trials.sqlite" if out_path is not None else ":memory:")
+    log = TrialLog(EndToEndDir(out_path).trials if out_path is not None else ":memory:")
     started = time.time()
     try:
         run_config = {
