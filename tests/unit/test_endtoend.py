@@ -3,6 +3,7 @@ cache, fresh seeds, and the CLI's one-line errors."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -230,3 +231,91 @@ def test_error_trials_are_retried_on_resume(tmp_path: Path) -> None:
     again = end_to_end(cases, corpus, solver, systems, out=tmp_path)  # type: ignore[arg-type]
     assert again.run["errors_retried"] == 6 and len(again.complete) == 3
     assert again.summary["a"]["mean"] == 1.0 and again.summary["none"]["mean"] == 0.0
+
+
+def test_single_doc_trials_are_in_the_ceiling_logged_apart_and_resumed(tmp_path: Path) -> None:
+    from deltap.mining.trials import TrialLog
+
+    cases, corpus, truth = _toy()
+    solver = SimulatedSolver(truth, seed=1)
+    systems = _systems(cases, {"a": ["d0", "d1"], "b": ["d2", "d0"], "none": []})
+    cfg = EndToEndConfig(k=2, repeats=2, single_doc=True)
+    with pytest.raises(DeltapError, match=r"call ceiling 72 \(6 cases × 3 systems × 2, \+ 36 single-document"):
+        end_to_end(cases, corpus, solver, systems, config=EndToEndConfig(k=2, repeats=2, single_doc=True, max_calls=71))
+    first = end_to_end(cases, corpus, solver, systems, out=tmp_path, config=cfg)
+    # 6 cases × 3 systems × 2 repeats, + 6 cases × 3 distinct documents (d0 shown by two systems, once) × 2 repeats
+    assert first.run["ceiling"] == 72 and first.run["single_doc_ceiling"] == 36
+    assert first.run["calls_this_process"] == 72 == first.run["calls"]
+    assert set(first.single_doc["c0"]) == {"d0", "d1", "d2"} and not first.single_baseline  # pass: no baseline
+    with TrialLog(tmp_path / "trials.sqlite", lock=False) as log:
+        kinds = {r.kind for r in log.trials("c0")}
+    assert kinds == {"endtoend:a", "endtoend:b", "endtoend:none", *(f"endtoend:single:d{i}" for i in range(3))}
+    again = end_to_end(cases, corpus, solver, systems, out=tmp_path, config=cfg)
+    assert again.run["calls_this_process"] == 0 and again.single_doc == first.single_doc
+    data = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    assert data["single_doc"]["documents"] == 18 and data["single_doc"]["label"] == "success rate alone"
+    with pytest.raises(DeltapError, match="reserved"):
+        end_to_end(cases, corpus, solver, _systems(cases, {"single:d0": ["d1"]}))
+
+
+def test_erag_metrics_on_a_hand_worked_example() -> None:
+    from deltap.endtoend.single import erag_labels, erag_metric, single_doc_ids
+
+    systems = [System("x", "run", {"q": ["a", "b", "c", "z"]}), System("y", "run", {"q": ["e"]}),
+               System("none", "control", {"q": []})]  # fmt: skip
+    assert single_doc_ids(systems, "q", 3) == ["a", "b", "c", "e"]  # z is below the cut
+    labels = {"q": {"a": 1.0, "b": 0.0, "c": 0.5, "e": -0.25}}
+    p, hit, ndcg = (erag_metric(m, labels, systems, ["q"], 3)[0] for m in ("precision", "hit", "ndcg"))
+    idcg = 1.0 + 0.5 / math.log2(3)  # the positive labels, best first
+    np.testing.assert_allclose(p, [1.5 / 3, -0.25 / 3, 0.0])  # P@3 divides a short list by 3 (trec_eval)
+    np.testing.assert_allclose(hit, [1.0, -0.25, 0.0])
+    np.testing.assert_allclose(ndcg, [(1.0 + 0.0 / math.log2(3) + 0.5 / 2) / idcg, -0.25 / idcg, 0.0])
+    assert erag_labels({"a": -1.0, "b": -3.0, "c": None}, -2.0, "logprob") == {"a": 1.0, "b": -1.0}  # lift
+    assert erag_labels({"a": -1.0}, None, "logprob") == {} and erag_labels({"a": 0.5}, None, "pass") == {"a": 0.5}
+
+
+def test_single_doc_rows_join_the_validity_table_and_the_report(tmp_path: Path) -> None:
+    from deltap.endtoend.rundir import evaluate_end_to_end
+    from deltap.mining.engine import mine
+    from deltap.report import write_html_report
+
+    cases, corpus, truth = _toy(6)
+    solver = SimulatedSolver(truth, outcome="logprob", noise=0.0)
+    mine(cases, corpus, solver, out=tmp_path, budget=8, n_placebo=1, coalitions=False, outcome="logprob")
+    res = evaluate_end_to_end(tmp_path, cases, corpus, solver, retrievers=("bm25",), controls=("none", "gold", "all"),
+                              config=EndToEndConfig(k=1, outcome="logprob", single_doc=True))  # fmt: skip
+    # logprob labels are the lift over no document: d0 +0.6, d1 -0.1 (noise-free planted effects)
+    assert res.single_baseline["c0"] == pytest.approx(0.2)
+    assert res.erag_labels()["c0"]["d0"] == pytest.approx(0.6)
+    rows = {(r["metric"], r["qrels"]): r for r in res.validity["rows"]}
+    for m in ("erag_precision@1", "erag_hit@1", "erag_ndcg@1"):
+        assert (m, "single-doc (eRAG)") in rows
+    assert rows[("erag_precision@1", "single-doc (eRAG)")]["means"]["gold"] == pytest.approx(0.6)  # d0 in every case
+    assert rows[("erag_precision@1", "single-doc (eRAG)")]["means"]["none"] == 0.0
+    erag = rows[("erag_precision@1", "single-doc (eRAG)")]
+    success = [res.summary[s]["mean"] for s in res.systems]
+    assert erag["tau"] == pytest.approx(
+        kendall_tau(np.array([erag["means"][s] for s in res.systems]), np.array(success))
+    )
+    assert erag["tau"] > 0.8
+    assert any(c["metric"] == "erag_precision@1 vs ndcg@1 on gold" for c in res.validity["comparisons"])
+    html = write_html_report(tmp_path).read_text(encoding="utf-8")
+    assert "erag_precision@1" in html and "documents asked alone" in html
+
+
+def test_cli_single_doc_prints_its_calls_and_the_erag_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from deltap.cli.app import main
+
+    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "qa"
+    corpus_path, run = tmp_path / "corpus.jsonl", tmp_path / "run"
+    main(["corpus", "markdown", str(example / "pages"), "-o", str(corpus_path)])
+    main(["mine", str(example / "questions.jsonl"), "--corpus", str(corpus_path), "--out", str(run),
+          "--solver", "simulated", "--retriever", "bm25", "--k", "3", "--placebo", "1"])  # fmt: skip
+    capsys.readouterr()
+    main(["endtoend", str(run), str(example / "questions.jsonl"), "--corpus", str(corpus_path), "--solver", "simulated",
+          "--retriever", "bm25", "--controls", "none,gold", "--k", "2", "--single-doc"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert "single-document (eRAG) calls" in err  # in the ceiling printed first
+    assert "erag_precision@2" in out and "single-doc (eRAG)" in out and "documents of 3 cases" in out
+    data = json.loads((run / "endtoend" / "results.json").read_text(encoding="utf-8"))
+    assert data["run"]["single_doc_ceiling"] > 0 and data["single_doc"]["documents"] >= 3

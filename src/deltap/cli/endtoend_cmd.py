@@ -122,6 +122,15 @@ def endtoend_command(
             "--latency", help="--plan: seconds per solver call (default: the local model's measured throughput)."
         ),
     ] = None,
+    single_doc: Annotated[
+        bool,
+        typer.Option(
+            "--single-doc",
+            help="Also ask every document any system shows alone (eRAG's single-document utility; for logprob also "
+            "the no-document prompt) and add erag_precision/hit/ndcg@K to the validity table. Costs up to K × systems "
+            "more calls per case (counted in the ceiling).",
+        ),
+    ] = False,
 ) -> None:
     """Run every system's top-k through the solver end to end and say which qrels predict success.
 
@@ -135,6 +144,7 @@ def endtoend_command(
 
     from deltap.endtoend.engine import call_ceiling
     from deltap.endtoend.rundir import evaluate_end_to_end, rundir_systems
+    from deltap.endtoend.single import single_doc_ceiling
     from deltap.errors import DeltapError
     from deltap.loaders import load_cases, load_corpus
     from deltap.mining import setup
@@ -145,7 +155,8 @@ def endtoend_command(
     console = Console(stderr=True)
     rd = RunDir(run_dir)
     outcome = outcome or str(rd.summary().get("outcome") or "pass")
-    cfg = EndToEndConfig(k=k, repeats=repeats, outcome=outcome, seed=seed, max_calls=max_calls, workers=workers or 1)
+    cfg = EndToEndConfig(k=k, repeats=repeats, outcome=outcome, seed=seed, max_calls=max_calls, workers=workers or 1,
+                         single_doc=single_doc)  # fmt: skip
     TrialLog.check_unlocked(rd.endtoend.trials)
     rd.require_mined()
     control_names = [c.strip() for c in controls.split(",") if c.strip()]
@@ -165,6 +176,12 @@ def endtoend_command(
         options = {**setup.parse_options(solver_option), **({"model": model} if model else {})}
         p = plan_from_options(cases, corpus, systems, cfg, solver_kind, options, price_in=price_in, price_out=price_out,
                               latency=latency, rpm=requests_per_minute, out=rd.endtoend.root)  # fmt: skip
+        if single_doc:  # the single-document trials' ceiling (their tokens are not planned yet)
+            from deltap.solvers import solver_capabilities
+
+            det_kind = bool(solver_capabilities(solver_kind).deterministic)  # unknown: the larger ceiling
+            extra = single_doc_ceiling([c.case_id for c in cases], systems, k, cfg.repeats, det_kind, outcome)
+            p.notes.append(f"--single-doc adds at most {extra} single-document (eRAG) calls, not in the figures above")
         typer.echo(json.dumps(p.to_dict(), indent=2) if json_output else "\n".join(p.lines()))
         return
     solver, _, executor = setup.build_solver(
@@ -175,10 +192,13 @@ def endtoend_command(
     )  # fmt: skip
     det = is_deterministic(solver)
     ceiling = call_ceiling(len(cases), len(systems), cfg.repeats, det)
+    single = single_doc_ceiling([c.case_id for c in cases], systems, k, cfg.repeats, det, outcome) if single_doc else 0
     note = "; a deterministic solver answers each distinct prompt once (fewer calls)" if det else ""
+    single_note = f" + ≤{single} single-document (eRAG) calls = ≤{ceiling + single}" if single_doc else ""
+    ceiling += single
     console.print(
         f"[bold]end to end:[/bold] {len(cases)} cases × {len(systems)} systems ({', '.join(s.name for s in systems)}) × "
-        f"{1 if det else cfg.repeats} repeat(s) = ≤{ceiling} solver calls{note}; outcome {outcome}, top {k}"
+        f"{1 if det else cfg.repeats} repeat(s) = ≤{ceiling - single} solver calls{single_note}{note}; outcome {outcome}, top {k}"
         + (f", --max-calls {max_calls}" if max_calls is not None else "")
     )
     measures = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
@@ -233,6 +253,12 @@ def _print(console: Any, result: Any) -> None:
     )
     for p in sorted(sig, key=lambda p: p["p_holm"])[:10]:
         typer.echo(f"  {p['a']} − {p['b']} = {p['diff']:+.3f} (p_holm {p['p_holm']:.4f})")
+    if result.single_doc:
+        n_docs = sum(len(v) for v in result.single_doc.values())
+        label = "success rate alone" if result.outcome == "pass" else "log-p alone minus log-p with no document"
+        typer.echo(
+            f"single-document utility (eRAG): {n_docs} documents of {len(result.single_doc)} cases, label = {label}"
+        )
     v = result.validity
     if v:
         typer.echo(validity_table(v))

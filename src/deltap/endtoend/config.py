@@ -26,6 +26,8 @@ class EndToEndConfig:
         confidence: Coverage of the bootstrap intervals.
         n_resamples: Bootstrap resamples (success intervals and metric validity).
         n_permutations: Resamples of the paired randomization tests.
+        single_doc: Also ask every document any system puts in its top ``k`` alone (eRAG's single-document
+            utility, :mod:`deltap.endtoend.single`), and add the ``erag_*@k`` rows to the validity table.
     """
 
     k: int = 5
@@ -38,6 +40,7 @@ class EndToEndConfig:
     confidence: float = 0.95
     n_resamples: int = 1000
     n_permutations: int = 10_000
+    single_doc: bool = False
 
     def __post_init__(self) -> None:
         outcome_kind(self.outcome)

@@ -10,6 +10,10 @@ and scored by the case's checker (``pass``) or as the reference answer's log-pro
 
 A deterministic solver (greedy decoding) is asked each distinct prompt of a case once: two systems that put the same
 documents in the same order get the same answer, logged as ``cached:`` and not counted as a call.
+
+With ``single_doc`` (eRAG's single-document utility, :mod:`deltap.endtoend.single`), every document any system puts in
+its top ``k`` for a case is also asked alone (kind ``endtoend:single:<doc>``; for ``logprob`` also the no-document
+prompt, kind ``endtoend:single:``), in the same log, counted in the same ceiling.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import numpy as np
 
 from deltap.endtoend.config import EndToEndConfig
 from deltap.endtoend.results import EndToEndResult, summarize
+from deltap.endtoend.single import SINGLE_KIND, single_doc_ceiling, single_doc_ids
 from deltap.endtoend.systems import System
 from deltap.errors import DeltapError
 from deltap.mining.config import MiningConfig
@@ -96,6 +101,8 @@ class _CaseRun:
     calls: int = 0  # logged trials that were solver calls (the same after a resume)
     calls_now: int = 0  # calls this process made
     cached: int = 0
+    single: dict[str, float] = field(default_factory=dict)  # doc -> mean value alone (single_doc; nan: none)
+    single_baseline: float | None = None  # the no-document value (single_doc, logprob)
     dropped: dict[str, int] = field(default_factory=dict)
     skipped: str | None = None
 
@@ -147,6 +154,9 @@ def end_to_end(
     names = [s.name for s in systems]
     if len(set(names)) != len(names) or not names:
         raise DeltapError(f"systems need unique names, got {names}")
+    reserved = [n for n in names if n.startswith("single:")]
+    if reserved:
+        raise DeltapError(f"system names starting with 'single:' are reserved (single-document trials): {reserved}")
     ids = [c.case_id for c in cases]
     if len(set(ids)) != len(ids):
         raise DeltapError("duplicate case ids in the cases given to end_to_end()")
@@ -158,10 +168,14 @@ def end_to_end(
         )
     det = is_deterministic(solver)
     ceiling = call_ceiling(len(cases), len(systems), cfg.repeats, det)
-    if cfg.max_calls is not None and ceiling > cfg.max_calls:
+    single = single_doc_ceiling(ids, systems, cfg.k, cfg.repeats, det, cfg.outcome) if cfg.single_doc else 0
+    if cfg.max_calls is not None and ceiling + single > cfg.max_calls:
         raise DeltapError(
-            f"the call ceiling {ceiling} ({len(cases)} cases × {len(systems)} systems × {1 if det else cfg.repeats}) exceeds --max-calls {cfg.max_calls}"
+            f"the call ceiling {ceiling + single} ({len(cases)} cases × {len(systems)} systems × {1 if det else cfg.repeats}"
+            + (f", + {single} single-document trials" if single else "")
+            + f") exceeds --max-calls {cfg.max_calls}"
         )
+    ceiling += single
     out_path = Path(out) if out is not None else None
     log = TrialLog(EndToEndDir(out_path).trials if out_path is not None else ":memory:")
     started = time.time()
@@ -197,6 +211,10 @@ def end_to_end(
         log.close()
     values = np.array([[r.values.get(n, math.nan) for n in names] for r in runs], dtype=float)
     result = summarize(ids, names, values, cfg, [r.__dict__ for r in runs])
+    if cfg.single_doc:
+        result.single_doc = {r.case_id: {d: _finite(v) for d, v in r.single.items()} for r in runs if not r.skipped}
+        if cfg.outcome == "logprob":
+            result.single_baseline = {r.case_id: _finite(r.single_baseline) for r in runs if not r.skipped}
     result.systems_info = [
         {"name": s.name, "kind": s.kind, "source": s.source, "lists_sha256": _digest(s, ids, cfg.k)} for s in systems
     ]
@@ -205,6 +223,7 @@ def end_to_end(
         "solver": solver_id(solver),
         "deterministic": det,
         "ceiling": ceiling,
+        "single_doc_ceiling": single,
         "calls": sum(r.calls for r in runs),
         "cached": sum(r.cached for r in runs),
         "calls_this_process": sum(r.calls_now for r in runs),
@@ -224,6 +243,7 @@ def end_to_end(
             metrics,
             dataset_path=str(dataset_path) if dataset_path else None,
             n_resamples=cfg.n_resamples,
+            single_doc=result.erag_labels() if cfg.single_doc else None,
         )
     if out_path is not None:
         result.write(out_path, {**(manifest or {}), "systems": result.systems_info, "cases": ids, "config": run_config})
@@ -288,6 +308,9 @@ def _run_cases(
                 }
                 for r in recs
             ]
+        if cfg.single_doc and not run.skipped:
+            _single_docs(run, case, corpus, solver, checker, log, mcfg, executor, tally, stop, answered, systems, cfg,
+                         reps, lock)  # fmt: skip
         executor.release(case.case_id)
         with lock:
             done[0] += 1
@@ -296,6 +319,39 @@ def _run_cases(
         return run
 
     return map_cases(one, list(cases), limit, stop)
+
+
+def _single_docs(run: _CaseRun, case: Case, corpus: Corpus, solver: Solver, checker: Checker | None, log: TrialLog,
+                 mcfg: MiningConfig, executor: Executor, tally: CallTally, stop: threading.Event, answered: dict[str, Any],
+                 systems: Sequence[System], cfg: EndToEndConfig, reps: int, lock: threading.Lock) -> None:  # fmt: skip
+    """eRAG's single-document trials of one case: each document of any system's top k alone (and, for ``logprob``,
+    the no-document prompt), kind ``endtoend:single:<doc>`` (``endtoend:single:``)."""
+    items = [(d, [d]) for d in single_doc_ids(systems, case.case_id, cfg.k)]
+    if cfg.outcome == "logprob":
+        items.append(("", []))
+    for doc, shown in items:
+        with lock:
+            docs, _ = _fit(shown, case, corpus, solver, cfg.outcome)
+        if shown and not docs:  # the document alone does not fit the window: no label
+            run.single[doc] = math.nan
+            continue
+        pool = Pool(case.case_id, [Candidate(d, ("single",)) for d in docs])
+        runner = _SystemRunner(case, pool, corpus, solver, checker, log, mcfg, executor, tally, stop, answered=answered)
+        recs = runner.get(SINGLE_KIND + doc, list(range(reps)), _all_in(len(docs)))
+        run.calls_now += runner.calls
+        cached = sum(1 for r in recs if r.detail.startswith("cached:"))
+        run.cached += cached
+        run.calls += len(recs) - cached
+        vals = [float(r.value) for r in recs if r.value is not None]
+        value = float(np.mean(vals)) if vals else math.nan
+        if doc:
+            run.single[doc] = value
+        else:
+            run.single_baseline = value
+
+
+def _finite(v: float | None) -> float | None:
+    return float(v) if v is not None and math.isfinite(v) else None
 
 
 def _refuse_changed(runner: _SystemRunner, kind: str, repeats: int, name: str) -> None:

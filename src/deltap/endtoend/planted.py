@@ -5,6 +5,10 @@ as the truth does, and that qrels which know the distractors (deltap's) predict 
 Per case ``c``: ``c/gold_help`` (gold, +``help``), ``c/gold_distractor`` (in the gold set, but −``distract``: it
 misleads the solver), ``c/extra_help`` (not gold, +``extra``) and neutral documents ``c/n0..``. The systems put two
 documents in the prompt; their true success probabilities are ``base`` plus the effects (clipped to [0, 1]).
+
+With ``coalition > 0`` the effects are not additive: ``c/pair_a`` and ``c/pair_b`` (retrieved, not gold) do nothing
+alone and add ``coalition`` together, and the system ``pair`` shows both — the case a single-document utility (eRAG)
+cannot see, while ΔP, averaged over random company, gives each member half of the joint effect.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import numpy as np
 from deltap.endtoend.systems import System
 from deltap.rundir import RunDir
 
-__all__ = ["PLANTED_SYSTEMS", "PlantedScenario", "planted_scenario", "run_planted"]
+__all__ = ["PAIR_SYSTEM", "PLANTED_SYSTEMS", "PlantedScenario", "planted_scenario", "run_planted"]
 
 #: system name -> the two documents it shows (suffixes of the case's document ids), best first
 PLANTED_SYSTEMS: dict[str, tuple[str, ...]] = {
@@ -30,6 +34,8 @@ PLANTED_SYSTEMS: dict[str, tuple[str, ...]] = {
     "none": (),
     "distractor": ("gold_distractor", "n0"),
 }
+#: the system of the non-additive scenario (``coalition > 0``): both members of the coalition
+PAIR_SYSTEM: dict[str, tuple[str, ...]] = {"pair": ("pair_a", "pair_b")}
 
 
 @dataclass
@@ -74,9 +80,10 @@ def planted_scenario(
     extra: float = 0.3,
     distract: float = 0.4,
     n_neutral: int = 4,
+    coalition: float = 0.0,
     seed: int = 0,
 ) -> PlantedScenario:
-    """Build the scenario (see the module docstring)."""
+    """Build the scenario (see the module docstring); ``coalition > 0`` adds the non-additive pair."""
     from deltap.cases import Case, CheckerSpec
     from deltap.documents import Corpus, Document
     from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
@@ -84,7 +91,8 @@ def planted_scenario(
     docs, cases, truth, lists = [], [], {}, {}
     for i in range(n_cases):
         cid = f"q{i:03d}"
-        names = ["gold_help", "gold_distractor", "extra_help", *(f"n{j}" for j in range(n_neutral))]
+        pair = ["pair_a", "pair_b"] if coalition > 0 else []
+        names = ["gold_help", "gold_distractor", "extra_help", *pair, *(f"n{j}" for j in range(n_neutral))]
         for n in names:
             docs.append(Document(f"{cid}/{n}", f"Document {n} of question {cid}.", n))
         answer = f"answer-{cid}"
@@ -101,24 +109,32 @@ def planted_scenario(
         truth[cid] = SimulatedTruth(
             base,
             {f"{cid}/gold_help": help, f"{cid}/gold_distractor": -distract, f"{cid}/extra_help": extra},
+            interactions={(f"{cid}/pair_a", f"{cid}/pair_b"): coalition} if coalition > 0 else {},
             answer=answer,
         )
-        lists[query] = [f"{cid}/extra_help", *(f"{cid}/n{j}" for j in range(n_neutral))]
+        lists[query] = [f"{cid}/extra_help", *(f"{cid}/{p}" for p in pair), *(f"{cid}/n{j}" for j in range(n_neutral))]
     solver = SimulatedSolver(truth, outcome="pass", seed=seed)
     systems = [
         System(name, "planted", {c.case_id: [f"{c.case_id}/{s}" for s in suffixes] for c in cases}, source="planted")
-        for name, suffixes in PLANTED_SYSTEMS.items()
+        for name, suffixes in {**PLANTED_SYSTEMS, **(PAIR_SYSTEM if coalition > 0 else {})}.items()
     ]
     return PlantedScenario(cases, Corpus(docs, name="planted"), solver, systems, truth, _ListRetriever(lists))
 
 
 def run_planted(
-    scenario: PlantedScenario, *, repeats: int = 8, k: int = 2, seed: int = 0, budget: int = 64, out: Path | None = None
+    scenario: PlantedScenario,
+    *,
+    repeats: int = 8,
+    k: int = 2,
+    seed: int = 0,
+    budget: int = 64,
+    out: Path | None = None,
+    single_doc: bool = False,
 ) -> dict[str, Any]:
     """Mine the scenario (into ``out``, or in memory), then run it end to end: returns ``{"mining": MiningResult,
     "result": EndToEndResult, "systems": [...]}`` with the validity of ndcg / hit_rate / recall on gold and deltap
-    qrels, ``signed_utility@k`` when the library has it (needs ``out``: it reads the dataset file) and the planted
-    utility."""
+    qrels, ``signed_utility@k`` when the library has it (needs ``out``: it reads the dataset file), the eRAG
+    single-document rows with ``single_doc``, and the planted utility."""
     import warnings
 
     from deltap.dataset import dataset_qrels
@@ -141,7 +157,7 @@ def run_planted(
         scenario.corpus,
         scenario.solver,
         systems,
-        config=EndToEndConfig(k=k, repeats=repeats, seed=seed + 1),
+        config=EndToEndConfig(k=k, repeats=repeats, seed=seed + 1, single_doc=single_doc),
     )
     gold = {c.case_id: {d: 1 for d in c.gold_doc_ids} for c in scenario.cases}
     judgements = {"gold": gold, "deltap": dataset_qrels(mining.dataset)}
@@ -154,5 +170,6 @@ def run_planted(
         metrics,
         dataset_path=dataset_path,
         extra={"true utility": scenario.true_utility(systems, k)},
+        single_doc=result.erag_labels() if single_doc else None,
     )
     return {"mining": mining, "result": result, "systems": systems, "warnings": [str(w.message) for w in caught]}

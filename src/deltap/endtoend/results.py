@@ -36,6 +36,8 @@ class EndToEndResult:
         validity: The metric validity table (:func:`deltap.endtoend.validity.metric_validity`), when computed.
         per_case: Per case: its trials per system, calls, cache hits, documents dropped to fit the window.
         run: Calls, cache hits, solver, ceiling, wall time.
+        single_doc: With ``single_doc``: per case, each shown document's value alone (``None``: no value).
+        single_baseline: With ``single_doc`` and ``logprob``: per case, the no-document value.
     """
 
     case_ids: list[str]
@@ -51,19 +53,35 @@ class EndToEndResult:
     validity: dict[str, Any] = field(default_factory=dict)
     run: dict[str, Any] = field(default_factory=dict)
     systems_info: list[dict[str, Any]] = field(default_factory=list)
+    single_doc: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    single_baseline: dict[str, float | None] = field(default_factory=dict)
 
     @property
     def unit(self) -> str:
         return outcome_kind(self.outcome).label
 
+    def erag_labels(self) -> dict[str, dict[str, float]]:
+        """Per case, each document's eRAG label from its single-document value (:func:`~deltap.endtoend.single.erag_labels`)."""
+        from deltap.endtoend.single import erag_labels
+
+        return {c: erag_labels(u, self.single_baseline.get(c), self.outcome) for c, u in self.single_doc.items()}
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: what ``results.json`` holds."""
+        single = (
+            {"single_doc": {"values": self.single_doc, "baseline": self.single_baseline or None, "labels": self.erag_labels(),
+                            "label": "success rate alone" if self.outcome == "pass" else "log-p alone − log-p with no document (nats)",
+                            "documents": sum(len(v) for v in self.single_doc.values())}}
+            if self.single_doc
+            else {}
+        )  # fmt: skip
         return {
             "outcome": self.outcome, "unit": self.unit, "k": self.k, "confidence": self.confidence,
             "systems": self.systems_info or [{"name": n} for n in self.systems],
             "cases": len(self.case_ids), "complete_cases": len(self.complete),
             "summary": self.summary, "pairs": self.pairs, "validity": self.validity, "run": self.run,
             "per_case": {c: {s: _num(self.values[i, j]) for j, s in enumerate(self.systems)} for i, c in enumerate(self.case_ids)},
+            **single,
         }  # fmt: skip
 
     def table(self) -> str:

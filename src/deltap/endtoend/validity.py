@@ -1,7 +1,8 @@
 """Metric validity on the user's data: does a retrieval metric predict end-to-end success?
 
-For each metric on each qrels (the benchmark's gold qrels, deltap's mined qrels) and the signed utility when the
-evaluation library knows ``signed_utility@K``, two agreements with the measured success of an end-to-end run:
+For each metric on each qrels (the benchmark's gold qrels, deltap's mined qrels), the signed utility when the
+evaluation library knows ``signed_utility@K``, and eRAG's single-document utility when measured
+(:mod:`deltap.endtoend.single`), two agreements with the measured success of an end-to-end run:
 
 * **across systems** — Kendall's τ-b between the systems' mean metric and their mean success (the question a
   leaderboard asks: does the metric order the systems as success does?);
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from deltap.endtoend.single import ERAG_QRELS
 from deltap.errors import DeltapError
 
 if TYPE_CHECKING:
@@ -106,6 +108,7 @@ def metric_validity(
     extra: Mapping[str, np.ndarray] | None = None,
     seed: int | None = None,
     n_resamples: int = 1000,
+    single_doc: Mapping[str, Mapping[str, float]] | None = None,
 ) -> dict[str, Any]:
     """The validity table of ``metrics`` on every qrels of ``judgements`` against ``result``'s success.
 
@@ -116,6 +119,8 @@ def metric_validity(
         metrics: Measure strings (``ndcg@5``, ``hit_rate@5``, ``recall@5``).
         dataset_path: The mined ``retrieval_dataset.yaml``, for ``signed_utility@K`` when the library knows it.
         extra: More per-case metrics ``{label: (cases, systems) array}`` (the simulation's planted utility).
+        single_doc: eRAG document labels ``{case_id: {doc_id: label}}`` (:meth:`EndToEndResult.erag_labels`): adds
+            the ``erag_precision@K``, ``erag_hit@K`` and ``erag_ndcg@K`` rows (qrels ``single-doc (eRAG)``).
         seed: Bootstrap seed (default: the run's).
         n_resamples: Bootstrap resamples.
 
@@ -146,6 +151,11 @@ def metric_validity(
         notes.append(f"signed_utility@{k} is not in the evaluation library yet: not in the table")
     else:
         notes.append(f"{signed} needs the mined retrieval_dataset.yaml (no dataset_path given): not in the table")
+    if single_doc is not None:
+        from deltap.endtoend.single import ERAG_MEASURES, ERAG_QRELS, erag_metric
+
+        for m in ERAG_MEASURES:
+            columns.append((f"erag_{m}@{k}", ERAG_QRELS, erag_metric(m, single_doc, systems, result.case_ids, k)[idx]))
     for label, arr in (extra or {}).items():
         columns.append((label, "planted", np.asarray(arr, dtype=float)[idx]))
     rng = np.random.default_rng(result_seed(result, seed))
@@ -199,14 +209,17 @@ def _compare_qrels(
     r_boot: Mapping[tuple[str, str], np.ndarray],
     rows: Sequence[Mapping[str, Any]],
 ) -> list[dict[str, Any]]:
-    """``deltap − gold`` for each metric, and the signed utility against the first metric on gold: the τ and r
-    differences with intervals from the shared resamples."""
-    if "gold" not in judgements or "deltap" not in judgements:
-        return []
+    """``deltap − gold`` for each metric, the signed utility against the first metric on gold, and (when measured)
+    eRAG's single-document precision against the first metric on gold and the signed utility against eRAG: the τ and
+    r differences with intervals from the shared resamples."""
     point = {(r["metric"], r["qrels"]): r for r in rows}
-    pairs = [(m, (m, "deltap"), (m, "gold"), "deltap's mined qrels", "the benchmark's gold qrels") for m in metrics]
+    pairs = (
+        [(m, (m, "deltap"), (m, "gold"), "deltap's mined qrels", "the benchmark's gold qrels") for m in metrics]
+        if "gold" in judgements and "deltap" in judgements
+        else []
+    )
     signed = [key for key in point if key[1] == "deltap (signed)"]
-    if signed and metrics:
+    if signed and metrics and "gold" in judgements:
         pairs.append(
             (
                 f"{signed[0][0]} vs {metrics[0]} on gold",
@@ -216,6 +229,16 @@ def _compare_qrels(
                 f"gold {metrics[0]}",
             )
         )
+    erag = [key for key in point if key[1] == ERAG_QRELS]
+    if erag and metrics and "gold" in judgements:  # eRAG's precision (the paper's headline) against gold's first metric
+        pairs.append(
+            (f"{erag[0][0]} vs {metrics[0]} on gold", erag[0], (metrics[0], "gold"), "the single-document utility (eRAG)",
+             f"gold {metrics[0]}")
+        )  # fmt: skip
+    if erag and signed:
+        pairs.append(
+            (f"{signed[0][0]} vs {erag[0][0]}", signed[0], erag[0], "the signed utility", "the single-document utility (eRAG)")
+        )  # fmt: skip
     out = []
     for label, a, b, a_name, b_name in pairs:
         entry: dict[str, Any] = {"metric": label, "a": a_name, "b": b_name}

@@ -87,6 +87,18 @@ def _validity(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     ]
 
 
+def _single_doc_note(data: dict[str, Any]) -> str:
+    """One sentence on the eRAG single-document trials (``""`` when the run did not ask documents alone)."""
+    single = data.get("single_doc")
+    if not isinstance(single, dict):
+        return ""
+    return (
+        f"eRAG single-document utility: {single.get('documents', '?')} documents asked alone "
+        f"(label: {single.get('label', '?')}); the erag_* rows are IR metrics over each system's top "
+        f"{data.get('k')} with those labels. A label alone cannot see a document's effect in company."
+    )
+
+
 def endtoend_html(run_dir: str | Path) -> str:
     """The section (``""`` when the run has no end-to-end results)."""
     data = read_endtoend(run_dir)
@@ -112,6 +124,8 @@ def endtoend_html(run_dir: str | Path) -> str:
         out += ["<h3>Which qrels predict success on this data</h3>", table(*_validity(data)),
                 f"<p><strong>{escape(str(v.get('summary', '')))}</strong></p>"]  # fmt: skip
         out += [f"<p class='note'>{escape(n)}</p>" for n in v.get("notes", [])]
+        if _single_doc_note(data):
+            out.append(f"<p class='note'>{escape(_single_doc_note(data))}</p>")
     out.append("</section>")
     return "".join(out)
 
@@ -136,4 +150,6 @@ def endtoend_markdown(run_dir: str | Path) -> list[str]:
             f"**{v.get('summary', '')}**",
             "",
         ]
+        if _single_doc_note(data):
+            lines += [_single_doc_note(data), ""]
     return lines
