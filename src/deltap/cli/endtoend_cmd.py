@@ -181,7 +181,7 @@ def endtoend_command(
 
             det_kind = bool(solver_capabilities(solver_kind).deterministic)  # unknown: the larger ceiling
             extra = single_doc_ceiling([c.case_id for c in cases], systems, k, cfg.repeats, det_kind, outcome)
-            p.notes.append(f"--single-doc adds at most {extra} single-document (eRAG) calls, not in the figures above")
+            p.notes.append(f"--single-doc adds at most {extra} eRAG calls, not in these figures")
         typer.echo(json.dumps(p.to_dict(), indent=2) if json_output else "\n".join(p.lines()))
         return
     solver, _, executor = setup.build_solver(
