@@ -18,7 +18,7 @@ pytrec_eval = pytest.importorskip("pytrec_eval")
 pytest.importorskip("sentence_transformers")
 
 from deltap.evaluation import compare  # noqa: E402
-from tests.unit.test_eval_cranfield import MEASURES, assert_agrees  # noqa: E402
+from tests.unit.evaluation.test_cranfield_pytrec_eval import MEASURES, assert_agrees  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

@@ -26,8 +26,8 @@ from deltap.execution.ray_cluster import RAY_ENV, RayExecutor  # noqa: E402
 from deltap.mining.config import MiningConfig  # noqa: E402
 from deltap.mining.engine import mine  # noqa: E402
 from deltap.solvers.simulated import SimulatedSolver  # noqa: E402
-from tests.integration.test_mining_resume import _count  # noqa: E402  (trials logged so far, read-only)
-from tests.unit.test_execution import artefacts, job, rows  # noqa: E402
+from tests.integration.mining.test_resume_after_kill import _count  # noqa: E402  (trials logged so far, read-only)
+from tests.unit.execution.test_executors import artefacts, job, rows  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -182,7 +182,7 @@ def test_deltap_mine_executor_ray_gives_the_in_process_result(
     """The CLI path: ``deltap mine --executor ray --workers 2`` (the driver's solver and the replicas' built from one
     SolverSpec) writes the trials and dataset of ``deltap mine`` in-process."""
     from deltap.cli.app import main
-    from tests.unit.test_mining_cli import _files
+    from tests.unit.cli.test_mining_cmd import _files
 
     corpus, bench = _files(tmp_path)
     base = [

@@ -5,7 +5,7 @@ Needs Debian's ``chromium`` (``apt-get install -y chromium``); skipped with the 
 
 Also usable as a script to refresh the screenshot in the docs::
 
-    python -m tests.integration.test_report_browser RUN_DIR docs/report-screenshot.png
+    python -m tests.integration.report.test_browser RUN_DIR docs/report-screenshot.png
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from deltap.report import write_html_report
-from tests.unit.test_report_fixture import write_contract_run
+from tests.unit.report.test_contract_fixture import write_contract_run
 
 pytestmark = pytest.mark.integration
 
@@ -130,7 +130,7 @@ def test_screenshot_is_rendered(report: Path, tmp_path: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m tests.integration.test_report_browser RUN_DIR OUT.png``: report + screenshot of a run dir."""
+    """``python -m tests.integration.report.test_browser RUN_DIR OUT.png``: report + screenshot of a run dir."""
     if len(argv) != 2:
         print(__doc__)
         return 2

@@ -1,6 +1,6 @@
 """The ``deltap check --html`` page and the mining report's new parts in a real browser: headless Chromium loads them
 with no console errors and draws every plot (skipped with the reason when Chromium is absent, unless
-``DELTAP_REQUIRE_BROWSER=1``, like tests/integration/test_report_browser.py)."""
+``DELTAP_REQUIRE_BROWSER=1``, like tests/integration/report/test_browser.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 from deltap.documents import Corpus
 from deltap.report.check import write_check_html
-from tests.integration.test_report_browser import console_messages, run_chromium, screenshot
-from tests.unit.test_check_pipeline import SUITE, book_corpus, run  # noqa: F401  (fixture)
+from tests.integration.report.test_browser import console_messages, run_chromium, screenshot
+from tests.unit.check.test_pipeline import SUITE, book_corpus, run  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.integration
 

@@ -18,7 +18,7 @@ from deltap.check import PipelineCheckResult, check_pipeline
 from deltap.corpora.markdown import build_markdown_corpus
 from deltap.documents import Corpus
 from deltap.retrieval import build_retriever
-from tests.unit.test_check_pipeline import BOOK, SUITE
+from tests.unit.check.test_pipeline import BOOK, SUITE
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,9 @@ from deltap.dataset import write_dataset
 from deltap.errors import DeltapError, FormatError
 from deltap.evaluation.audit import AUDIT_COLUMNS, audit_qrels
 from deltap.report import load_run_dir, render_html, render_markdown
-from tests.unit.test_eval_cli import run_cli
-from tests.unit.test_eval_signed_utility import hand_dataset
-from tests.unit.test_report_fixture import write_contract_run
+from tests.unit.cli.test_evaluation_cmd import run_cli
+from tests.unit.evaluation.test_signed_utility import hand_dataset
+from tests.unit.report.test_contract_fixture import write_contract_run
 
 
 @pytest.fixture

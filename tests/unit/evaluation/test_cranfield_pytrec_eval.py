@@ -1,5 +1,5 @@
 """Agreement with pytrec_eval to 1e-9 per query on real runs: BM25 and a seeded random run over all 225 Cranfield
-queries (graded qrels 1-4). The dense/hybrid runs are in tests/integration/test_eval_cranfield_dense.py."""
+queries (graded qrels 1-4). The dense/hybrid runs are in tests/integration/evaluation/test_cranfield_dense.py."""
 
 from __future__ import annotations
 

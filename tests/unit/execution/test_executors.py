@@ -1,6 +1,6 @@
 """The executor seam in-process: several cases at once give the very same trials and dataset as one at a time.
 
-Ray itself is tested in ``tests/integration/test_ray_executor.py``; here nothing may import it.
+Ray itself is tested in ``tests/integration/execution/test_ray.py``; here nothing may import it.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from deltap.mining.progress import MiningProgress
 from deltap.mining.trials import TrialLog, TrialRecord
 from deltap.solvers.base import SolveRequest
 from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
-from tests.unit.test_reproducible import _mask
+from tests.unit.project.test_reproducible import _mask
 
 #: columns compared between runs: all but ``created`` (when the row was written) and ``latency`` (how long the
 #: call took): both measure the machine, not the trial
@@ -286,7 +286,7 @@ print("RAY_LOADED" if any(m == "ray" or m.startswith("ray.") for m in sys.module
 
 def test_cli_executor_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from deltap.cli.app import main
-    from tests.unit.test_mining_cli import _files
+    from tests.unit.cli.test_mining_cmd import _files
 
     corpus, bench = _files(tmp_path)
     base = [

@@ -308,7 +308,7 @@ def test_pilot_lets_a_run_with_real_effects_go_on(tmp_path: Path, corpus: Corpus
 
 def test_cli_plan_json_export_and_their_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from deltap.cli.app import main
-    from tests.unit.test_mining_cli import _files
+    from tests.unit.cli.test_mining_cmd import _files
 
     corpus, bench = _files(tmp_path)
     out = tmp_path / "run"
@@ -387,7 +387,7 @@ def test_cli_plans_a_hosted_model_without_a_key(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from deltap.cli.app import main
-    from tests.unit.test_mining_cli import _files
+    from tests.unit.cli.test_mining_cmd import _files
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     corpus, bench = _files(tmp_path)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+SRC = Path(__file__).resolve().parents[3] / "src"
 
 #: bottom to top; a room may import rooms on lower floors only (and itself). Keep in step with docs/architecture.md.
 FLOORS: list[set[str]] = [

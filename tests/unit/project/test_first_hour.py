@@ -239,7 +239,7 @@ def test_demo_header_states_the_ceiling_it_keeps(tmp_path: Path) -> None:
 
 
 def test_a_resumed_mine_says_its_calls_came_from_the_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from tests.unit.test_mining_cli import _files
+    from tests.unit.cli.test_mining_cmd import _files
 
     corpus, bench = _files(tmp_path)
     args = [
@@ -289,7 +289,7 @@ def test_report_cli_reads_the_corpus_for_the_failure_analysis(
 def test_the_new_sections_are_well_formed_html(mined_run: tuple[Path, Corpus, object]) -> None:
     from deltap.report import render_html
     from deltap.report.rundir import load_run_dir
-    from tests.unit.test_report import _parse
+    from tests.unit.report.test_report import _parse
 
     root, corpus, _ = mined_run
     parsed = _parse(render_html(load_run_dir(root), corpus=corpus))
@@ -331,7 +331,7 @@ def test_demo_cli_prints_the_reports_call_figures(tmp_path: Path, capsys: pytest
 def test_too_few_placebos_is_said_once_and_last(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`deltap mine` with fewer placebos than the placebo null needs says so once, among the closing lines (it was
     printed twice: as the null's description and again as the problem)."""
-    from tests.unit.test_mining_cli import _files
+    from tests.unit.cli.test_mining_cmd import _files
 
     corpus, bench = _files(tmp_path)
     main(

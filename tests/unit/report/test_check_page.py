@@ -10,7 +10,7 @@ import pytest
 
 from deltap.documents import Corpus
 from deltap.report.check import calibration_plot, latency_histogram, render_check_html, write_check_html
-from tests.unit.test_check_pipeline import SUITE, book_corpus, run  # noqa: F401  (fixture)
+from tests.unit.check.test_pipeline import SUITE, book_corpus, run  # noqa: F401  (fixture)
 
 
 def test_histogram_counts_every_sample_and_marks_p50_p95_and_the_limit() -> None:
@@ -74,7 +74,7 @@ def test_cli_writes_the_page(book_corpus: Corpus, tmp_path: Path, monkeypatch: p
 
 
 def test_the_page_is_well_formed_html(book_corpus: Corpus) -> None:  # noqa: F811
-    from tests.unit.test_report import _parse
+    from tests.unit.report.test_report import _parse
 
     for report in (
         run(book_corpus),

@@ -15,7 +15,7 @@ from deltap.report.comparison import read_comparison
 from deltap.report.figures import convergence, hit_at_k, ranked_ids, recall_curve, wilson_interval
 from deltap.report.plots import forest_plot, nice_ticks
 from deltap.report.rundir import CandidateResult
-from tests.unit.test_report_fixture import write_contract_run
+from tests.unit.report.test_contract_fixture import write_contract_run
 
 
 class _Collector(HTMLParser):

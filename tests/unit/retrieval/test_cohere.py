@@ -2,7 +2,7 @@
 
 The canned bodies follow the documented v2 response shape (``id``, ``embeddings.float``, ``texts``, ``meta``,
 ``response_type``); vectors are short stand-ins for the real 1024 floats. The live test is
-tests/integration/test_retrieval_cohere_live.py (runs only with ``COHERE_API_KEY`` set).
+tests/integration/retrieval/test_cohere_live.py (runs only with ``COHERE_API_KEY`` set).
 """
 
 from __future__ import annotations

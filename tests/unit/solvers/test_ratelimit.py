@@ -12,7 +12,7 @@ from deltap.errors import DeltapError
 from deltap.solvers.base import SolveRequest
 from deltap.solvers.ratelimit import RateLimiter, RateLimits, estimate_tokens, shared_limiter
 from deltap.solvers.retry import RetryPolicy
-from tests.unit.test_solver_openai import Script, chat_body, server  # noqa: F401 - the fixture is used by name
+from tests.unit.solvers.test_openai_compat import Script, chat_body, server  # noqa: F401 - the fixture is used by name
 
 
 class FakeClock:

@@ -8,7 +8,7 @@ import pytest
 from deltap.solvers.base import SolveRequest
 from deltap.solvers.ratelimit import RECOVER_AFTER, RateLimitAdapted, RateLimiter, RateLimits
 from deltap.solvers.retry import RetryPolicy
-from tests.unit.test_ratelimit import FakeClock, limiter
+from tests.unit.solvers.test_ratelimit import FakeClock, limiter
 
 
 def test_a_stated_limit_is_adopted_at_once_and_said_once() -> None:
