@@ -21,6 +21,7 @@ from deltap.check import PipelineCheckResult, check_pipeline
 from deltap.corpora.markdown import build_markdown_corpus
 from deltap.documents import Corpus, Document, write_corpus_jsonl
 from deltap.retrieval.base import Hit
+from tests.helpers import run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -207,18 +208,6 @@ def book(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"root": root, "corpus": corpus}
 
 
-def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    from deltap.cli.app import main
-
-    code = 0
-    try:
-        main(argv)
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def _status(report: PipelineCheckResult) -> dict[str, str]:
     return {c.gate + ":" + c.criterion: c.status for c in report.criteria}
 
@@ -240,7 +229,7 @@ def test_check_passes_on_the_real_index(
     root = book["root"]
     suite = _suite(threshold, index={"store": "index", "corpus": "corpus.jsonl"})
     (root / "suite.yaml").write_text(yaml.safe_dump(suite, sort_keys=False), encoding="utf-8")
-    code, out, err = _cli(["check", str(root / "suite.yaml"), "--json", str(root / "report.json")], capsys)
+    code, out, err = run_cli(capsys, "check", str(root / "suite.yaml"), "--json", str(root / "report.json"))
     print(out)
     assert code == 0, out + err
     report = json.loads((root / "report.json").read_text())

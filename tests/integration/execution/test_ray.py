@@ -182,9 +182,9 @@ def test_deltap_mine_executor_ray_gives_the_in_process_result(
     """The CLI path: ``deltap mine --executor ray --workers 2`` (the driver's solver and the replicas' built from one
     SolverSpec) writes the trials and dataset of ``deltap mine`` in-process."""
     from deltap.cli.app import main
-    from tests.unit.cli.test_mining_cmd import _files
+    from tests.helpers import mine_files
 
-    corpus, bench = _files(tmp_path)
+    corpus, bench = mine_files(tmp_path)
     base = [
         "mine",
         str(bench),

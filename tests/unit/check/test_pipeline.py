@@ -16,6 +16,7 @@ from deltap.corpora.markdown import build_markdown_corpus
 from deltap.documents import Corpus, write_corpus_jsonl
 from deltap.errors import DeltapError
 from deltap.retrieval.base import Hit
+from tests.helpers import run_cli
 
 BOOK = {
     "module-01-ros2/01-nodes.md": "# Nodes\n\nA ROS node is a process that publishes and subscribes to topics.\n\n"
@@ -442,21 +443,9 @@ def cli_env(tmp_path: Path, book_corpus: Corpus, monkeypatch: pytest.MonkeyPatch
     return state
 
 
-def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    from deltap.cli.app import main
-
-    code = 0
-    try:
-        main(argv)
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_cli_check_pass_and_json(cli_env: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     d = cli_env["dir"]
-    code, out, _ = _cli(["check", str(d / "suite.yaml"), "--json", str(d / "report.json")], capsys)
+    code, out, _ = run_cli(capsys, "check", str(d / "suite.yaml"), "--json", str(d / "report.json"))
     assert code == 0, out
     assert out.count("PASS ") == 6 and "result: PASS" in out
     data = json.loads((d / "report.json").read_text())
@@ -466,7 +455,7 @@ def test_cli_check_pass_and_json(cli_env: dict[str, Any], capsys: pytest.Capture
 
 def test_cli_check_fail_exit_code(cli_env: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     cli_env["mutate"] = _break("chunk_id", "", "module-01-ros2/01-nodes.md#0")
-    code, out, _ = _cli(["check", str(cli_env["dir"] / "suite.yaml")], capsys)
+    code, out, _ = run_cli(capsys, "check", str(cli_env["dir"] / "suite.yaml"))
     assert code == 1
     assert re.search(r"FAIL\s+metadata integrity", out) and "result: FAIL (1 criterion failed)" in out
     assert "has an empty 'chunk_id'" in out
@@ -474,15 +463,15 @@ def test_cli_check_fail_exit_code(cli_env: dict[str, Any], capsys: pytest.Captur
 
 def test_cli_check_threshold_override_and_skip(cli_env: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     suite = str(cli_env["dir"] / "suite.yaml")
-    code, out, _ = _cli(["check", suite, "--threshold", "0.0", "--skip", "latency"], capsys)
+    code, out, _ = run_cli(capsys, "check", suite, "--threshold", "0.0", "--skip", "latency")
     assert code == 1 and re.search(r"FAIL\s+out-of-scope below threshold\s+0/2 below 0.000", out)
     assert re.search(r"SKIP\s+latency p95 end-to-end", out)
-    code, _, err = _cli(["check", suite, "--skip", "speed"], capsys)
+    code, _, err = run_cli(capsys, "check", suite, "--skip", "speed")
     assert code == 2 and "unknown gate" in err
 
 
 def test_cli_calibrate(cli_env: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _cli(["check", str(cli_env["dir"] / "suite.yaml"), "--calibrate"], capsys)
+    code, out, _ = run_cli(capsys, "check", str(cli_env["dir"] / "suite.yaml"), "--calibrate")
     assert code == 0
     assert "calibration (top-1 score per query):" in out and "set `score_threshold:" in out
     assert "[" in out and "#" in out and "o" in out  # the histogram shows both distributions
@@ -498,32 +487,34 @@ def test_cli_calibrate(cli_env: dict[str, Any], capsys: pytest.CaptureFixture[st
 )
 def test_cli_bad_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str) -> None:
     (tmp_path / "s.yaml").write_text(content, encoding="utf-8")
-    code, _, err = _cli(["check", str(tmp_path / "s.yaml"), "--store", str(tmp_path)], capsys)
+    code, _, err = run_cli(capsys, "check", str(tmp_path / "s.yaml"), "--store", str(tmp_path))
     assert code == 2 and message in err and "s.yaml" in err
 
 
 def test_cli_unreachable_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "s.yaml").write_text(json.dumps(SUITE), encoding="utf-8")
-    code, _, err = _cli(["check", str(tmp_path / "s.yaml"), "--store", str(tmp_path / "gone")], capsys)
+    code, _, err = run_cli(capsys, "check", str(tmp_path / "s.yaml"), "--store", str(tmp_path / "gone"))
     assert code == 2 and "gone does not exist" in err
 
 
 def test_cli_init_check_then_check(cli_env: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     d = cli_env["dir"]
-    code, out, _ = _cli(
-        ["init-check", str(d / "corpus.jsonl"), "-o", str(d / "starter.yaml"), "--per-section", "1"], capsys
+    code, out, _ = run_cli(
+        capsys, "init-check", str(d / "corpus.jsonl"), "-o", str(d / "starter.yaml"), "--per-section", "1"
     )
     assert code == 0 and "3 in-scope and 3 out-of-scope queries" in out
-    code, _, err = _cli(["init-check", str(d / "corpus.jsonl"), "-o", str(d / "starter.yaml")], capsys)
+    code, _, err = run_cli(capsys, "init-check", str(d / "corpus.jsonl"), "-o", str(d / "starter.yaml"))
     assert code == 2 and "--force" in err
     # the starter needs a threshold: calibrate, then check with it
     starter = d / "starter.yaml"
-    code, _, err = _cli(["check", str(starter), "--store", str(d / "index")], capsys)
+    code, _, err = run_cli(capsys, "check", str(starter), "--store", str(d / "index"))
     assert code == 2 and "need a score_threshold" in err
-    code, out, _ = _cli(["check", str(starter), "--store", str(d / "index"), "--calibrate"], capsys)
+    code, out, _ = run_cli(capsys, "check", str(starter), "--store", str(d / "index"), "--calibrate")
     threshold = re.search(r"set `score_threshold: ([0-9.]+)`", out)
     assert code == 0 and threshold
-    code, out, _ = _cli(["check", str(starter), "--store", str(d / "index"), "--threshold", threshold.group(1)], capsys)
+    code, out, _ = run_cli(
+        capsys, "check", str(starter), "--store", str(d / "index"), "--threshold", threshold.group(1)
+    )
     assert code == 0, out
 
 

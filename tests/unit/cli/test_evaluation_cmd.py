@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from deltap.cli.app import main
+from tests.helpers import run_cli
 
 
 def _write(path: Path, text: str) -> Path:
@@ -21,16 +21,6 @@ def files(tmp_path: Path) -> dict[str, Path]:
     run_a = _write(tmp_path / "a.trec", "q1 Q0 d1 1 3.0 a\nq1 Q0 d9 2 2.0 a\nq2 Q0 d8 1 1.0 a\nq2 Q0 d3 2 0.5 a\n")
     run_b = _write(tmp_path / "b.trec", "q1 Q0 d9 1 3.0 b\nq1 Q0 d1 2 2.0 b\nq2 Q0 d3 1 1.0 b\n")
     return {"qrels": qrels, "a": run_a, "b": run_b}
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_evaluate_one_run_json(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:

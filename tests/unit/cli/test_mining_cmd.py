@@ -8,24 +8,11 @@ from pathlib import Path
 import pytest
 
 from deltap.cli.app import main
-
-
-def _files(tmp_path: Path) -> tuple[Path, Path]:
-    corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text(
-        "".join(json.dumps({"_id": f"pkg.D{i}", "title": "", "text": f"doc {i}"}) + "\n" for i in range(12))
-    )
-    bench = tmp_path / "bench.yaml"
-    bench.write_text(
-        "benchmarks:\n"
-        "  - id: q1\n    question: Which class runs agents?\n    benchmark_type: api_understanding\n"
-        "    answers:\n      - answer: Runner\n        fully_qualified_class_name: [pkg.D0, pkg.Missing]\n"
-    )
-    return corpus, bench
+from tests.helpers import mine_files
 
 
 def test_mine_writes_the_run_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    corpus, bench = _files(tmp_path)
+    corpus, bench = mine_files(tmp_path)
     out = tmp_path / "run"
     main(
         [
@@ -96,7 +83,7 @@ def test_a_run_mined_before_the_answer_grammar_resumes_only_when_asked(
 ) -> None:
     import sqlite3
 
-    corpus, bench = _files(tmp_path)
+    corpus, bench = mine_files(tmp_path)
     out = tmp_path / "run"
     args = [
         "mine",

@@ -10,19 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from deltap.cli.app import main
 from deltap.cli.retrieval_cmd import parse_filters
 from deltap.documents import Document, write_corpus_jsonl
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.helpers import run_cli
 
 
 @pytest.fixture()
@@ -45,13 +35,13 @@ def test_index_then_search(
 ) -> None:
     store = tmp_path / "store"
     cache = tmp_path / "cache"
-    code, out, _ = run(
-        ["index", str(corpus_file), "--store", str(store), "--embedder", "hash", "--cache-dir", str(cache)], capsys
+    code, out, _ = run_cli(
+        capsys, "index", str(corpus_file), "--store", str(store), "--embedder", "hash", "--cache-dir", str(cache)
     )
     assert code == 0
     assert "8 added, 0 updated, 0 unchanged, 0 removed; 8 embedded" in out
-    code, out, _ = run(
-        ["index", str(corpus_file), "--store", str(store), "--embedder", "hash", "--cache-dir", str(cache)], capsys
+    code, out, _ = run_cli(
+        capsys, "index", str(corpus_file), "--store", str(store), "--embedder", "hash", "--cache-dir", str(cache)
     )
     assert code == 0 and "0 added, 0 updated, 8 unchanged, 0 removed; 0 embedded" in out
 
@@ -59,7 +49,7 @@ def test_index_then_search(
 
     ticks = itertools.count()  # a fake clock: every reading is 0.5 s after the previous one
     monkeypatch.setattr(dense, "time", SimpleNamespace(perf_counter=lambda: 0.5 * next(ticks)))
-    code, out, err = run(["search", str(store), "agents", "-k", "2", "--json"], capsys)
+    code, out, err = run_cli(capsys, "search", str(store), "agents", "-k", "2", "--json")
     monkeypatch.undo()
     assert code == 0, err
     result = json.loads(out)
@@ -70,15 +60,15 @@ def test_index_then_search(
     assert top["metadata"] == {"document_section": "guide", "n": 2}
     assert (result["embed_ms"], result["search_ms"]) == (500.0, 500.0)  # the retriever's timings, in ms
 
-    code, out, _ = run(
-        ["search", str(store), "agents", "-k", "3", "--filter", "document_section=api", "--json"], capsys
+    code, out, _ = run_cli(
+        capsys, "search", str(store), "agents", "-k", "3", "--filter", "document_section=api", "--json"
     )
     assert code == 0
     assert {h["metadata"]["document_section"] for h in json.loads(out)["hits"]} == {"api"}
-    code, out, _ = run(["search", str(store), "text", "--filter", "n=3", "--filter", "n=5", "--json"], capsys)
+    code, out, _ = run_cli(capsys, "search", str(store), "text", "--filter", "n=3", "--filter", "n=5", "--json")
     assert sorted(h["doc_id"] for h in json.loads(out)["hits"]) == ["d3", "d5"]
 
-    code, out, _ = run(["search", str(store), "sessions memory", "-k", "3"], capsys)
+    code, out, _ = run_cli(capsys, "search", str(store), "sessions memory", "-k", "3")
     assert code == 0
     assert "d4" in out and "text number 4 about sessions" in out and "rank" in out
 
@@ -137,23 +127,21 @@ def test_bad_input_exits_2_with_one_line(
     monkeypatch.delenv("QDRANT_URL", raising=False)
     store = tmp_path / "store"
     assert (
-        run(
-            [
-                "index",
-                str(corpus_file),
-                "--store",
-                str(store),
-                "--embedder",
-                "hash",
-                "--cache-dir",
-                str(tmp_path / "c"),
-            ],
+        run_cli(
             capsys,
+            "index",
+            str(corpus_file),
+            "--store",
+            str(store),
+            "--embedder",
+            "hash",
+            "--cache-dir",
+            str(tmp_path / "c"),
         )[0]
         == 0
     )
     fields = {"store": str(store), "tmp": str(tmp_path), "corpus": str(corpus_file), "port": str(_closed_port())}
-    code, out, err = run([a.format(**fields) for a in args], capsys)
+    code, out, err = run_cli(capsys, *[a.format(**fields) for a in args])
     assert code == 2
     assert err.startswith("error: ")
     import re

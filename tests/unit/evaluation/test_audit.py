@@ -12,7 +12,7 @@ from deltap.dataset import write_dataset
 from deltap.errors import DeltapError, FormatError
 from deltap.evaluation.audit import AUDIT_COLUMNS, audit_qrels
 from deltap.report import load_run_dir, render_html, render_markdown
-from tests.unit.cli.test_evaluation_cmd import run_cli
+from tests.helpers import run_cli
 from tests.unit.evaluation.test_signed_utility import hand_dataset
 from tests.unit.report.test_contract_fixture import write_contract_run
 

@@ -19,7 +19,7 @@ from deltap.evaluation.ranking import EvaluationWarning
 from deltap.evaluation.scores import evaluate
 from deltap.judgements import SignedGains, load_judgements
 from deltap.qrels import write_trec_run
-from tests.unit.cli.test_evaluation_cmd import run_cli
+from tests.helpers import run_cli
 
 
 def _cand(doc: str, verdict: str, delta_p: float | None, grade: int | None, source: str = "gold") -> dict[str, object]:

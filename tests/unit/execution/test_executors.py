@@ -286,9 +286,9 @@ print("RAY_LOADED" if any(m == "ray" or m.startswith("ray.") for m in sys.module
 
 def test_cli_executor_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from deltap.cli.app import main
-    from tests.unit.cli.test_mining_cmd import _files
+    from tests.helpers import mine_files
 
-    corpus, bench = _files(tmp_path)
+    corpus, bench = mine_files(tmp_path)
     base = [
         "mine",
         str(bench),

@@ -10,33 +10,27 @@ from typing import Any
 import numpy as np
 import pytest
 
-from deltap.cases import Case, CheckerSpec
-from deltap.documents import Corpus, Document
+from deltap.cases import Case
+from deltap.documents import Corpus
 from deltap.errors import DeltapError
 from deltap.judgements import load_qrels
 from deltap.mining.config import MiningConfig
 from deltap.mining.engine import mine
 from deltap.mining.results import PlaceboCalibrationWarning
 from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
+from tests.helpers import answering_solver, numbered_corpus, string_case
 
 
 @pytest.fixture()
 def corpus() -> Corpus:
-    return Corpus([Document(f"d{i:02d}", f"text {i}") for i in range(40)])
+    return numbered_corpus(40)
 
 
 def _case(cid: str, gold: tuple[str, ...] = ("d00", "d01", "d02")) -> Case:
-    return Case(
-        cid,
-        f"question {cid}",
-        gold_doc_ids=gold,
-        checker=CheckerSpec("string_match", {"answers": [f"ans-{cid}"]}),
-        reference_answer=f"ans-{cid}",
-    )
+    return string_case(cid, gold)
 
 
-def _solver(truths: dict[str, SimulatedTruth], **kw: object) -> SimulatedSolver:
-    return SimulatedSolver(truths, answers={c: f"ans-{c}" for c in truths}, seed=5, **kw)  # type: ignore[arg-type]
+_solver = answering_solver
 
 
 def test_strong_effects_found_and_outputs_written(tmp_path: Path, corpus: Corpus) -> None:

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from deltap.cases import Case, CheckerSpec
 from deltap.documents import Corpus, Document
 from deltap.judgements import load_qrels
 from deltap.mining.engine import mine
@@ -22,6 +21,7 @@ from deltap.mining.verdicts import EMPIRICAL, default_policy, grade, verdict
 from deltap.retrieval.bm25 import BM25Retriever
 from deltap.solvers.base import Score, SolveRequest
 from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
+from tests.helpers import string_case
 
 
 class PerCaseNoiseSolver(SimulatedSolver):
@@ -38,16 +38,6 @@ class PerCaseNoiseSolver(SimulatedSolver):
             return super().score(request, reference)
         finally:
             self.noise = default
-
-
-def _case(cid: str, gold: tuple[str, ...], query: str = "") -> Case:
-    return Case(
-        cid,
-        query or f"question {cid}",
-        gold_doc_ids=gold,
-        checker=CheckerSpec("string_match", {"answers": [f"ans-{cid}"]}),
-        reference_answer=f"ans-{cid}",
-    )
 
 
 def _assert_rows_follow_the_rules(res: Any, outcome: str) -> None:
@@ -78,7 +68,7 @@ def corpus() -> Corpus:
 
 
 def test_engine_grades_0_1_2_3_and_irrelevant(tmp_path: Path, corpus: Corpus) -> None:
-    cases = [_case("planted", tuple(PLANTED)), _case("noisy", ("n0", "n1"))]
+    cases = [string_case("planted", tuple(PLANTED)), string_case("noisy", ("n0", "n1"))]
     truths = {"planted": SimulatedTruth(-6.0, PLANTED), "noisy": SimulatedTruth(-6.0, {})}
     solver = PerCaseNoiseSolver(truths, outcome="logprob", noise=0.3, seed=3, case_noise={"noisy": 40.0})
     res = mine(
@@ -106,7 +96,7 @@ def test_engine_grades_0_1_2_3_and_irrelevant(tmp_path: Path, corpus: Corpus) ->
 
 def test_engine_irrelevant_with_the_pass_outcome(corpus: Corpus) -> None:
     """The same with the checker in the loop (0/1 outcomes): a zero effect with enough trials is proven irrelevant."""
-    case = _case("p", ("g3", "g2"))
+    case = string_case("p", ("g3", "g2"))
     truth = SimulatedTruth(0.3, {"g3": 0.6})  # g2 has no effect here
     solver = SimulatedSolver({"p": truth}, answers={"p": "ans-p"}, seed=11)
     # gold_weight 1: with the default weight 8 the (weighted) futility rule settles the nulls at ~190 trials, before
@@ -142,7 +132,7 @@ def test_mine_with_a_real_bm25_retriever(tmp_path: Path) -> None:
     assert top[0] == "session-service" and "session-events" in top  # what BM25 ranks first
 
     # The gold document is the runner; the document that actually helps is one only retrieval finds.
-    case = _case("s", ("runner",), query=query)
+    case = string_case("s", ("runner",), query=query)
     truth = SimulatedTruth(-6.0, {"session-events": 2.5})
     solver = SimulatedSolver({"s": truth}, outcome="logprob", noise=0.3, seed=1)
     res = mine(

@@ -6,29 +6,15 @@ from typing import Any
 
 import pytest
 
-from deltap.cases import Case, CheckerSpec
 from deltap.documents import Corpus, Document
 from deltap.mining.engine import mine
 from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
+from tests.helpers import answering_solver, numbered_corpus, string_case
 
 
 @pytest.fixture()
 def corpus() -> Corpus:
-    return Corpus([Document(f"d{i:02d}", f"text {i} " * (1 + i % 7)) for i in range(60)])
-
-
-def _case(cid: str, gold: tuple[str, ...] = ("d00",)) -> Case:
-    return Case(
-        cid,
-        f"question {cid}",
-        gold_doc_ids=gold,
-        checker=CheckerSpec("string_match", {"answers": [f"ans-{cid}"]}),
-        reference_answer=f"ans-{cid}",
-    )
-
-
-def _solver(truths: dict[str, SimulatedTruth], **kw: Any) -> SimulatedSolver:
-    return SimulatedSolver(truths, answers={c: f"ans-{c}" for c in truths}, seed=5, **kw)
+    return numbered_corpus(60, lambda i: f"text {i} " * (1 + i % 7))
 
 
 def _row(res: Any, case_id: str, doc_id: str) -> dict[str, Any]:
@@ -39,9 +25,9 @@ def _row(res: Any, case_id: str, doc_id: str) -> dict[str, Any]:
 def test_a_document_that_decides_the_answer_is_relevant_with_many_candidates(corpus: Corpus) -> None:
     # Issue 14 item 1: pass iff d00 is in the context (ΔP = 1.0), 24+ candidates: the exact fit's t underflowed to
     # z = 0, p = 1, and the decisive document came out undecided after burning the whole budget.
-    case = _case("dec")
+    case = string_case("dec", ("d00",))
     truths = {"dec": SimulatedTruth(0.0, {"d00": 1.0})}
-    res = mine([case], corpus, _solver(truths), budget=128, n_placebo=23, coalitions=False)
+    res = mine([case], corpus, answering_solver(truths), budget=128, n_placebo=23, coalitions=False)
     row = _row(res, "dec", "d00")
     assert len(res.dataset.pairs[0]["candidates"]) >= 24
     assert row["verdict"] == "relevant", row
@@ -53,9 +39,9 @@ def test_pass_labels_rest_on_their_intervals_and_irrelevant_is_reachable(corpus:
     # Issue 14 item 8, S1's shape (+0.4/+0.3 of 20 candidates, base 0.1, pass, budget 128). Before: "irrelevant"
     # could not be reached for pass (the 90% interval at 128 trials is ±0.14 wide, the margin was 0.1), and the
     # reported interval of a relevant label could include 0.
-    cases = [_case(f"s{i}", ("d00", "d01")) for i in range(4)]
+    cases = [string_case(f"s{i}", ("d00", "d01")) for i in range(4)]
     truths = {c.case_id: SimulatedTruth(0.1, {"d00": 0.4, "d01": 0.3}) for c in cases}
-    res = mine(cases, corpus, _solver(truths), budget=128, n_placebo=18, coalitions=False)
+    res = mine(cases, corpus, answering_solver(truths), budget=128, n_placebo=18, coalitions=False)
     rows = [c for p in res.dataset.pairs for c in p["candidates"]]
     margin = res.dataset.metadata["margin"]
     assert margin == pytest.approx(0.2)
@@ -96,7 +82,7 @@ def test_similar_placebos_come_from_far_down_the_ranking() -> None:
 
     big = Corpus([Document(f"x{i:03d}", f"text {i}") for i in range(300)])
     order = [f"x{i:03d}" for i in range(299, -1, -1)]  # ranking: x299 first
-    case = _case("c", ("x000",))
+    case = string_case("c", ("x000",))
     pool = build_pool(case, big, _Ranked(order), k=5, n_placebo=6, seed=3, placebo_kind="similar")
     lo, hi = SIMILAR_RANKS
     window = set(order[lo - 1 : hi])
@@ -131,7 +117,7 @@ def test_similar_placebos_see_what_retrieved_nulls_do() -> None:
     order = [f"x{i:04d}" for i in range(1, 1000)]
     rng = np.random.default_rng(4)
     topic = set(order[:100])
-    cases = [_case(f"t{i}", ("x0000",)) for i in range(6)]
+    cases = [string_case(f"t{i}", ("x0000",)) for i in range(6)]
     truths = {}
     for c in cases:
         text = {d: float((1.0 if d in topic else 0.5) * rng.standard_normal()) for d in big.ids}

@@ -6,12 +6,11 @@ import os
 import sqlite3
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from deltap.cases import Case, CheckerSpec
+from deltap.cases import CheckerSpec
 from deltap.documents import Corpus, Document
 from deltap.errors import DeltapError
 from deltap.mining.engine import mine
@@ -19,6 +18,9 @@ from deltap.mining.manifest import ManifestChanged
 from deltap.mining.trials import TrialLog
 from deltap.retrieval.random_control import RandomRetriever
 from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
+from tests.helpers import answering_solver, string_case
+
+_case = string_case  # every case here has gold d00, d01 (tests/helpers.py)
 
 OPTS = {"budget": 32, "n_placebo": 2, "coalitions": False, "seed": 3}
 
@@ -27,20 +29,9 @@ def _corpus(**changed: str) -> Corpus:
     return Corpus([Document(f"d{i:02d}", changed.get(f"d{i:02d}", f"text {i}")) for i in range(30)])
 
 
-def _case(cid: str, **kw: object) -> Case:
-    base = Case(
-        cid,
-        f"question {cid}",
-        gold_doc_ids=("d00", "d01"),
-        checker=CheckerSpec("string_match", {"answers": [f"ans-{cid}"]}),
-        reference_answer=f"ans-{cid}",
-    )
-    return replace(base, **kw)  # type: ignore[arg-type]
-
-
 def _solver(effect: float = 0.4, **kw: object) -> SimulatedSolver:
     truth = {c: SimulatedTruth(0.3, {"d00": effect}) for c in ("a", "b")}
-    return SimulatedSolver(truth, answers={c: f"ans-{c}" for c in truth}, seed=1, **kw)  # type: ignore[arg-type]
+    return answering_solver(truth, seed=1, **kw)
 
 
 def _trial_keys(out: Path, case_id: str) -> int:

@@ -12,12 +12,13 @@ import pytest
 from scipy import stats
 
 from deltap.cases import Case
-from deltap.documents import Corpus, Document
+from deltap.documents import Corpus
 from deltap.mining import labels
 from deltap.mining.engine import mine
 from deltap.mining.placebo_check import check_from_dict, placebo_check, summary_lines
 from deltap.mining.results import PlaceboCalibrationWarning
 from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
+from tests.helpers import numbered_corpus
 
 
 def test_reference_is_q_r_over_m_not_q() -> None:
@@ -53,7 +54,7 @@ def test_power_and_size_of_the_check_by_simulation() -> None:
 
 
 def _world() -> tuple[list[Case], Corpus, SimulatedSolver]:
-    corpus = Corpus([Document(f"d{i:02d}", f"text {i}") for i in range(40)])
+    corpus = numbered_corpus(40)
     rng = np.random.default_rng(3)
     text = {d.doc_id: float(0.5 * rng.standard_normal()) for d in corpus}
     truths = {f"t{i}": SimulatedTruth(-6.0, {**text, "d00": text["d00"] + 3.0}) for i in range(4)}

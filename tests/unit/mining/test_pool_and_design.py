@@ -21,11 +21,12 @@ from deltap.mining.design import (
 )
 from deltap.mining.pool import build_pool
 from deltap.mining.trials import TrialLog, TrialRecord
+from tests.helpers import numbered_corpus
 
 
 @pytest.fixture()
 def corpus() -> Corpus:
-    return Corpus([Document(f"d{i:02d}", f"text {i}") for i in range(30)])
+    return numbered_corpus(30)
 
 
 def test_pool_sources_merge_and_missing_gold(corpus: Corpus) -> None:

@@ -8,22 +8,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from deltap.cases import Case, CheckerSpec
 from deltap.documents import Corpus, Document
 from deltap.mining.engine import mine
 from deltap.mining.simulation import SCENARIOS, design_config, engine_inputs, run_design
 from deltap.solvers.base import SolveRequest
 from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
-
-
-def _case(cid: str, gold: tuple[str, ...]) -> Case:
-    return Case(
-        cid,
-        f"question {cid}",
-        gold_doc_ids=gold,
-        checker=CheckerSpec("string_match", {"answers": [f"ans-{cid}"]}),
-        reference_answer=f"ans-{cid}",
-    )
+from tests.helpers import answering_solver, numbered_corpus, string_case
 
 
 class _Recording:
@@ -75,10 +65,10 @@ def test_simulation_counts_coalition_checks_and_uses_the_engine_margin() -> None
 
 
 def test_a_deterministic_solver_is_never_asked_the_same_prompt_twice() -> None:
-    corpus = Corpus([Document(f"d{i:02d}", f"text {i}") for i in range(12)])
+    corpus = numbered_corpus(12)
     truth = SimulatedTruth(0.1, {"d00": 0.7})
     solver = _Recording(SimulatedSolver({"a": truth}, answers={"a": "ans-a"}, seed=2, deterministic=True))
-    res = mine([_case("a", ("d00", "d01"))], corpus, solver, budget=48, n_placebo=1)  # 3 candidates: 8 subsets
+    res = mine([string_case("a", ("d00", "d01"))], corpus, solver, budget=48, n_placebo=1)  # 3 candidates: 8 subsets
     assert max(solver.prompts.values()) == 1
     meta = res.dataset.pairs[0]["metadata"]
     assert meta["calls"] == sum(solver.prompts.values()) <= 8 + 2
@@ -88,7 +78,7 @@ def test_a_deterministic_solver_is_never_asked_the_same_prompt_twice() -> None:
 def test_unsolvable_is_not_called_when_a_subset_helps() -> None:
     """Distractors sink the all-documents prompt, and nothing passes without documents, but one document helps on
     its own: random subsets in the preflight see it, the case is mined and the document found."""
-    corpus = Corpus([Document(f"d{i:02d}", f"text {i}") for i in range(12)])
+    corpus = numbered_corpus(12)
     truth = SimulatedTruth(0.0, {"d00": 0.9, "d03": -0.45, "d04": -0.45, "d05": -0.45})
     solver = SimulatedSolver({"u": truth}, answers={"u": "ans-u"}, seed=4, deterministic=True)
 
@@ -98,7 +88,7 @@ def test_unsolvable_is_not_called_when_a_subset_helps() -> None:
 
             return [SimpleNamespace(doc_id=f"d{i:02d}", score=1.0) for i in range(1, 6)][:k]
 
-    res = mine([_case("u", ("d00",))], corpus, solver, retriever=Fixed(), k=5, n_placebo=2, budget=64)
+    res = mine([string_case("u", ("d00",))], corpus, solver, retriever=Fixed(), k=5, n_placebo=2, budget=64)
     pair = res.dataset.pairs[0]
     assert pair["metadata"]["preflight"]["preflight_all"] == [0.0] and pair["metadata"]["preflight"][
         "preflight_none"
@@ -112,11 +102,11 @@ def test_or_structure_gives_two_minimal_coalitions_and_set_recall_uses_them(tmp_
     only one of them covers the query."""
     from deltap.judgements import load_judgements
 
-    corpus = Corpus([Document(f"d{i:02d}", f"text {i}") for i in range(20)])
+    corpus = numbered_corpus(20)
     truths = {f"o{i}": SimulatedTruth(0.05, {"d00": 0.85, "d01": 0.85}, {("d00", "d01"): -0.85}) for i in range(3)}
-    solver = SimulatedSolver(truths, answers={c: f"ans-{c}" for c in truths}, seed=1)
+    solver = answering_solver(truths, seed=1)
     res = mine(
-        [_case(c, ("d00", "d01", "d02")) for c in truths],
+        [string_case(c, ("d00", "d01", "d02")) for c in truths],
         corpus,
         solver,
         out=tmp_path,
@@ -143,10 +133,10 @@ def test_or_structure_gives_two_minimal_coalitions_and_set_recall_uses_them(tmp_
 
 def test_coalitions_are_minimal_no_null_member() -> None:
     """Two additive documents and a null one with a positive estimate: the coalition holds only what it needs."""
-    corpus = Corpus([Document(f"d{i:02d}", f"text {i}") for i in range(20)])
+    corpus = numbered_corpus(20)
     truths = {f"m{i}": SimulatedTruth(0.0, {"d00": 0.9}) for i in range(4)}
-    solver = SimulatedSolver(truths, answers={c: f"ans-{c}" for c in truths}, seed=7)
-    res = mine([_case(c, ("d00", "d01", "d02")) for c in truths], corpus, solver, budget=96, n_placebo=4)
+    solver = answering_solver(truths, seed=7)
+    res = mine([string_case(c, ("d00", "d01", "d02")) for c in truths], corpus, solver, budget=96, n_placebo=4)
     for pair in res.dataset.pairs:
         assert pair["coalitions"] == [["d00"]]
 
@@ -209,7 +199,7 @@ def test_prompts_fit_the_context_window_by_construction() -> None:
     """The solver can count tokens: retrieved candidates are dropped (worst rank first) until the every-candidate
     prompt fits, once per case — no trial overflows, so no error is dropped non-randomly."""
     solver = _Windowed({"w": SimulatedTruth(0.1, {"d00": 0.7})}, answers={"w": "ans-w"}, seed=3, n_ctx=300)
-    res = mine([_case("w", ("d00",))], _long_corpus(), solver, retriever=_Ranked(), k=8, n_placebo=2, budget=48)
+    res = mine([string_case("w", ("d00",))], _long_corpus(), solver, retriever=_Ranked(), k=8, n_placebo=2, budget=48)
     pair = res.dataset.pairs[0]
     meta = pair["metadata"]
     assert meta["errors"] == 0 and meta["status"] in ("mined", "budget_exhausted")
@@ -228,7 +218,7 @@ def test_a_context_overflow_is_its_own_outcome_and_stops_the_case() -> None:
     (not errors to drop and replace) and the case stops with status ``context_overflow`` — estimates from the
     subsets that happened to fit would be biased towards short contexts."""
     solver = _Windowed({"w": SimulatedTruth(0.1, {"d00": 0.7})}, answers={"w": "ans-w"}, seed=3, n_ctx=300, count=False)
-    res = mine([_case("w", ("d00",))], _long_corpus(), solver, retriever=_Ranked(), k=8, n_placebo=2, budget=48)
+    res = mine([string_case("w", ("d00",))], _long_corpus(), solver, retriever=_Ranked(), k=8, n_placebo=2, budget=48)
     meta = res.dataset.pairs[0]["metadata"]
     assert meta["status"] == "context_overflow" and "--max-candidates" in meta["reason"]
     assert all(c["verdict"] == "undecided" for c in res.dataset.pairs[0]["candidates"])
@@ -236,11 +226,11 @@ def test_a_context_overflow_is_its_own_outcome_and_stops_the_case() -> None:
 
 def test_coalition_checks_stay_within_verify_trials_for_a_deterministic_solver() -> None:
     """One call per checked context, at most ``verify_trials`` of them per case (the demo's budget promise)."""
-    corpus = Corpus([Document(f"d{i:02d}", f"text {i}") for i in range(20)])
+    corpus = numbered_corpus(20)
     truths = {f"g{i}": SimulatedTruth(0.0, {"d00": 1.0, "d01": 1.0, "d02": 1.0}) for i in range(3)}  # any one suffices
-    solver = _Recording(SimulatedSolver(truths, answers={c: f"ans-{c}" for c in truths}, seed=2, deterministic=True))
+    solver = _Recording(answering_solver(truths, seed=2, deterministic=True))
     res = mine(
-        [_case(c, ("d00", "d01", "d02")) for c in truths], corpus, solver, budget=64, n_placebo=4, verify_trials=2
+        [string_case(c, ("d00", "d01", "d02")) for c in truths], corpus, solver, budget=64, n_placebo=4, verify_trials=2
     )
     for pair in res.dataset.pairs:
         assert pair["metadata"]["calls_by_kind"]["coalition"] <= 2

@@ -12,13 +12,15 @@ from typing import Any
 
 import pytest
 
-from deltap.cases import Case, CheckerSpec
-from deltap.documents import Corpus, Document
+from deltap.documents import Corpus
 from deltap.mining.config import MiningConfig
 from deltap.mining.engine import mine
 from deltap.mining.trials import TrialLog, TrialRecord
 from deltap.solvers.base import Answer, ContextWindow, SolveRequest
 from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
+from tests.helpers import answering_solver, numbered_corpus, string_case
+
+_case = string_case  # every case here has gold d00, d01 (tests/helpers.py)
 
 PER_DOC, BASE, OUT = 5, 7, 2
 
@@ -30,7 +32,7 @@ class TokenSolver:
     max_tokens = {"api_understanding": 16}
 
     def __init__(self, truths: dict[str, SimulatedTruth]) -> None:
-        self.inner = SimulatedSolver(truths, answers={c: f"ans-{c}" for c in truths}, seed=5)
+        self.inner = answering_solver(truths)
         self.id = "tokens:" + self.inner.id
 
     def tokens(self, request: SolveRequest) -> list[int]:
@@ -46,12 +48,7 @@ class TokenSolver:
 
 @pytest.fixture()
 def corpus() -> Corpus:
-    return Corpus([Document(f"d{i:02d}", f"text {i}") for i in range(40)])
-
-
-def _case(cid: str) -> Case:
-    return Case(cid, f"question {cid}", gold_doc_ids=("d00", "d01"), checker=CheckerSpec("string_match", {"answers": [f"ans-{cid}"]}),
-                reference_answer=f"ans-{cid}")  # fmt: skip
+    return numbered_corpus(40)
 
 
 def _truths(*ids: str) -> dict[str, SimulatedTruth]:
@@ -308,9 +305,9 @@ def test_pilot_lets_a_run_with_real_effects_go_on(tmp_path: Path, corpus: Corpus
 
 def test_cli_plan_json_export_and_their_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from deltap.cli.app import main
-    from tests.unit.cli.test_mining_cmd import _files
+    from tests.helpers import mine_files
 
-    corpus, bench = _files(tmp_path)
+    corpus, bench = mine_files(tmp_path)
     out = tmp_path / "run"
     common = [
         "mine",
@@ -387,10 +384,10 @@ def test_cli_plans_a_hosted_model_without_a_key(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from deltap.cli.app import main
-    from tests.unit.cli.test_mining_cmd import _files
+    from tests.helpers import mine_files
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    corpus, bench = _files(tmp_path)
+    corpus, bench = mine_files(tmp_path)
     main(["mine", str(bench), "--corpus", str(corpus), "--retriever", "none", "--solver", "openai", "--model", "gpt-4o-mini",
           "--rpm", "30", "--out", str(tmp_path / "run"), "--plan", "--json"])  # fmt: skip
     plan = json.loads(capsys.readouterr().out)

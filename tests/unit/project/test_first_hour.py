@@ -14,16 +14,7 @@ from deltap.cases import Case, CheckerSpec
 from deltap.cli.app import main
 from deltap.documents import Corpus, Document
 from deltap.errors import FormatError
-
-
-def _cli(args: list[str]) -> int:
-    """Run the CLI entry point; its exit code (help and successful commands return normally)."""
-    try:
-        main(args)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
-
+from tests.helpers import cli_exit_code
 
 # --- error messages -----------------------------------------------------------------------------------------------
 
@@ -46,7 +37,7 @@ def test_duplicate_symbol_note_is_printed_once(tmp_path: Path, capsys: pytest.Ca
         "- {id: pkg.A.x, type: property, docstring: getter}\n- {id: pkg.A.x, type: property, docstring: setter}\n",
         encoding="utf-8",
     )
-    assert _cli(["corpus", "api", str(symbols), "-o", str(tmp_path / "c.jsonl")]) == 0
+    assert cli_exit_code(["corpus", "api", str(symbols), "-o", str(tmp_path / "c.jsonl")]) == 0
     err = capsys.readouterr().err
     assert err.count("duplicate symbol id") == 1, err
 
@@ -61,7 +52,7 @@ def test_help_fits_80_columns_without_cut_text_or_type_markers(
     command: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "80")
-    assert _cli([*command, "--help"]) == 0
+    assert cli_exit_code([*command, "--help"]) == 0
     out = capsys.readouterr().out
     assert out.strip()
     too_long = [ln for ln in out.splitlines() if len(ln) > 80]
@@ -75,7 +66,7 @@ def test_help_keeps_every_word_of_a_long_option_text(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "80")
-    assert _cli(["mine", "--help"]) == 0
+    assert cli_exit_code(["mine", "--help"]) == 0
     flat = " ".join(capsys.readouterr().out.split())
     assert "Default: placebo for --outcome logprob, zero for pass." in flat
 
@@ -239,9 +230,9 @@ def test_demo_header_states_the_ceiling_it_keeps(tmp_path: Path) -> None:
 
 
 def test_a_resumed_mine_says_its_calls_came_from_the_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from tests.unit.cli.test_mining_cmd import _files
+    from tests.helpers import mine_files
 
-    corpus, bench = _files(tmp_path)
+    corpus, bench = mine_files(tmp_path)
     args = [
         "mine",
         str(bench),
@@ -277,9 +268,9 @@ def test_report_cli_reads_the_corpus_for_the_failure_analysis(
     root, corpus, _ = mined_run
     corpus_path = write_corpus_jsonl(corpus, tmp_path / "corpus.jsonl")
     out = tmp_path / "report.html"
-    assert _cli(["report", str(root), "--out", str(out), "--corpus", str(corpus_path)]) == 0
+    assert cli_exit_code(["report", str(root), "--out", str(out), "--corpus", str(corpus_path)]) == 0
     with_corpus = out.read_text(encoding="utf-8")
-    assert _cli(["report", str(root), "--out", str(out)]) == 0
+    assert cli_exit_code(["report", str(root), "--out", str(out)]) == 0
     without = out.read_text(encoding="utf-8")
     hint = "pass the corpus"
     assert hint in without and hint not in with_corpus
@@ -301,7 +292,7 @@ def test_demo_cli_prints_the_reports_call_figures(tmp_path: Path, capsys: pytest
 
     out = tmp_path / "demo"
     assert (
-        _cli(
+        cli_exit_code(
             [
                 "demo",
                 "--solver",
@@ -331,9 +322,9 @@ def test_demo_cli_prints_the_reports_call_figures(tmp_path: Path, capsys: pytest
 def test_too_few_placebos_is_said_once_and_last(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`deltap mine` with fewer placebos than the placebo null needs says so once, among the closing lines (it was
     printed twice: as the null's description and again as the problem)."""
-    from tests.unit.cli.test_mining_cmd import _files
+    from tests.helpers import mine_files
 
-    corpus, bench = _files(tmp_path)
+    corpus, bench = mine_files(tmp_path)
     main(
         [
             "mine",

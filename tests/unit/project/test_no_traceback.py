@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from deltap.cli.app import main
+from tests.helpers import run_cli
 
 _PROGRESS = re.compile(r"^(cases|trials)\s")
 
@@ -41,18 +41,8 @@ def _corpus(path: Path, n: int = 12, skip: tuple[str, ...] = ()) -> Path:
     return path
 
 
-def _cli(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str]:
-    try:
-        main([str(a) for a in args])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    _, err = capsys.readouterr()
-    return code, err
-
-
 def _one_line_error(capsys: pytest.CaptureFixture[str], *args: object, expect: str | list[str]) -> str:
-    code, err = _cli(capsys, *args)
+    code, _, err = run_cli(capsys, *args)
     # progress bars of `deltap mine` may come first; the error is the last line and the only one
     lines = [line for line in err.splitlines() if line.strip() and not _PROGRESS.match(line)]
     assert "Traceback" not in err, err
@@ -207,7 +197,7 @@ def test_damaged_trial_log_page(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     cases = tmp_path / "bench.yaml"
     cases.write_text(YAML_OK, encoding="utf-8")
     corpus = _corpus(tmp_path / "c.jsonl")
-    code, err = _cli(capsys, *_mine_args(tmp_path, cases, corpus))
+    code, _, err = run_cli(capsys, *_mine_args(tmp_path, cases, corpus))
     assert code == 0, err
     db = tmp_path / "run" / "trials.sqlite"
     data = bytearray(db.read_bytes())
@@ -281,7 +271,7 @@ def test_full_disk_in_the_trial_log(
 def test_resume_with_a_corpus_that_lost_a_pooled_document(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     cases = tmp_path / "bench.yaml"
     cases.write_text(YAML_OK, encoding="utf-8")
-    code, err = _cli(capsys, *_mine_args(tmp_path, cases, _corpus(tmp_path / "c.jsonl")))
+    code, _, err = run_cli(capsys, *_mine_args(tmp_path, cases, _corpus(tmp_path / "c.jsonl")))
     assert code == 0, err
     with sqlite3.connect(tmp_path / "run" / "trials.sqlite") as db:
         (pool,) = db.execute("SELECT pool_json FROM pools").fetchone()

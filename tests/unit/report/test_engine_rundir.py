@@ -19,39 +19,29 @@ from typing import Any
 import pytest
 import yaml
 
-from deltap.cases import Case, CheckerSpec
-from deltap.documents import Corpus, Document
 from deltap.judgements import load_qrels
 from deltap.mining.config import MiningConfig
 from deltap.mining.engine import mine
 from deltap.mining.results import PlaceboCalibrationWarning
 from deltap.report import load_run_dir, render_html, render_markdown
 from deltap.report.figures import wilson_interval
-from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
+from deltap.solvers.simulated import SimulatedTruth
+from tests.helpers import answering_solver, numbered_corpus, string_case
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("engine-run")
-    corpus = Corpus([Document(f"d{i:02d}", f"text {i}") for i in range(30)])
+    corpus = numbered_corpus(30)
     ids = ("a", "b", "sat")
-    cases = [
-        Case(
-            c,
-            f"question {c}",
-            gold_doc_ids=("d00", "d01", "d02"),
-            checker=CheckerSpec("string_match", {"answers": [f"ans-{c}"]}),
-            reference_answer=f"ans-{c}",
-        )
-        for c in ids
-    ]
+    cases = [string_case(c, ("d00", "d01", "d02")) for c in ids]
     # d02 +0.15 in case a plants the grade-1 document (before the gold weight, a false positive supplied it)
     truths = {
         "a": SimulatedTruth(0.1, {"d00": 0.6, "d01": 0.25, "d02": 0.15}),
         "b": SimulatedTruth(0.7, {"d02": -0.5}),
         "sat": SimulatedTruth(1.0),
     }
-    solver = SimulatedSolver(truths, answers={c: f"ans-{c}" for c in ids}, seed=2)
+    solver = answering_solver(truths, seed=2)
     # Unweighted, this seed's run labelled 2 of 8 placebos and the placebo check warned; with the gold prior weight the
     # placebos are down-weighted and it may not. Either way the report must show the check, not fail on it.
     with warnings.catch_warnings():
