@@ -108,3 +108,25 @@ def test_compare_errors() -> None:
         compare(qrels, {"a": base, "b": better}, "P@5", baseline="x")
     with pytest.raises(DeltapError, match="test must be"):
         compare(qrels, {"a": base, "b": better}, "P@5", test="wilcoxon")  # type: ignore[arg-type]
+
+
+def test_compare_and_evaluate_take_settings_objects_as_well_as_keywords() -> None:
+    from deltap.evaluation import ComparisonSettings, EvaluationSettings, evaluate
+
+    qrels, base, better, same = _planted(n=30, seed=2)
+    runs = {"same": same, "base": base, "better": better}
+    keywords = compare(qrels, runs, ["ndcg@5", "P@3"], baseline="base", test="t", alpha=0.1, on_missing="skip",
+                       confidence=0.9, n_resamples=50, n_permutations=200, seed=7)  # fmt: skip
+    settings = EvaluationSettings(("ndcg@5", "P@3"), on_missing="skip", confidence=0.9, n_resamples=50, seed=7)
+    objects = compare(qrels, runs, settings=settings, comparison=ComparisonSettings("base", "t", 0.1, 200))
+    assert objects.to_dict() == keywords.to_dict()
+    assert (objects.baseline, objects.test, objects.alpha, objects.n_permutations) == ("base", "t", 0.1, 200)
+    one = evaluate(qrels, better, ["ndcg@5", "P@3"], on_missing="skip", confidence=0.9, n_resamples=50, seed=7)
+    assert evaluate(qrels, better, settings=settings).to_dict() == one.to_dict()
+    # a keyword that the settings object also holds is refused rather than silently ignored
+    with pytest.raises(DeltapError, match=r"compare: n_resamples, seed given both .* EvaluationSettings; set them"):
+        compare(qrels, runs, settings=settings, seed=3, n_resamples=10)
+    with pytest.raises(DeltapError, match=r"compare: alpha given both .* ComparisonSettings"):
+        compare(qrels, runs, comparison=ComparisonSettings("base"), alpha=0.2)
+    with pytest.raises(DeltapError, match=r"evaluate: metrics given both"):
+        evaluate(qrels, better, "MRR", settings=settings)
