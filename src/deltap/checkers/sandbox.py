@@ -472,12 +472,18 @@ def protections(limits: SandboxLimits | None = None) -> dict[str, Protection]:
     a = isolation_available()
     root = _is_root()
     bw = a.get("bwrap", False)
-    mib = 1024**2
     table: dict[str, Protection] = {}
 
     def put(name: str, on: bool, yes: str, no: str) -> None:
         table[name] = Protection(bool(on), yes if on else no)
 
+    _put_isolation(put, a, root, bw)
+    _put_limits(put, a, bw, lim)
+    return table
+
+
+def _put_isolation(put: Callable[[str, bool, str, str], None], a: dict[str, bool], root: bool, bw: bool) -> None:
+    """The isolation rows of :func:`protections`: namespaces, identity and what the filesystem shows."""
     put(
         "network",
         a.get("netns", False),
@@ -554,6 +560,11 @@ def protections(limits: SandboxLimits | None = None) -> dict[str, Protection]:
         "new IPC namespace: SysV semaphores, shared memory and message queues die with the run",
         "NOT isolated: a SysV IPC object the code creates outlives the run (namespaces are not permitted here)",
     )
+
+
+def _put_limits(put: Callable[[str, bool, str, str], None], a: dict[str, bool], bw: bool, lim: SandboxLimits) -> None:
+    """The resource rows of :func:`protections`: disk, memory, processes, CPU, time and environment."""
+    mib = 1024**2
     put(
         "disk-whole-sandbox",
         bw,
@@ -590,7 +601,6 @@ def protections(limits: SandboxLimits | None = None) -> dict[str, Protection]:
     )
     put("wall-timeout", True, f"{lim.wall_seconds:g}s, then SIGKILL to the whole process tree", "")
     put("clean-env", True, "no variable from the parent (no API keys); HOME/TMPDIR is the work dir", "")
-    return table
 
 
 def describe(limits: SandboxLimits | None = None) -> str:
