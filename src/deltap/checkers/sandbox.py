@@ -994,16 +994,7 @@ def run_sandboxed(
         layers = [x for x in layers if x != "network"]
     groups = _Cgroups.create(limits)
     procs_files = groups.procs_files()
-    nproc: int | None
-    if "pids" in groups.dirs:
-        # The pids cgroup bounds this sandbox alone. RLIMIT_NPROC would count every process of the user (nobody)
-        # on the machine: two concurrent sandboxes holding their share would make a third one's fork fail.
-        nproc = None
-    elif avail.get("uid_nobody"):
-        nproc = limits.max_processes
-    else:
-        # Unprivileged fallback: RLIMIT_NPROC counts all processes of this user; allow the current ones plus the budget.
-        nproc = _user_process_count() + limits.max_processes
+    nproc = _nproc_limit(groups, avail, limits)
 
     def preexec() -> None:  # runs in the child between fork and exec
         import resource
@@ -1068,6 +1059,18 @@ def run_sandboxed(
         if staging:
             shutil.rmtree(staging, ignore_errors=True)
     return SandboxResult(returncode, output, timed_out, duration, tuple(layers), error, info)
+
+
+def _nproc_limit(groups: _Cgroups, avail: dict[str, bool], limits: SandboxLimits) -> int | None:
+    """The RLIMIT_NPROC of a sandboxed run, or ``None`` when its pids cgroup bounds it instead."""
+    if "pids" in groups.dirs:
+        # The pids cgroup bounds this sandbox alone. RLIMIT_NPROC would count every process of the user (nobody)
+        # on the machine: two concurrent sandboxes holding their share would make a third one's fork fail.
+        return None
+    if avail.get("uid_nobody"):
+        return limits.max_processes
+    # Unprivileged fallback: RLIMIT_NPROC counts all processes of this user; allow the current ones plus the budget.
+    return _user_process_count() + limits.max_processes
 
 
 def _user_process_count() -> int:

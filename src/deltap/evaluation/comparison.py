@@ -432,7 +432,7 @@ def compare(
             s, tuple(measures), tuple(query_ids), values, ci, settings.confidence, settings.n_resamples,
             settings.seed, tuple(system_notes[s]),
         )  # fmt: skip
-    return _paired_tests(results, systems, base, tuple(measures), len(query_ids), comparison, settings.seed, notes)
+    return _paired_tests(results, base, tuple(measures), comparison, settings.seed, notes)
 
 
 def _named_runs(runs: Mapping[str, RunLike] | Sequence[RunLike]) -> dict[str, RunLike]:
@@ -482,15 +482,16 @@ def _common_queries(
 
 def _paired_tests(
     results: dict[str, EvalResult],
-    systems: tuple[str, ...],
     base: str,
     measures: tuple[Measure, ...],
-    n_queries: int,
     comparison: ComparisonSettings,
     seed: int,
     notes: list[str],
 ) -> Comparison:
-    """Every system against ``base``: paired t and randomization p-values (Holm-adjusted per test), wins/ties/losses."""
+    """Every system of ``results`` (in its order) against ``base``: paired t and randomization p-values
+    (Holm-adjusted per test) and wins/ties/losses over the queries they share."""
+    systems = tuple(results)
+    n_queries = len(results[base].query_ids)
     others = [s for s in systems if s != base]
     b = results[base].values
     p_t: dict[str, np.ndarray] = {}
