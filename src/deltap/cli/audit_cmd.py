@@ -35,6 +35,8 @@ def register(app: typer.Typer) -> None:
         typer.echo(text.rstrip("\n"))
         if out is not None and str(out) == "-":
             return
-        target = out if out is not None else Path(result.source).parent / "audit"
+        from deltap.rundir import RunDir
+
+        target = out if out is not None else RunDir(Path(result.source).parent).audit.root
         for path in result.write(target).values():
             typer.secho(f"wrote {path}", err=True)

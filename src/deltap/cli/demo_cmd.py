@@ -16,8 +16,9 @@ def _calls_line(run_dir: Path) -> str:
     """The trial log's call count and solver time per call, read by the report's own reader (the figures the report
     shows, so the terminal and the report cannot disagree)."""
     from deltap.report.rundir import read_trial_log
+    from deltap.rundir import RunDir
 
-    log = read_trial_log(run_dir / "trials.sqlite")
+    log = read_trial_log(RunDir(run_dir).trials)
     if log is None or not log.calls:
         return "no solver call logged"
     return f"{log.calls} solver calls, {log.seconds_per_call:.2f} s of solver time each"
@@ -32,8 +33,11 @@ def register(app: typer.Typer) -> None:
         cases: int = typer.Option(
             _D.cases, "--cases", help="How many bundled benchmark questions to mine (1-56; paraphrased ones first)."
         ),
-        budget: int = typer.Option(
-            _D.budget, "--budget", help="Solver calls in total (a ceiling), split evenly over the cases."
+        calls: int = typer.Option(
+            _D.calls, "--calls", help="Solver calls in total (a ceiling), split evenly over the cases."
+        ),
+        budget: int | None = typer.Option(
+            None, "--budget", hidden=True, help="Deprecated: --calls (deltap mine --budget is trials per case)."
         ),
         solver: str = typer.Option(
             _D.solver, "--solver", help="local (SmolLM2-135M in-process), simulated, or another solver spec."
@@ -49,12 +53,19 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Run deltap end to end offline: stdlib corpus, bundled questions, local LLM mining, BM25/dense/hybrid, report."""
-        from deltap.demo import run_demo
+        from deltap.demo import BUDGET_DEPRECATED, run_demo
+        from deltap.errors import DeltapError
+        from deltap.rundir import RunDir
 
+        if budget is not None:
+            if calls != _D.calls:
+                raise DeltapError("give --calls only (--budget is its deprecated name)")
+            typer.secho(f"warning: {BUDGET_DEPRECATED}", err=True, fg="yellow")
+            calls = budget
         config = DemoConfig(
             out=out,
             cases=cases,
-            budget=budget,
+            calls=calls,
             solver=solver,
             outcome=outcome,
             seed=seed,
@@ -66,13 +77,14 @@ def register(app: typer.Typer) -> None:
         typer.echo("")
         typer.secho(f"done in {result.timings.get('total', 0.0):.0f} s", bold=True)
         typer.echo(f"  corpus            {result.corpus_path} ({result.n_documents} documents)")
-        typer.echo(f"  verified dataset  {result.run_dir / 'retrieval_dataset.yaml'}")
-        typer.echo(f"  qrels             {result.run_dir / 'qrels' / 'test.tsv'} (also qrels.trec, qrels.jsonl)")
-        typer.echo(f"  trial log         {result.run_dir / 'trials.sqlite'} ({_calls_line(result.run_dir)})")
+        rd = RunDir(result.run_dir)
+        typer.echo(f"  verified dataset  {rd.dataset}")
+        typer.echo(f"  qrels             {rd.qrels_beir} (also {rd.qrels_trec.name}, {rd.qrels_jsonl.name})")
+        typer.echo(f"  trial log         {rd.trials} ({_calls_line(result.run_dir)})")
         if result.comparison:
-            typer.echo(f"  comparison        {result.run_dir / 'evaluation' / 'compare.json'}")
+            typer.echo(f"  comparison        {rd.comparison}")
         if result.endtoend:
-            typer.echo(f"  end to end        {result.run_dir / 'endtoend' / 'results.json'}")
+            typer.echo(f"  end to end        {rd.endtoend.results}")
         typer.echo(f"  Markdown summary  {result.report_md}")
         typer.secho(f"  HTML report       {result.report_html}", bold=True)
         from deltap.mining.placebo_check import summary_lines

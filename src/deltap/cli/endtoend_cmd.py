@@ -81,15 +81,21 @@ def endtoend_command(
     executor_kind: Annotated[
         str, typer.Option("--executor", help="inprocess or ray (pip install 'deltap[ray]').")
     ] = "inprocess",
+    executor_option: Annotated[
+        list[str],
+        typer.Option(
+            "--executor-option", help="An option of the executor, key=value (repeatable), as for deltap mine."
+        ),
+    ] = [],  # noqa: B006
     ray_address: Annotated[
-        str | None, typer.Option("--ray-address", help="--executor ray: the cluster (auto, ray://HOST:10001).")
+        str | None, typer.Option("--ray-address", help="Same as --executor-option address=...", hidden=True)
     ] = None,
     requests_per_minute: Annotated[
         float | None,
-        typer.Option("--requests-per-minute", "--rpm", help="openai/gemini: the endpoint's request limit."),
+        typer.Option("--requests-per-minute", "--rpm", help="Hosted solvers: the endpoint's request limit."),
     ] = None,
     tokens_per_minute: Annotated[
-        float | None, typer.Option("--tokens-per-minute", "--tpm", help="openai/gemini: the endpoint's token limit.")
+        float | None, typer.Option("--tokens-per-minute", "--tpm", help="Hosted solvers: the endpoint's token limit.")
     ] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="Only the first N cases of the run.")] = None,
 ) -> None:
@@ -99,27 +105,22 @@ def endtoend_command(
     candidate). Writes RUN_DIR/endtoend/results.json, per_case.csv, per_case.json, manifest.json and its own
     resumable trials.sqlite (fresh seeds: mining's trials are never reused).
     """
-    import json
-
     from rich.console import Console
 
     from deltap.endtoend.engine import call_ceiling
     from deltap.endtoend.rundir import evaluate_end_to_end, rundir_systems
-    from deltap.errors import DeltapError
     from deltap.loaders import load_cases, load_corpus
+    from deltap.mining import setup
     from deltap.mining.trials import TrialLog
+    from deltap.rundir import RunDir
     from deltap.solvers.base import is_deterministic
 
     console = Console(stderr=True)
-    run_json = run_dir / "run.json"
-    mined_outcome = json.loads(run_json.read_text(encoding="utf-8")).get("outcome") if run_json.is_file() else None
-    outcome = outcome or str(mined_outcome or "pass")
+    rd = RunDir(run_dir)
+    outcome = outcome or str(rd.summary().get("outcome") or "pass")
     cfg = EndToEndConfig(k=k, repeats=repeats, outcome=outcome, seed=seed, max_calls=max_calls, workers=workers or 1)
-    TrialLog.check_unlocked(run_dir / "endtoend" / "trials.sqlite")
-    if not (run_dir / "retrieval_dataset.yaml").is_file():
-        raise DeltapError(
-            f"{run_dir} is not a deltap mine run directory (no retrieval_dataset.yaml); run deltap mine first"
-        )
+    TrialLog.check_unlocked(rd.endtoend.trials)
+    rd.require_mined()
     control_names = [c.strip() for c in controls.split(",") if c.strip()]
     kinds = [r.strip() for r in retrievers.split(",") if r.strip()]
     corpus = load_corpus(corpus_path)
@@ -129,19 +130,12 @@ def endtoend_command(
             run_dir, cases, corpus, retrievers=kinds, runs=runs, controls=control_names, k=k, store=index, seed=seed
         )
     cases = cases[:limit] if limit is not None else cases
-    solver, executor = _solver(
-        solver_kind,
-        model,
-        solver_option,
-        requests_per_minute,
-        tokens_per_minute,
-        executor_kind,
-        workers,
-        ray_address,
-        seed,
-        outcome,
-        cases,
-    )
+    solver, _, executor = setup.build_solver(
+        setup.SolverSettings(solver_kind, model, setup.parse_options(solver_option), requests_per_minute, tokens_per_minute),
+        setup.ExecutorSettings(executor_kind, workers, {**({"address": ray_address} if ray_address else {}),
+                                                        **setup.parse_options(executor_option, "--executor-option")}),
+        cases, outcome, seed,
+    )  # fmt: skip
     det = is_deterministic(solver)
     ceiling = call_ceiling(len(cases), len(systems), cfg.repeats, det)
     note = "; a deterministic solver answers each distinct prompt once (fewer calls)" if det else ""
@@ -156,42 +150,7 @@ def endtoend_command(
         result = evaluate_end_to_end(run_dir, cases, corpus, solver, metrics=measures, config=cfg, executor=executor, progress=progress,
                                      systems=systems, manifest=manifest)  # fmt: skip
     _print(console, result)
-    typer.echo(str(run_dir / "endtoend" / "results.json"))
-
-
-def _solver(kind: str, model: str | None, items: list[str], rpm: float | None, tpm: float | None, executor_kind: str,
-            workers: int | None, address: str | None, seed: int, outcome: str, cases: list[Any]) -> tuple[Any, Any]:  # fmt: skip
-    """The solver (and a Ray executor when asked), built as ``deltap mine`` builds them."""
-    from deltap.cli.mining_cmd import _parse_options
-    from deltap.errors import DeltapError
-    from deltap.execution import EXECUTORS
-    from deltap.execution.base import SolverSpec
-
-    if executor_kind not in EXECUTORS:
-        raise DeltapError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor_kind!r}")
-    if executor_kind != "ray" and address is not None:
-        raise DeltapError("--ray-address needs --executor ray")
-    options = _parse_options(items)
-    if model:
-        options.setdefault("model", model)
-    for key, value in (("requests_per_minute", rpm), ("tokens_per_minute", tpm)):
-        if value is not None:
-            if kind not in ("openai", "gemini"):
-                raise DeltapError(f"--{key.replace('_', '-')} paces the openai and gemini solvers, not {kind!r}")
-            options[key] = value
-    if kind == "simulated":
-        from deltap.solvers.simulated import planted_truth
-
-        options = {**planted_truth(cases, 0.3, 0.1), "outcome": outcome, "seed": seed, **options}
-    spec = SolverSpec(kind, options)
-    executor = None
-    if executor_kind == "ray":
-        from deltap.execution import make_executor
-
-        executor = make_executor(
-            "ray", solver=spec, **({"workers": workers} if workers else {}), **({"address": address} if address else {})
-        )
-    return spec.build(), executor
+    typer.echo(str(rd.endtoend.results))
 
 
 class _Progress:

@@ -59,6 +59,14 @@ Confidence = Annotated[float, typer.Option("--confidence", help="CI coverage.")]
 Seed = Annotated[int, typer.Option("--seed", help="Seed for bootstrap, tests and random retrievers.")]
 Failures = Annotated[int, typer.Option("--failures", min=0, help="Also bucket failures at this K (0 = off).")]
 Split = Annotated[str, typer.Option("--split", help="BEIR qrels split.")]
+Into = Annotated[
+    Path | None,
+    typer.Option(
+        "--into",
+        help="A mined run directory to save the result in (RUN_DIR/evaluation/compare.json and the runs as "
+        "evaluation/runs/*.trec): deltap report RUN_DIR shows it.",
+    ),
+]
 
 _EVAL = EvaluationSettings()
 _CMP = ComparisonSettings()
@@ -216,7 +224,7 @@ def _with_failures(
 def _run_command(
     qrels: Path, run: list[str], corpus: Path | None, queries: Path | None, retrieval: RetrievalSettings,
     save_runs: Path | None, settings: EvaluationSettings, comparison: ComparisonSettings | None, fmt: str,
-    output: Path | None, per_query: Path | None, failures: int, split: str,
+    output: Path | None, per_query: Path | None, failures: int, split: str, into: Path | None = None,
 ) -> None:  # fmt: skip
     from deltap.errors import DeltapError
     from deltap.evaluation.comparison import score_runs
@@ -224,6 +232,10 @@ def _run_command(
 
     if fmt not in _FORMATS:
         raise DeltapError(f"--format must be one of {', '.join(_FORMATS)}, got {fmt!r}")
+    if into is not None:
+        from deltap.rundir import RunDir
+
+        RunDir(into).require_mined()  # before any scoring
     judgements = load_judgements(qrels, split=split)
     runs = _gather_runs(qrels, run, corpus, queries, retrieval, save_runs, judgements)
     result = score_runs(judgements, runs, settings, comparison)
@@ -237,6 +249,20 @@ def _run_command(
         text = _with_failures(text, result, fmt, failures, qrels, corpus, judgements, runs)
     _emit(text, output)
     sys.stdout.flush()
+    if into is not None:
+        _save_into(result, runs, into)
+
+
+def _save_into(result: Any, runs: dict[str, Any], into: Path) -> None:
+    """``--into RUN_DIR``: the result and its runs where ``deltap report`` reads them."""
+    from deltap.qrels import load_run
+
+    loaded = {name: load_run(r) if isinstance(r, str | Path) else r for name, r in runs.items()}
+    if hasattr(result, "results"):  # a comparison
+        path = result.write_into(into, loaded)
+    else:
+        path = result.write_into(into, loaded[result.run_name] if result.run_name in loaded else None)
+    typer.secho(f"wrote {path} (deltap report {into} shows it)", err=True)
 
 
 def _settings(
@@ -278,12 +304,13 @@ def register(app: typer.Typer) -> None:
         seed: Seed = _EVAL.seed,
         failures: Failures = 0,
         split: Split = "test",
+        into: Into = None,
     ) -> None:
         """Score one run (per-query values, means, bootstrap CIs); with several runs, a comparison report."""
         _run_command(
             qrels, run, corpus, queries, _retrieval(retriever, depth, store, embedder, seed), save_runs,
             _settings(metrics, on_missing, on_empty, bootstrap, confidence, seed), None, fmt, output, per_query,
-            failures, split,
+            failures, split, into,
         )  # fmt: skip
 
     @app.command("compare")
@@ -322,11 +349,12 @@ def register(app: typer.Typer) -> None:
         seed: Seed = _EVAL.seed,
         failures: Failures = 0,
         split: Split = "test",
+        into: Into = None,
     ) -> None:
         """Compare runs against a baseline: means, CIs, paired t and randomization tests (Holm), win/tie/loss."""
         _run_command(
             qrels, run, corpus, queries, _retrieval(retriever, depth, store, embedder, seed), save_runs,
             _settings(metrics, on_missing, on_empty, bootstrap, confidence, seed),
             ComparisonSettings(baseline, test, alpha, permutations),  # type: ignore[arg-type]
-            fmt, output, per_query, failures, split,
+            fmt, output, per_query, failures, split, into,
         )  # fmt: skip

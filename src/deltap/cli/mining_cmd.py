@@ -7,7 +7,7 @@ stays fast.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -18,23 +18,6 @@ def register(app: typer.Typer) -> None:
     """Add ``mine`` and ``simulate`` to ``app``."""
     app.command("mine")(mine_command)
     app.command("simulate")(simulate_command)
-
-
-def _parse_options(items: list[str]) -> dict[str, Any]:
-    import json
-
-    from deltap.errors import DeltapError
-
-    out: dict[str, Any] = {}
-    for item in items:
-        if "=" not in item:
-            raise DeltapError(f"--solver-option {item!r} must look like key=value")
-        key, raw = item.split("=", 1)
-        try:
-            out[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key.strip()] = raw
-    return out
 
 
 # Options `mine` and `simulate` share (declared once); every default comes from MiningConfig, the library's own.
@@ -48,18 +31,6 @@ Budget = Annotated[
         help=f"Maximum design trials per case (default {_CFG.budget}: about 94 calls per case with preflight and coalition checks).",
     ),
 ]
-
-
-def _with_grammar(case: Any, grammar: str) -> Any:
-    """``case`` with ``grammar`` in its string-match / multiple-choice checker's params (unless they name one)."""
-    from dataclasses import replace
-
-    from deltap.cases import CheckerSpec
-
-    spec = case.checker
-    if spec.kind not in ("string_match", "multiple_choice") or "grammar" in spec.params:
-        return case
-    return replace(case, checker=CheckerSpec(spec.kind, {**dict(spec.params), "grammar": grammar}))
 
 
 def mine_command(
@@ -175,13 +146,16 @@ def mine_command(
             help="Where solver calls run: inprocess (this process, threads) or ray (a Ray cluster: pip install 'deltap[ray]').",
         ),
     ] = "inprocess",
-    ray_address: Annotated[
-        str | None,
+    executor_option: Annotated[
+        list[str],
         typer.Option(
-            "--ray-address",
-            help="--executor ray: the cluster, auto (a running one on this machine) or ray://HOST:10001; default: start a local "
-            "cluster for the run.",
+            "--executor-option",
+            help="An option of the executor, key=value (repeatable); --executor ray: address (auto, ray://HOST:10001; "
+            "default: a local cluster for the run), calls_per_worker, cpus_per_worker, max_restarts.",
         ),
+    ] = [],  # noqa: B006 - typer reads it, never mutates it
+    ray_address: Annotated[
+        str | None, typer.Option("--ray-address", help="Same as --executor-option address=...", hidden=True)
     ] = None,
     cases_in_flight: Annotated[
         int | None,
@@ -192,17 +166,15 @@ def mine_command(
     ] = _CFG.cases_in_flight,
     calls_per_worker: Annotated[
         int | None,
-        typer.Option(
-            "--calls-per-worker",
-            help="--executor ray: batches one replica runs at once (clients of a remote server; default 1).",
-        ),
+        typer.Option("--calls-per-worker", help="Same as --executor-option calls_per_worker=...", hidden=True),
     ] = None,
     requests_per_minute: Annotated[
         float | None,
         typer.Option(
             "--requests-per-minute",
             "--rpm",
-            help="openai/gemini: the endpoint's request limit; every worker of the run shares one pace and honours Retry-After.",
+            help="Hosted solvers (openai, gemini): the endpoint's request limit; every worker of the run shares one pace and "
+            "honours Retry-After.",
         ),
     ] = None,
     tokens_per_minute: Annotated[
@@ -210,7 +182,7 @@ def mine_command(
         typer.Option(
             "--tokens-per-minute",
             "--tpm",
-            help="openai/gemini: the endpoint's token limit (prompt + completion), shared the same way.",
+            help="Hosted solvers: the endpoint's token limit (prompt + completion), shared the same way.",
         ),
     ] = None,
     no_coalitions: Annotated[
@@ -281,179 +253,60 @@ def mine_command(
 
     Writes RUN_DIR/retrieval_dataset.yaml, trials.sqlite, qrels/test.tsv, qrels.trec, qrels.jsonl and run.json.
     """
+    import json
     import warnings
 
     from rich.console import Console
 
     from deltap.errors import DeltapError
-    from deltap.loaders import load_cases, load_corpus
-    from deltap.mining.engine import mine
+    from deltap.mining import setup
+    from deltap.mining.outputs import summary_lines as run_lines
+    from deltap.mining.placebo_check import summary_lines
     from deltap.mining.progress import MiningProgress
     from deltap.mining.results import PlaceboCalibrationWarning
     from deltap.mining.tilt import TiltWarning
     from deltap.solvers.base import is_deterministic
 
     console = Console(stderr=True)
-    if outcome not in ("pass", "logprob"):
-        raise DeltapError(f"--outcome must be pass or logprob, got {outcome!r}")
-    if answer_grammar not in ("strict", "lenient"):
-        raise DeltapError(f"--answer-grammar must be strict or lenient, got {answer_grammar!r}")
-    from deltap.mining.trials import TrialLog
-
-    TrialLog.check_unlocked(out / "trials.sqlite")  # a second `deltap mine` on this directory stops here, at once
-    corpus = load_corpus(corpus_path)
-    cases = load_cases(cases_path, corpus=corpus, on_missing="skip" if skip_missing else "error")
-    missing: dict[str, list[str]] = {c.case_id: list(c.metadata.get("gold_missing") or []) for c in cases}
-    missing = {k: v for k, v in missing.items() if v}
-    if missing:
-        n = sum(len(v) for v in missing.values())
-        console.print(
-            f"[yellow]{n} gold id(s) of {len(missing)} case(s) are not in the corpus and were dropped[/yellow]"
-        )
-    if case_ids:
-        wanted = [c.strip() for c in case_ids.split(",") if c.strip()]
-        unknown = sorted(set(wanted) - {c.case_id for c in cases})
-        if unknown:
-            raise DeltapError(f"--cases: unknown case id(s) {', '.join(unknown)} in {cases_path}")
-        cases = [c for c in cases if c.case_id in set(wanted)]
-    if limit is not None:
-        cases = cases[:limit]
-    if answer_grammar == "lenient":
-        cases = [_with_grammar(c, answer_grammar) for c in cases]
-    if any(c.checker.kind == "pytest" for c in cases):
-        _say_sandbox_gaps(console)
-    retriever = None
-    if retriever_kind != "none" and k > 0:
-        from deltap.retrieval import build_retriever
-
-        with console.status(f"building the {retriever_kind} retriever over {len(corpus)} documents..."):
-            retriever = build_retriever(retriever_kind, corpus, store=index, seed=seed)
-    from deltap.execution import EXECUTORS
-    from deltap.execution.base import SolverSpec
-
-    if executor_kind not in EXECUTORS:
-        raise DeltapError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor_kind!r}")
-    if executor_kind != "ray" and (ray_address is not None or calls_per_worker is not None):
-        raise DeltapError("--ray-address and --calls-per-worker need --executor ray")
-    options = _parse_options(solver_option)
-    if model:
-        options.setdefault("model", model)
-    for key, value in (("requests_per_minute", requests_per_minute), ("tokens_per_minute", tokens_per_minute)):
-        if value is not None:
-            if solver_kind not in ("openai", "gemini"):
-                raise DeltapError(f"--{key.replace('_', '-')} paces the openai and gemini solvers, not {solver_kind!r}")
-            options[key] = value
-    if solver_kind == "simulated":
-        from deltap.solvers.simulated import planted_truth
-
-        options = {**planted_truth(cases, sim_effect, sim_base), "outcome": outcome, "seed": seed, **options}
-    # One recipe for the driver's solver and for every Ray replica: they cannot disagree.
-    spec = SolverSpec(solver_kind, options)
-    try:
-        solver: Any = spec.build()
-    except DeltapError:
-        if not (plan and solver_kind in ("openai", "gemini")):
-            raise
-        from deltap.mining.plan import HostedModel
-
-        solver = HostedModel.of(solver_kind, options.get("model"))  # planning needs no key and no connection
+    if json_output and not plan:
+        raise DeltapError("--json prints the plan: use it with --plan")
+    aliases = {"address": ray_address, "calls_per_worker": calls_per_worker}  # the older spellings of two options
     config = MiningConfig(
         outcome=outcome,  # type: ignore[arg-type]
         budget=budget, seed=seed, q=q, pi=pi, design=design, null=null, min_effect=min_effect, context_order=context_order,
-        k=k if retriever else 0, n_placebo=placebo, placebo_kind=placebo_kind, max_candidates=max_candidates, force=force,
-        require_separate=require_separate,
-        coalitions=not no_coalitions, gold_weight=gold_weight, cases_in_flight=cases_in_flight,
-        workers=workers if executor_kind == "inprocess" and workers is not None else _CFG.workers,
-        price_in=price_in, price_out=price_out, pilot=pilot,
+        k=k, n_placebo=placebo, placebo_kind=placebo_kind, max_candidates=max_candidates, force=force,
+        require_separate=require_separate, coalitions=not no_coalitions, gold_weight=gold_weight,
+        cases_in_flight=cases_in_flight, price_in=price_in, price_out=price_out, pilot=pilot,
     )  # fmt: skip
-    if json_output and not plan:
-        raise DeltapError("--json prints the plan: use it with --plan")
-    from deltap.mining.spend import prices_for
-    from deltap.solvers.base import solver_id
-
-    prices = prices_for(price_in, price_out, solver_id(solver), local=solver_kind == "local")
+    run = setup.prepare_run(
+        setup.CaseSelection(cases_path, corpus_path, case_ids.split(",") if case_ids else None, limit, skip_missing, answer_grammar),
+        setup.SolverSettings(solver_kind, model, setup.parse_options(solver_option), requests_per_minute, tokens_per_minute, sim_effect, sim_base),
+        executor=setup.ExecutorSettings(executor_kind, workers, {**{k: v for k, v in aliases.items() if v is not None},
+                                                                 **setup.parse_options(executor_option, "--executor-option")}),
+        retriever=setup.RetrieverSettings(retriever_kind, index), config=config, out=out, plan_only=plan, status=console.status,
+    )  # fmt: skip
+    for note in run.notes:
+        console.print(f"[yellow]{note}[/yellow]", highlight=False)
     if plan:
-        _print_plan(
-            cases, corpus, solver, config, retriever, prices, latency, requests_per_minute, json_output, console
-        )
+        with console.status(f"planning {len(run.cases)} case(s) (pools and token counts, no solver call)..."):
+            made = run.plan(latency=latency, rpm=requests_per_minute)
+        typer.echo(json.dumps(made.to_dict(), indent=2) if json_output else "\n".join(made.lines()))
         return
-    executor: Any = None
-    if executor_kind == "ray":
-        from deltap.execution import make_executor
-
-        ray_options = {"workers": workers, "address": ray_address, "calls_per_worker": calls_per_worker}
-        executor = make_executor("ray", solver=spec, **{k: v for k, v in ray_options.items() if v is not None})
+    det = is_deterministic(run.solver)
     with (
         warnings.catch_warnings(record=True) as caught,
-        MiningProgress(
-            len(cases), console=console, config=config, deterministic=is_deterministic(solver), prices=prices
-        ) as progress,
+        MiningProgress(len(run.cases), console=console, config=run.config, deterministic=det, prices=run.prices) as bar,
     ):
         warnings.simplefilter("always", PlaceboCalibrationWarning)
         warnings.simplefilter("always", TiltWarning)
-        result = mine(
-            cases,
-            corpus,
-            solver,
-            out=out,
-            config=config,
-            retriever=retriever,
-            progress=progress,
-            remine_changed=remine_changed,
-            executor=executor,
-        )
-    run = result.run
-    new_calls = run.get("calls_this_process", run["calls"])
-    resumed = f" ({new_calls} made now, the rest read from the trial log)" if new_calls < run["calls"] else ""
-    console.print(
-        f"[bold]mined {run['cases']} case(s)[/bold] in {run['wall_seconds']:.1f}s, {run['calls']} calls{resumed}: {run['cases_by_status']}"
-    )
-    ex = run.get("execution") or {}
-    if ex.get("executor") == "ray" or int(ex.get("cases_in_flight") or 1) > 1:
-        console.print(
-            f"executed: {ex.get('executor')}, {ex.get('workers')} worker(s), {ex.get('cases_in_flight')} case(s) in flight"
-        )
-    console.print(f"verdicts: {run['verdicts']}")
-    if run.get("spend"):
-        from deltap.mining.spend import spend_line
-
-        console.print(spend_line(run["spend"]), highlight=False)
-    shared = (run.get("pytest_checks") or {}).get("shared") or {}
-    if shared.get("cases"):
-        console.print(
-            f"pytest checks in the test process (shared mode, see --require-separate): {shared['cases']} case(s), {shared['checks']} check(s)"
-        )
-    pl = run["placebo"]
-    console.print(
-        f"placebo false-positive rate: {pl['fpr']:.3f} ({pl['labelled_relevant']} relevant + {pl['labelled_harmful']} harmful of {pl['n']}; BH reference q·R/M {pl['nominal']:.4f})"
-    )
-    if "effect_abs" in pl:
-        ea = pl["effect_abs"]
-        console.print(
-            f"placebo |estimated effect| (random text, estimation noise included): median {ea['median']:.2f}, 90th percentile {ea['p90']:.2f}, max {ea['max']:.2f} {ea['unit']}"
-        )
-    nl = pl.get("null") or {}
-    if nl.get("used") == "placebo":
-        from deltap.mining.empirical_null import describe_null
-
-        console.print(f"null: placebo effects, {describe_null(nl)}")
-    elif nl.get("reason") and not nl.get("too_few"):  # too few placebos: said once, last, by summary_lines
-        console.print(f"null: zero ({nl['reason']})")
-    tilt = run.get("tilt") or {}
-    if tilt.get("message") and not tilt.get("large"):  # a large tilt is a warning below
-        console.print(str(tilt["message"]), markup=False, highlight=False, soft_wrap=True)
+        result = run.mine(progress=bar, remine_changed=remine_changed)
+    for line, style in run_lines(result.run):
+        console.print(line, style=style or None, markup=False, highlight=False, soft_wrap=True)
     for w in caught:
         console.print(f"[red]warning:[/red] {w.message}")
-    from deltap.mining.placebo_check import summary_lines
-
-    for line, bad in summary_lines(pl):  # last, so a failed check is the line a user sees
-        console.print(
-            f"[bold red]{line}[/bold red]" if bad else f"[green]{line}[/green]",
-            markup=True,
-            highlight=False,
-            soft_wrap=True,
-        )
-    typer.echo(str(out / "retrieval_dataset.yaml"))
+    for line, bad in summary_lines(result.run["placebo"]):  # last, so a failed check is the line a user sees
+        console.print(line, style="bold red" if bad else "green", markup=False, highlight=False, soft_wrap=True)
+    typer.echo(str(run.layout["dataset"]))
 
 
 def simulate_command(
@@ -545,44 +398,3 @@ def simulate_command(
         from deltap._io import write_text_atomic
 
         write_text_atomic(json_out, json.dumps(rows, indent=2) + "\n")
-
-
-def _print_plan(
-    cases: Any,
-    corpus: Any,
-    solver: Any,
-    config: MiningConfig,
-    retriever: Any,
-    prices: Any,
-    latency: float | None,
-    rpm: float | None,
-    as_json: bool,
-    console: Any,
-) -> None:
-    """``deltap mine --plan``: the plan in 80 columns on stdout (or as JSON), no solver call."""
-    import json
-
-    from deltap.errors import DeltapError
-    from deltap.mining.plan import plan_mine
-
-    if latency is not None and latency < 0:
-        raise DeltapError(f"--latency must be seconds per call (>= 0), got {latency}")
-    with console.status(f"planning {len(cases)} case(s) (pools and token counts, no solver call)..."):
-        plan = plan_mine(cases, corpus, solver, config, retriever=retriever, prices=prices, latency=latency, rpm=rpm)
-    if as_json:
-        typer.echo(json.dumps(plan.to_dict(), indent=2))
-    else:
-        for line in plan.lines():
-            typer.echo(line)
-
-
-def _say_sandbox_gaps(console: Any) -> None:
-    """Before candidate code runs: name every sandbox protection that is OFF on this machine (``deltap sandbox``)."""
-    from deltap.checkers.sandbox import protections
-
-    off = [name for name, p in protections().items() if not p.enforced]
-    if off:
-        console.print(
-            f"[yellow]the pytest checker's sandbox runs here without: {', '.join(off)} "
-            "(`deltap sandbox` says why; see the README's 'Checker threat model')[/yellow]"
-        )

@@ -32,6 +32,7 @@ from deltap.mining.config import MiningConfig
 from deltap.mining.pool import Candidate, Pool
 from deltap.mining.runner import CallTally, TrialRunner, request_from_case
 from deltap.mining.trials import TrialLog
+from deltap.rundir import EndToEndDir
 from deltap.solvers.base import ContextWindow, ReferenceTokens, is_deterministic, solver_id
 
 if TYPE_CHECKING:
@@ -161,7 +162,7 @@ def end_to_end(
             f"the call ceiling {ceiling} ({len(cases)} cases × {len(systems)} systems × {1 if det else cfg.repeats}) exceeds --max-calls {cfg.max_calls}"
         )
     out_path = Path(out) if out is not None else None
-    log = TrialLog(out_path / "trials.sqlite" if out_path is not None else ":memory:")
+    log = TrialLog(EndToEndDir(out_path).trials if out_path is not None else ":memory:")
     started = time.time()
     try:
         run_config = {

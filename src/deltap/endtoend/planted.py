@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from deltap.endtoend.systems import System
+from deltap.rundir import RunDir
 
 __all__ = ["PLANTED_SYSTEMS", "PlantedScenario", "planted_scenario", "run_planted"]
 
@@ -145,7 +146,7 @@ def run_planted(
     gold = {c.case_id: {d: 1 for d in c.gold_doc_ids} for c in scenario.cases}
     judgements = {"gold": gold, "deltap": dataset_qrels(mining.dataset)}
     metrics = [f"ndcg@{k}", f"hit_rate@{k}", f"recall@{k}"]
-    dataset_path = str(out / "retrieval_dataset.yaml") if out is not None else None
+    dataset_path = str(RunDir(out).dataset) if out is not None else None
     result.validity = metric_validity(
         result,
         systems,

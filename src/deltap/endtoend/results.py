@@ -83,13 +83,14 @@ class EndToEndResult:
 
     def write(self, out: Path, manifest: Mapping[str, Any]) -> None:
         """``results.json``, ``per_case.csv``, ``per_case.json`` (trials) and ``manifest.json`` under ``out``."""
-        from deltap._io import write_text_atomic
+        from deltap.rundir import EndToEndDir
 
-        out.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(out / "results.json", json.dumps(self.to_dict(), indent=2, default=_num) + "\n")
-        write_text_atomic(out / "per_case.csv", self.per_case_csv())
-        write_text_atomic(out / "per_case.json", json.dumps(self.per_case, indent=2, default=_num) + "\n")
-        write_text_atomic(out / "manifest.json", json.dumps(dict(manifest), indent=2, default=str) + "\n")
+        d = EndToEndDir(out)
+        d.root.mkdir(parents=True, exist_ok=True)
+        d.write_text(d.results, json.dumps(self.to_dict(), indent=2, default=_num) + "\n")
+        d.write_text(d.per_case_csv, self.per_case_csv())
+        d.write_text(d.per_case_json, json.dumps(self.per_case, indent=2, default=_num) + "\n")
+        d.write_text(d.manifest, json.dumps(dict(manifest), indent=2, default=str) + "\n")
 
 
 def _num(v: Any) -> Any:

@@ -12,6 +12,7 @@ from deltap.endtoend.engine import end_to_end
 from deltap.endtoend.results import EndToEndResult
 from deltap.endtoend.systems import CONTROLS, System, control_systems, retriever_systems, run_systems
 from deltap.errors import DeltapError
+from deltap.rundir import RunDir
 
 if TYPE_CHECKING:
     from deltap.cases import Case
@@ -43,11 +44,7 @@ def rundir_systems(
     """
     from deltap.dataset import read_dataset
 
-    path = Path(run_dir) / "retrieval_dataset.yaml"
-    if not path.is_file():
-        raise DeltapError(
-            f"{run_dir} is not a deltap mine run directory (no retrieval_dataset.yaml); run deltap mine first"
-        )
+    path = RunDir(run_dir).require_mined().dataset
     bad = [c for c in controls if c not in CONTROLS]
     if bad:
         raise DeltapError(f"unknown control(s) {', '.join(bad)}; choose from {', '.join(CONTROLS)}")
@@ -116,10 +113,10 @@ def evaluate_end_to_end(
         cases, systems, dataset = rundir_systems(run_dir, cases, corpus, retrievers=retrievers, runs=runs, controls=controls,
                                                  k=cfg.k, store=store, seed=cfg.seed)  # fmt: skip
     else:
-        dataset = read_dataset(Path(run_dir) / "retrieval_dataset.yaml")
+        dataset = read_dataset(RunDir(run_dir).dataset)
     gold = {c.case_id: {d: 1 for d in c.gold_doc_ids} for c in cases if c.gold_doc_ids}
     judgements = {"gold": gold, "deltap": dataset_qrels(dataset)}
     measures = list(metrics or (f"ndcg@{cfg.k}", f"hit_rate@{cfg.k}", f"recall@{cfg.k}"))
-    return end_to_end(cases, corpus, solver, systems, out=Path(run_dir) / "endtoend", config=cfg, executor=executor,
+    return end_to_end(cases, corpus, solver, systems, out=RunDir(run_dir).endtoend.root, config=cfg, executor=executor,
                       progress=progress, judgements=judgements, metrics=measures,
-                      dataset_path=Path(run_dir) / "retrieval_dataset.yaml", manifest={"run_dir": str(run_dir), **(manifest or {})})  # fmt: skip
+                      dataset_path=RunDir(run_dir).dataset, manifest={"run_dir": str(run_dir), **(manifest or {})})  # fmt: skip

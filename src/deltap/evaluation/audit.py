@@ -26,6 +26,7 @@ from typing import Any
 
 from deltap.dataset import VERDICTS, VerifiedDataset, candidate_verdict, read_dataset
 from deltap.errors import DeltapError
+from deltap.rundir import RunDir
 
 __all__ = ["AUDIT_COLUMNS", "QrelsAudit", "QuestionAudit", "audit_qrels"]
 
@@ -199,11 +200,12 @@ class QrelsAudit:
     def write(self, out_dir: str | Path) -> dict[str, Path]:
         """Write ``audit.csv`` and ``audit.json`` under ``out_dir``; returns their paths."""
         from deltap._io import write_text_atomic
+        from deltap.rundir import AuditDir
 
-        out = Path(out_dir)
+        out = AuditDir(Path(out_dir))
         return {
-            "csv": write_text_atomic(out / "audit.csv", self.to_csv()),
-            "json": write_text_atomic(out / "audit.json", self.to_json() + "\n"),
+            "csv": write_text_atomic(out.csv, self.to_csv()),
+            "json": write_text_atomic(out.json, self.to_json() + "\n"),
         }
 
 
@@ -212,9 +214,9 @@ def _dataset_of(source: VerifiedDataset | str | Path) -> tuple[VerifiedDataset, 
         return source, ""
     path = Path(source)
     if path.is_dir():
-        path = path / "retrieval_dataset.yaml"
+        path = RunDir(path).dataset
         if not path.is_file():
-            raise DeltapError(f"{source} has no retrieval_dataset.yaml; is it the output folder of `deltap mine`?")
+            raise DeltapError(f"{source} has no {path.name}; is it the output folder of `deltap mine`?")
     elif not path.is_file():
         raise DeltapError(f"not found: {source} (give a run folder or its retrieval_dataset.yaml)")
     return read_dataset(path), str(path)

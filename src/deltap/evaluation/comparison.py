@@ -14,6 +14,7 @@ import math
 import warnings
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -290,6 +291,20 @@ class Comparison:
             .replace("‡", r"$^{\ddagger}$")
         )
         return to_latex(header, rows, caption=caption, label="tab:deltap-compare")
+
+    def write_into(
+        self, run_dir: str | Path, runs: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None
+    ) -> Path:
+        """Save this comparison into a mined run directory (``deltap compare/evaluate --into RUN_DIR``):
+        ``evaluation/compare.json`` (:meth:`to_dict`) and ``runs`` as ``evaluation/runs/<name>.trec``; ``deltap report
+        RUN_DIR`` then shows them. Returns ``compare.json``.
+
+        Raises:
+            DeltapError: ``run_dir`` is not a mined run directory.
+        """
+        from deltap.rundir import RunDir
+
+        return RunDir(run_dir).require_mined().write_comparison(self.to_dict(), runs)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable: settings, per-system means/intervals, tests, win/tie/loss (no per-query values)."""

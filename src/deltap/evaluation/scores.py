@@ -204,6 +204,22 @@ class EvalResult:
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
 
+    def write_into(self, run_dir: str | Path, run: Mapping[str, Mapping[str, float]] | None = None) -> Path:
+        """Save this evaluation into a mined run directory (``deltap evaluate --into RUN_DIR``):
+        ``evaluation/compare.json`` (a comparison of this one system: means and intervals) and, when given, ``run``
+        as ``evaluation/runs/<name>.trec``; ``deltap report RUN_DIR`` then shows it. Returns ``compare.json``.
+
+        Raises:
+            DeltapError: ``run_dir`` is not a mined run directory.
+        """
+        from deltap.rundir import RunDir
+
+        d = self.to_dict()
+        record = {"baseline": self.run_name, "measures": d["measures"], "confidence": self.confidence,
+                  "systems": {self.run_name: {"means": d["means"], "ci": d["ci"]}}, "notes": d["notes"]}  # fmt: skip
+        runs = {self.run_name: run} if run is not None else None
+        return RunDir(run_dir).require_mined().write_comparison(record, runs)
+
     def _rows(self, fmt: str = "{:.4f}") -> tuple[list[str], list[list[str]]]:
         pct = f"{self.confidence:.0%} CI"
         header = ["measure", "mean", pct]

@@ -75,6 +75,7 @@ from deltap.mining.spend import log_spend, prices_for
 from deltap.mining.tilt import Tilt, TiltWarning, run_tilt
 from deltap.mining.trials import TrialLog
 from deltap.mining.verdicts import VerdictPolicy
+from deltap.rundir import RunDir
 from deltap.solvers.base import is_deterministic, solver_id
 
 if TYPE_CHECKING:
@@ -182,7 +183,7 @@ def mine(
         check_writable_ids(cases, corpus)
     if cfg.require_separate and cfg.outcome == "pass":
         checker_factory = _separate_only(cases, checker_factory or _default_checker)
-    log = TrialLog(out_path / "trials.sqlite" if out_path is not None else ":memory:")  # locks the run directory
+    log = TrialLog(RunDir(out_path).trials if out_path is not None else ":memory:")  # locks the run directory
     started = time.time()
     solver_name = solver_id(solver)
     try:

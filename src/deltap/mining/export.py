@@ -12,11 +12,11 @@ the checker's verdict (``outcome``: ``pass``/``fail``/``score``/``error``/``over
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 from deltap.errors import DeltapError
+from deltap.rundir import RunDir
 
 __all__ = ["EXPORT_COLUMNS", "FORMATS", "export_trials", "trial_rows"]
 
@@ -35,60 +35,33 @@ def trial_rows(run_dir: str | Path) -> list[dict[str, Any]]:
     Raises:
         DeltapError: no trial log there, or not one deltap can read.
     """
-    import json
+    from deltap.mining.trials import TrialLogReader
 
     path = Path(run_dir)
-    db = path / "trials.sqlite" if path.is_dir() else path
+    db = RunDir(path).trials if path.is_dir() else path
     if not db.is_file():
-        raise DeltapError(f"{db}: no trial log (trials.sqlite) here; give the run directory `deltap mine --out` wrote")
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        raise DeltapError(f"{db}: cannot open the trial log: {exc}") from None
-    try:
-        columns = {r[1] for r in con.execute('PRAGMA table_info("trials")')}
-        if not columns:
-            raise DeltapError(f"{db}: not a deltap trial log (no trials table)")
-        tokens = (
-            "prompt_tokens, completion_tokens" if {"prompt_tokens", "completion_tokens"} <= columns else "NULL, NULL"
-        )
+        raise DeltapError(f"{db}: no trial log ({db.name}) here; give the run directory `deltap mine --out` wrote")
+    with TrialLogReader(db) as reader:
         pools: dict[str, list[str]] = {}
-        for case_id, pool_json in con.execute("SELECT case_id, pool_json FROM pools"):
-            pools[str(case_id)] = [str(c["doc_id"]) for c in json.loads(pool_json).get("candidates", [])]
-        rows = con.execute(
-            "SELECT case_id, kind, trial_index, seed, inclusion, prompt_hash, answer, outcome, value, latency, "
-            f"{tokens}, solver_id, checker_id, detail, created FROM trials ORDER BY created, rowid"
-        ).fetchall()
-    except (sqlite3.Error, json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
-        raise DeltapError(f"{db}: cannot read the trial log: {exc}") from None
-    finally:
-        con.close()
+        for case_id, pool in reader.pools():
+            try:
+                pools[case_id] = [str(c["doc_id"]) for c in pool.get("candidates", [])]
+            except (KeyError, TypeError, AttributeError) as exc:
+                raise DeltapError(
+                    f"{db}: cannot read the trial log: the pool of {case_id!r} is damaged ({exc})"
+                ) from None
+        rows = reader.trials()
     out = []
-    for (
-        case_id,
-        kind,
-        index,
-        seed,
-        incl,
-        phash,
-        answer,
-        outcome,
-        value,
-        latency,
-        pt,
-        ct,
-        solver,
-        checker,
-        detail,
-        created,
-    ) in rows:
-        pool = pools.get(str(case_id), [])
-        docs = [d for d, bit in zip(pool, str(incl or ""), strict=False) if bit == "1"]
+    for row in rows:
+        rec = row.record
+        pool = pools.get(str(rec.case_id), [])
+        docs = [d for d, bit in zip(pool, str(rec.inclusion or ""), strict=False) if bit == "1"]
         out.append({
-            "case_id": case_id, "kind": kind, "trial_index": index, "seed": seed, "prompt_hash": phash, "documents": docs,
-            "n_documents": len(docs), "answer": answer, "outcome": outcome, "value": value, "latency": latency,
-            "prompt_tokens": pt, "completion_tokens": ct, "cached": str(detail or "").startswith("cached:"),
-            "solver_id": solver, "checker_id": checker, "detail": detail, "created": created,
+            "case_id": rec.case_id, "kind": rec.kind, "trial_index": rec.trial_index, "seed": rec.seed,
+            "prompt_hash": rec.prompt_hash, "documents": docs, "n_documents": len(docs), "answer": rec.answer,
+            "outcome": rec.outcome, "value": rec.value, "latency": rec.latency, "prompt_tokens": rec.prompt_tokens,
+            "completion_tokens": rec.completion_tokens, "cached": str(rec.detail or "").startswith("cached:"),
+            "solver_id": rec.solver_id, "checker_id": rec.checker_id, "detail": rec.detail, "created": row.created,
         })  # fmt: skip
     return out
 
@@ -104,7 +77,7 @@ def export_trials(run_dir: str | Path, fmt: str = "csv", out: str | Path | None 
         raise DeltapError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     rows = trial_rows(run_dir)
     base = Path(run_dir) if Path(run_dir).is_dir() else Path(run_dir).parent
-    target = Path(out) if out is not None else base / f"trials.{fmt}"
+    target = Path(out) if out is not None else RunDir(base).export(fmt)
     if fmt == "csv":
         import csv
         import io

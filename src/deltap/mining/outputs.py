@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from deltap.dataset import VerifiedDataset
     from deltap.documents import Corpus
 
-__all__ = ["build_dataset", "placebo_warning", "run_summary", "write_run_directory"]
+__all__ = ["build_dataset", "placebo_warning", "run_summary", "summary_lines", "write_run_directory"]
 
 
 def _base_rate(r: CaseResult) -> float | None:
@@ -144,13 +144,12 @@ def run_summary(
 def write_run_directory(out: Path, dataset: VerifiedDataset, run: dict[str, Any]) -> None:
     """Write the run directory's outputs, each atomically: ``retrieval_dataset.yaml``, the qrels (``qrels/test.tsv``
     with ``qrels/provenance.json``, ``qrels.trec``, ``qrels.jsonl``) and ``run.json``."""
-    import json
-
-    from deltap._io import write_text_atomic
     from deltap.dataset import write_dataset, write_dataset_qrels
+    from deltap.rundir import RunDir
 
-    out.mkdir(parents=True, exist_ok=True)
-    write_dataset(dataset, out / "retrieval_dataset.yaml")
+    rd = RunDir(out)
+    rd.root.mkdir(parents=True, exist_ok=True)
+    write_dataset(dataset, rd.dataset)
     prov = {
         k: dataset.metadata[k]
         for k in (
@@ -166,8 +165,8 @@ def write_run_directory(out: Path, dataset: VerifiedDataset, run: dict[str, Any]
             "grade_mapping",
         )
     }
-    write_dataset_qrels(dataset, out, prov)
-    write_text_atomic(out / "run.json", json.dumps(run, indent=2, sort_keys=False) + "\n")
+    write_dataset_qrels(dataset, rd.root, prov)
+    rd.write_json(rd.run_json, run, sort_keys=False)
 
 
 def placebo_warning(placebo: dict[str, Any], null_info: dict[str, Any]) -> str:
@@ -193,6 +192,62 @@ def placebo_warning(placebo: dict[str, Any], null_info: dict[str, Any]) -> str:
             else ""
         )
     )
+
+
+def summary_lines(run: dict[str, Any]) -> list[tuple[str, str]]:
+    """What ``deltap mine`` prints when it is done, read from ``run.json`` (:func:`run_summary`): ``(line, style)``
+    pairs, ``style`` a Rich style (``""``: plain). The placebo check's own lines
+    (:func:`deltap.mining.placebo_check.summary_lines`) come last and are not included."""
+    from deltap.mining.empirical_null import describe_null
+    from deltap.mining.spend import spend_line
+
+    new_calls = run.get("calls_this_process", run["calls"])
+    resumed = f" ({new_calls} made now, the rest read from the trial log)" if new_calls < run["calls"] else ""
+    out = [(f"mined {run['cases']} case(s) in {run['wall_seconds']:.1f}s, {run['calls']} calls{resumed}: "
+            f"{run['cases_by_status']}", "bold")]  # fmt: skip
+    ex = run.get("execution") or {}
+    if ex.get("executor") == "ray" or int(ex.get("cases_in_flight") or 1) > 1:
+        out.append(
+            (
+                f"executed: {ex.get('executor')}, {ex.get('workers')} worker(s), {ex.get('cases_in_flight')} case(s) in flight",
+                "",
+            )
+        )
+    out.append((f"verdicts: {run['verdicts']}", ""))
+    if run.get("spend"):
+        out.append((spend_line(run["spend"]), ""))
+    shared = (run.get("pytest_checks") or {}).get("shared") or {}
+    if shared.get("cases"):
+        out.append(
+            (
+                f"pytest checks in the test process (shared mode, see --require-separate): {shared['cases']} case(s), {shared['checks']} check(s)",
+                "",
+            )
+        )
+    pl = run["placebo"]
+    out.append(
+        (
+            f"placebo false-positive rate: {pl['fpr']:.3f} ({pl['labelled_relevant']} relevant + {pl['labelled_harmful']} harmful of {pl['n']}; BH reference q·R/M {pl['nominal']:.4f})",
+            "",
+        )
+    )
+    if "effect_abs" in pl:
+        ea = pl["effect_abs"]
+        out.append(
+            (
+                f"placebo |estimated effect| (random text, estimation noise included): median {ea['median']:.2f}, 90th percentile {ea['p90']:.2f}, max {ea['max']:.2f} {ea['unit']}",
+                "",
+            )
+        )
+    nl = pl.get("null") or {}
+    if nl.get("used") == "placebo":
+        out.append((f"null: placebo effects, {describe_null(nl)}", ""))
+    elif nl.get("reason") and not nl.get("too_few"):  # too few placebos: said once, last, by the placebo check's lines
+        out.append((f"null: zero ({nl['reason']})", ""))
+    tilt = run.get("tilt") or {}
+    if tilt.get("message") and not tilt.get("large"):  # a large tilt is a warning
+        out.append((str(tilt["message"]), ""))
+    return out  # fmt: skip
 
 
 def _pair(r: CaseResult, corpus: Corpus, cfg: MiningConfig) -> dict[str, Any]:

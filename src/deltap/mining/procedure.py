@@ -102,7 +102,7 @@ def case_weights(candidates: Sequence[Any], gold_weight: float) -> NDArray[np.fl
     return np.asarray(raw * (raw.size / raw.sum()), dtype=float)
 
 
-def call_ceiling(cfg: Any, deterministic: bool = False) -> tuple[int, int, int]:
+def call_ceiling(cfg: MiningConfig, deterministic: bool = False) -> tuple[int, int, int]:
     """The most solver calls one case can make, by phase: ``(preflight, design, coalition)``.
 
     The one source of the ceiling every display shows (:func:`deltap.mining.progress.planned_calls`), read off the
@@ -112,7 +112,7 @@ def call_ceiling(cfg: Any, deterministic: bool = False) -> tuple[int, int, int]:
     """
     pre = 2 * (1 if deterministic else int(cfg.preflight)) if int(cfg.preflight) > 0 else 0
     coalition = 0
-    if getattr(cfg, "coalitions", True) and int(cfg.verify_trials) > 0:
+    if cfg.coalitions and int(cfg.verify_trials) > 0:
         coalition = int(cfg.verify_trials) if deterministic else 2 * int(cfg.verify_trials)
     return pre, int(cfg.budget), coalition
 

@@ -39,14 +39,14 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, ParamSpec, TypeVar
 
 from deltap.errors import DeltapError
 
-__all__ = ["TrialLog", "TrialRecord"]
+__all__ = ["LoggedTrial", "TrialLog", "TrialLogReader", "TrialRecord"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -495,3 +495,101 @@ class TrialLog:
             args = (case_id,)
         rows = self._db.execute(sql + " ORDER BY retired, rowid", args).fetchall()
         return [(TrialRecord(*row[:-1]), row[-1]) for row in rows]
+
+
+@dataclass(frozen=True)
+class LoggedTrial:
+    """One row of a trial log as :class:`TrialLogReader` reads it: the record and the time it was written.
+
+    Logs of older versions lack some columns: ``answer`` and ``detail`` then read ``""``, the token counts ``None``.
+    """
+
+    record: TrialRecord
+    created: float | None
+
+
+#: the columns a log must have for :meth:`TrialLogReader.trials` (older logs may lack answer, detail and tokens)
+_REQUIRED = frozenset({"case_id", "kind", "trial_index", "inclusion", "outcome", "value", "latency", "created"})
+
+
+class TrialLogReader:
+    """A read-only view of a trial log (``mode=ro``: never writes, never locks, never migrates), for the reports and
+    the exports. The one place besides :class:`TrialLog` that knows the schema.
+
+    Args:
+        path: The ``trials.sqlite`` file.
+
+    Raises:
+        DeltapError: the file cannot be opened, or it is not a deltap trial log (no ``trials`` table).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise DeltapError(f"{self.path}: no trial log ({self.path.name}) here")
+        try:
+            self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        except sqlite3.Error as exc:
+            raise DeltapError(f"{self.path}: cannot open the trial log: {exc}") from None
+        try:
+            self.tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            self.columns = {r[1] for r in self._db.execute('PRAGMA table_info("trials")')}
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise DeltapError(f"{self.path}: cannot read the trial log: {exc}") from None
+        if "trials" not in self.tables:
+            self._db.close()
+            raise DeltapError(f"{self.path}: not a deltap trial log (no trials table)")
+
+    def __enter__(self) -> TrialLogReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
+
+    @property
+    def complete(self) -> bool:
+        """Whether the ``trials`` table has every column :meth:`trials` needs (the mining engine's log)."""
+        return _REQUIRED <= self.columns
+
+    def _query(self, what: str, sql: str) -> list[Any]:
+        try:
+            return self._db.execute(sql).fetchall()
+        except sqlite3.Error as exc:
+            raise DeltapError(f"{self.path}: cannot read {what}: {exc}") from None
+
+    def outcome_counts(self) -> dict[str, int]:
+        """``{outcome: trials}`` of the counted trials (a numeric outcome of a foreign log counts as ``scored``)."""
+        counts: dict[str, int] = {}
+        for outcome, n in self._query("the trials", "SELECT outcome, COUNT(*) FROM trials GROUP BY outcome"):
+            key = "scored" if isinstance(outcome, float) else str(outcome)
+            counts[key] = counts.get(key, 0) + int(n)
+        return counts
+
+    def pools(self) -> Iterator[tuple[str, Any]]:
+        """``(case_id, pool)`` of every stored pool; ``pool`` is ``None`` when its JSON cannot be read."""
+        if "pools" not in self.tables:
+            return
+        for case_id, pool_json in self._query("the pools", "SELECT case_id, pool_json FROM pools"):
+            try:
+                yield str(case_id), json.loads(pool_json)
+            except (TypeError, json.JSONDecodeError):
+                yield str(case_id), None
+
+    def trials(self) -> list[LoggedTrial]:
+        """Every counted trial in the order it was written (``created``, then row order).
+
+        Raises:
+            DeltapError: the log cannot be read, or lacks a column of :data:`_REQUIRED`.
+        """
+        if not self.complete:
+            raise DeltapError(f"{self.path}: not the mining engine's trial log (columns missing from trials)")
+        have = self.columns
+        pick = ", ".join(
+            c if c in have else ("''" if c in ("answer", "detail") else "NULL") for c in _RECORD_COLUMNS.split(", ")
+        )
+        rows = self._query("the trials", f"SELECT {pick}, created FROM trials ORDER BY created, rowid")  # noqa: S608
+        return [LoggedTrial(TrialRecord(*row[:-1]), row[-1]) for row in rows]

@@ -10,6 +10,7 @@ from html import escape
 
 from deltap.evaluation.audit import QrelsAudit, audit_qrels
 from deltap.report.rundir import RunData
+from deltap.rundir import RunDir
 
 __all__ = ["audit_html", "audit_markdown"]
 
@@ -23,7 +24,7 @@ _LEGEND = (
 
 def _audit(data: RunData) -> tuple[QrelsAudit | None, str]:
     try:
-        return audit_qrels(data.path / "retrieval_dataset.yaml"), ""
+        return audit_qrels(RunDir(data.path).dataset), ""
     except Exception as exc:  # a report never crashes on one section
         return None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 

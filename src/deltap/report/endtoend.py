@@ -3,20 +3,20 @@ metric validity table and its sentence — read from ``RUN_DIR/endtoend/results.
 
 from __future__ import annotations
 
-import json
 from html import escape
 from pathlib import Path
 from typing import Any
+
+from deltap.rundir import RunDir
 
 __all__ = ["endtoend_html", "endtoend_markdown", "read_endtoend"]
 
 
 def read_endtoend(run_dir: str | Path) -> dict[str, Any] | None:
     """``RUN_DIR/endtoend/results.json``, or ``None`` when absent or unreadable."""
-    path = Path(run_dir) / "endtoend" / "results.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = RunDir(run_dir).endtoend.read_results()
+    except OSError:
         return None
     return data if isinstance(data, dict) and isinstance(data.get("summary"), dict) else None
 

@@ -29,6 +29,7 @@ from deltap.report.plots import (
     stacked_bar,
 )
 from deltap.report.rundir import VERDICTS, CaseResult, RunData, load_run_dir
+from deltap.rundir import RunDir
 
 __all__ = ["render_html", "write_html_report"]
 
@@ -777,7 +778,7 @@ def render_html(data: RunData, title: str | None = None, corpus: Any = None) -> 
             ("summary", "Summary"),
             ("placebo", "Placebo calibration"),
             ("retrievers", "Retrievers"),
-            *((("endtoend", "End-to-end"),) if (data.path / "endtoend" / "results.json").is_file() else ()),
+            *((("endtoend", "End-to-end"),) if RunDir(data.path).endtoend.results.is_file() else ()),
             ("convergence", "Convergence"),
             ("failures", "Failures"),
             ("audit", "Qrels audit"),
@@ -815,7 +816,7 @@ def write_html_report(run_dir: str | Path, out: str | Path | None = None, corpus
     ``corpus`` (optional) sharpens the failure analysis; see :func:`render_html`.
     """
     data = load_run_dir(run_dir)
-    path = Path(out) if out is not None else data.path / "report.html"
+    path = Path(out) if out is not None else RunDir(data.path).report_html
     from deltap._io import write_text_atomic
 
     return write_text_atomic(path, render_html(data, corpus=corpus))

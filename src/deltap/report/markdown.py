@@ -10,6 +10,7 @@ from deltap.report.comparison import read_comparison
 from deltap.report.endtoend import endtoend_markdown
 from deltap.report.figures import convergence, hit_at_k, wilson_interval
 from deltap.report.rundir import VERDICTS, RunData, load_run_dir
+from deltap.rundir import RunDir
 
 __all__ = ["render_markdown", "write_markdown_report"]
 
@@ -202,7 +203,7 @@ def _case_lines(data: RunData, top_docs: int) -> list[str]:
 def write_markdown_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
     """Read ``run_dir`` and write its Markdown summary (default ``RUN_DIR/report.md``)."""
     data = load_run_dir(run_dir)
-    path = Path(out) if out is not None else data.path / "report.md"
+    path = Path(out) if out is not None else RunDir(data.path).report_md
     from deltap._io import write_text_atomic
 
     return write_text_atomic(path, render_markdown(data))

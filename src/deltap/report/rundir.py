@@ -1,6 +1,7 @@
 """Read a mining run directory into plain, typed records for the reports.
 
-The layout is the mining engine's output contract::
+The layout is the mining engine's output contract (its paths are :class:`deltap.rundir.RunDir`'s; the trial log is
+read through :class:`deltap.mining.trials.TrialLogReader`, never with SQL here)::
 
     RUN_DIR/retrieval_dataset.yaml      the verified dataset (required)
     RUN_DIR/run.json                    run summary: solver, outcome, calls, wall time, placebo calibration
@@ -16,16 +17,15 @@ are absent or not numeric are ``None``, never a made-up 0.
 
 from __future__ import annotations
 
-import json
 import math
-import sqlite3
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deltap.errors import DeltapError, FormatError, json_error_detail
+from deltap.errors import DeltapError, FormatError
+from deltap.rundir import RunDir
 
 __all__ = [
     "VERDICTS",
@@ -392,126 +392,103 @@ def _read_dataset(path: Path) -> tuple[dict[str, Any], list[CaseResult]]:
     return metadata, cases
 
 
+def _reader(path: Path, notes: list[str], what: str) -> Any:
+    """The trial log's read-only reader, or ``None`` with a note saying ``what`` is not available."""
+    from deltap.mining.trials import TrialLogReader
+
+    try:
+        return TrialLogReader(path)
+    except DeltapError as exc:
+        notes.append(f"{exc}; {what} not available")
+        return None
+
+
 def _trial_outcomes(path: Path, notes: list[str]) -> dict[str, int]:
-    """Count trial outcomes in the SQLite trial log, read-only, for any table with an ``outcome`` column."""
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        notes.append(f"trials.sqlite could not be opened ({exc}); trial outcome counts not available")
+    """Count trial outcomes in the trial log, read-only."""
+    reader = _reader(path, notes, "trial outcome counts")
+    if reader is None:
         return {}
-    try:
-        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        for table in tables:
-            cols = [r[1] for r in con.execute(f'PRAGMA table_info("{table}")')]
-            if "outcome" in cols:
-                rows = con.execute(f'SELECT outcome, COUNT(*) FROM "{table}" GROUP BY outcome').fetchall()
-                counts: dict[str, int] = {}
-                for outcome, n in rows:
-                    # A logprob outcome stores a number per trial; bucket those as "scored".
-                    key = "scored" if isinstance(outcome, float) else str(outcome)
-                    counts[key] = counts.get(key, 0) + int(n)
-                return counts
-        notes.append("trials.sqlite has no table with an 'outcome' column; trial outcome counts not available")
-    except sqlite3.Error as exc:
-        notes.append(f"trials.sqlite could not be read ({exc}); trial outcome counts not available")
-    finally:
-        con.close()
-    return {}
+    with reader:
+        try:
+            return reader.outcome_counts()
+        except DeltapError as exc:
+            notes.append(f"{exc}; trial outcome counts not available")
+            return {}
 
 
 def _pool_run(path: Path, notes: list[str]) -> dict[str, dict[str, float]]:
-    """``{case_id: {doc_id: 1/rank}}`` of the retrieved candidates in the ``pools`` table of the trial log."""
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    except sqlite3.Error:
-        return {}
+    """``{case_id: {doc_id: 1/rank}}`` of the retrieved candidates in the pools of the trial log."""
+    from deltap.mining.trials import TrialLogReader
+
     run: dict[str, dict[str, float]] = {}
     try:
-        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if "pools" not in tables:
-            return {}
-        for case_id, pool_json in con.execute("SELECT case_id, pool_json FROM pools"):
-            try:
-                pool = json.loads(pool_json)
-            except (TypeError, json.JSONDecodeError):
-                notes.append(
-                    f"trials.sqlite: the pool of case {case_id!r} is not valid JSON; left out of the pool ranking"
-                )
-                continue
-            ranked = {
-                str(c["doc_id"]): 1.0 / float(c["rank"])
-                for c in pool.get("candidates", [])
-                if isinstance(c, Mapping) and "retrieved" in (c.get("sources") or ()) and _num(c.get("rank"))
-            }
-            if ranked:
-                run[str(case_id)] = ranked
-    except sqlite3.Error as exc:
-        notes.append(f"trials.sqlite pools could not be read ({exc}); the pool ranking is not available")
-    finally:
-        con.close()
+        with TrialLogReader(path) as reader:
+            for case_id, pool in reader.pools():
+                if not isinstance(pool, Mapping):
+                    notes.append(
+                        f"trials.sqlite: the pool of case {case_id!r} is not valid JSON; left out of the pool ranking"
+                    )
+                    continue
+                ranked = {
+                    str(c["doc_id"]): 1.0 / float(c["rank"])
+                    for c in pool.get("candidates", [])
+                    if isinstance(c, Mapping) and "retrieved" in (c.get("sources") or ()) and _num(c.get("rank"))
+                }
+                if ranked:
+                    run[case_id] = ranked
+    except DeltapError as exc:
+        notes.append(f"{exc}; the pool ranking is not available")
     return run
 
 
 def read_trial_log(path: str | Path, notes: list[str] | None = None) -> TrialLogSummary | None:
-    """Every logged trial (for the drill-down) and the run-wide call and time figures, read-only (``None`` when
-    ``path`` is not the mining engine's trial log; problems are appended to ``notes``)."""
+    """Every logged trial (for the drill-down) and the run-wide call and time figures, read-only through
+    :class:`deltap.mining.trials.TrialLogReader` (``None`` when ``path`` is not the mining engine's trial log;
+    problems are appended to ``notes``)."""
+    from deltap.mining.trials import TrialLogReader
+
     notes = notes if notes is not None else []
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    except sqlite3.Error:
-        return None
     out = TrialLogSummary()
     try:
-        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if "trials" not in tables:
-            return None
-        columns = {r[1] for r in con.execute('PRAGMA table_info("trials")')}
-        if not {"case_id", "kind", "trial_index", "inclusion", "outcome", "value", "latency", "created"} <= columns:
-            return None  # not the mining engine's trial log: no per-trial detail to show
-        if "pools" in tables:
-            for case_id, pool_json in con.execute("SELECT case_id, pool_json FROM pools"):
-                try:
-                    pool = json.loads(pool_json)
-                    out.pools[str(case_id)] = [str(c["doc_id"]) for c in pool.get("candidates", [])]
-                except (TypeError, KeyError, AttributeError, json.JSONDecodeError):
-                    continue
-        rows = con.execute(
-            "SELECT case_id, kind, trial_index, inclusion, outcome, value, latency, "
-            + ("answer, detail, " if {"answer", "detail"} <= columns else "'', '', ")
-            + (
-                "prompt_tokens, completion_tokens, "
-                if {"prompt_tokens", "completion_tokens"} <= columns
-                else "NULL, NULL, "
-            )
-            + "created FROM trials ORDER BY created, rowid"
-        ).fetchall()
-    except sqlite3.Error as exc:
-        notes.append(f"trials.sqlite trials could not be read ({exc}); the trial drill-down is not available")
+        reader = TrialLogReader(path)
+    except DeltapError:
         return None
-    finally:
-        con.close()
-    for case_id, kind, index, inclusion, outcome, value, latency, answer, detail, tok_in, tok_out, created in rows:
-        lat = _num(latency)
+    with reader:
+        if not reader.complete:
+            return None  # not the mining engine's trial log: no per-trial detail to show
+        try:
+            for case_id, pool in reader.pools():
+                try:
+                    out.pools[case_id] = [str(c["doc_id"]) for c in pool.get("candidates", [])]
+                except (TypeError, KeyError, AttributeError):
+                    continue
+            rows = reader.trials()
+        except DeltapError as exc:
+            notes.append(f"{exc}; the trial drill-down is not available")
+            return None
+    for row in rows:
+        rec = row.record
+        lat = _num(rec.latency)
         out.calls += 1
         out.solver_seconds += lat or 0.0
-        if tok_in is not None and not str(detail or "").startswith("cached:"):
+        if rec.prompt_tokens is not None and not str(rec.detail or "").startswith("cached:"):
             out.token_calls += 1
-            out.tokens_in += int(tok_in)
-            out.tokens_out += int(tok_out or 0)
-        t = _num(created)
+            out.tokens_in += int(rec.prompt_tokens)
+            out.tokens_out += int(rec.completion_tokens or 0)
+        t = _num(row.created)
         if t is not None:
             out.first = t if out.first is None else min(out.first, t)
             out.last = t if out.last is None else max(out.last, t)
-        out.trials.setdefault(str(case_id), []).append(
+        out.trials.setdefault(str(rec.case_id), []).append(
             TrialRow(
-                kind=str(kind),
-                index=int(index),
-                included=tuple(ch == "1" for ch in str(inclusion or "")),
-                outcome=str(outcome),
-                value=_num(value),
+                kind=str(rec.kind),
+                index=int(rec.trial_index),
+                included=tuple(ch == "1" for ch in str(rec.inclusion or "")),
+                outcome=str(rec.outcome),
+                value=_num(rec.value),
                 latency=lat,
-                answer=str(answer or "")[:300],
-                detail=str(detail or "")[:300],
+                answer=str(rec.answer or "")[:300],
+                detail=str(rec.detail or "")[:300],
             )
         )
     return out
@@ -529,38 +506,26 @@ def load_run_dir(path: str | Path) -> RunData:
     """
     from deltap.qrels import read_beir_qrels, read_trec_run
 
-    root = Path(path)
+    rd = RunDir(path)
+    root = rd.root
     if not root.is_dir():
         raise DeltapError(f"run directory not found: {root}; pass the folder `deltap mine --out` wrote")
-    dataset_path = root / "retrieval_dataset.yaml"
-    if not dataset_path.is_file():
-        raise DeltapError(f"{root} has no retrieval_dataset.yaml; is it the output folder of `deltap mine`?")
-    metadata, cases = _read_dataset(dataset_path)
+    if not rd.dataset.is_file():
+        raise DeltapError(f"{root} has no {rd.dataset.name}; is it the output folder of `deltap mine`?")
+    metadata, cases = _read_dataset(rd.dataset)
     notes: list[str] = []
 
-    summary: dict[str, Any] = {}
-    run_json = root / "run.json"
-    if run_json.is_file():
-        try:
-            loaded = json.loads(run_json.read_text(encoding="utf-8"))
-            if isinstance(loaded, dict):
-                summary = loaded
-            else:
-                notes.append("run.json is not a JSON object; run summary taken from the dataset only")
-        except json.JSONDecodeError as exc:
-            notes.append(
-                f"run.json is not valid JSON ({json_error_detail(exc)}, line {exc.lineno}); run summary taken from the dataset"
-            )
-        except UnicodeDecodeError:
-            notes.append("run.json is not valid UTF-8; run summary taken from the dataset")
-    else:
+    loaded, why = rd.read_summary()
+    summary: dict[str, Any] = loaded or {}
+    if why:
+        notes.append(f"{why}; run summary taken from the dataset only")
+    elif loaded is None:
         notes.append("run.json not found; run summary taken from the dataset only")
 
     qrels: dict[str, dict[str, int]] = {}
-    qrels_path = root / "qrels" / "test.tsv"
-    if qrels_path.is_file():
+    if rd.qrels_beir.is_file():
         try:
-            qrels = read_beir_qrels(qrels_path)
+            qrels = read_beir_qrels(rd.qrels_beir)
         except DeltapError as exc:
             notes.append(f"qrels/test.tsv could not be read: {exc}")
     if not qrels:
@@ -568,41 +533,28 @@ def load_run_dir(path: str | Path) -> RunData:
             graded = {c.doc_id: c.grade for c in case.candidates if c.grade}
             if graded:
                 qrels[case.case_id] = {d: int(g) for d, g in graded.items() if g is not None}
-        if not qrels_path.is_file():
+        if not rd.qrels_beir.is_file():
             notes.append("qrels/test.tsv not found; relevance grades taken from the dataset's candidates")
 
-    evaluation: dict[str, Any] | None = None
-    compare_path = root / "evaluation" / "compare.json"
-    if compare_path.is_file():
-        try:
-            loaded = json.loads(compare_path.read_text(encoding="utf-8"))
-            evaluation = loaded if isinstance(loaded, dict) else None
-            if evaluation is None:
-                notes.append("evaluation/compare.json is not a JSON object; retriever comparison not available")
-        except json.JSONDecodeError as exc:
-            notes.append(
-                f"evaluation/compare.json is not valid JSON ({json_error_detail(exc)}, line {exc.lineno}); retriever comparison not available"
-            )
-        except UnicodeDecodeError:
-            notes.append("evaluation/compare.json is not valid UTF-8; retriever comparison not available")
+    evaluation, why = rd.read_comparison()
+    if why:
+        notes.append(f"{why}; retriever comparison not available")
 
     runs: dict[str, dict[str, dict[str, float]]] = {}
-    runs_dir = root / "evaluation" / "runs"
-    if runs_dir.is_dir():
-        for run_path in sorted(runs_dir.glob("*.trec")):
+    if rd.runs_dir.is_dir():
+        for run_path in sorted(rd.runs_dir.glob("*.trec")):
             try:
                 runs[run_path.stem] = read_trec_run(run_path)
             except DeltapError as exc:
                 notes.append(f"evaluation/runs/{run_path.name} could not be read: {exc}")
 
     trial_outcomes: dict[str, int] = {}
-    trials_path = root / "trials.sqlite"
     pool_run: dict[str, dict[str, float]] = {}
     trial_log: TrialLogSummary | None = None
-    if trials_path.is_file():
-        trial_outcomes = _trial_outcomes(trials_path, notes)
-        pool_run = _pool_run(trials_path, notes)
-        trial_log = read_trial_log(trials_path, notes)
+    if rd.trials.is_file():
+        trial_outcomes = _trial_outcomes(rd.trials, notes)
+        pool_run = _pool_run(rd.trials, notes)
+        trial_log = read_trial_log(rd.trials, notes)
     else:
         notes.append("trials.sqlite not found; trial outcome counts not available")
 

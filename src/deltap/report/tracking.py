@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from deltap.errors import DeltapError
+from deltap.rundir import RunDir
 
 __all__ = ["log_run_to_mlflow", "mlflow_metrics", "mlflow_params"]
 
@@ -92,9 +93,10 @@ def log_run_to_mlflow(
                 report = Path(tmp) / "report.html"
                 report.write_text(render_html(data), encoding="utf-8")
                 mlflow.log_artifact(str(report))
-            for name in ("run.json", "retrieval_dataset.yaml", "qrels.jsonl", "qrels.trec"):
-                if (path / name).is_file():
-                    mlflow.log_artifact(str(path / name))
+            rd = RunDir(path)
+            for artefact in (rd.run_json, rd.dataset, rd.qrels_jsonl, rd.qrels_trec):
+                if artefact.is_file():
+                    mlflow.log_artifact(str(artefact))
             return str(run.info.run_id)
     except MlflowException as exc:  # e.g. MLflow 3 refuses a file store unless MLFLOW_ALLOW_FILE_STORE=true
         raise DeltapError(f"MLflow ({tracking_uri or 'default tracking URI'}): {str(exc).splitlines()[0]}") from None

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from deltap.errors import DeltapError
 from deltap.solvers.base import Answer, Score, Solver, SolveRequest, SolverError
@@ -54,23 +54,11 @@ def make_solver(kind: str = "local", cache: str | Path | None = None, **options:
     Raises:
         DeltapError: unknown kind, or a backend whose optional dependency is missing.
     """
-    cls: Any
-    if kind == "local":
-        from deltap.solvers.llama_cpp import LlamaCppSolver as cls
-
-        if "model" in options:  # --model names a GGUF file for the local backend
-            options["model_path"] = options.pop("model")
-    elif kind == "openai":
-        from deltap.solvers.openai_compat import OpenAISolver as cls
-
-        if "model" not in options:
-            raise DeltapError("the openai solver needs a model name (--model / model=...)")
-    elif kind == "gemini":
-        from deltap.solvers.gemini import GeminiSolver as cls
-    elif kind == "simulated":
-        from deltap.solvers.simulated import SimulatedSolver as cls
-    else:
-        raise DeltapError(f"unknown solver kind {kind!r}; expected one of {', '.join(SOLVER_KINDS)}")
+    cls = solver_class(kind)
+    if kind == "local" and "model" in options:  # --model names a GGUF file for the local backend
+        options["model_path"] = options.pop("model")
+    if kind == "openai" and "model" not in options:
+        raise DeltapError("the openai solver needs a model name (--model / model=...)")
     _check_options(kind, cls, options)
     solver = cls(**options)
     if cache is not None:
@@ -78,6 +66,27 @@ def make_solver(kind: str = "local", cache: str | Path | None = None, **options:
 
         solver = CachedSolver(solver, cache)
     return solver
+
+
+def solver_class(kind: str) -> type[Any]:
+    """The class :func:`make_solver` builds for ``kind`` (its traits, :mod:`deltap.solvers.base`, can be read before
+    building one).
+
+    Raises:
+        DeltapError: an unknown kind, or a backend whose optional dependency is missing.
+    """
+    cls: Any
+    if kind == "local":
+        from deltap.solvers.llama_cpp import LlamaCppSolver as cls
+    elif kind == "openai":
+        from deltap.solvers.openai_compat import OpenAISolver as cls
+    elif kind == "gemini":
+        from deltap.solvers.gemini import GeminiSolver as cls
+    elif kind == "simulated":
+        from deltap.solvers.simulated import SimulatedSolver as cls
+    else:
+        raise DeltapError(f"unknown solver kind {kind!r}; expected one of {', '.join(SOLVER_KINDS)}")
+    return cast(type[Any], cls)
 
 
 def _check_options(kind: str, cls: Any, options: dict[str, Any]) -> None:

@@ -177,6 +177,13 @@ def is_thread_safe(solver: object) -> bool:
     return bool(getattr(solver, "thread_safe", True))
 
 
+def is_hosted(solver: object) -> bool:
+    """The solver's (or its class's) declared ``hosted`` trait (default ``False``): a remote API paced by request and
+    token limits (its ``requests_per_minute`` / ``tokens_per_minute`` options), priced per token, and planned without
+    a key or a connection."""
+    return bool(getattr(solver, "hosted", False))
+
+
 def solver_id(solver: object) -> str:
     """The solver's ``id`` (backend, model and decoding parameters), or its class name when it has none."""
     return str(getattr(solver, "id", type(solver).__name__))

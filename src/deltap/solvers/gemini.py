@@ -69,6 +69,9 @@ class GeminiSolver:
         limiter: A limiter to use instead.
     """
 
+    #: a hosted endpoint: paced by requests_per_minute / tokens_per_minute, priced per token
+    hosted = True
+
     def __init__(
         self,
         model: str = "gemini-2.5-flash",

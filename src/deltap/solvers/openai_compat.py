@@ -119,6 +119,9 @@ class OpenAISolver:
         limiter: A limiter to use instead (tests, or one shared by hand).
     """
 
+    #: a hosted endpoint: paced by requests_per_minute / tokens_per_minute, priced per token
+    hosted = True
+
     def __init__(
         self,
         model: str,

@@ -21,6 +21,7 @@ FLOORS: list[set[str]] = [
     {"deltap._io"},
     {"deltap.documents", "deltap.frames"},
     {"deltap.cases", "deltap.qrels"},
+    {"deltap.rundir"},
     {"deltap.dataset"},
     {"deltap.judgements"},
     {"deltap.corpora"},

@@ -209,12 +209,12 @@ def test_demo_header_states_the_ceiling_it_keeps(tmp_path: Path) -> None:
 
     lines: list[str] = []
     result = run_demo(
-        DemoConfig(out=tmp_path / "demo", cases=3, budget=90, solver="simulated", embedder="hash", progress=False),
+        DemoConfig(out=tmp_path / "demo", cases=3, calls=90, solver="simulated", embedder="hash", progress=False),
         say=lines.append,
     )
     header = next(ln for ln in lines if ln.startswith("[3/6]"))
     m = re.search(
-        r"3 cases × ≤(\d+) solver calls \((\d+) preflight, ≤(\d+) trials, ≤(\d+) coalition check\) = ≤(\d+) of --budget 90",
+        r"3 cases × ≤(\d+) solver calls \((\d+) preflight, ≤(\d+) trials, ≤(\d+) coalition check\) = ≤(\d+) of --calls 90",
         header,
     )
     assert m, header
@@ -303,7 +303,7 @@ def test_demo_cli_prints_the_reports_call_figures(tmp_path: Path, capsys: pytest
                 str(out),
                 "--cases",
                 "2",
-                "--budget",
+                "--calls",
                 "60",
                 "--no-progress",
             ]
@@ -316,7 +316,7 @@ def test_demo_cli_prints_the_reports_call_figures(tmp_path: Path, capsys: pytest
     assert (
         f"({data.total_calls()} solver calls, {data.trial_log.seconds_per_call:.2f} s of solver time each)" in printed
     )
-    assert "--budget 60" in printed and "= ≤60 of" in printed
+    assert "--calls 60" in printed and "= ≤60 of" in printed
 
 
 def test_too_few_placebos_is_said_once_and_last(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
