@@ -87,7 +87,7 @@ def test_same_demo_command_gives_byte_identical_artefacts(tmp_path) -> None:  # 
     for name in ("a", "b"):
         out = tmp_path / name
         run_demo(
-            DemoConfig(out=out, cases=3, budget=3 * 30, solver="simulated", embedder="hash", progress=False, seed=1),
+            DemoConfig(out=out, cases=3, calls=3 * 30, solver="simulated", embedder="hash", progress=False, seed=1),
             say=lambda s: None,
         )
         outs.append(out)
