@@ -3,7 +3,7 @@ name's defining module is imported the first time the name is used (ir_measures'
 
 A package states one table ``{public name: defining module}``; :func:`lazy_exports` derives ``__getattr__``,
 ``__dir__`` and ``__all__`` from it. Static type checkers cannot follow ``__getattr__``, so such a package also imports
-its names under ``if TYPE_CHECKING:``; ``tests/unit/test_public_api.py`` checks that block against the table.
+its names under ``if TYPE_CHECKING:``; ``tests/unit/project/test_public_api.py`` checks that block against the table.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,7 @@ from deltap.outcomes import outcome_kind
 
 if TYPE_CHECKING:
     from deltap.mining.setup import SolverSettings
+    from deltap.retrieval.base import Retriever
     from deltap.rundir import RunDir
 
 __all__ = [
@@ -223,8 +224,6 @@ def _retrieve(retriever: Any, cases: Sequence[Case], depth: int) -> dict[str, di
 def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
     """Run the demo end to end (see the module docstring) and return where everything is."""
     from deltap.documents import write_corpus_jsonl
-    from deltap.evaluation.ranking import EMPTY_QUERY_RULE
-    from deltap.qrels import read_beir_qrels
     from deltap.report import write_html_report, write_markdown_report
     from deltap.retrieval import build_retriever
     from deltap.retrieval.hybrid import HybridRetriever
@@ -295,28 +294,7 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
     _mine(config, corpus, cases, settings, dense, rd, mining, say)
     _stage(say, timings, "mining", t0, f"verified dataset -> {rd.dataset}")
 
-    say(f"[4/6] evaluation: {', '.join(DEMO_RETRIEVERS)} against the mined qrels")
-    t0 = time.perf_counter()
-    qrels = read_beir_qrels(rd.qrels_beir) if rd.qrels_beir.is_file() else {}
-    # The questions of the qrels, under the evaluation engine's rule for those without a relevant document (one
-    # rule: `deltap evaluate` on the same qrels gives the same means over the same questions).
-    judged = [c for c in cases if c.case_id in qrels]
-    empty = [c for c in judged if not any(g > 0 for g in qrels[c.case_id].values())]
-    comparison: dict[str, Any] = {}
-    if len(empty) < len(judged):
-        runs = {name: _retrieve(r, judged, RUN_DEPTH) for name, r in retrievers.items()}
-        comparison = _compare({c.case_id: qrels[c.case_id] for c in judged}, runs, config.seed)
-        rd.write_comparison(comparison, runs)
-        rule = f"; {len(empty)} without one: {EMPTY_QUERY_RULE}" if empty else ""
-        _stage(
-            say,
-            timings,
-            "evaluation",
-            t0,
-            f"{len(judged)} questions, {len(judged) - len(empty)} with a relevant document{rule} -> {rd.evaluation}",
-        )
-    else:
-        _stage(say, timings, "evaluation", t0, "skipped: no mined case has a relevant document (raise --calls)")
+    comparison = _evaluate(config, cases, retrievers, rd, say, timings)
 
     say(f"[5/6] end to end: {', '.join(E2E_SYSTEMS)}: each one's top {config.retrieved_k} in the prompt, fresh seeds")
     t0 = time.perf_counter()
@@ -348,6 +326,44 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
         placebo=dict(rd.summary().get("placebo") or {}),
         endtoend=endtoend,
     )
+
+
+def _evaluate(
+    config: DemoConfig,
+    cases: Sequence[Case],
+    retrievers: Mapping[str, Retriever],
+    rd: RunDir,
+    say: Say,
+    timings: dict[str, float],
+) -> dict[str, Any]:
+    """Stage 4: the retrievers compared on the mined qrels, written into the run directory (``{}`` when no mined
+    case has a relevant document)."""
+    from deltap.evaluation.ranking import EMPTY_QUERY_RULE
+    from deltap.qrels import read_beir_qrels
+
+    say(f"[4/6] evaluation: {', '.join(DEMO_RETRIEVERS)} against the mined qrels")
+    t0 = time.perf_counter()
+    qrels = read_beir_qrels(rd.qrels_beir) if rd.qrels_beir.is_file() else {}
+    # The questions of the qrels, under the evaluation engine's rule for those without a relevant document (one
+    # rule: `deltap evaluate` on the same qrels gives the same means over the same questions).
+    judged = [c for c in cases if c.case_id in qrels]
+    empty = [c for c in judged if not any(g > 0 for g in qrels[c.case_id].values())]
+    comparison: dict[str, Any] = {}
+    if len(empty) < len(judged):
+        runs = {name: _retrieve(r, judged, RUN_DEPTH) for name, r in retrievers.items()}
+        comparison = _compare({c.case_id: qrels[c.case_id] for c in judged}, runs, config.seed)
+        rd.write_comparison(comparison, runs)
+        rule = f"; {len(empty)} without one: {EMPTY_QUERY_RULE}" if empty else ""
+        _stage(
+            say,
+            timings,
+            "evaluation",
+            t0,
+            f"{len(judged)} questions, {len(judged) - len(empty)} with a relevant document{rule} -> {rd.evaluation}",
+        )
+    else:
+        _stage(say, timings, "evaluation", t0, "skipped: no mined case has a relevant document (raise --calls)")
+    return comparison
 
 
 def _solver_settings(config: DemoConfig, cases: Sequence[Case]) -> SolverSettings:

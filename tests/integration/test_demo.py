@@ -102,7 +102,7 @@ def test_simulated_demo_comparison_and_report(simulated_demo: tuple[Path, list[s
 
 
 def test_demo_report_renders_in_chromium(simulated_demo: tuple[Path, list[str], object]) -> None:
-    from tests.integration.test_report_browser import console_messages, run_chromium
+    from tests.integration.report.test_browser import console_messages, run_chromium
 
     out, _, _ = simulated_demo
     proc = run_chromium((out / "run" / "report.html").resolve().as_uri(), "--dump-dom")

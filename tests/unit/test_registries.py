@@ -250,7 +250,7 @@ def test_the_cli_rate_limit_gate_asks_the_registry(
     fake_hosted_kind: SolverKindInfo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from deltap.cli.app import main
-    from tests.unit.test_mining_cli import _files
+    from tests.helpers import mine_files as _files
 
     corpus, bench = _files(tmp_path)
     base = ["mine", str(bench), "--corpus", str(corpus), "--retriever", "none", "--budget", "8", "--placebo", "1"]

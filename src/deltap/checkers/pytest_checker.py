@@ -463,30 +463,7 @@ class PytestChecker:
         fds: dict[str, int] = {}  # every descriptor this process still has to close
         remote = _RemoteSide() if separate else None
         try:
-            stage.chmod(0o711 if separate else 0o755)
-            if separate:
-                side.mkdir(mode=0o755)
-                side.chmod(0o755)
-            for d in (tests, plugin, work, *((cand_lib, cand) if separate else ())):
-                d.mkdir(mode=0o755)
-            test_path = tests / self.test_file.name
-            body = self._test_source if self._test_source.endswith(b"\n") else self._test_source + b"\n"
-            test_path.write_bytes(body + canary_src.encode("ascii"))
-            for extra in self.support_files:
-                shutil.copyfile(extra, tests / extra.name)
-            (tests / "pytest.ini").write_text(_INI, encoding="utf-8")
-            shutil.copyfile(_PLUGIN_SOURCE, plugin / "deltap_verdict.py")
-            if separate:
-                shutil.copyfile(_PLAIN_SOURCE, plugin / "deltap_plain.py")
-                shutil.copyfile(_REMOTE_MODULE_SOURCE, plugin / "deltap_remote.py")
-                (work / f"{self.module_name}.py").write_text(_STUB, encoding="utf-8")
-                shutil.copyfile(_PLAIN_SOURCE, cand_lib / "deltap_plain.py")
-                shutil.copyfile(_REMOTE_SERVER_SOURCE, cand_lib / "deltap_remote_server.py")
-                (cand / f"{self.module_name}.py").write_text(code, encoding="utf-8")
-            else:
-                (work / f"{self.module_name}.py").write_text(code, encoding="utf-8")
-            for path in (*tests.iterdir(), *plugin.iterdir(), *(cand_lib.iterdir() if separate else ())):
-                path.chmod(0o644)
+            test_path = self._stage(stage, side, code, canary_src, separate)
 
             fds["read"], fds["write"] = os.pipe()
             fds["nonce_r"], nonce_w = os.pipe()
@@ -513,28 +490,7 @@ class PytestChecker:
 
             reader = threading.Thread(target=drain, name="deltap-verdict-reader", daemon=True)
             reader.start()
-            argv = [
-                sys.executable,
-                "-B",
-                "-m",
-                "pytest",
-                "-p",
-                "deltap_verdict",
-                "-p",
-                "no:cacheprovider",
-                "-c",
-                str(tests / "pytest.ini"),
-                "--rootdir",
-                str(tests),
-                "--confcutdir",
-                str(tests),
-                "-q",
-                "--no-header",
-                "-o",
-                "addopts=",
-                *self.pytest_args,
-                str(test_path),
-            ]
+            argv = self._pytest_argv(tests, test_path)
             env = {
                 "PYTHONPATH": os.pathsep.join([str(plugin), str(work)]),
                 "DELTAP_VERDICT_FD": str(fds["write"]),
@@ -583,6 +539,67 @@ class PytestChecker:
             ended_first = remote.ended_first and not raw.timed_out  # both hit the clock: the tests' timeout says it
             result = _with_remote(result, remote_raw, remote.started_ok(), ended_first)
         return result, raw, real
+
+    def _stage(self, stage: Path, side: Path, code: str, canary_src: str, separate: bool) -> Path:
+        """Write the run's files under ``stage`` (the test side under ``side``); returns the test file's path.
+
+        ``side/tests`` holds the tests (with the canaries appended), their support files and ``pytest.ini``;
+        ``side/plugin`` the verdict plugin; ``side/work`` the candidate module (a stand-in when ``separate``, whose
+        candidate goes to ``stage/cand`` with its server in ``stage/cand-lib``).
+        """
+        tests, plugin, work = side / "tests", side / "plugin", side / "work"
+        cand_lib, cand = stage / "cand-lib", stage / "cand"
+        stage.chmod(0o711 if separate else 0o755)
+        if separate:
+            side.mkdir(mode=0o755)
+            side.chmod(0o755)
+        for d in (tests, plugin, work, *((cand_lib, cand) if separate else ())):
+            d.mkdir(mode=0o755)
+        test_path = tests / self.test_file.name
+        body = self._test_source if self._test_source.endswith(b"\n") else self._test_source + b"\n"
+        test_path.write_bytes(body + canary_src.encode("ascii"))
+        for extra in self.support_files:
+            shutil.copyfile(extra, tests / extra.name)
+        (tests / "pytest.ini").write_text(_INI, encoding="utf-8")
+        shutil.copyfile(_PLUGIN_SOURCE, plugin / "deltap_verdict.py")
+        if separate:
+            shutil.copyfile(_PLAIN_SOURCE, plugin / "deltap_plain.py")
+            shutil.copyfile(_REMOTE_MODULE_SOURCE, plugin / "deltap_remote.py")
+            (work / f"{self.module_name}.py").write_text(_STUB, encoding="utf-8")
+            shutil.copyfile(_PLAIN_SOURCE, cand_lib / "deltap_plain.py")
+            shutil.copyfile(_REMOTE_SERVER_SOURCE, cand_lib / "deltap_remote_server.py")
+            (cand / f"{self.module_name}.py").write_text(code, encoding="utf-8")
+        else:
+            (work / f"{self.module_name}.py").write_text(code, encoding="utf-8")
+        for path in (*tests.iterdir(), *plugin.iterdir(), *(cand_lib.iterdir() if separate else ())):
+            path.chmod(0o644)
+        return test_path
+
+    def _pytest_argv(self, tests: Path, test_path: Path) -> list[str]:
+        """The test process's command: pytest with the verdict plugin, confined to ``tests`` (no cache, no
+        configuration or conftest from above it, no inherited ``addopts``)."""
+        return [
+            sys.executable,
+            "-B",
+            "-m",
+            "pytest",
+            "-p",
+            "deltap_verdict",
+            "-p",
+            "no:cacheprovider",
+            "-c",
+            str(tests / "pytest.ini"),
+            "--rootdir",
+            str(tests),
+            "--confcutdir",
+            str(tests),
+            "-q",
+            "--no-header",
+            "-o",
+            "addopts=",
+            *self.pytest_args,
+            str(test_path),
+        ]
 
     # -- verdicts ----------------------------------------------------------------------------------------------
 

@@ -472,12 +472,18 @@ def protections(limits: SandboxLimits | None = None) -> dict[str, Protection]:
     a = isolation_available()
     root = _is_root()
     bw = a.get("bwrap", False)
-    mib = 1024**2
     table: dict[str, Protection] = {}
 
     def put(name: str, on: bool, yes: str, no: str) -> None:
         table[name] = Protection(bool(on), yes if on else no)
 
+    _put_isolation(put, a, root, bw)
+    _put_limits(put, a, bw, lim)
+    return table
+
+
+def _put_isolation(put: Callable[[str, bool, str, str], None], a: dict[str, bool], root: bool, bw: bool) -> None:
+    """The isolation rows of :func:`protections`: namespaces, identity and what the filesystem shows."""
     put(
         "network",
         a.get("netns", False),
@@ -554,6 +560,11 @@ def protections(limits: SandboxLimits | None = None) -> dict[str, Protection]:
         "new IPC namespace: SysV semaphores, shared memory and message queues die with the run",
         "NOT isolated: a SysV IPC object the code creates outlives the run (namespaces are not permitted here)",
     )
+
+
+def _put_limits(put: Callable[[str, bool, str, str], None], a: dict[str, bool], bw: bool, lim: SandboxLimits) -> None:
+    """The resource rows of :func:`protections`: disk, memory, processes, CPU, time and environment."""
+    mib = 1024**2
     put(
         "disk-whole-sandbox",
         bw,
@@ -590,7 +601,6 @@ def protections(limits: SandboxLimits | None = None) -> dict[str, Protection]:
     )
     put("wall-timeout", True, f"{lim.wall_seconds:g}s, then SIGKILL to the whole process tree", "")
     put("clean-env", True, "no variable from the parent (no API keys); HOME/TMPDIR is the work dir", "")
-    return table
 
 
 def describe(limits: SandboxLimits | None = None) -> str:
@@ -984,16 +994,7 @@ def run_sandboxed(
         layers = [x for x in layers if x != "network"]
     groups = _Cgroups.create(limits)
     procs_files = groups.procs_files()
-    nproc: int | None
-    if "pids" in groups.dirs:
-        # The pids cgroup bounds this sandbox alone. RLIMIT_NPROC would count every process of the user (nobody)
-        # on the machine: two concurrent sandboxes holding their share would make a third one's fork fail.
-        nproc = None
-    elif avail.get("uid_nobody"):
-        nproc = limits.max_processes
-    else:
-        # Unprivileged fallback: RLIMIT_NPROC counts all processes of this user; allow the current ones plus the budget.
-        nproc = _user_process_count() + limits.max_processes
+    nproc = _nproc_limit(groups, avail, limits)
 
     def preexec() -> None:  # runs in the child between fork and exec
         import resource
@@ -1058,6 +1059,18 @@ def run_sandboxed(
         if staging:
             shutil.rmtree(staging, ignore_errors=True)
     return SandboxResult(returncode, output, timed_out, duration, tuple(layers), error, info)
+
+
+def _nproc_limit(groups: _Cgroups, avail: dict[str, bool], limits: SandboxLimits) -> int | None:
+    """The RLIMIT_NPROC of a sandboxed run, or ``None`` when its pids cgroup bounds it instead."""
+    if "pids" in groups.dirs:
+        # The pids cgroup bounds this sandbox alone. RLIMIT_NPROC would count every process of the user (nobody)
+        # on the machine: two concurrent sandboxes holding their share would make a third one's fork fail.
+        return None
+    if avail.get("uid_nobody"):
+        return limits.max_processes
+    # Unprivileged fallback: RLIMIT_NPROC counts all processes of this user; allow the current ones plus the budget.
+    return _user_process_count() + limits.max_processes
 
 
 def _user_process_count() -> int:

@@ -107,6 +107,37 @@ class _CaseRun:
     skipped: str | None = None
 
 
+def _check_inputs(
+    cases: Sequence[Case], corpus: Corpus, systems: Sequence[System], cfg: EndToEndConfig, det: bool
+) -> tuple[list[str], list[str], int, int]:
+    """``(case ids, system names, ceiling, single-document ceiling)``, refusing what :func:`end_to_end` refuses
+    before its first call (duplicate names or cases, a document outside the corpus, a ceiling above ``max_calls``)."""
+    names = [s.name for s in systems]
+    if len(set(names)) != len(names) or not names:
+        raise DeltapError(f"systems need unique names, got {names}")
+    reserved = [n for n in names if n.startswith("single:")]
+    if reserved:
+        raise DeltapError(f"system names starting with 'single:' are reserved (single-document trials): {reserved}")
+    ids = [c.case_id for c in cases]
+    if len(set(ids)) != len(ids):
+        raise DeltapError("duplicate case ids in the cases given to end_to_end()")
+    for s in systems:
+        corpus.require(
+            {d for c in ids for d in s.top(c, cfg.k)},
+            f"document ids of system {s.name}",
+            hint="use the corpus of the run",
+        )
+    ceiling = call_ceiling(len(cases), len(systems), cfg.repeats, det)
+    single = single_doc_ceiling(ids, systems, cfg.k, cfg.repeats, det, cfg.outcome) if cfg.single_doc else 0
+    if cfg.max_calls is not None and ceiling + single > cfg.max_calls:
+        raise DeltapError(
+            f"the call ceiling {ceiling + single} ({len(cases)} cases × {len(systems)} systems × {1 if det else cfg.repeats}"
+            + (f", + {single} single-document trials" if single else "")
+            + f") exceeds --max-calls {cfg.max_calls}"
+        )
+    return ids, names, ceiling, single
+
+
 def end_to_end(
     cases: Sequence[Case],
     corpus: Corpus,
@@ -151,30 +182,8 @@ def end_to_end(
     from deltap._version import __version__
 
     cfg = config or EndToEndConfig()
-    names = [s.name for s in systems]
-    if len(set(names)) != len(names) or not names:
-        raise DeltapError(f"systems need unique names, got {names}")
-    reserved = [n for n in names if n.startswith("single:")]
-    if reserved:
-        raise DeltapError(f"system names starting with 'single:' are reserved (single-document trials): {reserved}")
-    ids = [c.case_id for c in cases]
-    if len(set(ids)) != len(ids):
-        raise DeltapError("duplicate case ids in the cases given to end_to_end()")
-    for s in systems:
-        corpus.require(
-            {d for c in ids for d in s.top(c, cfg.k)},
-            f"document ids of system {s.name}",
-            hint="use the corpus of the run",
-        )
     det = is_deterministic(solver)
-    ceiling = call_ceiling(len(cases), len(systems), cfg.repeats, det)
-    single = single_doc_ceiling(ids, systems, cfg.k, cfg.repeats, det, cfg.outcome) if cfg.single_doc else 0
-    if cfg.max_calls is not None and ceiling + single > cfg.max_calls:
-        raise DeltapError(
-            f"the call ceiling {ceiling + single} ({len(cases)} cases × {len(systems)} systems × {1 if det else cfg.repeats}"
-            + (f", + {single} single-document trials" if single else "")
-            + f") exceeds --max-calls {cfg.max_calls}"
-        )
+    ids, names, ceiling, single = _check_inputs(cases, corpus, systems, cfg, det)
     ceiling += single
     out_path = Path(out) if out is not None else None
     log = TrialLog(EndToEndDir(out_path).trials if out_path is not None else ":memory:")

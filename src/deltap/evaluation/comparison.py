@@ -34,7 +34,7 @@ from deltap.evaluation.scores import (
     load_qrels_like,
     resolve_gains,
 )
-from deltap.evaluation.settings import ComparisonSettings, EvaluationSettings, TestName
+from deltap.evaluation.settings import ComparisonSettings, EvaluationSettings, TestName, merge_settings
 from deltap.evaluation.stats import bootstrap_ci, holm, paired_t_test, randomization_test
 from deltap.judgements import Judgements, SignedGains
 
@@ -371,8 +371,14 @@ def compare(
     n_resamples: int = EvaluationSettings.n_resamples,
     n_permutations: int = ComparisonSettings.n_permutations,
     seed: int = EvaluationSettings.seed,
+    settings: EvaluationSettings | None = None,
+    comparison: ComparisonSettings | None = None,
 ) -> Comparison:
     """Compare runs against a baseline on the same queries.
+
+    The options come either as keywords or as settings objects (``settings=`` for ``metrics``, ``on_missing``,
+    ``on_empty``, ``confidence``, ``n_resamples`` and ``seed``; ``comparison=`` for ``baseline``, ``test``,
+    ``alpha`` and ``n_permutations``), as ``deltap compare`` passes them.
 
     Args:
         qrels: Qrels dict or file (see :func:`deltap.evaluate`).
@@ -390,12 +396,62 @@ def compare(
         n_resamples: Bootstrap resamples (0 = no intervals).
         n_permutations: Random sign assignments of the randomization test.
         seed: Seed for the bootstrap and the randomization test; the same seed gives the same report.
+        settings: The scoring options as one :class:`~deltap.evaluation.settings.EvaluationSettings` (instead of the
+            keywords it holds).
+        comparison: The test options as one :class:`~deltap.evaluation.settings.ComparisonSettings` (instead of the
+            keywords it holds).
 
     Raises:
-        DeltapError: fewer than one run, unknown baseline, duplicate names, or any error of :func:`deltap.evaluate`.
+        DeltapError: fewer than one run, unknown baseline, duplicate names, a settings object given together with
+            one of its keywords, or any error of :func:`deltap.evaluate`.
     """
-    if test not in ("fisher", "t"):
-        raise DeltapError(f"test must be 'fisher' or 't', got {test!r}")
+    settings = merge_settings(
+        settings, EvaluationSettings, "compare", metrics=metrics, on_missing=on_missing, on_empty=on_empty,
+        confidence=confidence, n_resamples=n_resamples, seed=seed,
+    )  # fmt: skip
+    comparison = merge_settings(
+        comparison, ComparisonSettings, "compare", baseline=baseline, test=test, alpha=alpha,
+        n_permutations=n_permutations,
+    )  # fmt: skip
+    if comparison.test not in ("fisher", "t"):
+        raise DeltapError(f"test must be 'fisher' or 't', got {comparison.test!r}")
+    named = _named_runs(runs)
+    systems = tuple(named)
+    base = comparison.baseline if comparison.baseline is not None else systems[0]
+    if base not in named:
+        raise DeltapError(f"baseline {base!r} is not one of the runs: {', '.join(systems)}")
+
+    measures = with_judged(parse_metrics(settings.metrics))
+    signed, gain_notes = resolve_gains(measures, qrels, gains)
+    judged = "judged" in needs_of(measures)
+    qrels_d = load_qrels_like(qrels)
+    validate_qrels(qrels_d)
+    run_d = {s: _open_run(r) for s, r in named.items()}
+    query_ids, system_notes, notes = _common_queries(qrels_d, run_d, measures, settings, signed is not None)
+    notes += gain_notes
+
+    results: dict[str, EvalResult] = {}
+    for s, r in run_d.items():
+        ranking = _rank(qrels_d, r, query_ids, coalitions, s, signed, judged)
+        values = compute_values(ranking, measures)
+        ci = (
+            np.atleast_2d(
+                bootstrap_ci(
+                    values, n_resamples=settings.n_resamples, confidence=settings.confidence, seed=settings.seed
+                )
+            )
+            if settings.n_resamples > 0
+            else np.full((len(measures), 2), np.nan)
+        )
+        results[s] = EvalResult(
+            s, tuple(measures), tuple(query_ids), values, ci, settings.confidence, settings.n_resamples,
+            settings.seed, tuple(system_notes[s]),
+        )  # fmt: skip
+    return _paired_tests(results, base, tuple(measures), comparison, settings.seed, notes)
+
+
+def _named_runs(runs: Mapping[str, RunLike] | Sequence[RunLike]) -> dict[str, RunLike]:
+    """``{name: run}``: a mapping as given, a list of files named by file name (``run1``, ... for dicts)."""
     if isinstance(runs, Mapping):
         named = dict(runs)
     else:
@@ -407,52 +463,50 @@ def compare(
         named = dict(zip(names, runs, strict=True))
     if not named:
         raise DeltapError("compare needs at least one run")
-    systems = tuple(named)
-    base = baseline if baseline is not None else systems[0]
-    if base not in named:
-        raise DeltapError(f"baseline {base!r} is not one of the runs: {', '.join(systems)}")
+    return named
 
-    measures = with_judged(parse_metrics(metrics))
-    signed, gain_notes = resolve_gains(measures, qrels, gains)
-    judged = "judged" in needs_of(measures)
-    qrels_d = load_qrels_like(qrels)
-    validate_qrels(qrels_d)
-    run_d = {s: _open_run(r) for s, r in named.items()}
+
+def _common_queries(
+    qrels_d: Mapping[str, Mapping[str, int]],
+    run_d: Mapping[str, Mapping[str, Mapping[str, float]]],
+    measures: Sequence[Measure],
+    settings: EvaluationSettings,
+    signed: bool,
+) -> tuple[list[str], dict[str, list[str]], list[str]]:
+    """The queries every system is scored on (qrels order), each system's alignment notes, and all the notes."""
     min_grade = min(m.rel for m in measures)
-
     per_system: dict[str, list[str]] = {}
     system_notes: dict[str, list[str]] = {}
     for s, r in run_d.items():
-        qids, run_notes = align_queries(
+        per_system[s], system_notes[s] = align_queries(
             qrels_d,
             r.keys(),
-            on_missing=on_missing,
-            on_empty=on_empty,
+            on_missing=settings.on_missing,
+            on_empty=settings.on_empty,
             run_name=s,
             min_grade=min_grade,
-            signed=signed is not None,
+            signed=signed,
         )
-        per_system[s] = qids
-        system_notes[s] = run_notes
-    notes = [n for s in systems for n in system_notes[s]] + gain_notes
+    notes = [n for s in run_d for n in system_notes[s]]
     common = set.intersection(*(set(q) for q in per_system.values()))
     query_ids = [q for q in qrels_d if q in common]
-    if on_missing == "skip" and any(len(q) != len(query_ids) for q in per_system.values()):
+    if settings.on_missing == "skip" and any(len(q) != len(query_ids) for q in per_system.values()):
         notes.append(f"compared on the {len(query_ids)} queries every run answers (on_missing='skip')")
+    return query_ids, system_notes, notes
 
-    results: dict[str, EvalResult] = {}
-    for s, r in run_d.items():
-        ranking = _rank(qrels_d, r, query_ids, coalitions, s, signed, judged)
-        values = compute_values(ranking, measures)
-        ci = (
-            np.atleast_2d(bootstrap_ci(values, n_resamples=n_resamples, confidence=confidence, seed=seed))
-            if n_resamples > 0
-            else np.full((len(measures), 2), np.nan)
-        )
-        results[s] = EvalResult(
-            s, tuple(measures), tuple(query_ids), values, ci, confidence, n_resamples, seed, tuple(system_notes[s])
-        )
 
+def _paired_tests(
+    results: dict[str, EvalResult],
+    base: str,
+    measures: tuple[Measure, ...],
+    comparison: ComparisonSettings,
+    seed: int,
+    notes: list[str],
+) -> Comparison:
+    """Every system of ``results`` (in its order) against ``base``: paired t and randomization p-values
+    (Holm-adjusted per test) and wins/ties/losses over the queries they share."""
+    systems = tuple(results)
+    n_queries = len(results[base].query_ids)
     others = [s for s in systems if s != base]
     b = results[base].values
     p_t: dict[str, np.ndarray] = {}
@@ -467,14 +521,14 @@ def compare(
         seeds = np.random.SeedSequence([seed, i]).generate_state(len(measures))
         p_f[s] = np.array(
             [
-                randomization_test(v[:, j], b[:, j], n_resamples=n_permutations, seed=int(seeds[j]))
+                randomization_test(v[:, j], b[:, j], n_resamples=comparison.n_permutations, seed=int(seeds[j]))
                 for j in range(len(measures))
             ]
         )
         diff = v - b
         wins[s] = (diff > _TIE_TOL).sum(axis=0)
         losses[s] = (diff < -_TIE_TOL).sum(axis=0)
-        ties[s] = len(query_ids) - wins[s] - losses[s]
+        ties[s] = n_queries - wins[s] - losses[s]
 
     def adjust(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         if not others:
@@ -485,7 +539,7 @@ def compare(
     return Comparison(
         systems=systems,
         baseline=base,
-        measures=tuple(measures),
+        measures=measures,
         results=results,
         p_t=p_t,
         p_fisher=p_f,
@@ -494,9 +548,9 @@ def compare(
         wins=wins,
         ties=ties,
         losses=losses,
-        test=test,
-        alpha=alpha,
-        n_permutations=n_permutations,
+        test=comparison.test,
+        alpha=comparison.alpha,
+        n_permutations=comparison.n_permutations,
         seed=seed,
         notes=tuple(notes),
     )
@@ -526,19 +580,12 @@ def score_runs(
         )
     if comparison is not None and len(runs) < 2:
         raise DeltapError("compare needs at least two runs (--run A --run B, or --retriever bm25,dense)")
-    measures = parse_metrics(list(settings.metrics))
-    coalitions = judgements.coalitions or None
-    common: dict[str, Any] = {
-        "coalitions": coalitions, "gains": judgements.gains, "on_missing": settings.on_missing, "on_empty": settings.on_empty,
-        "confidence": settings.confidence, "n_resamples": settings.n_resamples, "seed": settings.seed,
-    }  # fmt: skip
+    parse_metrics(list(settings.metrics))  # an unknown measure fails before any run is read
+    common: dict[str, Any] = {"coalitions": judgements.coalitions or None, "gains": judgements.gains}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EvaluationWarning)  # the notes are part of every rendered output
         if comparison is None and len(runs) == 1:
             name, run = next(iter(runs.items()))
-            return evaluate(judgements.qrels, run, measures, run_name=name, **common)
+            return evaluate(judgements.qrels, run, run_name=name, settings=settings, **common)
         comparison = comparison or ComparisonSettings()
-        return compare(
-            judgements.qrels, dict(runs), measures, baseline=comparison.baseline, test=comparison.test,
-            alpha=comparison.alpha, n_permutations=comparison.n_permutations, **common,
-        )  # fmt: skip
+        return compare(judgements.qrels, dict(runs), settings=settings, comparison=comparison, **common)

@@ -23,7 +23,7 @@ from deltap.errors import DeltapError
 from deltap.evaluation._render import latex_escape, to_latex, to_markdown, to_text
 from deltap.evaluation.measures import DEFAULT_METRICS, Measure, needs_of, parse_metrics, with_judged
 from deltap.evaluation.ranking import MissingPolicy, Ranking, align_queries, rank_from_dicts, validate_qrels
-from deltap.evaluation.settings import EvaluationSettings
+from deltap.evaluation.settings import EvaluationSettings, merge_settings
 from deltap.evaluation.stats import bootstrap_ci
 
 if TYPE_CHECKING:
@@ -280,6 +280,7 @@ def evaluate(
     n_resamples: int = EvaluationSettings.n_resamples,
     seed: int = EvaluationSettings.seed,
     run_name: str | None = None,
+    settings: EvaluationSettings | None = None,
 ) -> EvalResult:
     """Evaluate one run against qrels: per-query values, means, bootstrap confidence intervals.
 
@@ -300,16 +301,24 @@ def evaluate(
         n_resamples: Bootstrap resamples; 0 disables the intervals.
         seed: Seed of the bootstrap.
         run_name: Name shown in messages and tables (default: the file name, or ``run``).
+        settings: ``metrics``, ``on_missing``, ``on_empty``, ``confidence``, ``n_resamples`` and ``seed`` as one
+            :class:`~deltap.evaluation.settings.EvaluationSettings` (instead of those keywords).
 
     Returns:
         An :class:`EvalResult`.
 
     Raises:
-        DeltapError: bad grades or scores (naming the entries), unknown metrics, no query id in common, or a policy
-            set to ``error`` that applies.
+        DeltapError: bad grades or scores (naming the entries), unknown metrics, no query id in common, a policy
+            set to ``error`` that applies, or a settings object given together with one of its keywords.
     """
+    settings = merge_settings(
+        settings, EvaluationSettings, "evaluate", metrics=metrics, on_missing=on_missing, on_empty=on_empty,
+        confidence=confidence, n_resamples=n_resamples, seed=seed,
+    )  # fmt: skip
+    on_missing, on_empty, confidence = settings.on_missing, settings.on_empty, settings.confidence
+    n_resamples, seed = settings.n_resamples, settings.seed
     name = run_name or (Path(run).name if isinstance(run, str | Path) else "run")
-    measures = with_judged(parse_metrics(metrics))
+    measures = with_judged(parse_metrics(settings.metrics))
     signed, gain_notes = resolve_gains(measures, qrels, gains)
     qrels_d = load_qrels_like(qrels)
     validate_qrels(qrels_d)

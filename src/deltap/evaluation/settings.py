@@ -6,8 +6,10 @@ Plain data with no heavy import: the CLI reads its option defaults from here wit
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, fields
+from typing import Any, Literal, TypeVar
+
+from deltap.errors import DeltapError
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -16,6 +18,7 @@ __all__ = [
     "MissingPolicy",
     "RetrievalSettings",
     "TestName",
+    "merge_settings",
 ]
 
 #: the measures reported when none are asked for
@@ -81,3 +84,27 @@ class RetrievalSettings:
     store: str | None = None
     embedder: str | None = None
     seed: int = 0
+
+
+_S = TypeVar("_S", EvaluationSettings, ComparisonSettings, RetrievalSettings)
+
+
+def merge_settings(given: _S | None, kind: type[_S], caller: str, **keywords: Any) -> _S:
+    """The settings a function runs with: ``given``, or ``kind(**keywords)`` when no settings object is given.
+
+    Functions such as :func:`~deltap.evaluation.compare` take either a settings object or the same options as keywords;
+    this keeps the two forms from disagreeing silently.
+
+    Raises:
+        DeltapError: ``given`` together with a keyword set to something other than its default.
+    """
+    if given is None:
+        return kind(**keywords)
+    defaults = {f.name: f.default for f in fields(kind)}
+    clash = [name for name, value in keywords.items() if value != defaults[name]]
+    if clash:
+        raise DeltapError(
+            f"{caller}: {', '.join(clash)} given both as keyword and in {kind.__name__}; "
+            f"set {'it' if len(clash) == 1 else 'them'} in the settings object"
+        )
+    return given

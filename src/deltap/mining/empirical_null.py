@@ -64,7 +64,7 @@ __all__ = [
 #: fewer placebo estimates than this in a run: the zero null is used (the fit would be too noisy)
 MIN_PLACEBOS = 10
 #: fewer than this: the placebo null is used but the outputs say there are too few placebos. Measured (issue 14,
-#: tests/unit/test_mining_empirical_null.py): with the SmolLM2 shape (a fifth of random texts move the log-prob by
+#: tests/unit/mining/test_empirical_null.py): with the SmolLM2 shape (a fifth of random texts move the log-prob by
 #: N(0, 1.5²) nats) fresh null documents are rejected at 0.91-1.13× the nominal rate at p = 0.0025 with 50 placebos,
 #: 1.14× on average with 30 and 1.4-3.5× with 20: below 50 the tail of what random text does is too poorly known
 RECOMMENDED_PLACEBOS = 50

@@ -74,7 +74,7 @@ from deltap.mining.procedure import case_weights, run_case
 from deltap.mining.results import CaseResult, MiningResult, PlaceboCalibrationWarning, ProgressFn
 from deltap.mining.runner import CallTally, TrialRunner, fit_context, logged_calls
 from deltap.mining.spend import log_spend, prices_for
-from deltap.mining.tilt import TiltWarning, run_tilt
+from deltap.mining.tilt import Tilt, TiltWarning, run_tilt
 from deltap.mining.trials import TrialLog
 from deltap.mining.verdicts import VerdictPolicy
 from deltap.outcomes import outcome_kind
@@ -232,23 +232,9 @@ def mine(
                 lambda res: _coalition_case(res, corpus, solver, factory, log, cfg, policy, lanes),
                 [r for r in results if r.X is not None],
             )
-        spend = log_spend(log, [r.case.case_id for r in results], prices)  # every session of the log, as the calls
-        for res in results:  # calls = logged solver calls (the same for a resumed and an uninterrupted run)
-            res.info["calls_by_kind"] = logged_calls(log, res.case.case_id)
-            res.calls = sum(res.info["calls_by_kind"].values())
-            # the dataset keeps what the calls were (tokens, cost); how long they took goes to run.json only
-            res.info["spend"] = {k: v for k, v in spend["by_case"][res.case.case_id].items() if k != "solver_seconds"}
+        spend = _account_spend(results, log, prices)
         placebo = {**placebo_calibration(results, cfg), "null": null_info}
-        tilt = run_tilt(
-            (
-                (c.sources, row)
-                for r in results
-                if r.X is not None
-                for c, row in zip(r.pool.candidates, r.candidates, strict=True)
-            ),
-            unit=outcome_kind(cfg.outcome).unit,
-            seed=cfg.seed,
-        )
+        tilt = _tilt(results, cfg)
         ended = time.time()
         dataset = build_dataset(results, corpus, cfg, policy, solver_name, placebo, __version__, started)
         run = run_summary(results, cfg, policy, solver_name, placebo, __version__, started, ended)
@@ -279,6 +265,32 @@ def mine(
     if tilt.large:
         warnings.warn(tilt.message, TiltWarning, stacklevel=2)
     return MiningResult(dataset, results, run, out_path)
+
+
+def _account_spend(results: list[CaseResult], log: TrialLog, prices: Any) -> dict[str, Any]:
+    """What the run spent over every session of its log (tokens, cost, time) at ``prices``; each case's calls and
+    spend go into its ``info``."""
+    spend = log_spend(log, [r.case.case_id for r in results], prices)  # every session of the log, as the calls
+    for res in results:  # calls = logged solver calls (the same for a resumed and an uninterrupted run)
+        res.info["calls_by_kind"] = logged_calls(log, res.case.case_id)
+        res.calls = sum(res.info["calls_by_kind"].values())
+        # the dataset keeps what the calls were (tokens, cost); how long they took goes to run.json only
+        res.info["spend"] = {k: v for k, v in spend["by_case"][res.case.case_id].items() if k != "solver_seconds"}
+    return spend
+
+
+def _tilt(results: list[CaseResult], cfg: MiningConfig) -> Tilt:
+    """The tilt of the run's retrieved candidates against its placebos (:mod:`deltap.mining.tilt`)."""
+    return run_tilt(
+        (
+            (c.sources, row)
+            for r in results
+            if r.X is not None
+            for c, row in zip(r.pool.candidates, r.candidates, strict=True)
+        ),
+        unit=outcome_kind(cfg.outcome).unit,
+        seed=cfg.seed,
+    )
 
 
 @dataclass

@@ -38,88 +38,7 @@ def build_dataset(
 
     from deltap.dataset import VerifiedDataset
 
-    pairs = []
-    for r in results:
-        cands = []
-        for row in r.candidates:
-            doc = corpus.get(row["doc_id"])
-            entry = {
-                "doc_id": row["doc_id"],
-                "fqn": row["doc_id"],
-                "text": doc.text if doc is not None else "",
-                "source": row["sources"],
-                "empirical_relevance": EMPIRICAL[row["verdict"]],
-                "verdict": row["verdict"],
-            }
-            entry.update(
-                {
-                    k: row.get(k)
-                    for k in (
-                        "delta_p",
-                        "ci_low",
-                        "ci_high",
-                        "p_in",
-                        "p_out",
-                        "n_in",
-                        "n_out",
-                        "p_value",
-                        "q_value",
-                        "grade",
-                    )
-                }
-            )
-            if "regression_effect" in row:
-                entry["regression_effect"] = row["regression_effect"]
-            if "verdict_interval" in row:
-                entry["verdict_interval"] = row["verdict_interval"]
-            cands.append(entry)
-        n_plac = sum(1 for c in r.pool.candidates if c.is_placebo)
-        plac_fp = sum(
-            1
-            for c, row in zip(r.pool.candidates, r.candidates, strict=True)
-            if c.is_placebo and row["verdict"] in ("relevant", "harmful")
-        )
-        meta = {
-            "trials": int(len(r.y)) if r.y is not None else 0,
-            "base_success_rate": _base_rate(r),
-            "mean_outcome": float(np.mean(r.y)) if r.y is not None and len(r.y) else None,
-            "status": r.status,
-            "placebo_false_positive_rate": (plac_fp / n_plac) if n_plac and r.X is not None else None,
-            "seed": cfg.seed,
-            "calls": r.calls,
-            "errors": r.errors,
-            "wall_seconds": round(r.wall_seconds, 3),
-            "missing_gold": list(dict.fromkeys([*(r.case.metadata.get("gold_missing") or []), *r.pool.missing_gold])),
-            "dropped_candidates": r.pool.dropped,
-            "preflight": r.preflight,
-            **{
-                k: v
-                for k, v in r.info.items()
-                if k
-                in (
-                    "reason",
-                    "looks",
-                    "interaction_pairs",
-                    "coalition_check",
-                    "intercept",
-                    "context",
-                    "calls_by_kind",
-                    "spend",
-                    "candidate_process",
-                )
-            },
-        }
-        pairs.append(
-            {
-                "id": r.case.case_id,
-                "query": r.case.query,
-                "reference_answer": r.case.reference_answer,
-                "candidates": cands,
-                "coalition": r.coalition,
-                "coalitions": r.coalitions,
-                "metadata": meta,
-            }
-        )
+    pairs = [_pair(r, corpus, cfg) for r in results]
     metadata = {
         "tool": "deltap",
         "tool_version": version,
@@ -333,3 +252,88 @@ def summary_lines(run: dict[str, Any]) -> list[tuple[str, str]]:
     if tilt.get("message") and not tilt.get("large"):  # a large tilt is a warning
         out.append((str(tilt["message"]), ""))
     return out  # fmt: skip
+
+
+def _pair(r: CaseResult, corpus: Corpus, cfg: MiningConfig) -> dict[str, Any]:
+    """One case of the dataset: its candidates with their statistics, and its metadata."""
+    cands = [_candidate(row, corpus) for row in r.candidates]
+    n_plac = sum(1 for c in r.pool.candidates if c.is_placebo)
+    plac_fp = sum(
+        1
+        for c, row in zip(r.pool.candidates, r.candidates, strict=True)
+        if c.is_placebo and row["verdict"] in ("relevant", "harmful")
+    )
+    meta = {
+        "trials": int(len(r.y)) if r.y is not None else 0,
+        "base_success_rate": _base_rate(r),
+        "mean_outcome": float(np.mean(r.y)) if r.y is not None and len(r.y) else None,
+        "status": r.status,
+        "placebo_false_positive_rate": (plac_fp / n_plac) if n_plac and r.X is not None else None,
+        "seed": cfg.seed,
+        "calls": r.calls,
+        "errors": r.errors,
+        "wall_seconds": round(r.wall_seconds, 3),
+        "missing_gold": list(dict.fromkeys([*(r.case.metadata.get("gold_missing") or []), *r.pool.missing_gold])),
+        "dropped_candidates": r.pool.dropped,
+        "preflight": r.preflight,
+        **{
+            k: v
+            for k, v in r.info.items()
+            if k
+            in (
+                "reason",
+                "looks",
+                "interaction_pairs",
+                "coalition_check",
+                "intercept",
+                "context",
+                "calls_by_kind",
+                "spend",
+                "candidate_process",
+            )
+        },
+    }
+    return {
+        "id": r.case.case_id,
+        "query": r.case.query,
+        "reference_answer": r.case.reference_answer,
+        "candidates": cands,
+        "coalition": r.coalition,
+        "coalitions": r.coalitions,
+        "metadata": meta,
+    }
+
+
+def _candidate(row: dict[str, Any], corpus: Corpus) -> dict[str, Any]:
+    """One candidate of a case in the dataset: the document, its verdict and its statistics."""
+    doc = corpus.get(row["doc_id"])
+    entry = {
+        "doc_id": row["doc_id"],
+        "fqn": row["doc_id"],
+        "text": doc.text if doc is not None else "",
+        "source": row["sources"],
+        "empirical_relevance": EMPIRICAL[row["verdict"]],
+        "verdict": row["verdict"],
+    }
+    entry.update(
+        {
+            k: row.get(k)
+            for k in (
+                "delta_p",
+                "ci_low",
+                "ci_high",
+                "p_in",
+                "p_out",
+                "n_in",
+                "n_out",
+                "p_value",
+                "q_value",
+                "grade",
+            )
+        }
+    )
+    if "regression_effect" in row:
+        entry["regression_effect"] = row["regression_effect"]
+    if "verdict_interval" in row:
+        entry["verdict_interval"] = row["verdict_interval"]
+    return entry

@@ -53,6 +53,19 @@ def _spend_rows(data: RunData) -> list[tuple[str, Any]]:
 def render_markdown(data: RunData, top_docs: int = 3) -> str:
     """The run as Markdown: summary table, verdicts, placebo calibration, retrievers, one line per case."""
     lines = [f"# deltap report — {data.path.name}", ""]
+    lines += _summary_lines(data)
+    lines += _retriever_lines(data)
+    lines += endtoend_markdown(data.path)
+    lines += _case_lines(data, top_docs)
+    lines += ["", *audit_markdown(data)]
+    if data.notes:
+        lines += ["", "## Notes", *(f"- {n}" for n in data.notes)]
+    return "\n".join(lines) + "\n"
+
+
+def _summary_lines(data: RunData) -> list[str]:
+    """The summary table, then the status and verdict counts, the placebo calibration and the tilt."""
+    lines: list[str] = []
     wall = data.get("wall_seconds")
     calls = data.total_calls()
     this = data.summary.get("calls_this_process")
@@ -115,6 +128,12 @@ def render_markdown(data: RunData, top_docs: int = 3) -> str:
         lines.append(f"**{'Tilt (large)' if tilt.get('large') else 'Tilt'}:** {tilt['message']}")
     lines.append("")
 
+    return lines
+
+
+def _retriever_lines(data: RunData) -> list[str]:
+    """The retriever comparison (``evaluation/compare.json``) and the hit rate@5 of every run."""
+    lines: list[str] = []
     view = read_comparison(data.evaluation)
     lines.append("## Retrievers")
     if view is None:
@@ -160,7 +179,12 @@ def render_markdown(data: RunData, top_docs: int = 3) -> str:
             lines.append("**Mean hit rate@5 with 95% Wilson interval:** " + "; ".join(finals))
     lines.append("")
 
-    lines += endtoend_markdown(data.path)
+    return lines
+
+
+def _case_lines(data: RunData, top_docs: int) -> list[str]:
+    """One table row per case: status, trials, base rate, the top relevant documents, harmful and undecided."""
+    lines: list[str] = []
     lines.append("## Cases")
     base = data.outcome_kind.short
     lines.append(f"| case | status | trials | {base} | relevant (top ΔP) | harmful | undecided |")
@@ -175,10 +199,7 @@ def render_markdown(data: RunData, top_docs: int = 3) -> str:
             f"| {_cell(case.case_id)} | {case.status} | {_v(case.trials)} | {_v(case.base_success_rate, 2)} | "
             f"{_cell(shown) or '–'} | {counts.get('harmful', 0)} | {counts.get('undecided', 0)} |"
         )
-    lines += ["", *audit_markdown(data)]
-    if data.notes:
-        lines += ["", "## Notes", *(f"- {n}" for n in data.notes)]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def write_markdown_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
