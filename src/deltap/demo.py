@@ -509,7 +509,7 @@ def _end_to_end(
 
 def _endtoend_line(data: dict[str, Any], where: Path) -> str:
     summary = data.get("summary") or {}
-    unit = "success" if data.get("outcome") == "pass" else "mean log-p"
+    unit = "success" if outcome_kind(str(data.get("outcome") or "pass")).binary else "mean log-p"
     best = ", ".join(
         f"{s} {v['mean']:.2f}"
         for s, v in sorted(summary.items(), key=lambda kv: -(kv[1]["mean"] or -1e9))

@@ -66,6 +66,14 @@ class OutcomeKind:
     effect_label: str
 
     @property
+    def alone_label(self) -> str:
+        """What a document's single-document (eRAG) label is: the outcome with the document alone (binary), or its
+        lift over the no-document prompt."""
+        if self.binary:
+            return f"{self.label} alone"
+        return f"log-p alone − log-p with no document ({self.unit})"
+
+    @property
     def suffix(self) -> str:
         """What follows a number of this unit in a sentence: ``""`` for probabilities, ``" nats"``."""
         return "" if self.unit == "probability" else f" {self.unit}"

@@ -255,7 +255,9 @@ def _print(console: Any, result: Any) -> None:
         typer.echo(f"  {p['a']} − {p['b']} = {p['diff']:+.3f} (p_holm {p['p_holm']:.4f})")
     if result.single_doc:
         n_docs = sum(len(v) for v in result.single_doc.values())
-        label = "success rate alone" if result.outcome == "pass" else "log-p alone minus log-p with no document"
+        from deltap.outcomes import outcome_kind
+
+        label = outcome_kind(result.outcome).alone_label
         typer.echo(
             f"single-document utility (eRAG): {n_docs} documents of {len(result.single_doc)} cases, label = {label}"
         )

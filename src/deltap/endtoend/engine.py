@@ -222,7 +222,7 @@ def end_to_end(
     result = summarize(ids, names, values, cfg, [r.__dict__ for r in runs])
     if cfg.single_doc:
         result.single_doc = {r.case_id: {d: _finite(v) for d, v in r.single.items()} for r in runs if not r.skipped}
-        if cfg.outcome == "logprob":
+        if not outcome_kind(cfg.outcome).binary:  # labels are lifts over the no-document prompt
             result.single_baseline = {r.case_id: _finite(r.single_baseline) for r in runs if not r.skipped}
     result.systems_info = [
         {"name": s.name, "kind": s.kind, "source": s.source, "lists_sha256": _digest(s, ids, cfg.k)} for s in systems
@@ -336,7 +336,7 @@ def _single_docs(run: _CaseRun, case: Case, corpus: Corpus, solver: Solver, chec
     """eRAG's single-document trials of one case: each document of any system's top k alone (and, for ``logprob``,
     the no-document prompt), kind ``endtoend:single:<doc>`` (``endtoend:single:``)."""
     items = [(d, [d]) for d in single_doc_ids(systems, case.case_id, cfg.k)]
-    if cfg.outcome == "logprob":
+    if not outcome_kind(cfg.outcome).binary:  # the no-document prompt: the baseline of the lifts
         items.append(("", []))
     for doc, shown in items:
         with lock:

@@ -32,6 +32,7 @@ from deltap.mining.plan import (
     token_counter,
 )
 from deltap.mining.progress import _clock_text
+from deltap.outcomes import outcome_kind
 from deltap.solvers.base import ReferenceTokens, is_deterministic, solver_id
 
 if TYPE_CHECKING:
@@ -230,14 +231,15 @@ def plan_end_to_end(
     ceilings = answer_ceilings(solver)
     logged = _logged(out)
     rows = {s.name: SystemPlan(s.name) for s in systems}
+    kind = outcome_kind(cfg.outcome)
     skipped: dict[str, str] = {}
     for case in cases:
-        if cfg.outcome == "logprob" and not case.reference_answer:
-            skipped[case.case_id] = "the logprob outcome needs a reference answer"
+        if not kind.answered and not case.reference_answer:
+            skipped[case.case_id] = f"the {kind.name} outcome needs {kind.needs}"
             continue
         base = request_from_case(case)
         extra_in, out_tokens = 0, answer_tokens(ceilings, case.benchmark_type)
-        if cfg.outcome == "logprob":
+        if not kind.answered:  # the reference answer's tokens are scored, in the prompt
             ref = case.reference_answer or ""
             extra_in = len(solver.reference_tokens(ref)) if isinstance(solver, ReferenceTokens) else len(ref) // 4 + 1
             out_tokens = 0

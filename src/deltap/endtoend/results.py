@@ -70,7 +70,7 @@ class EndToEndResult:
         """JSON-ready: what ``results.json`` holds."""
         single = (
             {"single_doc": {"values": self.single_doc, "baseline": self.single_baseline or None, "labels": self.erag_labels(),
-                            "label": "success rate alone" if self.outcome == "pass" else "log-p alone − log-p with no document (nats)",
+                            "label": outcome_kind(self.outcome).alone_label,
                             "documents": sum(len(v) for v in self.single_doc.values())}}
             if self.single_doc
             else {}

@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from deltap.outcomes import outcome_kind
+
 if TYPE_CHECKING:
     from deltap.endtoend.systems import System
 
@@ -71,7 +73,7 @@ def single_doc_ceiling(
     """At most this many solver calls for the single-document trials: one per case, distinct document and repeat, plus
     the no-document prompt per case for ``logprob`` (a deterministic solver: one repeat)."""
     reps = 1 if deterministic else repeats
-    extra = 1 if outcome == "logprob" else 0
+    extra = 0 if outcome_kind(outcome).binary else 1
     return sum((len(single_doc_ids(systems, c, k)) + extra) * reps for c in case_ids)
 
 
@@ -82,7 +84,7 @@ def erag_labels(utilities: Mapping[str, float | None], baseline: float | None, o
     for d, u in utilities.items():
         if u is None or not math.isfinite(u):
             continue
-        if outcome == "logprob":
+        if not outcome_kind(outcome).binary:
             if baseline is None or not math.isfinite(baseline):
                 continue
             out[d] = float(u) - float(baseline)

@@ -45,7 +45,7 @@ from deltap.mining.config import DESIGNS, NULLS, MiningConfig
 from deltap.mining.design import InclusionDesign, trial_seed
 from deltap.mining.estimate import diff_in_means
 from deltap.mining.results import CaseResult
-from deltap.outcomes import Outcome
+from deltap.outcomes import Outcome, outcome_kind
 
 __all__ = [
     "MIXTURES",
@@ -153,7 +153,7 @@ class Scenario:
             mu = mu + np.einsum("rnm,rm->rn", X, doc_effects)
         for (i, j), e in self.interactions.items():
             mu = mu + e * X[..., i] * X[..., j]
-        if self.outcome == "pass":
+        if outcome_kind(self.outcome).binary:
             mu = np.clip(mu, 0.0, 1.0)
         return np.asarray(mu, dtype=float)
 
@@ -162,7 +162,7 @@ class Scenario:
     ) -> NDArray[np.float64]:
         """Outcomes for inclusion matrices ``(..., m)`` (``(R, N, m)`` with ``doc_effects``)."""
         mu = self.mean(X, doc_effects)
-        if self.outcome == "pass":
+        if outcome_kind(self.outcome).binary:
             return (rng.random(mu.shape) < mu).astype(float)
         return mu + self.noise * rng.standard_normal(mu.shape)
 
@@ -595,8 +595,9 @@ def _naive(sc: Scenario, N: int, replications: int, seed: int) -> tuple[NDArray[
     doc_effects = sc.document_effects(R, rng)
     X = rng.random((R, N, sc.m)) < 0.5
     y = sc.draw(X, rng, doc_effects)
-    dm = diff_in_means(X, y, binary=sc.outcome == "pass")
-    thr = 0.1 if sc.outcome == "pass" else 0.5
+    kind = outcome_kind(sc.outcome)
+    dm = diff_in_means(X, y, binary=kind.binary)
+    thr = kind.default_min_effect  # the seed's naive threshold: 0.1 (pass), 0.5 nats (logprob)
     return np.where(dm.delta > thr, 1, 0).astype(np.int8), np.full(R, N)
 
 
