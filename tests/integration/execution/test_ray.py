@@ -97,6 +97,9 @@ def test_in_process_and_ray_with_one_or_three_workers_log_the_same_trials(
             run = json.loads((tmp_path / d / "run.json").read_text())
             for part in (run.get("spend") or {}, *((run.get("spend") or {}).get("by_case") or {}).values()):
                 part.pop("solver_seconds", None)  # summed call latencies: a timing, like wall_seconds
+            (run.get("plan_vs_spent") or {}).pop("seconds", None)  # the same timings, set against the plan
+            for key in ("seconds_to_plan", "workers"):  # how long planning took; the workers are the execution's
+                (run.get("plan") or {}).pop(key, None)
             return {k: v for k, v in run.items() if k not in ("started", "ended", "wall_seconds", "execution")}
 
         assert summary(name) == summary("inprocess")
