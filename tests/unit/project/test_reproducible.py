@@ -74,6 +74,10 @@ def _mask(rel: str, text: str) -> str:
             run["spend"]["solver_seconds"] = "<time>"
             for case in run["spend"]["by_case"].values():
                 case["solver_seconds"] = "<time>"
+        if "plan" in run:  # how long planning took (the plan's figures themselves must match)
+            run["plan"]["seconds_to_plan"] = "<time>"
+        if "plan_vs_spent" in run:  # the solver and wall seconds set against the plan's time range
+            run["plan_vs_spent"]["seconds"] = "<time>"
         return json.dumps(run)
     return text
 
