@@ -67,11 +67,15 @@ def _sim(replications: int, dataset_size: int, scales: list[float], seed: int) -
         )
 
 
-def _runs(paths: list[Path]) -> None:
+def _runs(paths: list[Path], exclude_relevant: bool = False) -> None:
     for path in paths:
         ds = read_dataset(path / "retrieval_dataset.yaml" if path.is_dir() else path)
         unit = "nats" if ds.metadata.get("outcome") == "logprob" else "probability"
         rows = [(c.get("source") or [], c) for pair in ds.pairs for c in pair["candidates"]]
+        if exclude_relevant:  # sensitivity: the tilt without the non-gold documents the run labelled relevant
+            dropped = [r for r in rows if "gold" not in r[0] and r[1].get("verdict") == "relevant"]
+            rows = [r for r in rows if not ("gold" not in r[0] and r[1].get("verdict") == "relevant")]
+            print(f"{path}: {len(dropped)} non-gold candidate(s) labelled relevant left out")
         t = run_tilt(rows, unit, seed=int(ds.metadata.get("seed") or 0))
         print(
             f"{path}: {len(ds.pairs)} cases, outcome {ds.metadata.get('outcome')}, solver {ds.metadata.get('solver')}"
@@ -95,11 +99,16 @@ def main() -> None:
     s.add_argument("--seed", type=int, default=3)
     r = sub.add_parser("runs")
     r.add_argument("paths", nargs="+", type=Path)
+    r.add_argument(
+        "--exclude-relevant",
+        action="store_true",
+        help="leave out non-gold candidates the run labelled relevant (the tilt counts them; a sensitivity check)",
+    )
     args = ap.parse_args()
     if args.mode == "sim":
         _sim(args.replications, args.dataset_size, args.scale or [1.0, 1.25, 1.5, 1.75], args.seed)
     else:
-        _runs(args.paths)
+        _runs(args.paths, args.exclude_relevant)
 
 
 if __name__ == "__main__":

@@ -93,8 +93,9 @@ class DemoConfig:
         cases: How many benchmark questions to mine.
         calls: Solver calls in total, split evenly over the cases (each case keeps what its preflight and its
             coalition checks can cost, :func:`deltap.mining.procedure.call_ceiling`; the rest are design trials).
-            150 keeps the default demo under 5 minutes on 2 idle cores (measured: ~1.9 s per local call with 9
-            placebos per question); 170 and 200 decide no more labels (README, "The demo").
+            140 keeps the default demo, end-to-end step included, under 5 minutes on 2 idle cores (measured:
+            ~1.9 s per local call with 9 placebos per question; 150 took 305 s with the end-to-end step and labelled
+            the same gold documents); 170 and 200 decide no more labels (README, "The demo").
         solver: Solver spec for :func:`deltap.solvers.make_solver` (``local`` = SmolLM2 in-process).
         outcome: ``logprob`` (default: informative even for a 135M model) or ``pass``.
         seed: Run seed (pool placebos, trial designs, bootstrap).
@@ -114,7 +115,7 @@ class DemoConfig:
 
     out: Path
     cases: int = 6
-    calls: int = 150
+    calls: int = 140
     solver: str = "local"
     outcome: str = "logprob"
     seed: int = 0

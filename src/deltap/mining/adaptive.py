@@ -45,7 +45,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special, stats
 
-__all__ = ["LookSchedule", "StoppingRule", "crossing_probability", "look_schedule"]
+__all__ = ["LookSchedule", "StoppingRule", "crossing_probability", "look_schedule", "simes_over_looks"]
 
 FloatArray = NDArray[np.float64]
 
@@ -124,12 +124,38 @@ class LookSchedule:
         b = self.b_values(np.asarray(z_path, dtype=float) * side)
         return _pvalue_from_table(self.looks, np.max(b, axis=-1))
 
+    def simes_p_value(self, z_path: ArrayLike, side: int = 1) -> FloatArray:
+        """One-sided Simes combination of the one-look p-values of the looks taken so far (last axis = looks), for
+        tests against a *fitted* null (the placebo or on-topic null): ``min_i K · p_(i) / i`` over the ``K`` planned
+        looks, a look not taken counting as ``p = 1``.
+
+        Why not :meth:`repeated_p_value` there: against a fitted null the statistic is dominated by the null's
+        spread, not by sampling noise, so a candidate's z barely moves between looks (the path is flat, not a Brownian
+        motion in trials) and the B-value ``z · sqrt(t)`` of a case that stopped early reads far less evidence than
+        the z carries (measured on the simulation's ``logprob_tilted``: recall 0.59 with the repeated p-value against
+        0.87 for one look at the budget). Simes over the looks is ~``p`` for a flat path and never below the smallest
+        look's ``p / K``. It is valid for positively dependent look statistics (Simes 1986; Sarkar 2008: PRDS, as
+        for nested sample sizes of one estimate), and a look not taken only raises it, so it stays valid under any
+        stopping rule among the planned looks.
+        """
+        if side not in (1, -1):
+            raise ValueError(f"side must be 1 (relevant) or -1 (harmful), got {side!r}")
+        return simes_over_looks(_upper_tail(np.asarray(z_path, dtype=float) * side), len(self.looks))
+
     def critical_b(self, alpha: float) -> float:
         """The one-sided boundary ``C`` on the B-value scale with crossing probability ``alpha``."""
         grid, logp = _table(self.looks)
         # logp decreases with grid; invert by interpolation.
         target = math.log(max(alpha, 1e-300))
         return float(np.interp(-target, -logp, grid))
+
+
+def simes_over_looks(p_path: ArrayLike, planned_looks: int) -> FloatArray:
+    """Simes' combination ``min_i K · p_(i) / i`` of one-look p-values (last axis: the looks taken, at most ``K =
+    planned_looks``; the looks not taken count as ``p = 1``)."""
+    p = np.sort(np.asarray(p_path, dtype=float), axis=-1)
+    k = np.arange(1, p.shape[-1] + 1, dtype=float)
+    return np.asarray(np.clip(np.min(planned_looks * p / k, axis=-1), 0.0, 1.0), dtype=float)
 
 
 @functools.lru_cache(maxsize=64)

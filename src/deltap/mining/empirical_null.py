@@ -55,6 +55,7 @@ __all__ = [
     "TAIL_MIN_PLACEBOS",
     "PlaceboNull",
     "describe_null",
+    "describe_topic_null",
     "fit_placebo_null",
     "leave_one_out",
     "null_p_value",
@@ -151,6 +152,23 @@ def describe_null(info: Mapping[str, Any]) -> str:
             f"{float(info['tail_spread']):.2f}{unit}"
         )
     return text + f" (from {int(info['placebos'])} placebos)"
+
+
+def describe_topic_null(info: Mapping[str, Any]) -> str | None:
+    """The on-topic null of ``--null topic`` in words, from a run's null summary (``None`` when the run did not ask
+    for it). Its fit is recorded under ``info["topic"]`` (:func:`deltap.mining.labels.placebo_null`)."""
+    if info.get("requested") != "topic":
+        return None
+    topic = info.get("topic") or {}
+    if not topic.get("used"):
+        return "on-topic null (--null topic) not used: " + str(topic.get("reason") or "no retrieved non-gold estimates")
+    fit = {**dict(topic), "placebos": topic.get("retrieved", topic.get("placebos", 0)), "unit": info.get("unit")}
+    text = describe_null(fit).replace("random texts", "on-topic documents").replace("placebos)", "retrieved non-gold documents)")
+    return (
+        "on-topic null (--null topic): "
+        + text
+        + "; every gold or retrieved candidate had to beat it as well as the placebo null"
+    )
 
 
 def fit_placebo_null(coef: ArrayLike, se: ArrayLike) -> PlaceboNull:

@@ -17,7 +17,7 @@ from deltap.mining.estimate import benjamini_hochberg, diff_in_means, ols_hc
 from deltap.mining.placebo_check import placebo_check
 from deltap.mining.procedure import TrialSource, find_coalitions
 from deltap.mining.results import CaseResult
-from deltap.mining.verdicts import VerdictPolicy, grade, repeated_interval, verdict
+from deltap.mining.verdicts import VerdictPolicy, grade, repeated_interval, simes_interval, verdict
 from deltap.outcomes import outcome_kind
 
 __all__ = [
@@ -71,12 +71,13 @@ def placebo_null(mined: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
         params = np.array([own.get((id(r), j), fit).params() for j in range(m)])
         schedule = cfg.schedule(m)  # the path ends at the case's stopping look, as for the zero null
         z_path = np.stack([null_z(c, e, df, *params.T) for c, e, df in r.fits], axis=-1)
-        p_rep = np.stack([schedule.repeated_p_value(z_path, 1), schedule.repeated_p_value(z_path, -1)])
+        # a fitted null: Simes over the looks (LookSchedule.simes_p_value says why not the repeated p-value)
+        p_rep = np.stack([schedule.simes_p_value(z_path, 1), schedule.simes_p_value(z_path, -1)])
         if topic is not None:
             on = np.array([not c.is_placebo for c in r.pool.candidates], dtype=bool)
             t_params = np.array([topic.get((id(r), j), params[j]) for j in range(m)])
             t_path = np.stack([null_z(c, e, df, *t_params.T) for c, e, df in r.fits], axis=-1)
-            t_rep = np.stack([schedule.repeated_p_value(t_path, 1), schedule.repeated_p_value(t_path, -1)])
+            t_rep = np.stack([schedule.simes_p_value(t_path, 1), schedule.simes_p_value(t_path, -1)])
             # an on-topic candidate must beat both nulls: the larger p-value (each is valid, so their maximum is)
             binding = on & (t_rep[0] > p_rep[0])
             p_rep = np.where(on[None, :], np.maximum(p_rep, t_rep), p_rep)
@@ -201,6 +202,7 @@ def dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: Verdi
     alpha_side = [cfg.q * max(int(np.sum(qv <= cfg.q)), 1) / n_tests for qv in qv_sides]
     pos = 0
     binary = outcome_kind(cfg.outcome).binary
+    fitted_null = null_info.get("used") == "placebo"
     for r in results:
         m = len(r.pool.candidates)
         if r not in mined:
@@ -217,13 +219,18 @@ def dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: Verdi
         # the relevant bound at each candidate's weighted BH level (p_j <= w_j q R / M), the harmful one unweighted
         low = np.full(m, -np.inf)
         for wv in np.unique(w_r):
-            low_w, high = repeated_interval(
-                r.fits,
-                schedule.times[: len(r.fits)],
-                schedule.critical_b(min(alpha_side[0] * float(wv), 0.5)),
-                schedule.critical_b(alpha_side[1]),
-                params,
-            )
+            if fitted_null:  # the interval dual to the Simes test of the fitted null
+                low_w, high = simes_interval(
+                    r.fits, len(schedule.looks), min(alpha_side[0] * float(wv), 0.5), alpha_side[1], params
+                )
+            else:
+                low_w, high = repeated_interval(
+                    r.fits,
+                    schedule.times[: len(r.fits)],
+                    schedule.critical_b(min(alpha_side[0] * float(wv), 0.5)),
+                    schedule.critical_b(alpha_side[1]),
+                    params,
+                )
             low = np.where(w_r == wv, low_w, low)
         rows = []
         for j in range(m):
@@ -245,7 +252,8 @@ def dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: Verdi
                     "low": _f(low[j]),
                     "high": _f(high[j]),
                     "level": round(1 - min(alpha_side[0] * float(w_r[j]), 0.5) - alpha_side[1], 6),
-                    "rests_on": f"repeated confidence interval over the looks at BH's level q·R/M ({alpha_side[0]:.3g} relevant, "
+                    "rests_on": ("interval of the Simes test over the looks" if fitted_null else "repeated confidence interval over the looks")
+                    + f" at BH's level q·R/M ({alpha_side[0]:.3g} relevant, "
                     f"{alpha_side[1]:.3g} harmful)"
                     + (", net of the placebo null" if null_info.get("used") == "placebo" else ""),
                 }

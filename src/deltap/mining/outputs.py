@@ -59,6 +59,12 @@ def build_dataset(
         "null": (
             "placebo: each effect tested against the distribution of the placebo documents' effects (center, spread and"
             " any heavy tail in placebo_calibration.null; each placebo against the fit without it)"
+            + (
+                "; and every gold or retrieved candidate also against the run's retrieved non-gold documents' effects"
+                " (--null topic: placebo_calibration.null.topic), the larger p-value counting"
+                if placebo.get("null", {}).get("requested") == "topic"
+                else ""
+            )
             if placebo.get("null", {}).get("used") == "placebo"
             else "zero: each effect tested against no effect"
             + (f" ({placebo['null']['reason']})" if placebo.get("null", {}).get("reason") else "")
@@ -198,7 +204,7 @@ def summary_lines(run: dict[str, Any]) -> list[tuple[str, str]]:
     """What ``deltap mine`` prints when it is done, read from ``run.json`` (:func:`run_summary`): ``(line, style)``
     pairs, ``style`` a Rich style (``""``: plain). The placebo check's own lines
     (:func:`deltap.mining.placebo_check.summary_lines`) come last and are not included."""
-    from deltap.mining.empirical_null import describe_null
+    from deltap.mining.empirical_null import describe_null, describe_topic_null
     from deltap.mining.spend import spend_line
 
     new_calls = run.get("calls_this_process", run["calls"])
@@ -246,6 +252,9 @@ def summary_lines(run: dict[str, Any]) -> list[tuple[str, str]]:
     nl = pl.get("null") or {}
     if nl.get("used") == "placebo":
         out.append((f"null: placebo effects, {describe_null(nl)}", ""))
+        topic = describe_topic_null(nl)
+        if topic:
+            out.append((f"null: {topic}", ""))
     elif nl.get("reason") and not nl.get("too_few"):  # too few placebos: said once, last, by the placebo check's lines
         out.append((f"null: zero ({nl['reason']})", ""))
     tilt = run.get("tilt") or {}

@@ -40,10 +40,20 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy import special
 
 from deltap.outcomes import outcome_kind
 
-__all__ = ["EMPIRICAL", "DocumentVerdict", "VerdictPolicy", "default_policy", "grade", "repeated_interval", "verdict"]
+__all__ = [
+    "EMPIRICAL",
+    "DocumentVerdict",
+    "VerdictPolicy",
+    "default_policy",
+    "grade",
+    "repeated_interval",
+    "simes_interval",
+    "verdict",
+]
 
 #: what the statistics conclude of one (case, document): a document verdict, not a checker's :class:`deltap.checkers.Verdict`
 DocumentVerdict = Literal["relevant", "harmful", "irrelevant", "undecided"]
@@ -160,6 +170,68 @@ def repeated_interval(
     low = np.max(coef[:, 0] - center - x[:, 0], axis=0)
     high = np.min(coef[:, 0] - center + x[:, 1], axis=0)
     return np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+
+
+def simes_interval(
+    fits: Sequence[tuple[ArrayLike, ArrayLike, int]],
+    planned_looks: int,
+    alpha_low: float,
+    alpha_high: float,
+    params: ArrayLike,
+    steps: int = 60,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The confidence interval dual to the Simes-over-looks test of a fitted null
+    (:meth:`~deltap.mining.adaptive.LookSchedule.simes_p_value`): every shift ``θ₀`` of the null's center that the
+    test does not reject at ``alpha_low`` (lower bound) / ``alpha_high`` (upper bound). Its lower bound is above 0
+    exactly when the Simes p-value of the relevant direction is below ``alpha_low``, as :func:`repeated_interval`'s is
+    for the repeated p-value.
+
+    Args:
+        fits: ``(coef, se, df)`` of the classical fit at each look taken.
+        planned_looks: ``K``, the looks of the case's schedule.
+        alpha_low: Level of the relevant direction (BH's threshold times the candidate's weight).
+        alpha_high: Level of the harmful direction.
+        params: Per-candidate null arguments of :func:`~deltap.mining.empirical_null.null_z`, shape ``(m, 7)``.
+
+    Returns:
+        ``(low, high)`` arrays of shape ``(m,)``, in outcome units, net of the null's center.
+    """
+    from deltap.mining.adaptive import simes_over_looks
+    from deltap.mining.empirical_null import null_z
+
+    p = np.asarray(params, dtype=float)
+    center, rest = p[:, 0], p[:, 1:].T
+    coef = np.stack([np.asarray(f[0], dtype=float) for f in fits])  # (looks, m)
+    se = np.stack([np.asarray(f[1], dtype=float) for f in fits])
+    df = np.broadcast_to(np.array([float(f[2]) for f in fits])[:, None], se.shape)
+
+    def simes(shift: NDArray[np.float64], side: int) -> NDArray[np.float64]:
+        z = null_z(coef, se, df, center + shift, *rest)  # (looks, m)
+        return simes_over_looks((0.5 * special.erfc(side * z / math.sqrt(2.0))).T, planned_looks)
+
+    def bound(side: int, alpha: float) -> NDArray[np.float64]:
+        # side 1: the largest shift still rejected (Simes p <= alpha), the p rising with the shift; side -1 mirrored
+        d = coef - center
+        near = np.max(d, axis=0) if side == 1 else np.min(d, axis=0)  # beyond it no look's p is below 1/2
+        width = np.ones(near.shape)
+        for _ in range(80):  # bracket: widen until the test rejects there
+            far = near - side * width
+            need = simes(far, side) > alpha
+            if not need.any():
+                break
+            width = np.where(need, width * 2.0, width)
+        far = near - side * width
+        never = simes(far, side) > alpha
+        lo, hi = far, near  # rejected at lo, not at hi (side 1; mirrored for -1)
+        for _ in range(steps):
+            mid = 0.5 * (lo + hi)
+            rejected = simes(mid, side) <= alpha
+            lo = np.where(rejected, mid, lo)
+            hi = np.where(rejected, hi, mid)
+        out = 0.5 * (lo + hi)
+        return np.where(never, -side * np.inf, out)
+
+    return bound(1, alpha_low), bound(-1, alpha_high)
 
 
 def _quantile(

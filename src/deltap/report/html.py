@@ -336,6 +336,11 @@ def _placebo(data: RunData) -> str:
             + "), so <i>relevant</i> means \u201cmoves it more than random text does\u201d. "
             "Each placebo was tested against the fit without it, which keeps the rate above an honest check.</p>"
         )
+        from deltap.mining.empirical_null import describe_topic_null
+
+        topic = describe_topic_null(null)
+        if topic:
+            out.append(f"<p>{_e(topic[0].upper() + topic[1:])}.</p>")
     elif null.get("reason"):
         out.append(f"<p>Effects were tested against zero: {_e(str(null['reason']))}.</p>")
     per_case = [

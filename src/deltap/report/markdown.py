@@ -123,6 +123,14 @@ def _summary_lines(data: RunData) -> list[str]:
             )
     else:
         lines.append("**Placebo calibration:** not available (no placebo candidates)")
+    null = pl.get("null") or {}
+    if null.get("used") == "placebo" and isinstance(null.get("center"), float | int):
+        from deltap.mining.empirical_null import describe_null, describe_topic_null
+
+        lines.append(f"**Null:** placebo effects, {describe_null(null)}")
+        topic = describe_topic_null(null)
+        if topic:
+            lines.append(f"**Null:** {topic}")
     tilt = data.summary.get("tilt") or {}
     if tilt.get("message"):  # deltap.mining.tilt
         lines.append(f"**{'Tilt (large)' if tilt.get('large') else 'Tilt'}:** {tilt['message']}")

@@ -394,3 +394,34 @@ def test_public_functions_take_numbers_in_any_array_like_form() -> None:
         got.tolist()
         == rule.decided(s, [[1.0, 2.0], [0.0, 0.5]], [0.2, -0.01], [0.1, 0.02], weights=[1.5, 0.5]).tolist()
     )
+
+
+def test_simes_over_looks_keeps_alpha_for_brownian_and_random_effect_paths_and_any_stop() -> None:
+    # The Simes p-value of a fitted null (issue 28): valid when the look statistics are Brownian (sampling noise
+    # dominates) and when they are a random effect plus noise (the null's spread dominates: a nearly flat path), and
+    # whatever look the case stopped at (looks not taken count as p = 1).
+    s = look_schedule(90, 48, 16)
+    K = len(s.looks)
+    rng = np.random.default_rng(5)
+    R, alpha = 40_000, 0.01
+    for spread_share in (0.0, 0.5, 0.95):  # share of each look's variance that is the document's own effect
+        theta = rng.standard_normal((R, 1)) * np.sqrt(spread_share)
+        inc = rng.standard_normal((R, K)) * np.sqrt(np.diff(np.r_[0.0, s.times]))
+        noise = np.cumsum(inc, axis=1) / s.times  # mean of the trials so far, variance 1 / t
+        var = spread_share + (1 - spread_share) / s.times
+        z = (theta + np.sqrt(1 - spread_share) * noise) / np.sqrt(var)
+        stop = rng.integers(1, K + 1, size=R)  # an arbitrary stopping look
+        p = np.array([s.simes_p_value(z[i, : stop[i]]) for i in range(2000)])
+        full = s.simes_p_value(z)
+        assert float(np.mean(full <= alpha)) <= alpha * 1.15
+        assert np.all(p >= full[:2000] - 1e-12)  # stopping early can only raise it
+    # a flat path (the null's spread dominates) keeps its one-look p; one look taken of K pays K
+    flat = np.full(K, 2.5)
+    assert s.simes_p_value(flat) == pytest.approx(stats.norm.sf(2.5))
+    assert s.simes_p_value(flat[:1]) == pytest.approx(K * stats.norm.sf(2.5))
+    assert s.simes_p_value(-flat, side=-1) == pytest.approx(stats.norm.sf(2.5))
+    # ... where the repeated p-value reads less from a flat path, at the budget and when stopped early (z·sqrt(t))
+    assert s.repeated_p_value(flat) > 1.2 * s.simes_p_value(flat)
+    assert s.repeated_p_value(flat[:1]) > 1.5 * s.simes_p_value(flat[:1])
+    with pytest.raises(ValueError, match="side"):
+        s.simes_p_value(flat, side=0)

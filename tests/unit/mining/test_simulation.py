@@ -194,6 +194,18 @@ def test_mine_reports_the_on_topic_null(tmp_path) -> None:  # type: ignore[no-un
     assert null["requested"] == "topic" and null["used"] == "placebo"
     assert null["topic"]["used"] and null["topic"]["retrieved"] == 10 * 13
     assert null["topic"]["spread"] + null["topic"].get("tail_spread", 0.0) > 0
+    # ... and the console summary, the dataset's metadata and both reports say it in words
+    from deltap.mining.outputs import summary_lines
+    from deltap.report import write_html_report
+    from deltap.report.markdown import write_markdown_report
+
+    run = json.loads((tmp_path / "run.json").read_text())
+    topic_lines = [line for line, _ in summary_lines(run) if "on-topic null (--null topic)" in line]
+    assert len(topic_lines) == 1 and "from 130 retrieved non-gold documents" in topic_lines[0]
+    assert "--null topic" in (tmp_path / "retrieval_dataset.yaml").read_text()
+    assert "on-topic null (--null topic)" in write_markdown_report(tmp_path).read_text()
+    html = write_html_report(tmp_path).read_text()
+    assert "On-topic null (--null topic)" in html
 
 
 def test_s1_through_mine_at_72_calls_per_case_with_the_learned_gold_weight() -> None:

@@ -330,3 +330,32 @@ def test_an_infinite_se_gives_an_unbounded_interval() -> None:
 
     low, high = repeated_interval([([0.4, 0.4], [np.inf, 0.1], 30)], [1.0], 2.5, 2.5)
     assert (low[0], high[0]) == (-np.inf, np.inf) and np.isfinite(low[1]) and np.isfinite(high[1])
+
+
+def test_simes_interval_is_dual_to_the_simes_p_value() -> None:
+    # Issue 28: a label against a fitted null rests on the interval of the Simes test over the looks; its lower bound
+    # is above 0 exactly when the Simes p-value is below the level (upper bound below 0: the harmful side).
+    import numpy as np
+
+    from deltap.mining.adaptive import look_schedule
+    from deltap.mining.empirical_null import PlaceboNull, null_z
+    from deltap.mining.verdicts import simes_interval
+
+    s = look_schedule(90, 48, 16)
+    rng = np.random.default_rng(0)
+    null = PlaceboNull(0.1, 0.2, 50, 0.2, 2.0, 40.0, 10.0, 0.05)
+    m = 40
+    effects = rng.normal(0.0, 3.0, m)
+    fits = [(effects + rng.normal(0, 1 / np.sqrt(n), m), np.full(m, 0.3 * np.sqrt(48 / n)), n - 21) for n in s.looks[:3]]
+    params = np.tile(np.array(null.params()), (m, 1))
+    for alpha in (0.001, 0.01, 0.05):
+        low, high = simes_interval(fits, len(s.looks), alpha, alpha, params)
+        z = np.stack([null_z(c, e, df, *null.params()) for c, e, df in fits], axis=-1)
+        p_up, p_down = s.simes_p_value(z, 1), s.simes_p_value(z, -1)
+        assert np.array_equal(low > 0, p_up <= alpha)
+        assert np.array_equal(high < 0, p_down <= alpha)
+        assert np.all(low < high)
+        # at the bound the test is exactly at its level: shifting the null's center there gives p = alpha
+        shifted = np.stack([null_z(c, e, df, null.center + low, *null.params()[1:]) for c, e, df in fits], axis=-1)
+        finite = np.isfinite(low)
+        assert np.allclose(s.simes_p_value(shifted, 1)[finite], alpha, rtol=1e-3)
