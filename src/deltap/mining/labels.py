@@ -1,5 +1,6 @@
 """From estimates to labels, over the whole dataset: the null (zero, or the placebo null fitted from every placebo
-of the run), repeated p-values, the prior weights and the dataset-wide weighted Benjamini–Hochberg step, verdicts
+of the run), the p-values over the looks (group-sequential repeated p-values against zero, Simes over the looks
+against a fitted null), the prior weights and the dataset-wide weighted Benjamini–Hochberg step, verdicts
 with the interval each rests on, grades, the placebo check, and the winning coalitions of each case."""
 
 from __future__ import annotations

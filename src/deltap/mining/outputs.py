@@ -54,7 +54,8 @@ def build_dataset(
         "grade_mapping": policy.grade_mapping(),
         "multiple_testing": (
             "Benjamini-Hochberg over every (case, candidate) of the dataset, one family per direction (relevant: effect > 0,"
-            " harmful: effect < 0), on one-sided group-sequential repeated p-values (O'Brien-Fleming shape, planned looks)"
+            " harmful: effect < 0), on one-sided p-values over the planned looks: group-sequential repeated p-values"
+            " (O'Brien-Fleming shape) against the zero null, Simes over the looks against a fitted (placebo/on-topic) null"
         ),
         "null": (
             "placebo: each effect tested against the distribution of the placebo documents' effects (center, spread and"
