@@ -198,6 +198,16 @@ def mine_command(
     no_coalitions: Annotated[
         bool, typer.Option("--no-coalitions", help="Skip interaction pairs and coalition trials.")
     ] = not _CFG.coalitions,
+    verify_trials: Annotated[
+        int,
+        typer.Option(
+            "--verify-trials",
+            min=0,
+            help="Trials that verify a case's winning coalition (a stochastic solver gets up to twice this). 3 saves 3 "
+            "calls per case with the same labels on the simulation; with --budget 72 and --gold-weight-learned a "
+            "case costs <= 72 calls (benchmarks/README.md, 'Calls per label').",
+        ),
+    ] = _CFG.verify_trials,
     skip_missing: Annotated[
         bool,
         typer.Option(
@@ -286,7 +296,7 @@ def mine_command(
         outcome=outcome,  # type: ignore[arg-type]
         budget=budget, seed=seed, q=q, pi=pi, design=design, null=null, min_effect=min_effect, context_order=context_order,
         k=k, n_placebo=placebo, placebo_kind=placebo_kind, max_candidates=max_candidates, force=force,
-        require_separate=require_separate, coalitions=not no_coalitions, gold_weight=gold_weight, gold_weight_learned=gold_weight_learned,
+        require_separate=require_separate, coalitions=not no_coalitions, verify_trials=verify_trials, gold_weight=gold_weight, gold_weight_learned=gold_weight_learned,
         cases_in_flight=cases_in_flight, price_in=price_in, price_out=price_out, pilot=pilot,
     )  # fmt: skip
     run = setup.prepare_run(

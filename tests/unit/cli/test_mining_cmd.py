@@ -130,8 +130,9 @@ def test_mine_takes_the_topic_null_and_the_learned_gold_weight(tmp_path: Path) -
     corpus, bench = mine_files(tmp_path)
     out = tmp_path / "run"
     args = ["mine", str(bench), "--corpus", str(corpus), "--retriever", "none", "--solver", "simulated"]
-    main([*args, "--budget", "32", "--placebo", "3", "--null", "topic", "--gold-weight-learned", "--out", str(out)])
+    main([*args, "--budget", "32", "--placebo", "3", "--null", "topic", "--gold-weight-learned", "--verify-trials", "3",
+          "--out", str(out)])  # fmt: skip
     import yaml
 
     config = yaml.safe_load((out / "retrieval_dataset.yaml").read_text())["metadata"]["config"]
-    assert config["null"] == "topic" and config["gold_weight_learned"] is True
+    assert config["null"] == "topic" and config["gold_weight_learned"] is True and config["verify_trials"] == 3

@@ -176,6 +176,16 @@ def test_the_on_topic_null_holds_the_fdr_that_random_placebos_cannot() -> None:
     assert sparse.fdr <= 0.05 and sparse.recall >= 0.85
 
 
+def test_the_on_topic_null_with_the_learned_gold_weight_keeps_gold_labels_in_a_tilted_world() -> None:
+    # Issue 28 item 2's goal: logprob_tilted FDR <= 0.05 with recall >= 0.70. Against a fitted null the looks are
+    # combined by Simes (a flat z-path); the repeated p-value under-read it: recall 0.589 at 400 replications, seed 3
+    # (0.845 now; 200 replications: see the figures printed on failure). No loss where there is no tilt.
+    tilted = run_design(SCENARIOS["logprob_tilted"], "adaptive/topic/lw", 200, seed=3, dataset_size=10)
+    assert tilted.fdr <= 0.05 and tilted.recall >= 0.72, tilted.row()
+    sparse = run_design(SCENARIOS["logprob_sparse"], "adaptive/topic/lw", 100, seed=3, dataset_size=10)
+    assert sparse.fdr <= 0.05 and sparse.recall >= 0.85, sparse.row()
+
+
 def test_mine_reports_the_on_topic_null(tmp_path) -> None:  # type: ignore[no-untyped-def]
     # through mine(): run.json's null names the on-topic fit next to the placebo fit (130 retrieved non-gold
     # estimates from 10 cases of logprob_tilted, 50 placebos)
