@@ -44,7 +44,10 @@ PLAN: list[tuple[str, list[str]]] = [
     ("saturated", ["adaptive:128/gw1", "adaptive"]),
     ("logprob", ["fixed:128/gw1", "fixed:96", "adaptive:128/gw1", "adaptive"]),
     ("logprob_text", ["fixed:128/zero", "fixed:96", "adaptive:128/gw1", "adaptive"]),
-    ("logprob_sparse", ["fixed:128/zero", "fixed:96", "adaptive:128/gw1", "adaptive", "adaptive/topic", "adaptive/topic/lw"]),
+    (
+        "logprob_sparse",
+        ["fixed:128/zero", "fixed:96", "adaptive:128/gw1", "adaptive", "adaptive/topic", "adaptive/topic/lw"],
+    ),
     ("logprob_tilted", ["fixed:96", "adaptive", "adaptive/topic", "adaptive/topic/lw", "adaptive/topic/gw32"]),
     ("logprob_tilted_similar", ["fixed:96", "adaptive"]),
     ("m60", ["fixed:128/gw1", "fixed:96", "adaptive:128/gw1", "adaptive"]),

@@ -163,7 +163,11 @@ def describe_topic_null(info: Mapping[str, Any]) -> str | None:
     if not topic.get("used"):
         return "on-topic null (--null topic) not used: " + str(topic.get("reason") or "no retrieved non-gold estimates")
     fit = {**dict(topic), "placebos": topic.get("retrieved", topic.get("placebos", 0)), "unit": info.get("unit")}
-    text = describe_null(fit).replace("random texts", "on-topic documents").replace("placebos)", "retrieved non-gold documents)")
+    text = (
+        describe_null(fit)
+        .replace("random texts", "on-topic documents")
+        .replace("placebos)", "retrieved non-gold documents)")
+    )
     return (
         "on-topic null (--null topic): "
         + text

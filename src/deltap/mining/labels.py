@@ -253,7 +253,11 @@ def dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: Verdi
                     "low": _f(low[j]),
                     "high": _f(high[j]),
                     "level": round(1 - min(alpha_side[0] * float(w_r[j]), 0.5) - alpha_side[1], 6),
-                    "rests_on": ("interval of the Simes test over the looks" if fitted_null else "repeated confidence interval over the looks")
+                    "rests_on": (
+                        "interval of the Simes test over the looks"
+                        if fitted_null
+                        else "repeated confidence interval over the looks"
+                    )
                     + f" at BH's level q·R/M ({alpha_side[0]:.3g} relevant, "
                     f"{alpha_side[1]:.3g} harmful)"
                     + (", net of the placebo null" if null_info.get("used") == "placebo" else ""),

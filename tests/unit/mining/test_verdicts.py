@@ -346,7 +346,9 @@ def test_simes_interval_is_dual_to_the_simes_p_value() -> None:
     null = PlaceboNull(0.1, 0.2, 50, 0.2, 2.0, 40.0, 10.0, 0.05)
     m = 40
     effects = rng.normal(0.0, 3.0, m)
-    fits = [(effects + rng.normal(0, 1 / np.sqrt(n), m), np.full(m, 0.3 * np.sqrt(48 / n)), n - 21) for n in s.looks[:3]]
+    fits = [
+        (effects + rng.normal(0, 1 / np.sqrt(n), m), np.full(m, 0.3 * np.sqrt(48 / n)), n - 21) for n in s.looks[:3]
+    ]
     params = np.tile(np.array(null.params()), (m, 1))
     for alpha in (0.001, 0.01, 0.05):
         low, high = simes_interval(fits, len(s.looks), alpha, alpha, params)
