@@ -255,3 +255,34 @@ def test_the_local_model_in_two_replicas_gives_the_in_process_trials(tmp_path: P
     assert len(reference) >= 30 and any(r[7] == "score" for r in reference)
     assert rows(tmp_path / "ray") == reference
     assert artefacts(tmp_path / "ray") == artefacts(tmp_path / "inprocess")
+
+
+def test_endtoend_on_ray_gives_the_in_process_result(tmp_path: Path) -> None:
+    """Issue 26: ``evaluate_end_to_end`` (``deltap endtoend --executor ray``) on two Ray replicas asks the same
+    prompts with the same seeds as in-process: the same per-case values, summary and trial log."""
+    import shutil
+    import sqlite3
+
+    from deltap.endtoend import EndToEndConfig, evaluate_end_to_end
+
+    cases, corpus, options = job(4)
+    spec = SolverSpec("simulated", options)
+    inproc, on_ray = tmp_path / "inprocess", tmp_path / "ray"
+    mine(cases, corpus, spec.build(), out=inproc, config=CFG)
+    shutil.copytree(inproc, on_ray)
+    cfg = EndToEndConfig(k=2, outcome="pass", repeats=3, seed=5, n_resamples=200, n_permutations=200)
+    kw: dict[str, Any] = {"retrievers": ("bm25",), "controls": ("none", "gold", "all"), "config": cfg}
+    a = evaluate_end_to_end(inproc, cases, corpus, spec.build(), **kw)
+    b = evaluate_end_to_end(on_ray, cases, corpus, spec.build(), executor=RayExecutor(spec, workers=2), **kw)
+    assert a.systems == b.systems and a.run["calls"] == b.run["calls"] == 4 * 4 * 3
+    assert a.values.tolist() == b.values.tolist()
+    assert {s: a.summary[s]["mean"] for s in a.systems} == {s: b.summary[s]["mean"] for s in b.systems}
+
+    def trials(run: Path) -> list[tuple[Any, ...]]:
+        con = sqlite3.connect(run / "endtoend" / "trials.sqlite")
+        try:
+            return con.execute("SELECT case_id, kind, trial_index, outcome FROM trials ORDER BY 1, 2, 3").fetchall()
+        finally:
+            con.close()
+
+    assert trials(inproc) == trials(on_ray) and len(trials(inproc)) == 48
