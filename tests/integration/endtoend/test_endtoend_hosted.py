@@ -26,7 +26,9 @@ def test_endtoend_paces_a_hosted_solver_to_its_request_limit(tmp_path: Path) -> 
     with FakeOpenAIServer(requests_per_minute=600, answer=lambda body: "a1") as server:
         solver = SolverSpec("openai", {"model": "m", "base_url": server.url, "requests_per_minute": 600}).build()
         cfg = EndToEndConfig(k=2, outcome="pass", repeats=2, seed=5, workers=4, n_resamples=100, n_permutations=100)
-        res = evaluate_end_to_end(run, cases, corpus, solver, retrievers=("bm25",), controls=("none", "gold"), config=cfg)
+        res = evaluate_end_to_end(
+            run, cases, corpus, solver, retrievers=("bm25",), controls=("none", "gold"), config=cfg
+        )
     assert res.run["calls"] == 4 * 3 * 2
     assert server.refused == [] and len(server.accepted) == 24
     assert server.accepted[-1] - server.accepted[0] >= 2.2
