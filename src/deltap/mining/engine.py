@@ -233,7 +233,7 @@ def mine(
                 [r for r in results if r.X is not None],
             )
         spend = _account_spend(results, log, prices)
-        placebo = {**placebo_calibration(results, cfg), "null": null_info}
+        placebo = {**placebo_calibration(results, cfg, corpus), "null": null_info}
         tilt = _tilt(results, cfg)
         ended = time.time()
         dataset = build_dataset(results, corpus, cfg, policy, solver_name, placebo, __version__, started)

@@ -6,12 +6,15 @@ with the interval each rests on, grades, the placebo check, and the winning coal
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from deltap.documents import Corpus
 from deltap.mining.config import LEARNED_GOLD_MAX_FACTOR, MiningConfig
 from deltap.mining.empirical_null import MIN_PLACEBOS, RECOMMENDED_PLACEBOS, fit_placebo_null, leave_one_out, null_z
 from deltap.mining.estimate import benjamini_hochberg, diff_in_means, ols_hc
@@ -268,6 +271,21 @@ def dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: Verdi
     return null_info
 
 
+def _labelled_placebo(r: CaseResult, doc_id: str, row: dict[str, Any], corpus: Corpus | None) -> dict[str, Any]:
+    """One placebo labelled relevant or harmful, and whether its text names the case's reference answer."""
+    out: dict[str, Any] = {
+        "case_id": r.case.case_id,
+        "doc_id": doc_id,
+        "verdict": row["verdict"],
+        "effect": (row.get("regression_effect") or {}).get("coef"),
+    }
+    answer = (r.case.reference_answer or "").strip()
+    if corpus is not None and answer and doc_id in corpus:
+        text = corpus[doc_id].full_text
+        out["names_reference"] = bool(re.search(rf"(?<!\w){re.escape(answer)}(?!\w)", text, flags=re.IGNORECASE))
+    return out
+
+
 def _f(x: Any) -> float | None:
     x = float(x)
     return x if math.isfinite(x) else None
@@ -341,10 +359,21 @@ def record_coalitions(res: CaseResult, source: TrialSource, cfg: MiningConfig, p
     return made
 
 
-def placebo_calibration(results: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
+#: labelled placebos listed by name in run.json / the dataset (the rest are counted)
+LISTED_PLACEBOS = 10
+
+
+def placebo_calibration(results: list[CaseResult], cfg: MiningConfig, corpus: Corpus | None = None) -> dict[str, Any]:
     """Placebo false-positive rate, effect sizes and the placebo check (:func:`~deltap.mining.placebo_check.placebo_check`:
-    an exact binomial test against BH's reference rate ``q·R/M``, the one result every output prints)."""
+    an exact binomial test against BH's reference rate ``q·R/M``, the one result every output prints).
+
+    With ``corpus``, each placebo labelled relevant or harmful is listed (``labelled``: case, document, verdict,
+    effect) with whether its text names the case's reference answer: a document drawn at random can be truly
+    relevant (on ADK, a random ``BaseLlm`` subclass for "the core interface for all LLM integrations?"), which the
+    check alone cannot tell from a null that is too narrow, so its message says so.
+    """
     n = rel = harm = rejected = 0
+    labelled: list[dict[str, Any]] = []
     rejections = tests = 0
     effects: list[float] = []  # |regression effect| of every placebo: how much random text moves this solver
     for r in results:
@@ -361,11 +390,22 @@ def placebo_calibration(results: list[CaseResult], cfg: MiningConfig) -> dict[st
                 rejected += significant
                 rel += row["verdict"] == "relevant"
                 harm += row["verdict"] == "harmful"
+                if row["verdict"] in ("relevant", "harmful"):
+                    labelled.append(_labelled_placebo(r, c.doc_id, row, corpus))
                 coef = (row.get("regression_effect") or {}).get("coef")
                 if coef is not None:
                     effects.append(abs(float(coef)))
     fpr = (rel + harm) / n if n else 0.0
     check = placebo_check(n, rejected, rejections, tests, cfg.q, labelled=rel + harm)
+    naming = [p for p in labelled if p.get("names_reference")]
+    if naming:
+        first = naming[0]
+        check = replace(
+            check,
+            message=f"{check.message}; {len(naming)} of the {len(labelled)} labelled placebo(s) name the case's reference"
+            f" answer in their text (e.g. {first['doc_id']} for {first['case_id']}): a random document can be truly"
+            " relevant — read them before distrusting the null",
+        )
     out: dict[str, Any] = {
         "n": n,
         "labelled_relevant": rel,
@@ -376,6 +416,8 @@ def placebo_calibration(results: list[CaseResult], cfg: MiningConfig) -> dict[st
         "warning": check.failed,
         "check": check.to_dict(),
     }
+    if labelled:
+        out["labelled"] = labelled[:LISTED_PLACEBOS]
     if effects:
         out["effect_abs"] = {
             "median": float(np.median(effects)),

@@ -142,6 +142,7 @@ def run_summary(
                 "null",
                 "check",
                 "warning",
+                "labelled",
             )
             if k in placebo
         },

@@ -149,3 +149,29 @@ def test_deltap_mine_ends_with_the_check(
     text = run("bad")
     lines = [ln for ln in text.splitlines() if ln.strip()]
     assert any(ln.startswith("placebo check FAILED") for ln in lines[-3:]), text
+
+
+def test_labelled_placebos_are_listed_with_whether_they_name_the_reference_answer(tmp_path: Path) -> None:
+    # Issue 28 (ADK, session 9): a random placebo can be truly relevant — a BaseLlm subclass drawn for "the core
+    # interface for all LLM integrations?". Each labelled placebo is listed (run.json, the dataset), with whether its
+    # text names the case's reference answer, and the check's message says so when one does.
+    from deltap.documents import Document
+
+    cases, corpus, solver = _world()
+    named = Corpus(
+        [Document(d.doc_id, d.text + (" see ans-t0 here" if int(d.doc_id[1:]) % 2 else ""), d.title) for d in corpus]
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mine(
+            cases, named, solver, out=tmp_path, outcome="logprob", null="zero", budget=64, n_placebo=5, coalitions=False
+        )
+    run = json.loads((tmp_path / "run.json").read_text())
+    listed = run["placebo"]["labelled"]
+    assert len(listed) == min(run["placebo"]["labelled_relevant"] + run["placebo"]["labelled_harmful"], 10) > 0
+    for p in listed:
+        assert p["names_reference"] == (p["case_id"] == "t0" and int(p["doc_id"][1:]) % 2 == 1)
+        assert p["verdict"] in ("relevant", "harmful") and isinstance(p["effect"], float)
+    naming = [p for p in listed if p["names_reference"]]
+    message = run["placebo"]["check"]["message"]
+    assert naming and "1 of the 8 labelled placebo(s) name the case's reference answer" in message

@@ -180,8 +180,8 @@ def _results(
     """Placebos (``rel`` + ``harm`` of them rejected and labelled) and ``others`` non-placebo candidates plus a gold
     document (``others_rejected`` of them rejected)."""
     verdicts = ["relevant"] * rel + ["harmful"] * harm + ["undecided"] * (n_placebo - rel - harm)
-    cands = [SimpleNamespace(is_placebo=True) for _ in verdicts] + [
-        SimpleNamespace(is_placebo=False) for _ in range(others + 1)
+    cands = [SimpleNamespace(is_placebo=True, doc_id=f"p{i}") for i, _ in enumerate(verdicts)] + [
+        SimpleNamespace(is_placebo=False, doc_id=f"o{i}") for i in range(others + 1)
     ]
     rows = [
         {"verdict": v, "q_value": 0.01 if v != "undecided" else 0.5, "regression_effect": {"coef": coef * (i + 1)}}
@@ -200,7 +200,11 @@ def _results(
         pool=SimpleNamespace(candidates=[SimpleNamespace(is_placebo=True)]),
         candidates=[{"verdict": "relevant"}],
     )
-    return [SimpleNamespace(X=np.zeros((1, 1)), pool=SimpleNamespace(candidates=cands), candidates=rows), unmined]
+    case = SimpleNamespace(case_id="c0", reference_answer=None)
+    return [
+        SimpleNamespace(X=np.zeros((1, 1)), case=case, pool=SimpleNamespace(candidates=cands), candidates=rows),
+        unmined,
+    ]
 
 
 @pytest.mark.parametrize(
