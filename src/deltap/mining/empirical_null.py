@@ -142,16 +142,17 @@ class PlaceboNull:
 ZERO = PlaceboNull(0.0, 0.0, 0)
 
 
-def describe_null(info: Mapping[str, Any]) -> str:
-    """The fitted placebo null in words, from its summary dict (``PlaceboNull.to_dict()`` plus ``unit``)."""
+def describe_null(info: Mapping[str, Any], texts: str = "random texts", fitted_from: str = "placebos") -> str:
+    """The fitted placebo null in words, from its summary dict (``PlaceboNull.to_dict()`` plus ``unit``); ``texts``
+    and ``fitted_from`` name what it describes (the on-topic null: :func:`describe_topic_null`)."""
     unit = f" {info['unit']}" if info.get("unit") else ""
     text = f"center {float(info['center']):+.2f}, spread {float(info['spread']):.2f}{unit}"
     if float(info.get("tail_weight") or 0.0) > 0:
         text += (
-            f", and a heavy tail: {100 * float(info['tail_weight']):.0f}% of random texts with spread "
+            f", and a heavy tail: {100 * float(info['tail_weight']):.0f}% of {texts} with spread "
             f"{float(info['tail_spread']):.2f}{unit}"
         )
-    return text + f" (from {int(info['placebos'])} placebos)"
+    return text + f" (from {int(info['placebos'])} {fitted_from})"
 
 
 def describe_topic_null(info: Mapping[str, Any]) -> str | None:
@@ -163,11 +164,7 @@ def describe_topic_null(info: Mapping[str, Any]) -> str | None:
     if not topic.get("used"):
         return "on-topic null (--null topic) not used: " + str(topic.get("reason") or "no retrieved non-gold estimates")
     fit = {**dict(topic), "placebos": topic.get("retrieved", topic.get("placebos", 0)), "unit": info.get("unit")}
-    text = (
-        describe_null(fit)
-        .replace("random texts", "on-topic documents")
-        .replace("placebos)", "retrieved non-gold documents)")
-    )
+    text = describe_null(fit, texts="on-topic documents", fitted_from="retrieved non-gold documents")
     return (
         "on-topic null (--null topic): "
         + text

@@ -225,7 +225,7 @@ def dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: Verdi
         for wv in np.unique(w_r):
             if fitted_null:  # the interval dual to the Simes test of the fitted null
                 low_w, high = simes_interval(
-                    r.fits, len(schedule.looks), min(alpha_side[0] * float(wv), 0.5), alpha_side[1], params
+                    r.fits, schedule, min(alpha_side[0] * float(wv), 0.5), alpha_side[1], params
                 )
             else:
                 low_w, high = repeated_interval(
@@ -262,8 +262,7 @@ def dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: Verdi
                         else "repeated confidence interval over the looks"
                     )
                     + f" at BH's level q·R/M ({alpha_side[0]:.3g} relevant, "
-                    f"{alpha_side[1]:.3g} harmful)"
-                    + (", net of the placebo null" if null_info.get("used") == "placebo" else ""),
+                    f"{alpha_side[1]:.3g} harmful)" + (", net of the placebo null" if fitted_null else ""),
                 }
             rows.append(row)
         r.candidates = rows

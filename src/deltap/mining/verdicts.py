@@ -39,13 +39,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
 
 from deltap.outcomes import outcome_kind
+
+if TYPE_CHECKING:
+    from deltap.mining.adaptive import LookSchedule
 
 __all__ = [
     "EMPIRICAL",
@@ -177,7 +179,7 @@ def repeated_interval(
 
 def simes_interval(
     fits: Sequence[tuple[ArrayLike, ArrayLike, int]],
-    planned_looks: int,
+    schedule: LookSchedule,
     alpha_low: float,
     alpha_high: float,
     params: ArrayLike,
@@ -191,7 +193,7 @@ def simes_interval(
 
     Args:
         fits: ``(coef, se, df)`` of the classical fit at each look taken.
-        planned_looks: ``K``, the looks of the case's schedule.
+        schedule: The case's look schedule (its test: :meth:`~deltap.mining.adaptive.LookSchedule.simes_p_value`).
         alpha_low: Level of the relevant direction (BH's threshold times the candidate's weight).
         alpha_high: Level of the harmful direction.
         params: Per-candidate null arguments of :func:`~deltap.mining.empirical_null.null_z`, shape ``(m, 7)``.
@@ -199,7 +201,6 @@ def simes_interval(
     Returns:
         ``(low, high)`` arrays of shape ``(m,)``, in outcome units, net of the null's center.
     """
-    from deltap.mining.adaptive import simes_over_looks
     from deltap.mining.empirical_null import null_z
 
     p = np.asarray(params, dtype=float)
@@ -210,7 +211,7 @@ def simes_interval(
 
     def simes(shift: NDArray[np.float64], side: int) -> NDArray[np.float64]:
         z = null_z(coef, se, df, center + shift, *rest)  # (looks, m)
-        return simes_over_looks((0.5 * special.erfc(side * z / math.sqrt(2.0))).T, planned_looks)
+        return schedule.simes_p_value(z.T, side)
 
     def bound(side: int, alpha: float) -> NDArray[np.float64]:
         # side 1: the largest shift still rejected (Simes p <= alpha), the p rising with the shift; side -1 mirrored

@@ -355,7 +355,7 @@ def test_simes_interval_is_dual_to_the_simes_p_value() -> None:
     ]
     params = np.tile(np.array(null.params()), (m, 1))
     for alpha in (0.001, 0.01, 0.05):
-        low, high = simes_interval(fits, len(s.looks), alpha, alpha, params)
+        low, high = simes_interval(fits, s, alpha, alpha, params)
         z = np.stack([null_z(c, e, df, *null.params()) for c, e, df in fits], axis=-1)
         p_up, p_down = s.simes_p_value(z, 1), s.simes_p_value(z, -1)
         assert np.array_equal(low > 0, p_up <= alpha)
