@@ -197,7 +197,7 @@ def write_dataset_qrels(
     import json
 
     from deltap._io import write_text_atomic
-    from deltap.rundir import RunDir
+    from deltap.run_layout import RunDir
 
     out = RunDir(out_dir)
     qrels = dataset_qrels(dataset)

@@ -36,7 +36,7 @@ from deltap.outcomes import outcome_kind
 if TYPE_CHECKING:
     from deltap.mining.setup import SolverSettings
     from deltap.retrieval.base import Retriever
-    from deltap.rundir import RunDir
+    from deltap.run_layout import RunDir
 
 __all__ = [
     "BENCHMARK_PATH",
@@ -228,7 +228,7 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
     from deltap.report import write_html_report, write_markdown_report
     from deltap.retrieval import build_retriever
     from deltap.retrieval.hybrid import HybridRetriever
-    from deltap.rundir import RunDir
+    from deltap.run_layout import RunDir
 
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -81,7 +81,7 @@ def test_a_verdict_is_the_checkers_result_and_gives_the_pass_outcome_its_value()
 def test_the_report_reads_its_labels_from_the_outcome_kind(outcome: str, effect: str, base: str) -> None:
     from pathlib import Path
 
-    from deltap.report.rundir import CaseRecord, CaseResult, RunData
+    from deltap.report.run_data import CaseRecord, CaseResult, RunData
 
     assert CaseResult is CaseRecord  # the former name of the report's record
     data = RunData(Path("."), {}, {"outcome": outcome}, [], {})

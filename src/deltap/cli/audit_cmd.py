@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
         typer.echo(text.rstrip("\n"))
         if out is not None and str(out) == "-":
             return
-        from deltap.rundir import RunDir
+        from deltap.run_layout import RunDir
 
         target = out if out is not None else RunDir(Path(result.source).parent).audit.root
         for path in result.write(target).values():

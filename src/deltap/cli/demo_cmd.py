@@ -15,8 +15,8 @@ _D = DemoConfig(out=Path("deltap-demo"))
 def _calls_line(run_dir: Path) -> str:
     """The trial log's call count and solver time per call, read by the report's own reader (the figures the report
     shows, so the terminal and the report cannot disagree)."""
-    from deltap.report.rundir import read_trial_log
-    from deltap.rundir import RunDir
+    from deltap.report.run_data import read_trial_log
+    from deltap.run_layout import RunDir
 
     log = read_trial_log(RunDir(run_dir).trials)
     if log is None or not log.calls:
@@ -55,7 +55,7 @@ def register(app: typer.Typer) -> None:
         """Run deltap end to end offline: stdlib corpus, bundled questions, local LLM mining, BM25/dense/hybrid, report."""
         from deltap.demo import BUDGET_DEPRECATED, run_demo
         from deltap.errors import DeltapError
-        from deltap.rundir import RunDir
+        from deltap.run_layout import RunDir
 
         if budget is not None:
             if calls != _D.calls:

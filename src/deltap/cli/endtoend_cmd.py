@@ -143,13 +143,13 @@ def endtoend_command(
     from rich.console import Console
 
     from deltap.endtoend.engine import call_ceiling
-    from deltap.endtoend.rundir import evaluate_end_to_end, rundir_systems
+    from deltap.endtoend.mined_run import evaluate_end_to_end, mined_run_systems
     from deltap.endtoend.single import single_doc_ceiling
     from deltap.errors import DeltapError
     from deltap.loaders import load_cases, load_corpus
     from deltap.mining import setup
     from deltap.mining.trials import TrialLog
-    from deltap.rundir import RunDir
+    from deltap.run_layout import RunDir
     from deltap.solvers.base import is_deterministic
 
     console = Console(stderr=True)
@@ -164,7 +164,7 @@ def endtoend_command(
     corpus = load_corpus(corpus_path)
     cases = load_cases(cases_path, corpus=corpus, on_missing="skip")
     with console.status(f"building the systems ({', '.join(kinds) or 'no retriever'}) over {len(corpus)} documents..."):
-        cases, systems, _ = rundir_systems(
+        cases, systems, _ = mined_run_systems(
             run_dir, cases, corpus, retrievers=kinds, runs=runs, controls=control_names, k=k, store=index, seed=seed
         )
     cases = cases[:limit] if limit is not None else cases

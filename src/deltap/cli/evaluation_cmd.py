@@ -233,7 +233,7 @@ def _run_command(
     if fmt not in _FORMATS:
         raise DeltapError(f"--format must be one of {', '.join(_FORMATS)}, got {fmt!r}")
     if into is not None:
-        from deltap.rundir import RunDir
+        from deltap.run_layout import RunDir
 
         RunDir(into).require_mined()  # before any scoring
     judgements = load_judgements(qrels, split=split)

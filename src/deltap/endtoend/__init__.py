@@ -21,7 +21,7 @@ _LAZY: dict[str, str] = {
     "EndToEndConfig": "deltap.endtoend.config",
     "end_to_end": "deltap.endtoend.engine",
     "EndToEndResult": "deltap.endtoend.results",
-    "evaluate_end_to_end": "deltap.endtoend.rundir",
+    "evaluate_end_to_end": "deltap.endtoend.mined_run",
     "CONTROLS": "deltap.endtoend.systems",
     "System": "deltap.endtoend.systems",
     "control_systems": "deltap.endtoend.systems",
@@ -36,8 +36,8 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deltap.endtoend.config import EndToEndConfig
     from deltap.endtoend.engine import end_to_end
+    from deltap.endtoend.mined_run import evaluate_end_to_end
     from deltap.endtoend.plan import plan_end_to_end
     from deltap.endtoend.results import EndToEndResult
-    from deltap.endtoend.rundir import evaluate_end_to_end
     from deltap.endtoend.systems import CONTROLS, System, control_systems, retriever_systems, run_systems
     from deltap.endtoend.validity import metric_validity

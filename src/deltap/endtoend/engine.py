@@ -38,7 +38,7 @@ from deltap.mining.pool import Candidate, Pool
 from deltap.mining.runner import CallTally, TrialRunner, request_from_case
 from deltap.mining.trials import TrialLog
 from deltap.outcomes import outcome_kind
-from deltap.rundir import EndToEndDir
+from deltap.run_layout import EndToEndDir
 from deltap.solvers.base import ContextWindow, ReferenceTokens, is_deterministic, solver_id
 
 if TYPE_CHECKING:

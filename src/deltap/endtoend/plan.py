@@ -181,7 +181,7 @@ def _logged(out: str | Path | None) -> set[tuple[str, str, int]]:
     if out is None:
         return set()
     from deltap.mining.trials import TrialLogReader
-    from deltap.rundir import EndToEndDir
+    from deltap.run_layout import EndToEndDir
 
     path = EndToEndDir(Path(out)).trials
     if not path.is_file():

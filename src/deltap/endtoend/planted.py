@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from deltap.endtoend.systems import System
-from deltap.rundir import RunDir
+from deltap.run_layout import RunDir
 
 __all__ = ["PAIR_SYSTEM", "PLANTED_SYSTEMS", "PlantedScenario", "planted_scenario", "run_planted"]
 

@@ -103,7 +103,7 @@ class EndToEndResult:
 
     def write(self, out: Path, manifest: Mapping[str, Any]) -> None:
         """``results.json``, ``per_case.csv``, ``per_case.json`` (trials) and ``manifest.json`` under ``out``."""
-        from deltap.rundir import EndToEndDir
+        from deltap.run_layout import EndToEndDir
 
         d = EndToEndDir(out)
         d.root.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,7 @@ from typing import Any
 
 from deltap.dataset import VERDICTS, VerifiedDataset, candidate_verdict, read_dataset
 from deltap.errors import DeltapError
-from deltap.rundir import RunDir
+from deltap.run_layout import RunDir
 
 __all__ = ["AUDIT_COLUMNS", "QrelsAudit", "QuestionAudit", "audit_qrels"]
 
@@ -200,7 +200,7 @@ class QrelsAudit:
     def write(self, out_dir: str | Path) -> dict[str, Path]:
         """Write ``audit.csv`` and ``audit.json`` under ``out_dir``; returns their paths."""
         from deltap._io import write_text_atomic
-        from deltap.rundir import AuditDir
+        from deltap.run_layout import AuditDir
 
         out = AuditDir(Path(out_dir))
         return {

@@ -302,7 +302,7 @@ class Comparison:
         Raises:
             DeltapError: ``run_dir`` is not a mined run directory.
         """
-        from deltap.rundir import RunDir
+        from deltap.run_layout import RunDir
 
         return RunDir(run_dir).require_mined().write_comparison(self.to_dict(), runs)
 

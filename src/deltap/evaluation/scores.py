@@ -212,7 +212,7 @@ class EvalResult:
         Raises:
             DeltapError: ``run_dir`` is not a mined run directory.
         """
-        from deltap.rundir import RunDir
+        from deltap.run_layout import RunDir
 
         d = self.to_dict()
         record = {"baseline": self.run_name, "measures": d["measures"], "confidence": self.confidence,

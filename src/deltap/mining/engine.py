@@ -78,7 +78,7 @@ from deltap.mining.tilt import Tilt, TiltWarning, run_tilt
 from deltap.mining.trials import TrialLog
 from deltap.mining.verdicts import VerdictPolicy
 from deltap.outcomes import outcome_kind
-from deltap.rundir import RunDir
+from deltap.run_layout import RunDir
 from deltap.solvers.base import is_deterministic, solver_id
 
 if TYPE_CHECKING:

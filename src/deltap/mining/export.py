@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from deltap.errors import DeltapError
-from deltap.rundir import RunDir
+from deltap.run_layout import RunDir
 
 __all__ = ["EXPORT_COLUMNS", "FORMATS", "export_trials", "trial_rows"]
 

@@ -153,7 +153,7 @@ def write_run_directory(out: Path, dataset: VerifiedDataset, run: dict[str, Any]
     """Write the run directory's outputs, each atomically: ``retrieval_dataset.yaml``, the qrels (``qrels/test.tsv``
     with ``qrels/provenance.json``, ``qrels.trec``, ``qrels.jsonl``) and ``run.json``."""
     from deltap.dataset import write_dataset, write_dataset_qrels
-    from deltap.rundir import RunDir
+    from deltap.run_layout import RunDir
 
     rd = RunDir(out)
     rd.root.mkdir(parents=True, exist_ok=True)

@@ -550,7 +550,7 @@ def logged_in_run_dir(out: str | Path) -> tuple[dict[str, dict[str, Any]], dict[
     by phase (trials answered from a deterministic solver's earlier answer are no calls; ``error`` trials are asked
     again on resume, so they are not counted). ``({}, {})`` when there is no log."""
     from deltap.mining.trials import TrialLogReader
-    from deltap.rundir import RunDir
+    from deltap.run_layout import RunDir
 
     path = RunDir(out).trials
     if not path.is_file():

@@ -30,7 +30,7 @@ from deltap.documents import Corpus
 from deltap.errors import DeltapError
 from deltap.execution.base import SolverSpec
 from deltap.mining.config import MiningConfig
-from deltap.rundir import RunDir
+from deltap.run_layout import RunDir
 
 __all__ = [
     "ANSWER_GRAMMARS",

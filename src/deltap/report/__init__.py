@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from deltap.report.html import render_html, write_html_report
 from deltap.report.markdown import render_markdown, write_markdown_report
-from deltap.report.rundir import CandidateResult, CaseRecord, CaseResult, RunData, load_run_dir
+from deltap.report.run_data import CandidateResult, CaseRecord, CaseResult, RunData, load_run_dir
 
 __all__ = [
     "CandidateResult",

@@ -9,8 +9,8 @@ from __future__ import annotations
 from html import escape
 
 from deltap.evaluation.audit import QrelsAudit, audit_qrels
-from deltap.report.rundir import RunData
-from deltap.rundir import RunDir
+from deltap.report.run_data import RunData
+from deltap.run_layout import RunDir
 
 __all__ = ["audit_html", "audit_markdown"]
 

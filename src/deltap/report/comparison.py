@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from deltap.report.rundir import _int, _num
+from deltap.report.run_data import _int, _num
 
 __all__ = ["ComparisonRow", "ComparisonView", "read_comparison"]
 

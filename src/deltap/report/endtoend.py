@@ -7,7 +7,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from deltap.rundir import RunDir
+from deltap.run_layout import RunDir
 
 __all__ = ["endtoend_html", "endtoend_markdown", "read_endtoend"]
 

@@ -29,8 +29,8 @@ from deltap.report.plots import (
     placebo_rows,
     stacked_bar,
 )
-from deltap.report.rundir import VERDICTS, CaseRecord, RunData, load_run_dir
-from deltap.rundir import RunDir
+from deltap.report.run_data import VERDICTS, CaseRecord, RunData, load_run_dir
+from deltap.run_layout import RunDir
 
 __all__ = ["render_html", "write_html_report"]
 

@@ -10,8 +10,8 @@ from deltap.report.audit_section import audit_markdown
 from deltap.report.comparison import read_comparison
 from deltap.report.endtoend import endtoend_markdown
 from deltap.report.figures import convergence, hit_at_k, wilson_interval
-from deltap.report.rundir import VERDICTS, RunData, load_run_dir
-from deltap.rundir import RunDir
+from deltap.report.run_data import VERDICTS, RunData, load_run_dir
+from deltap.run_layout import RunDir
 
 __all__ = ["render_markdown", "write_markdown_report"]
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from html import escape
 
 from deltap.report.figures import wilson_interval
-from deltap.report.rundir import CandidateResult
+from deltap.report.run_data import CandidateResult
 
 __all__ = [
     "PALETTE",

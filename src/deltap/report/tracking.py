@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from deltap.errors import DeltapError
-from deltap.rundir import RunDir
+from deltap.run_layout import RunDir
 
 __all__ = ["log_run_to_mlflow", "mlflow_metrics", "mlflow_params"]
 
 
 def mlflow_params(run_dir: str | Path) -> dict[str, str]:
     """The params of a run directory (strings, as MLflow stores them; values over 500 characters are cut)."""
-    from deltap.report.rundir import load_run_dir
+    from deltap.report.run_data import load_run_dir
 
     data = load_run_dir(run_dir)
     params: dict[str, Any] = {
@@ -33,7 +33,7 @@ def mlflow_params(run_dir: str | Path) -> dict[str, str]:
 
 def mlflow_metrics(run_dir: str | Path) -> dict[str, float]:
     """The metrics of a run directory (numbers only; a figure the run did not record is left out)."""
-    from deltap.report.rundir import load_run_dir
+    from deltap.report.run_data import load_run_dir
 
     data = load_run_dir(run_dir)
     out: dict[str, Any] = {
@@ -75,7 +75,7 @@ def log_run_to_mlflow(
     except ImportError:
         raise DeltapError('the MLflow hook needs mlflow: pip install "deltap[mlflow]"') from None
     from deltap.report.html import render_html
-    from deltap.report.rundir import load_run_dir
+    from deltap.report.run_data import load_run_dir
 
     path = Path(run_dir)
     data = load_run_dir(path)

@@ -184,7 +184,7 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_report_shows_the_end_to_end_section(tmp_path: Path) -> None:
-    from deltap.endtoend.rundir import evaluate_end_to_end
+    from deltap.endtoend.mined_run import evaluate_end_to_end
     from deltap.mining.engine import mine
     from deltap.report import write_html_report, write_markdown_report
 
@@ -275,7 +275,7 @@ def test_erag_metrics_on_a_hand_worked_example() -> None:
 
 
 def test_single_doc_rows_join_the_validity_table_and_the_report(tmp_path: Path) -> None:
-    from deltap.endtoend.rundir import evaluate_end_to_end
+    from deltap.endtoend.mined_run import evaluate_end_to_end
     from deltap.mining.engine import mine
     from deltap.report import write_html_report
 

@@ -72,7 +72,7 @@ def test_mine_shows_the_plan_before_its_first_call(tmp_path: Path, corpus: Corpu
 
 def test_run_json_and_reports_hold_plan_vs_spent(tmp_path: Path, corpus: Corpus) -> None:
     from deltap.report import render_markdown
-    from deltap.report.rundir import load_run_dir
+    from deltap.report.run_data import load_run_dir
 
     res = mine([_case("a"), _case("b")], corpus, TokenSolver(_truths("a", "b")), out=tmp_path, config=CFG)
     run = json.loads((tmp_path / "run.json").read_text())

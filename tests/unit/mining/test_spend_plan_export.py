@@ -242,7 +242,7 @@ def test_progress_shows_tokens_and_cost_against_the_plan() -> None:
 
 def test_reports_show_the_tokens_and_the_cost(tmp_path: Path, corpus: Corpus) -> None:
     from deltap.report import render_html, render_markdown
-    from deltap.report.rundir import load_run_dir
+    from deltap.report.run_data import load_run_dir
 
     res = mine([_case("a")], corpus, TokenSolver(_truths("a")), out=tmp_path, config=CFG)
     spend = res.run["spend"]

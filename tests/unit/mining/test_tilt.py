@@ -13,7 +13,7 @@ from deltap.mining.simulation import SCENARIOS, design_config, engine_inputs
 from deltap.mining.tilt import WARN_TILT, TiltWarning, candidate_source, measure_tilt, run_tilt
 from deltap.report.html import render_html
 from deltap.report.markdown import render_markdown
-from deltap.report.rundir import load_run_dir
+from deltap.report.run_data import load_run_dir
 
 
 def _mine_scenario(name: str, seed: int, out=None):  # type: ignore[no-untyped-def]

@@ -21,7 +21,7 @@ FLOORS: list[set[str]] = [
     {"deltap._io", "deltap._registry"},
     {"deltap.documents", "deltap.frames", "deltap.outcomes", "deltap.checker_kinds"},
     {"deltap.cases", "deltap.qrels"},
-    {"deltap.rundir"},
+    {"deltap.run_layout"},
     {"deltap.dataset"},
     {"deltap.judgements"},
     {"deltap.corpora"},

@@ -165,7 +165,7 @@ def test_the_report_shows_failures_and_every_trial(mined_run: tuple[Path, Corpus
     import sqlite3
 
     from deltap.report import render_html
-    from deltap.report.rundir import load_run_dir
+    from deltap.report.run_data import load_run_dir
 
     root, corpus, _ = mined_run
     data = load_run_dir(root)
@@ -188,7 +188,7 @@ def test_a_rerun_does_not_reset_the_time_figures(mined_run: tuple[Path, Corpus, 
     import shutil
 
     from deltap.report import render_html
-    from deltap.report.rundir import load_run_dir
+    from deltap.report.run_data import load_run_dir
 
     root, _, _ = mined_run
     copy = tmp_path / "run"
@@ -280,7 +280,7 @@ def test_report_cli_reads_the_corpus_for_the_failure_analysis(
 
 def test_the_new_sections_are_well_formed_html(mined_run: tuple[Path, Corpus, object]) -> None:
     from deltap.report import render_html
-    from deltap.report.rundir import load_run_dir
+    from deltap.report.run_data import load_run_dir
     from tests.unit.report.test_report import _parse
 
     root, corpus, _ = mined_run
@@ -289,7 +289,7 @@ def test_the_new_sections_are_well_formed_html(mined_run: tuple[Path, Corpus, ob
 
 
 def test_demo_cli_prints_the_reports_call_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from deltap.report.rundir import load_run_dir
+    from deltap.report.run_data import load_run_dir
 
     out = tmp_path / "demo"
     assert (

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from deltap.qrels import write_beir_qrels, write_trec_qrels, write_trec_run
-from deltap.report.rundir import load_run_dir
+from deltap.report.run_data import load_run_dir
 
 CASES: list[dict[str, Any]] = [
     {

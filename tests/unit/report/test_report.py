@@ -14,7 +14,7 @@ from deltap.report import load_run_dir, render_html, render_markdown, write_html
 from deltap.report.comparison import read_comparison
 from deltap.report.figures import convergence, hit_at_k, ranked_ids, recall_curve, wilson_interval
 from deltap.report.plots import forest_plot, nice_ticks
-from deltap.report.rundir import CandidateResult
+from deltap.report.run_data import CandidateResult
 from tests.unit.report.test_contract_fixture import write_contract_run
 
 

@@ -12,7 +12,7 @@ from deltap.endtoend.engine import end_to_end
 from deltap.endtoend.results import EndToEndResult
 from deltap.endtoend.systems import CONTROLS, System, control_systems, retriever_systems, run_systems
 from deltap.errors import DeltapError
-from deltap.rundir import RunDir
+from deltap.run_layout import RunDir
 
 if TYPE_CHECKING:
     from deltap.cases import Case
@@ -20,12 +20,12 @@ if TYPE_CHECKING:
     from deltap.execution.base import Executor
     from deltap.solvers.base import Solver
 
-__all__ = ["DEFAULT_RETRIEVERS", "evaluate_end_to_end", "rundir_systems"]
+__all__ = ["DEFAULT_RETRIEVERS", "evaluate_end_to_end", "mined_run_systems"]
 
 DEFAULT_RETRIEVERS: tuple[str, ...] = ("bm25", "dense", "hybrid")
 
 
-def rundir_systems(
+def mined_run_systems(
     run_dir: str | Path,
     cases: Sequence[Case],
     corpus: Corpus,
@@ -110,7 +110,7 @@ def evaluate_end_to_end(
 
     cfg = config or EndToEndConfig()
     if systems is None:
-        cases, systems, dataset = rundir_systems(run_dir, cases, corpus, retrievers=retrievers, runs=runs, controls=controls,
+        cases, systems, dataset = mined_run_systems(run_dir, cases, corpus, retrievers=retrievers, runs=runs, controls=controls,
                                                  k=cfg.k, store=store, seed=cfg.seed)  # fmt: skip
     else:
         dataset = read_dataset(RunDir(run_dir).dataset)

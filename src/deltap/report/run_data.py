@@ -1,6 +1,6 @@
 """Read a mining run directory into plain, typed records for the reports.
 
-The layout is the mining engine's output contract (its paths are :class:`deltap.rundir.RunDir`'s; the trial log is
+The layout is the mining engine's output contract (its paths are :class:`deltap.run_layout.RunDir`'s; the trial log is
 read through :class:`deltap.mining.trials.TrialLogReader`, never with SQL here)::
 
     RUN_DIR/retrieval_dataset.yaml      the verified dataset (required)
@@ -26,7 +26,7 @@ from typing import Any
 
 from deltap.errors import DeltapError, FormatError
 from deltap.outcomes import OUTCOMES, PASS, OutcomeKind
-from deltap.rundir import RunDir
+from deltap.run_layout import RunDir
 
 __all__ = [
     "VERDICTS",

@@ -1,4 +1,4 @@
-"""The run directory's owner (``deltap.rundir.RunDir``), the trial log's read-only reader, and ``--into RUN_DIR``."""
+"""The run directory's owner (``deltap.run_layout.RunDir``), the trial log's read-only reader, and ``--into RUN_DIR``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from deltap.errors import DeltapError
-from deltap.rundir import RunDir
+from deltap.run_layout import RunDir
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +112,7 @@ def _old_trials(path: Path) -> list[tuple[Any, ...]]:
 
 def test_the_report_reads_through_the_trial_log_reader_what_it_read_with_sql(mined: Path) -> None:
     from deltap.mining.trials import TrialLogReader
-    from deltap.report.rundir import load_run_dir
+    from deltap.report.run_data import load_run_dir
 
     rd = RunDir(mined)
     data = load_run_dir(mined)
@@ -162,7 +162,7 @@ def test_evaluate_into_a_run_directory_reaches_its_report(
 ) -> None:
     from deltap.cli.app import main
     from deltap.report.markdown import render_markdown
-    from deltap.report.rundir import load_run_dir
+    from deltap.report.run_data import load_run_dir
 
     rd = RunDir(mined)
     assert load_run_dir(mined).evaluation is None  # nothing evaluated yet: the report has no comparison
@@ -201,7 +201,7 @@ def test_python_api_writes_into_a_run_directory(mined: Path, tmp_path: Path) -> 
     result = deltap.evaluate(qrels, run, ["ndcg@10"], run_name="mine")
     path = result.write_into(run_dir, run)
     assert path == RunDir(run_dir).comparison and RunDir(run_dir).run_file("mine").is_file()
-    from deltap.report.rundir import load_run_dir
+    from deltap.report.run_data import load_run_dir
 
     assert load_run_dir(run_dir).evaluation["systems"]["mine"]["means"]["ndcg@10"] == pytest.approx(  # type: ignore[index]
         result.means["ndcg@10"]
