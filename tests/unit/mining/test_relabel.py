@@ -217,3 +217,30 @@ def test_a_stopped_run_relabels_from_its_last_complete_looks(tmp_path: Path) -> 
         if p["id"] in done:
             assert p["metadata"]["trials"] == full_pairs[p["id"]]["metadata"]["trials"]
             assert [c["delta_p"] for c in p["candidates"]] == [c["delta_p"] for c in full_pairs[p["id"]]["candidates"]]
+
+
+def test_the_cli_relabels_writes_reports_and_refuses_calls_in_one_line(
+    logprob_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.helpers import run_cli
+
+    code, out, err = run_cli(capsys, "relabel", logprob_run, "--out", tmp_path / "new", "--null", "zero", "--q", "0.3")
+    assert code == 0, err
+    assert out.strip() == str(tmp_path / "new" / "retrieval_dataset.yaml")
+    flat = " ".join(err.split())
+    assert "with 0 solver calls" in flat and "changed q 0.05 -> 0.3, null None -> zero" in flat
+    assert (tmp_path / "new" / "report.html").is_file() and (tmp_path / "new" / "report.md").is_file()
+    run = json.loads((tmp_path / "new" / "run.json").read_text())
+    assert run["relabel"]["from"] == str(logprob_run.resolve()) and run["q"] == 0.3
+    code, _, err = run_cli(capsys, "relabel", logprob_run, "--out", tmp_path / "more", "--budget", "200")
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert (
+        code == 2
+        and len(lines) == 1
+        and "--budget 200 (the run's: 48)" in lines[0]
+        and "needs solver calls" in lines[0]
+    )
+    assert not (tmp_path / "more").exists()
+    code, out, _ = run_cli(capsys, "relabel", "--help")
+    assert code == 0 and "no solver call" in " ".join(out.split()) and "--gold-weight-learned" in out
+    assert "--budget" not in out.split("Options:")[-1]  # hidden: only there to be refused
