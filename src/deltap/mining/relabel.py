@@ -236,7 +236,9 @@ def _inputs_from_dataset(dataset: VerifiedDataset, pooled: Sequence[str]) -> _In
     from deltap.cases import Case
     from deltap.documents import Corpus, Document
 
-    cases, docs, original = [], {}, {}
+    cases: list[Case] = []
+    docs: dict[str, Document] = {}
+    original: dict[str, Mapping[str, Any]] = {}
     for pair in dataset.pairs:
         cid = str(pair["id"])
         meta = pair.get("metadata") or {}
