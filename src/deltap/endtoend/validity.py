@@ -42,6 +42,7 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -60,6 +61,7 @@ __all__ = [
     "kendall_tau",
     "metric_validity",
     "per_case_metric",
+    "revalidate",
     "summary_sentence",
     "within_question_tau",
 ]
@@ -377,6 +379,77 @@ def _fair(
         out.update(r_lift=_clean(rl), r_lift_ci=_ci(rlb))
         col.boot["r_lift"] = rlb
     return out
+
+
+def revalidate(
+    endtoend_dir: str | Path,
+    judgements: Mapping[str, Mapping[str, Mapping[str, int]]],
+    metrics: Sequence[str] | None = None,
+    *,
+    dataset_path: str | Path | None = None,
+    gains: Mapping[str, Any] | None = None,
+    n_resamples: int = 1000,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """The validity table of a finished end-to-end run (``RUN_DIR/endtoend/``) against other judgements, with no
+    solver call: the success per case and system (``results.json``), the documents each system showed
+    (``per_case.json``) and the single-document labels are read back, then :func:`metric_validity` runs as the end-to-end
+    run would have with these qrels (a relabelled run's, graded qrels...).
+
+    The lists are the documents each system *showed* (after the context-window fit), which is what its success
+    measured. A control defined by labels (``mined``) keeps the lists it showed: relabelling changes its qrels, not
+    what was shown — the fair figures leave it out anyway.
+
+    Raises:
+        DeltapError: the folder holds no readable ``results.json`` / ``per_case.json``.
+    """
+    import json
+
+    from deltap.endtoend.results import EndToEndResult
+    from deltap.endtoend.systems import System
+    from deltap.run_layout import EndToEndDir
+
+    d = EndToEndDir(Path(endtoend_dir))
+    data = d.read_results()
+    try:
+        per_case = json.loads(d.per_case_json.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        per_case = None
+    if data is None or not isinstance(per_case, list):
+        raise DeltapError(f"{d.root}: no end-to-end results (results.json, per_case.json) to re-judge")
+    k = int(data["k"])
+    info = [s for s in data.get("systems", []) if isinstance(s, Mapping)]
+    names = [str(s["name"]) for s in info]
+    case_ids = list(data["per_case"])
+    values = np.array([[_num(data["per_case"][c].get(n)) for n in names] for c in case_ids], dtype=float)
+    shown: dict[str, dict[str, list[str]]] = {n: {} for n in names}
+    for row in per_case:
+        for n, trials in (row.get("trials") or {}).items():
+            if n in shown and trials:
+                shown[n][str(row["case_id"])] = [str(x) for x in trials[0].get("docs") or []]
+    systems = [
+        System(n, str(s.get("kind", "")), shown[n], cut=not (s.get("kind") == "control" and n in ("none", "all")))
+        for n, s in zip(names, info, strict=True)
+    ]
+    complete = [i for i in range(len(case_ids)) if np.all(np.isfinite(values[i]))]
+    result = EndToEndResult(case_ids, names, values, str(data["outcome"]), k, data.get("summary") or {}, [], complete,
+                            float(data.get("confidence", 0.95)), run=data.get("run") or {})  # fmt: skip
+    single = (data.get("single_doc") or {}).get("labels")
+    return metric_validity(
+        result,
+        systems,
+        judgements,
+        list(metrics or (f"ndcg@{k}", f"hit_rate@{k}", f"recall@{k}")),
+        dataset_path=str(dataset_path) if dataset_path else None,
+        gains=gains,
+        single_doc=single if isinstance(single, Mapping) else None,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+
+
+def _num(v: Any) -> float:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else math.nan
 
 
 def result_seed(result: EndToEndResult, seed: int | None) -> int:

@@ -122,3 +122,24 @@ def test_the_validity_table_prints_both_yardsticks(planted: dict, tmp_path: Path
     assert "left out: gold" in text and "differences (a − b), paired over questions" in text
     old = {k: v for k, v in planted["result"].validity.items() if k not in ("fair_systems",)}
     assert "τ within" not in validity_table(old)  # an older results.json: the pooled table only
+
+
+def test_revalidate_rejudges_a_finished_run_from_its_files_with_no_call(planted: dict, tmp_path: Path) -> None:
+    from deltap.dataset import dataset_qrels
+    from deltap.endtoend.validity import revalidate
+    from deltap.run_layout import RunDir
+
+    result = planted["result"]
+    result.write(tmp_path / "endtoend", {})
+    cases = planted_scenario(60, seed=3).cases
+    gold = {c.case_id: {d: 1 for d in c.gold_doc_ids} for c in cases}
+    mining = planted["mining"]
+    v = revalidate(tmp_path / "endtoend", {"gold": gold, "deltap": dataset_qrels(mining.dataset)},
+                   ["ndcg@2", "hit_rate@2", "recall@2"], dataset_path=RunDir(mining.out).dataset)  # fmt: skip
+    again = {(r["metric"], r["qrels"]): r for r in v["rows"]}
+    for r in result.validity["rows"]:
+        if r["qrels"] == "planted":
+            continue
+        for key in ("tau", "tau_ci", "r", "tau_within", "tau_within_ci", "r_centred", "ties"):
+            assert again[(r["metric"], r["qrels"])][key] == r[key], (r["metric"], r["qrels"], key)
+    assert v["summary_within"] == result.validity["summary_within"]
