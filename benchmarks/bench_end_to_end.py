@@ -311,7 +311,7 @@ def relabel_phase(out: Path, scratch: Path, cases: list, k: int) -> None:  # typ
     judgements["deltap topic"] = dataset_qrels(topic.dataset)
     gains: dict[str, object] = {"deltap topic (signed)": SignedGains(*dataset_signed_gains(topic.dataset)[:2])}
     for prior, label in (("gold", "graded, gold prior"), ("no_gold", "graded, no gold prior")):
-        lib = _library_graded(topic.dataset, prior)
+        lib = _library_graded(same.dataset, prior)
         if lib is not None:
             judgements[label], gains[f"{label} (signed)"] = lib[0], lib[1]
             continue

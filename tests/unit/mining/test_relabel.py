@@ -59,6 +59,24 @@ def pass_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def greedy_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A deterministic solver (a greedy model: repeated prompts answered from the log, one trial per coalition
+    check, minimality by trials) with two preflight trials asked once."""
+    corpus = numbered_corpus(30)
+    truths = {
+        "g": SimulatedTruth(0.1, {}, interactions={("d00", "d01"): 0.8}),
+        "h": SimulatedTruth(0.2, {"d00": 0.7}),
+        "i": SimulatedTruth(0.3, {"d01": 0.5, "d02": -0.3}),
+    }
+    cases = [string_case(c, ("d00", "d01", "d02")) for c in truths]
+    out = tmp_path_factory.mktemp("greedy") / "run"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mine(cases, corpus, answering_solver(truths, deterministic=True), out=out, budget=64, n_placebo=3, preflight=2)
+    return out
+
+
 def _logprob_world(n: int = 8) -> tuple[list[Case], Corpus, dict[str, SimulatedTruth]]:
     """Every document moves the log-prob by its own amount (text effects); gold documents help by 0.4 to 2 nats."""
     rng = np.random.default_rng(7)
@@ -96,7 +114,7 @@ def logprob_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-@pytest.mark.parametrize("run", ["pass_run", "logprob_run"])
+@pytest.mark.parametrize("run", ["pass_run", "logprob_run", "greedy_run"])
 def test_relabel_with_the_runs_own_options_gives_back_its_files(
     run: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
