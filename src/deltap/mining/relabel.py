@@ -405,7 +405,7 @@ def _relabel(
     else:
         raise DeltapError(
             f"{src.root} has no {src.dataset.name} (the run stopped before its end): give the benchmark and the corpus it "
-            "mined (CASES --corpus PATH) for the questions and document texts"
+            "mined (--cases PATH --corpus PATH; in Python cases=, corpus=) for the questions and document texts"
         )
     trials = {c.case_id: log.trials(c.case_id) for c in inputs.cases}
     det = deterministic_log(trials, collection)
