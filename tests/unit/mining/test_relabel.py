@@ -26,9 +26,13 @@ from tests.helpers import answering_solver, numbered_corpus, string_case
 def _files(run: Path) -> dict[str, str]:
     """Every output file of a run directory but the log, as text (the dataset's creation time masked)."""
     out = {}
-    for name in ("retrieval_dataset.yaml", "qrels/test.tsv", "qrels/provenance.json", "qrels.trec", "qrels.jsonl"):
-        text = (run / name).read_text(encoding="utf-8")
+    for path in sorted(run.rglob("*")):
+        name = str(path.relative_to(run))
+        if not path.is_file() or name.startswith(("trials.", "run.json", "report.")):
+            continue
+        text = path.read_text(encoding="utf-8")
         out[name] = re.sub(r"created: '?[0-9T:+\-]+'?", "created: <masked>", text)
+    assert {"retrieval_dataset.yaml", "qrels/test.tsv", "qrels.trec", "qrels.jsonl"} <= set(out)
     return out
 
 
