@@ -295,7 +295,7 @@ def _copy_log(src: Path, dst: Path) -> None:
     """A consistent copy of the trial log at ``src`` (SQLite's online backup through a read-only connection: never
     writes to ``src``, safe while another process writes to it)."""
     try:
-        source = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
+        source = sqlite3.connect(f"{src.resolve().as_uri()}?mode=ro", uri=True)  # percent-encoded: any path
         target = sqlite3.connect(str(dst))
         try:
             source.backup(target)
