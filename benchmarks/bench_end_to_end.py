@@ -387,9 +387,8 @@ def main() -> None:
     elif args.phase == "mine":
         mine_phase(args.out, args.limit, args.budget, args.first)
     elif args.phase == "relabel":
-        relabel_phase(
-            args.out, args.scratch or Path("/tmp") / f"relabel-{args.out.name}", args.cases_file, args.corpus, args.k
-        )
+        scratch = args.scratch or Path("/tmp") / f"relabel-{args.out.name}"
+        relabel_phase(args.out, scratch, load_benchmark(args.cases_file, args.corpus), args.k)
     elif args.phase == "endtoend":
         endtoend_phase(args.out, args.k, args.outcome, args.controls.split(","), bool(args.single_doc))
     else:
