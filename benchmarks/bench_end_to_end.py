@@ -253,20 +253,26 @@ def prototype_graded(dataset, gold_prior: bool):  # type: ignore[no-untyped-def]
 
 def _library_graded(dataset, prior: str):  # type: ignore[no-untyped-def]
     """The library's graded labels of a relabelled dataset (``graded: {gold|no_gold: {utility, grade}}`` per
-    candidate, issue 35 item 1), or ``None`` when the dataset has none."""
+    candidate, issue 35 item 1), or ``None`` when the dataset has none: ``(qrels, gains, ungated qrels)``, the last
+    a variant whose grades come from the utility alone (every positive utility graded, no lfsr gate), with the
+    library's grade step."""
     qrels: dict[str, dict[str, int]] = {}
+    ungated: dict[str, dict[str, int]] = {}
     gains: dict[str, dict[str, float]] = {}
+    step = float(((dataset.metadata.get("graded") or {}).get("grade_mapping") or {}).get("step") or 0.1)
     found = False
     for p in dataset.pairs:
-        qrels[str(p["id"])] = {}
+        qrels[str(p["id"])], ungated[str(p["id"])] = {}, {}
         for c in p["candidates"]:
             g = (c.get("graded") or {}).get(prior)
             if not isinstance(g, dict) or g.get("utility") is None:
                 continue
             found = True
+            u = float(g["utility"])
             qrels[str(p["id"])][str(c["doc_id"])] = int(g.get("grade") or 0)
-            gains.setdefault(str(p["id"]), {})[str(c["doc_id"])] = float(g["utility"])
-    return (qrels, gains) if found else None
+            ungated[str(p["id"])][str(c["doc_id"])] = max(1, round(u / step)) if u > 0 else 0
+            gains.setdefault(str(p["id"]), {})[str(c["doc_id"])] = u
+    return (qrels, gains, ungated) if found else None
 
 
 def load_benchmark(cases_path: Path | None, corpus_path: Path | None) -> list:  # type: ignore[type-arg]
@@ -314,6 +320,7 @@ def relabel_phase(out: Path, scratch: Path, cases: list, k: int) -> None:  # typ
         lib = _library_graded(same.dataset, prior)
         if lib is not None:
             judgements[label], gains[f"{label} (signed)"] = lib[0], lib[1]
+            judgements[f"{label}, ungated grades"] = lib[2]  # a variant: why the lfsr gate matters (see README)
             continue
         q, g, fits = prototype_graded(original, prior == "gold")
         judgements[f"{label} PROTO"], gains[f"{label} PROTO (signed)"] = q, g
