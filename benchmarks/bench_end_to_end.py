@@ -309,7 +309,7 @@ def relabel_phase(out: Path, scratch: Path, cases: list, k: int) -> None:  # typ
                  and [c["verdict"] for p in original.pairs for c in p["candidates"]]
                  == [c["verdict"] for p in same.dataset.pairs for c in p["candidates"]])  # fmt: skip
     print(f"relabelled {run} twice in {seconds:.1f} s, {same.run['relabel']['calls'] + topic.run['relabel']['calls']} solver calls; "
-          f"own options give back the run's verdicts and qrels: {identical}")  # fmt: skip
+          f"the run's own options (today's defaults for those it left unset) give back its verdicts and qrels: {identical}")  # fmt: skip
     for name, res in (("as mined", same), ("topic null + learned gold weight", topic)):
         print(f"  {name}: verdicts {res.run['verdicts']}, null {res.run['relabel']['null']}, "
               f"changed {res.run['relabel']['verdicts_changed'] or 'nothing'}")  # fmt: skip
