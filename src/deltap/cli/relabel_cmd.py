@@ -12,6 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
+from deltap.mining.config import NULLS
+
 _NEEDS_CALLS = "Refused unless it equals the run's: it changes which trials are made (needs solver calls)."
 
 
@@ -33,7 +35,7 @@ def relabel_command(
         str | None,
         typer.Option(
             "--null",
-            help="What effects are tested against: zero, placebo or topic (see deltap mine --help; default: the run's).",
+            help=f"What effects are tested against: {', '.join(NULLS)} (see deltap mine --help; default: the run's).",
         ),
     ] = None,
     gold_weight: Annotated[
