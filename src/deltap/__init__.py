@@ -80,6 +80,7 @@ _LAZY: dict[str, str] = {
     "EndToEndResult": "deltap.endtoend",
     # mining
     "mine": "deltap.mining.engine",
+    "relabel": "deltap.mining.relabel",
     "MiningConfig": "deltap.mining.config",
     "MiningResult": "deltap.mining.results",
     "PlaceboCalibrationWarning": "deltap.mining.results",
@@ -123,6 +124,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deltap.loaders import load_beir, load_cases, load_corpus
     from deltap.mining.config import MiningConfig
     from deltap.mining.engine import mine
+    from deltap.mining.relabel import relabel
     from deltap.mining.results import MiningResult, PlaceboCalibrationWarning
     from deltap.mining.simulation import simulate
     from deltap.qrels import Qrels, Run, load_run

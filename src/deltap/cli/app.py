@@ -47,7 +47,7 @@ def _register() -> None:
 
     for name in (
         "corpus_cmd", "retrieval_cmd", "mining_cmd", "evaluation_cmd", "check_cmd", "report_cmd", "audit_cmd", "export_cmd",
-        "endtoend_cmd", "demo_cmd", "sandbox_cmd",
+        "endtoend_cmd", "relabel_cmd", "demo_cmd", "sandbox_cmd",
     ):  # fmt: skip
         importlib.import_module(f"deltap.cli.{name}").register(app)
 

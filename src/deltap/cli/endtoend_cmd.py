@@ -267,16 +267,46 @@ def _print(console: Any, result: Any) -> None:
         for note in v.get("notes", []):
             typer.echo(f"note: {note}")
         typer.secho(v["summary"], bold=True)
+        if v.get("summary_within"):
+            typer.secho(v["summary_within"], bold=True)
 
 
 def validity_table(v: dict[str, Any]) -> str:
-    """The validity rows as plain text."""
+    """The validity rows as plain text: the pooled figures, then the fair ones (within questions, on the systems no
+    compared labels define) with the paired differences of each qrels against gold."""
 
     def f(x: float | None) -> str:
         return "—" if x is None else f"{x:+.2f}"
 
-    lines = [f"{'metric':<22} {'qrels':<16} {'τ systems':>9} {'interval':>16} {'r questions':>11} {'interval':>16}"]
+    def ci(pair: Any) -> str:
+        pair = pair or [None, None]
+        return "[" + f(pair[0]) + ", " + f(pair[1]) + "]"
+
+    w = max([22, *(len(str(r["metric"])) + 1 for r in v["rows"])])
+    wq = max([16, *(len(str(r["qrels"])) + 1 for r in v["rows"])])
+    lines = [f"{'metric':<{w}} {'qrels':<{wq}} {'τ systems':>9} {'interval':>16} {'r questions':>11} {'interval':>16}"]
     for r in v["rows"]:
-        lines.append(f"{r['metric']:<22} {r['qrels']:<16} {f(r['tau']):>9} {'[' + f(r['tau_ci'][0]) + ', ' + f(r['tau_ci'][1]) + ']':>16} "
-                     f"{f(r['r']):>11} {'[' + f(r['r_ci'][0]) + ', ' + f(r['r_ci'][1]) + ']':>16}")  # fmt: skip
+        lines.append(
+            f"{r['metric']:<{w}} {r['qrels']:<{wq}} {f(r['tau']):>9} {ci(r['tau_ci']):>16} {f(r['r']):>11} {ci(r['r_ci']):>16}"
+        )
+    if "fair_systems" not in v:  # a results.json of an older deltap: the pooled figures only
+        return "\n".join(lines)
+    left = "; ".join(f"{k}: {why}" for k, why in (v.get("left_out") or {}).items())
+    lines += ["", f"within questions, over the {len(v['fair_systems'])} fair systems ({', '.join(v['fair_systems'])})"
+              + (f"; left out: {left}" if left else "")
+              + (f"; lift over '{v['baseline']}'" if v.get("baseline") else "")]  # fmt: skip
+    lines.append(
+        f"{'metric':<{w}} {'qrels':<{wq}} {'τ within':>9} {'interval':>16} {'ties':>9} {'r centred':>10} {'interval':>16} "
+        f"{'r lift':>7} {'interval':>16}"
+    )
+    for r in v["rows"]:
+        ties = f"{r.get('ties', 0)}/{r.get('questions', 0)}"
+        lines.append(f"{r['metric']:<{w}} {r['qrels']:<{wq}} {f(r.get('tau_within')):>9} {ci(r.get('tau_within_ci')):>16} {ties:>9} "
+                     f"{f(r.get('r_centred')):>10} {ci(r.get('r_centred_ci')):>16} {f(r.get('r_lift')):>7} {ci(r.get('r_lift_ci')):>16}")  # fmt: skip
+    diffs = [c for c in v.get("comparisons", []) if "tau_within_diff" in c]
+    if diffs:
+        lines += ["", "differences (a − b), paired over questions: τ within, question-centred r"]
+        for c in diffs:
+            lines.append(f"  {c['metric']}: {c['a']} − {c['b']}: τ within {f(c['tau_within_diff'])} {ci(c['tau_within_diff_ci'])}, "
+                         f"r centred {f(c.get('r_centred_diff'))} {ci(c.get('r_centred_diff_ci'))}")  # fmt: skip
     return "\n".join(lines)

@@ -164,6 +164,10 @@ class MiningConfig:
     }
     #: options of how the calls are made, never of what they return (left out of the dataset's metadata)
     EXECUTION_KEYS = ("workers", "cases_in_flight", "price_in", "price_out", "pilot")
+    #: options of how logged trials are labelled, never of which trials are made: ``deltap relabel`` changes them
+    #: with no solver call (:mod:`deltap.mining.relabel`); every other option, but the execution keys, decides which
+    #: trials a run makes, so changing it needs calls
+    LABEL_KEYS = ("q", "null", "gold_weight", "gold_weight_learned", "min_effect", "margin")
     RESULT_KEYS = (
         "outcome",
         "budget",

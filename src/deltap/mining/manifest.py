@@ -331,6 +331,7 @@ def prepare_resume(
     Returns:
         ``{"retired_errors": n, "remined": [case ids], "unverified": [case ids]}``.
     """
+    _refuse_relabelled(log)
     by_id = {c.case_id: c for c in cases}
     stored = log.manifests()
     changes: dict[str, dict[str, str]] = {}
@@ -372,6 +373,21 @@ def prepare_resume(
 
     log.manifest_for = manifest_for
     return {"retired_errors": retired, "remined": sorted(changes), "unverified": sorted(unverified)}
+
+
+def _refuse_relabelled(log: TrialLog) -> None:
+    """A relabelled run directory (``deltap relabel``) holds a copy of another run's log: its trials are collected
+    in the run it was relabelled from, so mining there is refused (resume that run, then relabel it again)."""
+    if str(log.path) == ":memory:":
+        return
+    from deltap.mining.relabel import relabelled_from
+
+    origin = relabelled_from(log.path.parent)
+    if origin is not None:
+        raise DeltapError(
+            f"{log.path.parent} was relabelled from {origin} (deltap relabel): its trials belong to that run; resume "
+            f"mining there (deltap mine --out {origin}) and relabel it again, or choose a new --out directory"
+        )
 
 
 def check_writable_ids(cases: Sequence[Case], corpus: Corpus) -> None:

@@ -54,12 +54,27 @@ if TYPE_CHECKING:
     from deltap.mining.config import MiningConfig
     from deltap.mining.verdicts import VerdictPolicy
 
-__all__ = ["CaseRun", "TrialSource", "call_ceiling", "case_weights", "find_coalitions", "preflight_status", "run_case"]
+__all__ = [
+    "CaseRun",
+    "TrialSource",
+    "TrialsExhausted",
+    "call_ceiling",
+    "case_weights",
+    "find_coalitions",
+    "preflight_status",
+    "run_case",
+]
 
 #: most relevant documents a coalition search considers (2**6 subsets)
 MAX_COALITION_DOCS = 6
 #: most candidate coalitions checked by trials per case
 MAX_COALITIONS = 4
+
+
+class TrialsExhausted(Exception):
+    """Raised by a :class:`TrialSource` that can run no more trials of a case without a solver call (the replay of a
+    trial log that stopped, :mod:`deltap.mining.relabel`): the case ends ``incomplete`` at its last complete look,
+    which the looks' p-values allow (an interruption does not depend on the outcomes)."""
 
 
 class TrialSource(Protocol):
@@ -178,45 +193,38 @@ def run_case(
         yv.extend(y[ok].tolist())
         return y
 
-    if cfg.preflight > 0:
-        n_pre = 1 if source.deterministic else cfg.preflight
-        before = source.calls
-        for kind, fill in (("preflight_none", False), ("preflight_all", True)):
-            vals = source.run(kind, range(n_pre), np.full((n_pre, m), fill, dtype=bool))
-            out.preflight[kind] = _finite(vals)
-        out.preflight_calls = source.calls - before
-        if getattr(source, "overflows", 0):
-            return _overflow(out, say)
-        if preflight_status(out.preflight, cfg.outcome) is not None and cfg.preflight_confirm > 0:
-            y = design_batch(min(cfg.preflight_confirm, schedule.budget))
-            out.preflight["preflight_subsets"] = _finite(y)
-        status = preflight_status(out.preflight, cfg.outcome)
-        if status is not None and not cfg.force:
-            pre = {k: v for k, v in out.preflight.items()}
-            out.status = status
-            out.info["reason"] = (
-                f"preflight: {status} (no-document {pre.get('preflight_none')}, all-candidates {pre.get('preflight_all')}"
-                + (f", random subsets {pre['preflight_subsets']}" if "preflight_subsets" in pre else "")
-                + ")"
-            )
-            say(status, 0, 0)
-            return out
+    try:
+        early = _preflight(source, cfg, m, out, say, design_batch, schedule.budget)
+    except TrialsExhausted:
+        out.status = "incomplete"
+        out.info["reason"] = "the run stopped during this case's preflight: no estimate"
+        say(out.status, 0, 0)
+        return out
+    if early is not None:
+        return early
     K = len(schedule.looks)
     z_path = np.zeros((m, K))
     fits: list[tuple[NDArray[np.float64], NDArray[np.float64], int]] = []
     stop = K - 1
     final = "budget_exhausted"
     for k, L in enumerate(schedule.looks):
-        while len(yv) < L:
-            design_batch(min(L - len(yv), max(cfg.batch, 1)))
-            say("running", len(yv), m)
-            if getattr(source, "overflows", 0):
-                return _overflow(out, say)
-            n_err = next_index - len(yv)
-            if n_err > 5 and n_err > cfg.max_error_rate * next_index:
-                final = "errors"
-                break
-        if final == "errors":
+        try:
+            while len(yv) < L:
+                design_batch(min(L - len(yv), max(cfg.batch, 1)))
+                say("running", len(yv), m)
+                if getattr(source, "overflows", 0):
+                    return _overflow(out, say)
+                n_err = next_index - len(yv)
+                if n_err > 5 and n_err > cfg.max_error_rate * next_index:
+                    final = "errors"
+                    break
+        except TrialsExhausted:
+            final = "incomplete"
+            out.info["reason"] = (
+                f"the run stopped before this case's look at {L} trials: labelled from its last complete look"
+                + (f" ({schedule.looks[k - 1]} trials)" if k > 0 else " (none: no estimate)")
+            )
+        if final in ("errors", "incomplete"):
             stop = k - 1  # the last completed look (-1: none)
             break
         X, y = np.asarray(Xv[:L], dtype=bool).reshape(L, m), np.asarray(yv[:L], dtype=float)
@@ -253,6 +261,44 @@ def run_case(
         }
     )
     say(final, n_used, 0)
+    return out
+
+
+def _preflight(
+    source: TrialSource,
+    cfg: MiningConfig,
+    m: int,
+    out: CaseRun,
+    say: Callable[[str, int, int], None],
+    design_batch: Callable[[int], NDArray[np.float64]],
+    budget: int,
+) -> CaseRun | None:
+    """The preflight of :func:`run_case`: ``out`` when the case ends there (saturated, unsolvable, an overflow),
+    else ``None`` (the case goes on to its design trials)."""
+    if cfg.preflight <= 0:
+        return None
+    n_pre = 1 if source.deterministic else cfg.preflight
+    before = source.calls
+    for kind, fill in (("preflight_none", False), ("preflight_all", True)):
+        vals = source.run(kind, range(n_pre), np.full((n_pre, m), fill, dtype=bool))
+        out.preflight[kind] = _finite(vals)
+    out.preflight_calls = source.calls - before
+    if getattr(source, "overflows", 0):
+        return _overflow(out, say)
+    if preflight_status(out.preflight, cfg.outcome) is not None and cfg.preflight_confirm > 0:
+        y = design_batch(min(cfg.preflight_confirm, budget))
+        out.preflight["preflight_subsets"] = _finite(y)
+    status = preflight_status(out.preflight, cfg.outcome)
+    if status is None or cfg.force:
+        return None
+    pre = {k: v for k, v in out.preflight.items()}
+    out.status = status
+    out.info["reason"] = (
+        f"preflight: {status} (no-document {pre.get('preflight_none')}, all-candidates {pre.get('preflight_all')}"
+        + (f", random subsets {pre['preflight_subsets']}" if "preflight_subsets" in pre else "")
+        + ")"
+    )
+    say(status, 0, 0)
     return out
 
 
