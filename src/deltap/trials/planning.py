@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deltap.errors import DeltapError
-from deltap.solvers.base import ContextWindow, solver_id
 
 if TYPE_CHECKING:
     from deltap.trials.prices import Prices
@@ -73,6 +72,8 @@ def time_range(
 
 def local_latency(solver: Any, tokens_in_per_call: float, tokens_out_per_call: float) -> tuple[float, float] | None:
     """Seconds per call of the local llama.cpp model from its 2-core throughput (``None`` for any other solver)."""
+    from deltap.solvers.base import ContextWindow, solver_id  # deferred: the progress display imports this module
+
     if not (isinstance(solver, ContextWindow) and solver_id(solver).startswith("llama_cpp:")):
         return None
     lo = tokens_in_per_call / LOCAL_PROMPT_TOKENS_PER_S[1] + tokens_out_per_call / LOCAL_GENERATED_TOKENS_PER_S[1]
