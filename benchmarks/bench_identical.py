@@ -8,9 +8,11 @@ Runs three simulated scenarios with each tree's sources first on ``PYTHONPATH`` 
 * ``e2e``    — ``deltap endtoend`` on that run directory (``--solver simulated --retriever bm25 --single-doc``).
 
 and compares, file by file, the SHA-256 of what they wrote: the qrels (``qrels/test.tsv``, ``qrels.trec``,
-``qrels.jsonl``), ``retrieval_dataset.yaml``, ``endtoend/results.json`` (wall-clock fields masked: ``wall_seconds``,
-and the ``tool`` version string) and the trial logs' rows (every column but ``latency``; ``trials.sqlite`` and
-``endtoend/trials.sqlite``). Prints one row per file and exits 1 when any differs.
+``qrels.jsonl``) byte for byte, ``retrieval_dataset.yaml`` and ``endtoend/results.json`` with their wall-clock fields
+masked (``created``, ``started``, ``ended``, ``wall_seconds``: nothing else), and the trial logs' rows and pools
+(every column but ``latency`` and ``created``; ``trials.sqlite`` and ``endtoend/trials.sqlite``). Both trees run in
+the same folder (``OUT/work``, then moved to ``OUT/base`` / ``OUT/head``), so paths written into the files agree.
+Prints one row per file and exits 1 when any differs.
 
     python benchmarks/bench_identical.py --base /work/scratch/trial/base/src --head src --out /work/scratch/trial/ident
     python benchmarks/bench_identical.py ... --reuse-base     # the base's outputs of an earlier run are kept
@@ -32,7 +34,7 @@ import time
 from pathlib import Path
 
 ADK = Path("/work/shared/data/adk")
-MASKED = {"wall_seconds", "tool"}  # wall-clock (and the version string, which a branch may bump)
+MASKED = {"created", "started", "ended", "wall_seconds"}  # wall-clock fields, and only those
 
 
 def scenarios(out: Path) -> dict[str, list[str]]:
@@ -70,18 +72,22 @@ def _mask(obj: object) -> object:
 
 
 def digest(path: Path) -> str:
-    """SHA-256 (16 hex) of what the file says: a JSON file with wall-clock fields masked, a trial log's rows without
-    their latency, any other file's bytes; ``missing`` when absent."""
+    """SHA-256 (16 hex) of what the file says: a JSON or YAML file with its wall-clock fields masked, a trial log's
+    rows and pools without latency and time, any other file's bytes; ``missing`` when absent."""
     if not path.is_file():
         return "missing"
     if path.suffix == ".json":
         data = json.dumps(_mask(json.loads(path.read_text(encoding="utf-8"))), sort_keys=True).encode()
+    elif path.suffix == ".yaml":
+        import yaml
+
+        data = json.dumps(_mask(yaml.safe_load(path.read_text(encoding="utf-8"))), sort_keys=True).encode()
     elif path.suffix == ".sqlite":
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        cols = [r[1] for r in con.execute("PRAGMA table_info(trials)") if r[1] not in ("latency", "id", "created")]
+        cols = [r[1] for r in con.execute("PRAGMA table_info(trials)") if r[1] not in ("latency", "created")]
         rows = con.execute(f"SELECT {', '.join(cols)} FROM trials ORDER BY case_id, kind, trial_index").fetchall()
-        con.close()
         pools = con.execute("SELECT case_id, pool_json FROM pools ORDER BY case_id").fetchall()
+        con.close()
         data = json.dumps([cols, rows, pools]).encode()
     else:
         data = path.read_bytes()
@@ -89,19 +95,23 @@ def digest(path: Path) -> str:
 
 
 def run_tree(src: Path, out: Path) -> dict[str, float]:
-    """Run every scenario with ``src`` first on the path; returns seconds per scenario."""
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
+    """Run every scenario with ``src`` first on the path, in ``OUT/work`` (the same folder for both trees), then move
+    it to ``out``; returns seconds per scenario."""
+    work = out.parent / "work"
+    for folder in (work, out):
+        if folder.exists():
+            shutil.rmtree(folder)
+    work.mkdir(parents=True)
     env = {**os.environ, "PYTHONPATH": str(src.resolve()), "NO_COLOR": "1"}
     took: dict[str, float] = {}
-    for name, argv in scenarios(out).items():
+    for name, argv in scenarios(work).items():
         t = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "deltap", *argv], env=env, capture_output=True, text=True)
         took[name] = time.perf_counter() - t
-        (out / f"{name}.log").write_text(proc.stdout + proc.stderr, encoding="utf-8")
+        (work / f"{name}.log").write_text(proc.stdout + proc.stderr, encoding="utf-8")
         if proc.returncode != 0:
-            sys.exit(f"{src}: deltap {name} failed ({proc.returncode}); see {out / f'{name}.log'}")
+            sys.exit(f"{src}: deltap {name} failed ({proc.returncode}); see {work / f'{name}.log'}")
+    work.rename(out)
     return took
 
 
