@@ -2,7 +2,8 @@
 
 Runs three simulated scenarios with each tree's sources first on ``PYTHONPATH`` (the same venv, the same inputs):
 
-* ``demo``   — ``deltap demo --solver simulated --embedder hash --cases 6`` (mining, evaluation, end to end, report);
+* ``demo``   — ``deltap demo --solver simulated --embedder hash --cases 6 --calls 600`` (mining, evaluation, end to
+  end, report; 600 calls so that every case gets a relevant document and the qrels are not empty);
 * ``mine``   — ``deltap mine`` on the ADK benchmark (``/work/shared/data/adk``) with ``--solver simulated
   --retriever bm25``;
 * ``e2e``    — ``deltap endtoend`` on that run directory (``--solver simulated --retriever bm25 --single-doc``).
@@ -41,7 +42,7 @@ def scenarios(out: Path) -> dict[str, list[str]]:
     """``name -> deltap argv`` (run in this order: ``e2e`` reads ``mine``'s run directory)."""
     adk_cases, adk_corpus = str(ADK / "api_understanding.yaml"), str(ADK / "corpus_ranked_targets.yaml")
     return {
-        "demo": ["demo", "--solver", "simulated", "--embedder", "hash", "--cases", "6", "--no-progress",
+        "demo": ["demo", "--solver", "simulated", "--embedder", "hash", "--cases", "6", "--calls", "600", "--no-progress",
                  "--out", str(out / "demo")],
         "mine": ["mine", adk_cases, "--corpus", adk_corpus, "--out", str(out / "adk"), "--solver", "simulated",
                  "--retriever", "bm25", "--pilot", "0"],
