@@ -17,6 +17,7 @@ Prints one row per file and exits 1 when any differs.
 
     python benchmarks/bench_identical.py --base /work/scratch/trial/base/src --head src --out /work/scratch/trial/ident
     python benchmarks/bench_identical.py ... --reuse-base     # the base's outputs of an earlier run are kept
+    python benchmarks/bench_identical.py ... --local          # 2 ADK cases mined and run end to end with SmolLM2
 
 Run it under the shared lock (a few minutes of CPU: the demo's corpus, two mining runs per tree).
 """
@@ -38,9 +39,17 @@ ADK = Path("/work/shared/data/adk")
 MASKED = {"created", "started", "ended", "wall_seconds"}  # wall-clock fields, and only those
 
 
-def scenarios(out: Path) -> dict[str, list[str]]:
-    """``name -> deltap argv`` (run in this order: ``e2e`` reads ``mine``'s run directory)."""
+def scenarios(out: Path, local: bool = False) -> dict[str, list[str]]:
+    """``name -> deltap argv`` (run in this order: ``e2e`` reads ``mine``'s run directory). ``local``: the same ADK
+    mining and end-to-end run, smaller, with the real local model (its tokenizer counts, its window is fitted)."""
     adk_cases, adk_corpus = str(ADK / "api_understanding.yaml"), str(ADK / "corpus_ranked_targets.yaml")
+    if local:
+        return {
+            "mine": ["mine", adk_cases, "--corpus", adk_corpus, "--out", str(out / "adk"), "--solver", "local",
+                     "--retriever", "bm25", "--pilot", "0", "--limit", "2", "--budget", "8", "--outcome", "logprob"],
+            "e2e": ["endtoend", str(out / "adk"), adk_cases, "--corpus", adk_corpus, "--solver", "local",
+                    "--retriever", "bm25", "--controls", "none,gold,all"],
+        }  # fmt: skip
     return {
         "demo": ["demo", "--solver", "simulated", "--embedder", "hash", "--cases", "6", "--calls", "600", "--no-progress",
                  "--out", str(out / "demo")],
@@ -51,14 +60,16 @@ def scenarios(out: Path) -> dict[str, list[str]]:
     }  # fmt: skip
 
 
-def outputs(out: Path) -> dict[str, Path]:
+def outputs(out: Path, local: bool = False) -> dict[str, Path]:
     """``label -> file`` compared between the trees."""
     files: dict[str, Path] = {}
-    for run, root in (("demo", out / "demo" / "run"), ("mine", out / "adk")):
+    runs = [("mine", out / "adk")] if local else [("demo", out / "demo" / "run"), ("mine", out / "adk")]
+    for run, root in runs:
         for name in ("retrieval_dataset.yaml", "qrels/test.tsv", "qrels.trec", "qrels.jsonl", "trials.sqlite"):
             files[f"{run}: {name}"] = root / name
-    files["demo: endtoend/results.json"] = out / "demo" / "run" / "endtoend" / "results.json"
-    files["demo: endtoend/trials.sqlite"] = out / "demo" / "run" / "endtoend" / "trials.sqlite"
+    if not local:
+        files["demo: endtoend/results.json"] = out / "demo" / "run" / "endtoend" / "results.json"
+        files["demo: endtoend/trials.sqlite"] = out / "demo" / "run" / "endtoend" / "trials.sqlite"
     files["e2e: endtoend/results.json"] = out / "adk" / "endtoend" / "results.json"
     files["e2e: endtoend/trials.sqlite"] = out / "adk" / "endtoend" / "trials.sqlite"
     return files
@@ -95,7 +106,7 @@ def digest(path: Path) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def run_tree(src: Path, out: Path) -> dict[str, float]:
+def run_tree(src: Path, out: Path, local: bool = False) -> dict[str, float]:
     """Run every scenario with ``src`` first on the path, in ``OUT/work`` (the same folder for both trees), then move
     it to ``out``; returns seconds per scenario."""
     work = out.parent / "work"
@@ -105,7 +116,7 @@ def run_tree(src: Path, out: Path) -> dict[str, float]:
     work.mkdir(parents=True)
     env = {**os.environ, "PYTHONPATH": str(src.resolve()), "NO_COLOR": "1"}
     took: dict[str, float] = {}
-    for name, argv in scenarios(work).items():
+    for name, argv in scenarios(work, local).items():
         t = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "deltap", *argv], env=env, capture_output=True, text=True)
         took[name] = time.perf_counter() - t
@@ -122,6 +133,7 @@ def main() -> None:
     ap.add_argument("--head", type=Path, required=True, help="the changed tree's src/")
     ap.add_argument("--out", type=Path, required=True, help="scratch folder (base/ and head/ are written there)")
     ap.add_argument("--reuse-base", action="store_true", help="keep OUT/base from an earlier run of the same base")
+    ap.add_argument("--local", action="store_true", help="the small ADK run with the real local model instead")
     args = ap.parse_args()
     took: dict[str, dict[str, float]] = {}
     for tree, src in (("base", args.base), ("head", args.head)):
@@ -129,9 +141,9 @@ def main() -> None:
         if tree == "base" and args.reuse_base and done.is_file():
             took[tree] = {"reused": 0.0}
             continue
-        took[tree] = run_tree(src, args.out / tree)
+        took[tree] = run_tree(src, args.out / tree, args.local)
         done.write_text(json.dumps({"src": str(src.resolve()), "seconds": took[tree]}), encoding="utf-8")
-    base, head = outputs(args.out / "base"), outputs(args.out / "head")
+    base, head = outputs(args.out / "base", args.local), outputs(args.out / "head", args.local)
     print(f"{'output':<34} {'base':>16} {'head':>16}  same")
     differ = 0
     for label in base:
