@@ -56,7 +56,7 @@ def build_case(n_candidates: int, trials: int, seed: int, order: str = "length",
     """
     import deltap
     from deltap.mining.design import canonical_order
-    from deltap.mining.runner import request_from_case
+    from deltap.trials.request import request_from_case
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

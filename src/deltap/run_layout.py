@@ -5,7 +5,7 @@ Every module that reads or writes a run directory asks :class:`RunDir` where a f
 
     RUN_DIR/retrieval_dataset.yaml          the verified dataset (mining)
     RUN_DIR/run.json                        the run summary (mining)
-    RUN_DIR/trials.sqlite                   the trial log (mining; read-only reader: deltap.mining.trials)
+    RUN_DIR/trials.sqlite                   the trial log (mining; read-only reader: deltap.trials.log)
     RUN_DIR/qrels/test.tsv                  BEIR qrels, qrels/provenance.json beside them
     RUN_DIR/qrels.trec, qrels.jsonl         TREC qrels, qrels JSON Lines
     RUN_DIR/evaluation/compare.json         a retriever comparison (``deltap evaluate --into``, the demo)

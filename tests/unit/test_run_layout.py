@@ -111,8 +111,8 @@ def _old_trials(path: Path) -> list[tuple[Any, ...]]:
 
 
 def test_the_report_reads_through_the_trial_log_reader_what_it_read_with_sql(mined: Path) -> None:
-    from deltap.mining.trials import TrialLogReader
     from deltap.report.run_data import load_run_dir
+    from deltap.trials.log import TrialLogReader
 
     rd = RunDir(mined)
     data = load_run_dir(mined)
@@ -131,7 +131,7 @@ def test_the_report_reads_through_the_trial_log_reader_what_it_read_with_sql(min
 
 
 def test_the_reader_never_writes_and_refuses_what_is_not_a_trial_log(tmp_path: Path, mined: Path) -> None:
-    from deltap.mining.trials import TrialLogReader
+    from deltap.trials.log import TrialLogReader
 
     before = RunDir(mined).trials.read_bytes()
     with TrialLogReader(RunDir(mined).trials) as reader:
@@ -148,7 +148,7 @@ def test_the_reader_never_writes_and_refuses_what_is_not_a_trial_log(tmp_path: P
 
 def test_no_sql_outside_the_trial_logs_module() -> None:
     src = Path(__file__).resolve().parents[2] / "src" / "deltap"
-    own_caches = {"mining/trials.py", "retrieval/cache.py", "solvers/caching.py"}  # their own SQLite files
+    own_caches = {"trials/log.py", "retrieval/cache.py", "solvers/caching.py"}  # their own SQLite files
     offenders = [
         p.relative_to(src).as_posix()
         for p in src.rglob("*.py")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from deltap.cli import options
 from deltap.demo import DemoConfig
 
 # Defaults come from the library's DemoConfig (one source: the CLI, the Python API and the README agree).
@@ -39,11 +40,9 @@ def register(app: typer.Typer) -> None:
         budget: int | None = typer.Option(
             None, "--budget", hidden=True, help="Deprecated: --calls (deltap mine --budget is trials per case)."
         ),
-        solver: str = typer.Option(
-            _D.solver, "--solver", help="local (SmolLM2-135M in-process), simulated, or another solver spec."
-        ),
-        outcome: str = typer.Option(_D.outcome, "--outcome", help="logprob (log-probability of the answer) or pass."),
-        seed: int = typer.Option(_D.seed, "--seed", help="Run seed (placebos, trial designs, bootstrap)."),
+        solver: options.SolverKind = _D.solver,
+        outcome: options.Outcome = _D.outcome,
+        seed: options.Seed = _D.seed,
         embedder: str | None = typer.Option(
             _D.embedder, "--embedder", help="Dense embedder spec (default all-MiniLM-L6-v2)."
         ),

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from deltap.cli import options
 from deltap.endtoend.config import EndToEndConfig
 
 _C = EndToEndConfig()
@@ -53,75 +54,27 @@ def endtoend_command(
         str | None,
         typer.Option("--metrics", "-m", help="Metrics of the validity table (default ndcg@K,hit_rate@K,recall@K)."),
     ] = None,
-    outcome: Annotated[
-        str | None,
-        typer.Option(
-            "--outcome", help="pass (the case's checker) or logprob (log-prob of the reference); default: the run's."
-        ),
-    ] = None,
-    solver_kind: Annotated[
-        str, typer.Option("--solver", help="local (SmolLM2 in-process), openai, gemini or simulated.")
-    ] = "local",
-    model: Annotated[str | None, typer.Option("--model", help="Model name/path for the solver.")] = None,
-    solver_option: Annotated[
-        list[str], typer.Option("--solver-option", help="Extra solver option key=value (repeatable).")
-    ] = [],  # noqa: B006
-    seed: Annotated[
-        int,
-        typer.Option("--seed", help="Seed of the trial seeds (namespaced apart from mining's), bootstrap and tests."),
-    ] = _C.seed,
+    outcome: options.OutcomeOrRun = None,
+    solver_kind: options.SolverKind = "local",
+    model: options.Model = None,
+    solver_option: options.SolverOptions = [],  # noqa: B006
+    seed: options.Seed = _C.seed,
     max_calls: Annotated[
         int | None, typer.Option("--max-calls", help="Refuse to start when the call ceiling exceeds this.")
     ] = None,
-    index: Annotated[
-        str | None, typer.Option("--index", help="Dense index folder or Qdrant URL (reused across runs).")
-    ] = None,
-    workers: Annotated[
-        int | None,
-        typer.Option("--workers", help="In-process: solver calls in flight (remote solvers). Ray: solver replicas."),
-    ] = None,
-    executor_kind: Annotated[
-        str, typer.Option("--executor", help="inprocess or ray (pip install 'deltap[ray]').")
-    ] = "inprocess",
-    executor_option: Annotated[
-        list[str],
-        typer.Option(
-            "--executor-option", help="An option of the executor, key=value (repeatable), as for deltap mine."
-        ),
-    ] = [],  # noqa: B006
-    ray_address: Annotated[
-        str | None, typer.Option("--ray-address", help="Same as --executor-option address=...", hidden=True)
-    ] = None,
-    requests_per_minute: Annotated[
-        float | None,
-        typer.Option("--requests-per-minute", "--rpm", help="Hosted solvers: the endpoint's request limit."),
-    ] = None,
-    tokens_per_minute: Annotated[
-        float | None, typer.Option("--tokens-per-minute", "--tpm", help="Hosted solvers: the endpoint's token limit.")
-    ] = None,
-    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N cases of the run.")] = None,
-    plan: Annotated[
-        bool,
-        typer.Option(
-            "--plan",
-            help="Print the plan (calls per system and in total, tokens, cost, time) and stop: no solver call, nothing "
-            "written; trials RUN_DIR/endtoend already logged are subtracted.",
-        ),
-    ] = False,
-    json_output: Annotated[bool, typer.Option("--json", help="--plan: print the plan as JSON on stdout.")] = False,
-    price_in: Annotated[
-        float | None,
-        typer.Option("--price-in", help="--plan: USD per million prompt tokens (default: as deltap mine's)."),
-    ] = None,
-    price_out: Annotated[
-        float | None, typer.Option("--price-out", help="--plan: USD per million completion tokens.")
-    ] = None,
-    latency: Annotated[
-        float | None,
-        typer.Option(
-            "--latency", help="--plan: seconds per solver call (default: the local model's measured throughput)."
-        ),
-    ] = None,
+    index: options.IndexOpt = None,
+    workers: options.Workers = None,
+    executor_kind: options.ExecutorKind = "inprocess",
+    executor_option: options.ExecutorOptions = [],  # noqa: B006
+    ray_address: options.RayAddress = None,
+    requests_per_minute: options.RequestsPerMinute = None,
+    tokens_per_minute: options.TokensPerMinute = None,
+    limit: options.Limit = None,
+    plan: options.Plan = False,
+    json_output: options.PlanJson = False,
+    price_in: options.PriceIn = None,
+    price_out: options.PriceOut = None,
+    latency: options.Latency = None,
     single_doc: Annotated[
         bool,
         typer.Option(
@@ -147,12 +100,14 @@ def endtoend_command(
     from deltap.endtoend.single import single_doc_ceiling
     from deltap.errors import DeltapError
     from deltap.loaders import load_cases, load_corpus
-    from deltap.mining import setup
-    from deltap.mining.trials import TrialLog
     from deltap.run_layout import RunDir
     from deltap.solvers.base import is_deterministic
+    from deltap.trials.log import TrialLog
+    from deltap.trials.setup import build_solver
 
     console = Console(stderr=True)
+    settings = options.solver_settings(solver_kind, model, solver_option, requests_per_minute, tokens_per_minute)
+    settings.check()  # a rate limit for a solver that is not hosted: refused before anything is read
     rd = RunDir(run_dir)
     outcome = outcome or str(rd.summary().get("outcome") or "pass")
     cfg = EndToEndConfig(k=k, repeats=repeats, outcome=outcome, seed=seed, max_calls=max_calls, workers=workers or 1,
@@ -173,9 +128,8 @@ def endtoend_command(
     if plan:  # no solver call, nothing written
         from deltap.endtoend.plan import plan_from_options
 
-        options = {**setup.parse_options(solver_option), **({"model": model} if model else {})}
-        p = plan_from_options(cases, corpus, systems, cfg, solver_kind, options, price_in=price_in, price_out=price_out,
-                              latency=latency, rpm=requests_per_minute, out=rd.endtoend.root)  # fmt: skip
+        p = plan_from_options(cases, corpus, systems, cfg, settings, price_in=price_in, price_out=price_out,
+                              latency=latency, out=rd.endtoend.root)  # fmt: skip
         if single_doc:  # the single-document trials' ceiling (their tokens are not planned yet)
             from deltap.solvers import solver_capabilities
 
@@ -184,12 +138,8 @@ def endtoend_command(
             p.notes.append(f"--single-doc adds at most {extra} eRAG calls, not in these figures")
         typer.echo(json.dumps(p.to_dict(), indent=2) if json_output else "\n".join(p.lines()))
         return
-    solver, _, executor = setup.build_solver(
-        setup.SolverSettings(solver_kind, model, setup.parse_options(solver_option), requests_per_minute, tokens_per_minute),
-        setup.ExecutorSettings(executor_kind, workers, {**({"address": ray_address} if ray_address else {}),
-                                                        **setup.parse_options(executor_option, "--executor-option")}),
-        cases, outcome, seed,
-    )  # fmt: skip
+    executor_set = options.executor_settings(executor_kind, workers, executor_option, {"address": ray_address})
+    solver, _, executor = build_solver(settings, executor_set, cases, outcome, seed)
     det = is_deterministic(solver)
     ceiling = call_ceiling(len(cases), len(systems), cfg.repeats, det)
     single = single_doc_ceiling([c.case_id for c in cases], systems, k, cfg.repeats, det, outcome) if single_doc else 0

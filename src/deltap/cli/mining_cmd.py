@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from deltap.cli import options
 from deltap.mining.config import PILOT_CASES, MiningConfig
 
 
@@ -22,7 +23,6 @@ def register(app: typer.Typer) -> None:
 
 # Options `mine` and `simulate` share (declared once); every default comes from MiningConfig, the library's own.
 _CFG = MiningConfig()
-Seed = Annotated[int, typer.Option("--seed", help="Run seed (trial subsets, placebos).")]
 Q = Annotated[float, typer.Option("--q", help="Dataset-wide Benjamini-Hochberg FDR level (per direction).")]
 Budget = Annotated[
     int,
@@ -45,9 +45,7 @@ def mine_command(
         Path, typer.Option("--corpus", help="Corpus: BEIR folder, corpus.jsonl or API-symbol YAML.")
     ],
     out: Annotated[Path, typer.Option("--out", help="Run directory (created; an existing one is resumed).")],
-    index: Annotated[
-        str | None, typer.Option("--index", help="Dense index folder or Qdrant URL (reused across runs).")
-    ] = None,
+    index: options.IndexOpt = None,
     retriever_kind: Annotated[
         str, typer.Option("--retriever", help="dense, bm25, hybrid or none: source of the retrieved candidates.")
     ] = "dense",
@@ -69,16 +67,10 @@ def mine_command(
     max_candidates: Annotated[
         int, typer.Option("--max-candidates", help="Pool cap (gold and placebo kept first).")
     ] = _CFG.max_candidates,
-    solver_kind: Annotated[
-        str, typer.Option("--solver", help="local (SmolLM2 in-process), openai, gemini or simulated.")
-    ] = "local",
-    model: Annotated[str | None, typer.Option("--model", help="Model name/path for the solver.")] = None,
-    solver_option: Annotated[
-        list[str], typer.Option("--solver-option", help="Extra solver option key=value (repeatable).")
-    ] = [],  # noqa: B006 - typer reads it, never mutates it
-    outcome: Annotated[
-        str, typer.Option("--outcome", help="pass (checker verdict) or logprob (log-prob of the reference).")
-    ] = _CFG.outcome,
+    solver_kind: options.SolverKind = "local",
+    model: options.Model = None,
+    solver_option: options.SolverOptions = [],  # noqa: B006 - typer reads it, never mutates it
+    outcome: options.Outcome = _CFG.outcome,
     budget: Budget = _CFG.budget,
     gold_weight: Annotated[
         float,
@@ -97,7 +89,7 @@ def mine_command(
             "(benchmarks/README.md).",
         ),
     ] = _CFG.gold_weight_learned,
-    seed: Seed = _CFG.seed,
+    seed: options.Seed = _CFG.seed,
     q: Q = _CFG.q,
     pi: Annotated[
         float,
@@ -131,7 +123,7 @@ def mine_command(
         float | None,
         typer.Option("--min-effect", help="Smallest effect labelled relevant (0.1 pass, 0.5 nats logprob)."),
     ] = _CFG.min_effect,
-    limit: Annotated[int | None, typer.Option("--limit", help="Mine only the first N cases.")] = None,
+    limit: options.Limit = None,
     case_ids: Annotated[str | None, typer.Option("--cases", help="Comma-separated case ids to mine.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Mine saturated/unsolvable cases anyway.")] = _CFG.force,
     require_separate: Annotated[
@@ -141,32 +133,10 @@ def mine_command(
             help="Refuse cases whose pytest checker would run the candidate inside the test process (shared mode).",
         ),
     ] = _CFG.require_separate,
-    workers: Annotated[
-        int | None,
-        typer.Option(
-            "--workers",
-            help="In-process: solver calls in flight (remote solvers; default 1). Ray: solver replicas, each loading its "
-            "model once (default 2). Results never depend on it.",
-        ),
-    ] = None,
-    executor_kind: Annotated[
-        str,
-        typer.Option(
-            "--executor",
-            help="Where solver calls run: inprocess (this process, threads) or ray (a Ray cluster: pip install 'deltap[ray]').",
-        ),
-    ] = "inprocess",
-    executor_option: Annotated[
-        list[str],
-        typer.Option(
-            "--executor-option",
-            help="An option of the executor, key=value (repeatable); --executor ray: address (auto, ray://HOST:10001; "
-            "default: a local cluster for the run), calls_per_worker, cpus_per_worker, max_restarts.",
-        ),
-    ] = [],  # noqa: B006 - typer reads it, never mutates it
-    ray_address: Annotated[
-        str | None, typer.Option("--ray-address", help="Same as --executor-option address=...", hidden=True)
-    ] = None,
+    workers: options.Workers = None,
+    executor_kind: options.ExecutorKind = "inprocess",
+    executor_option: options.ExecutorOptions = [],  # noqa: B006 - typer reads it, never mutates it
+    ray_address: options.RayAddress = None,
     cases_in_flight: Annotated[
         int | None,
         typer.Option(
@@ -178,23 +148,8 @@ def mine_command(
         int | None,
         typer.Option("--calls-per-worker", help="Same as --executor-option calls_per_worker=...", hidden=True),
     ] = None,
-    requests_per_minute: Annotated[
-        float | None,
-        typer.Option(
-            "--requests-per-minute",
-            "--rpm",
-            help="Hosted solvers (openai, gemini): the endpoint's request limit; every worker of the run shares one pace and "
-            "honours Retry-After.",
-        ),
-    ] = None,
-    tokens_per_minute: Annotated[
-        float | None,
-        typer.Option(
-            "--tokens-per-minute",
-            "--tpm",
-            help="Hosted solvers: the endpoint's token limit (prompt + completion), shared the same way.",
-        ),
-    ] = None,
+    requests_per_minute: options.RequestsPerMinute = None,
+    tokens_per_minute: options.TokensPerMinute = None,
     no_coalitions: Annotated[
         bool, typer.Option("--no-coalitions", help="Skip interaction pairs and coalition trials.")
     ] = not _CFG.coalitions,
@@ -220,31 +175,11 @@ def mine_command(
     sim_base: Annotated[
         float, typer.Option("--sim-base", help="simulated solver: success rate without gold documents.")
     ] = 0.1,
-    plan: Annotated[
-        bool,
-        typer.Option(
-            "--plan",
-            help="Print the run's plan (calls, tokens, cost, time; per case and in total) and stop: no solver call, nothing written. "
-            "On a run directory with trials, the calls already logged are subtracted.",
-        ),
-    ] = False,
-    json_output: Annotated[bool, typer.Option("--json", help="--plan: print the plan as JSON on stdout.")] = False,
-    price_in: Annotated[
-        float | None,
-        typer.Option(
-            "--price-in",
-            help="USD per million prompt tokens, for the plan and the cost in run.json (default: a dated list price for known hosted models, 0 for local).",
-        ),
-    ] = _CFG.price_in,
-    price_out: Annotated[
-        float | None, typer.Option("--price-out", help="USD per million completion tokens (as --price-in).")
-    ] = _CFG.price_out,
-    latency: Annotated[
-        float | None,
-        typer.Option(
-            "--latency", help="--plan: seconds per solver call (default: the local model's measured throughput)."
-        ),
-    ] = None,
+    plan: options.Plan = False,
+    json_output: options.PlanJson = False,
+    price_in: options.PriceIn = _CFG.price_in,
+    price_out: options.PriceOut = _CFG.price_out,
+    latency: options.Latency = None,
     pilot: Annotated[
         int,
         typer.Option(
@@ -301,9 +236,8 @@ def mine_command(
     )  # fmt: skip
     run = setup.prepare_run(
         setup.CaseSelection(cases_path, corpus_path, case_ids.split(",") if case_ids else None, limit, skip_missing, answer_grammar),
-        setup.SolverSettings(solver_kind, model, setup.parse_options(solver_option), requests_per_minute, tokens_per_minute, sim_effect, sim_base),
-        executor=setup.ExecutorSettings(executor_kind, workers, {**{k: v for k, v in aliases.items() if v is not None},
-                                                                 **setup.parse_options(executor_option, "--executor-option")}),
+        options.solver_settings(solver_kind, model, solver_option, requests_per_minute, tokens_per_minute, sim_effect, sim_base),
+        executor=options.executor_settings(executor_kind, workers, executor_option, aliases),
         retriever=setup.RetrieverSettings(retriever_kind, index), config=config, out=out, plan_only=plan, status=console.status,
     )  # fmt: skip
     for note in run.notes:

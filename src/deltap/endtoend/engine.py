@@ -3,10 +3,10 @@
 Per case and system, the system's document list (cut at ``k``, then from the worst rank until the prompt fits the
 solver's context window) goes into the prompt in rank order — the mining prompt format
 (:func:`deltap.solvers.prompts.render_prompt`), as a RAG application would send it — ``repeats`` times. Each call is
-a trial of the mining machinery (:class:`deltap.mining.runner.TrialRunner`): logged before it counts in its own trial
-log ``RUN_DIR/endtoend/trials.sqlite`` (kind ``endtoend:<system>``, so seeds never coincide with a mining trial's and
-no mining trial is reused), resumable, run by the executor (in process or Ray) with the solver's own rate limits,
-and scored by the case's checker (``pass``) or as the reference answer's log-probability (``logprob``).
+a trial of the trial layer (:class:`deltap.trials.runner.CaseTrials`, the one mining runs on too): logged before it
+counts in its own trial log ``RUN_DIR/endtoend/trials.sqlite`` (kind ``endtoend:<system>``, so seeds never coincide
+with a mining trial's and no mining trial is reused), resumable, run by the executor (in process or Ray) with the
+solver's own rate limits, and scored by the case's checker (``pass``) or as the reference answer's log-probability (``logprob``).
 
 A deterministic solver (greedy decoding) is asked each distinct prompt of a case once: two systems that put the same
 documents in the same order get the same answer, logged as ``cached:`` and not counted as a call.
@@ -22,7 +22,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,13 +33,12 @@ from deltap.endtoend.results import EndToEndResult, summarize
 from deltap.endtoend.single import SINGLE_KIND, single_doc_ceiling, single_doc_ids
 from deltap.endtoend.systems import System
 from deltap.errors import DeltapError
-from deltap.mining.config import MiningConfig
-from deltap.mining.pool import Candidate, Pool
-from deltap.mining.runner import CallTally, TrialRunner, request_from_case
-from deltap.mining.trials import TrialLog
 from deltap.outcomes import outcome_kind
 from deltap.run_layout import EndToEndDir
-from deltap.solvers.base import ContextWindow, ReferenceTokens, is_deterministic, solver_id
+from deltap.solvers.base import is_deterministic, solver_id
+from deltap.trials.context import fit_window
+from deltap.trials.log import TrialLog, TrialRecord
+from deltap.trials.runner import CallTally, CaseTrials, all_in, is_cached
 
 if TYPE_CHECKING:
     from deltap.cases import Case
@@ -48,7 +47,7 @@ if TYPE_CHECKING:
     from deltap.execution.base import Executor
     from deltap.solvers.base import Solver
 
-__all__ = ["EndToEndConfig", "call_ceiling", "end_to_end"]
+__all__ = ["EndToEndConfig", "call_ceiling", "end_to_end", "fit_list"]
 
 KIND_PREFIX = "endtoend:"
 
@@ -58,33 +57,13 @@ def call_ceiling(n_cases: int, n_systems: int, repeats: int, deterministic: bool
     return n_cases * n_systems * (1 if deterministic else repeats)
 
 
-class _SystemRunner(TrialRunner):
-    """A :class:`TrialRunner` whose context is one system's list in rank order (not the mining canonical order)."""
-
-    def __init__(self, *args: Any, answered: dict[str, Any], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.order = list(range(len(self.docs)))  # rank order, as the system returned them
-        answered.update(self.answered)
-        self.answered = answered  # one prompt cache per case, shared by its systems
-
-
-def _fit(docs: list[str], case: Case, corpus: Corpus, solver: Solver, outcome: str) -> tuple[list[str], int]:
-    """Drop documents from the worst rank until the prompt fits the solver's window; returns ``(kept, dropped)``."""
-    if not isinstance(solver, ContextWindow) or not docs:
+def fit_list(docs: list[str], case: Case, corpus: Corpus, solver: object, outcome: str) -> tuple[list[str], int]:
+    """A system's list fitted to the solver's window (the trial layer's rule, :func:`deltap.trials.context.fit_window`:
+    dropped from the worst rank); returns ``(kept, dropped)``."""
+    window = fit_window(case, [corpus[d] for d in docs], solver, outcome)
+    if window is None:
         return docs, 0
-    if outcome_kind(outcome).answered:
-        mt = dict(solver.max_tokens or {})
-        reserve = int(mt.get(case.benchmark_type) or max(mt.values(), default=0))
-    else:
-        ref = case.reference_answer
-        reserve = len(solver.reference_tokens(ref)) if isinstance(solver, ReferenceTokens) and ref else 0
-    base = request_from_case(case)
-    kept = list(docs)
-    while kept and len(solver.tokens(replace(base, documents=tuple(corpus[d] for d in kept)))) + reserve > int(
-        solver.n_ctx
-    ):
-        kept.pop()
-    return kept, len(docs) - len(kept)
+    return [docs[i] for i in window.kept], len(window.dropped)
 
 
 def _default_checker(case: Case) -> Checker:
@@ -196,12 +175,7 @@ def end_to_end(
             "solver": solver_id(solver),
             "repeats": cfg.repeats,
         }
-        try:
-            log.check_config(run_config, EndToEndConfig.RESULT_KEYS)
-        except DeltapError as exc:
-            raise DeltapError(
-                str(exc).replace("choose a new --out directory", "delete RUN_DIR/endtoend to start over")
-            ) from None
+        log.check_config(run_config, EndToEndConfig.RESULT_KEYS, remedy="delete RUN_DIR/endtoend to start over")
         retried = log.retire_errors()  # error trials of an earlier session are asked again (as mine does)
         before = log.count()
         if executor is None:
@@ -209,10 +183,10 @@ def end_to_end(
 
             executor = InProcessExecutor(cfg.workers)
         executor.start(solver)
+        reps = 1 if det else cfg.repeats  # a greedy model repeats its answer: one trial says it
         try:
-            runs = _run_cases(
-                cases, corpus, solver, systems, log, cfg, executor, checker_factory or _default_checker, progress
-            )
+            ask = _Ask(corpus, solver, log, cfg, executor, reps)
+            runs = _run_cases(cases, systems, ask, checker_factory or _default_checker, progress)
         finally:
             executor.close()
         made_now = log.count() - before
@@ -259,24 +233,54 @@ def end_to_end(
     return result
 
 
+@dataclass
+class _Ask:
+    """What every trial of the run shares: the documents, the solver, the log, the options and where calls go."""
+
+    corpus: Corpus
+    solver: Solver
+    log: TrialLog
+    cfg: EndToEndConfig
+    executor: Executor
+    reps: int  # trials per list (a greedy model repeats its answer: one trial says it)
+    tally: CallTally = field(default_factory=CallTally)
+    stop: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def fitted(self, case: Case, docs: list[str]) -> tuple[list[str], int]:
+        with self.lock:  # token counting (a local model's tokenizer) one thread at a time
+            return fit_list(docs, case, self.corpus, self.solver, self.cfg.outcome)
+
+    def trials(
+        self, case: Case, docs: list[str], checker: Checker | None, answered: dict[str, TrialRecord]
+    ) -> CaseTrials:
+        """The trials of ``docs`` in rank order (one prompt cache per case, ``answered``, shared by its lists)."""
+        return CaseTrials(
+            case, [self.corpus[d] for d in docs], self.solver, checker, self.log, outcome=self.cfg.outcome,
+            seed=self.cfg.seed, executor=self.executor, tally=self.tally, stop=self.stop, answered=answered,
+        )  # fmt: skip
+
+    def ask(self, run: _CaseRun, trials: CaseTrials, kind: str) -> list[TrialRecord]:
+        """``reps`` trials of ``kind`` showing every document, counted in ``run``."""
+        recs = trials.get(kind, list(range(self.reps)), all_in(len(trials.docs)))
+        run.calls_now += trials.calls
+        cached = sum(1 for r in recs if is_cached(r))
+        run.cached += cached
+        run.calls += len(recs) - cached
+        return recs
+
+
 def _run_cases(
     cases: Sequence[Case],
-    corpus: Corpus,
-    solver: Solver,
     systems: Sequence[System],
-    log: TrialLog,
-    cfg: EndToEndConfig,
-    executor: Executor,
+    ask: _Ask,
     factory: Callable[[Case], Checker],
     progress: Callable[[dict[str, Any]], None] | None,
 ) -> list[_CaseRun]:
     from deltap.execution.concurrent import map_cases
 
-    tally, stop, lock = CallTally(), threading.Event(), threading.Lock()
-    mcfg = MiningConfig(outcome=cfg.outcome, seed=cfg.seed, context_order="id", workers=cfg.workers)  # type: ignore[arg-type]
-    done = [0]
-    reps = 1 if is_deterministic(solver) else cfg.repeats  # a greedy model repeats its answer: one trial says it
-    limit = cfg.cases_in_flight if cfg.cases_in_flight is not None else max(1, int(executor.slots))
+    cfg, done = ask.cfg, [0]
+    limit = cfg.cases_in_flight if cfg.cases_in_flight is not None else max(1, int(ask.executor.slots))
 
     def one(case: Case) -> _CaseRun:
         run = _CaseRun(case.case_id)
@@ -288,23 +292,15 @@ def _run_cases(
                 raise DeltapError("the logprob outcome needs a reference answer")
         except DeltapError as exc:
             run.skipped = str(exc)
-        answered: dict[str, Any] = {}
+        answered: dict[str, TrialRecord] = {}
         for system in [] if run.skipped else systems:
-            with lock:  # token counting (a local model's tokenizer) one thread at a time
-                docs, dropped = _fit(system.top(case.case_id, cfg.k), case, corpus, solver, cfg.outcome)
+            docs, dropped = ask.fitted(case, system.top(case.case_id, cfg.k))
             if dropped:
                 run.dropped[system.name] = dropped
-            pool = Pool(case.case_id, [Candidate(d, ("system",)) for d in docs])
-            runner = _SystemRunner(
-                case, pool, corpus, solver, checker, log, mcfg, executor, tally, stop, answered=answered
-            )
+            trials = ask.trials(case, docs, checker, answered)
             kind = KIND_PREFIX + system.name
-            _refuse_changed(runner, kind, reps, system.name)
-            recs = runner.get(kind, list(range(reps)), _all_in(len(docs)))
-            run.calls_now += runner.calls
-            cached = sum(1 for r in recs if r.detail.startswith("cached:"))
-            run.cached += cached
-            run.calls += len(recs) - cached
+            _refuse_changed(trials, kind, ask.reps, system.name)
+            recs = ask.ask(run, trials, kind)
             vals = [float(r.value) for r in recs if r.value is not None]
             run.values[system.name] = float(np.mean(vals)) if vals else math.nan
             run.trials[system.name] = [
@@ -318,39 +314,36 @@ def _run_cases(
                 for r in recs
             ]
         if cfg.single_doc and not run.skipped:
-            _single_docs(run, case, corpus, solver, checker, log, mcfg, executor, tally, stop, answered, systems, cfg,
-                         reps, lock)  # fmt: skip
-        executor.release(case.case_id)
-        with lock:
+            _single_docs(run, case, systems, ask, checker, answered)
+        ask.executor.release(case.case_id)
+        with ask.lock:
             done[0] += 1
             if progress is not None:
-                progress({"case_id": case.case_id, "done": done[0], "cases": len(cases), "calls": tally.value})
+                progress({"case_id": case.case_id, "done": done[0], "cases": len(cases), "calls": ask.tally.value})
         return run
 
-    return map_cases(one, list(cases), limit, stop)
+    return map_cases(one, list(cases), limit, ask.stop)
 
 
-def _single_docs(run: _CaseRun, case: Case, corpus: Corpus, solver: Solver, checker: Checker | None, log: TrialLog,
-                 mcfg: MiningConfig, executor: Executor, tally: CallTally, stop: threading.Event, answered: dict[str, Any],
-                 systems: Sequence[System], cfg: EndToEndConfig, reps: int, lock: threading.Lock) -> None:  # fmt: skip
+def _single_docs(
+    run: _CaseRun,
+    case: Case,
+    systems: Sequence[System],
+    ask: _Ask,
+    checker: Checker | None,
+    answered: dict[str, TrialRecord],
+) -> None:
     """eRAG's single-document trials of one case: each document of any system's top k alone (and, for ``logprob``,
     the no-document prompt), kind ``endtoend:single:<doc>`` (``endtoend:single:``)."""
-    items = [(d, [d]) for d in single_doc_ids(systems, case.case_id, cfg.k)]
-    if not outcome_kind(cfg.outcome).binary:  # the no-document prompt: the baseline of the lifts
+    items = [(d, [d]) for d in single_doc_ids(systems, case.case_id, ask.cfg.k)]
+    if not outcome_kind(ask.cfg.outcome).binary:  # the no-document prompt: the baseline of the lifts
         items.append(("", []))
     for doc, shown in items:
-        with lock:
-            docs, _ = _fit(shown, case, corpus, solver, cfg.outcome)
+        docs, _ = ask.fitted(case, shown)
         if shown and not docs:  # the document alone does not fit the window: no label
             run.single[doc] = math.nan
             continue
-        pool = Pool(case.case_id, [Candidate(d, ("single",)) for d in docs])
-        runner = _SystemRunner(case, pool, corpus, solver, checker, log, mcfg, executor, tally, stop, answered=answered)
-        recs = runner.get(SINGLE_KIND + doc, list(range(reps)), _all_in(len(docs)))
-        run.calls_now += runner.calls
-        cached = sum(1 for r in recs if r.detail.startswith("cached:"))
-        run.cached += cached
-        run.calls += len(recs) - cached
+        recs = ask.ask(run, ask.trials(case, docs, checker, answered), SINGLE_KIND + doc)
         vals = [float(r.value) for r in recs if r.value is not None]
         value = float(np.mean(vals)) if vals else math.nan
         if doc:
@@ -363,25 +356,20 @@ def _finite(v: float | None) -> float | None:
     return float(v) if v is not None and math.isfinite(v) else None
 
 
-def _refuse_changed(runner: _SystemRunner, kind: str, repeats: int, name: str) -> None:
+def _refuse_changed(trials: CaseTrials, kind: str, repeats: int, name: str) -> None:
     """A logged trial of this system whose prompt differs from today's: the system's list changed since."""
     from deltap.solvers.prompts import prompt_hash, render_prompt
 
-    logged = [runner.existing[(kind, i)] for i in range(repeats) if (kind, i) in runner.existing]
+    logged = [trials.existing[(kind, i)] for i in range(repeats) if (kind, i) in trials.existing]
     if not logged:
         return
-    now = prompt_hash(render_prompt(runner._request(np.ones(len(runner.docs), dtype=bool), 0)))
+    now = prompt_hash(render_prompt(trials.request(np.ones(len(trials.docs), dtype=bool), 0)))
     stale = [r for r in logged if r.prompt_hash and r.prompt_hash != now]
     if stale:
         raise DeltapError(
-            f"system {name!r}: its documents for case {runner.case.case_id!r} differ from the logged trials' "
+            f"system {name!r}: its documents for case {trials.case.case_id!r} differ from the logged trials' "
             "(the retriever, run or labels changed); use another --out folder or delete RUN_DIR/endtoend"
         )
-
-
-def _all_in(n: int) -> Callable[[int, int], np.ndarray]:
-    """The inclusion of every trial of a system: all of its documents."""
-    return lambda i, s: np.ones(n, dtype=bool)
 
 
 def _digest(system: System, case_ids: Sequence[str], k: int) -> str:

@@ -8,38 +8,32 @@ systems that show the same documents in the same order share one call — so the
 does and counts the repeats as ``cached``. A resumed run (``RUN_DIR/endtoend/trials.sqlite``) subtracts the trials
 its log already holds (``error`` trials are asked again, as the run does).
 
-Tokens, prices and time are :mod:`deltap.mining.plan`'s: exact for a solver that counts its own tokens (the local
-model), else an estimate labelled as such; completion tokens at most the solver's ``max_tokens`` for the benchmark
-type (read from the solver object), none for ``logprob``; seconds per call given (``latency``) or, for the local
-model, from its 2-core throughput; ``workers`` calls at a time and never faster than ``rpm``.
+Tokens, prices and time are the trial layer's, as for ``deltap mine --plan``: exact for a solver that counts its own
+tokens (the local model), else an estimate labelled as such (:mod:`deltap.trials.tokens`); completion tokens at most
+the solver's ``max_tokens`` for the benchmark type (read from the solver object), none for ``logprob``; seconds per
+call given (``latency``) or, for the local model, from its 2-core throughput; ``workers`` calls at a time and never
+faster than ``rpm`` (:mod:`deltap.trials.planning`, which also writes the cost and time lines).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deltap.endtoend.config import EndToEndConfig
-from deltap.errors import DeltapError
-from deltap.mining.plan import (
-    LOCAL_LATENCY_SOURCE,
-    answer_ceilings,
-    answer_tokens,
-    local_latency,
-    time_range,
-    token_counter,
-)
-from deltap.mining.progress import _clock_text
 from deltap.outcomes import outcome_kind
 from deltap.solvers.base import ReferenceTokens, is_deterministic, solver_id
+from deltap.trials.planning import Pace, cost_lines, plan_pace, time_lines
+from deltap.trials.tokens import answer_ceilings, answer_tokens, token_counter
 
 if TYPE_CHECKING:
     from deltap.cases import Case
     from deltap.documents import Corpus
     from deltap.endtoend.systems import System
-    from deltap.mining.spend import Prices
+    from deltap.trials.prices import Prices
+    from deltap.trials.setup import SolverSettings
 
 __all__ = ["EndToEndPlan", "SystemPlan", "plan_end_to_end", "plan_from_options"]
 
@@ -87,11 +81,8 @@ class EndToEndPlan:
     cases: int
     repeats: int
     systems: list[SystemPlan]
-    workers: int = 1
-    rpm: float | None = None
+    pace: Pace = field(default_factory=Pace)
     prices: Prices | None = None
-    seconds_per_call: tuple[float, float] | None = None
-    latency_source: str = ""
     skipped: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -113,7 +104,7 @@ class EndToEndPlan:
 
     def seconds(self) -> tuple[float, float] | None:
         """Wall seconds of the calls, fastest to slowest rate (``None``: no latency and no ``rpm``)."""
-        return time_range(self.calls(), self.calls(), self.seconds_per_call, self.workers, self.rpm)
+        return self.pace.seconds(self.calls(), self.calls())
 
     def to_dict(self) -> dict[str, Any]:
         cost, secs = self.cost(), self.seconds()
@@ -128,10 +119,7 @@ class EndToEndPlan:
             "tokens_out_max": self.tokens_out(),
             "prices": self.prices.to_dict() if self.prices is not None else None,
             "cost_usd": None if cost is None else round(cost, 6),
-            "seconds_per_call": list(self.seconds_per_call) if self.seconds_per_call else None,
-            "latency_source": self.latency_source,
-            "workers": self.workers,
-            "rpm": self.rpm,
+            **self.pace.to_dict(),
             "seconds": None if secs is None else {"min": round(secs[0], 1), "max": round(secs[1], 1)},
             "skipped_cases": dict(self.skipped),
             "notes": list(self.notes),
@@ -155,21 +143,8 @@ class EndToEndPlan:
         out.append(f"{'total':<20} {self.calls():>7,} {sum(s.cached for s in self.systems):>7,} "
                    f"{self.tokens_in():>12,} {'':>9} {self.tokens_out():>9,}")  # fmt: skip
         cost = self.cost()
-        if cost is not None and self.prices is not None:
-            out.append(
-                f"cost    ~${cost:,.2f} at ${self.prices.input:g}/${self.prices.output:g} per M in/out (out at its ceiling)"
-            )
-            out.append(f"        prices: {self.prices.source}")
-        else:
-            out.append("cost    no prices: give --price-in/--price-out (USD per million tokens)")
-        secs = self.seconds()
-        if secs is None:
-            out.append("time    unknown: give --latency (seconds per call) or --rpm")
-        else:
-            limit = f", ≤{self.rpm:g}/min" if self.rpm else ""
-            out.append(f"time    {_clock_text(secs[0])}–{_clock_text(secs[1])} ({self.workers} worker(s){limit})")
-            if self.latency_source:
-                out.append(f"        latency: {self.latency_source}")
+        out += cost_lines(None if cost is None else (cost, cost), self.prices)
+        out += time_lines(self.seconds(), self.pace)
         if self.skipped:
             out.append(f"skipped {len(self.skipped)} case(s): {next(iter(self.skipped.values()))}")
         out += [f"note    {n}" for n in self.notes]
@@ -180,8 +155,8 @@ def _logged(out: str | Path | None) -> set[tuple[str, str, int]]:
     """``(case_id, kind, trial_index)`` of the trials an end-to-end log holds (read only; errors are asked again)."""
     if out is None:
         return set()
-    from deltap.mining.trials import TrialLogReader
     from deltap.run_layout import EndToEndDir
+    from deltap.trials.log import TrialLogReader
 
     path = EndToEndDir(Path(out)).trials
     if not path.is_file():
@@ -209,7 +184,7 @@ def plan_end_to_end(
         cases: The cases.
         corpus: The documents.
         solver: Counts the tokens and says its answer ceilings; never called (a
-            :class:`~deltap.mining.plan.HostedModel` plans a hosted model without a key).
+            :class:`~deltap.solvers.hosted.HostedModel` plans a hosted model without a key).
         systems: The systems.
         config: The run's options (``k``, ``repeats``, ``outcome``, ``workers``).
         prices: For the cost.
@@ -220,9 +195,9 @@ def plan_end_to_end(
     Returns:
         An :class:`EndToEndPlan`.
     """
-    from deltap.endtoend.engine import KIND_PREFIX, _fit
-    from deltap.mining.runner import request_from_case
+    from deltap.endtoend.engine import KIND_PREFIX, fit_list
     from deltap.solvers.prompts import prompt_hash, render_prompt
+    from deltap.trials.request import request_from_case
 
     cfg = config or EndToEndConfig()
     count, how = token_counter(solver)
@@ -245,7 +220,7 @@ def plan_end_to_end(
             out_tokens = 0
         seen: set[str] = set()
         for system in systems:
-            docs, _ = _fit(system.top(case.case_id, cfg.k), case, corpus, solver, cfg.outcome)
+            docs, _ = fit_list(system.top(case.case_id, cfg.k), case, corpus, solver, cfg.outcome)
             req = replace(base, documents=tuple(corpus[d] for d in docs))
             h = prompt_hash(render_prompt(req))
             row = rows[system.name]
@@ -265,16 +240,13 @@ def plan_end_to_end(
                 row.tokens_out += out_tokens
             if deterministic:
                 seen.add(h)  # a logged answer is reused by the later systems of the case too
-    plan = EndToEndPlan(
-        solver_id(solver), how, len(cases), reps, list(rows.values()), workers=cfg.workers, rpm=rpm, prices=prices
-    )
+    plan = EndToEndPlan(solver_id(solver), how, len(cases), reps, list(rows.values()), prices=prices)
     plan.skipped = skipped
-    if latency is not None:
-        plan.seconds_per_call, plan.latency_source = (float(latency), float(latency)), "given (--latency)"
-    elif plan.calls():
-        local = local_latency(solver, plan.tokens_in() / plan.calls(), plan.tokens_out() / plan.calls())
-        if local is not None:
-            plan.seconds_per_call, plan.latency_source = local, LOCAL_LATENCY_SOURCE
+    calls = plan.calls()
+    plan.pace = plan_pace(
+        solver, latency, cfg.workers, rpm,
+        plan.tokens_in() / calls if calls else None, plan.tokens_out() / calls if calls else 0.0,
+    )  # fmt: skip
     if deterministic:
         plan.notes.append("deterministic solver: one trial; a case's identical prompts share a call")
     return plan
@@ -285,38 +257,26 @@ def plan_from_options(
     corpus: Corpus,
     systems: Sequence[System],
     config: EndToEndConfig,
-    kind: str,
-    options: Mapping[str, Any],
+    solver: SolverSettings,
     *,
     price_in: float | None = None,
     price_out: float | None = None,
     latency: float | None = None,
-    rpm: float | None = None,
     out: str | Path | None = None,
 ) -> EndToEndPlan:
-    """``deltap endtoend --plan``: the solver built from its kind and options as the run would build it (a hosted
-    model without a key is planned from its id and answer ceilings: no key needed), its prices
-    (:func:`deltap.mining.spend.prices_for`), then :func:`plan_end_to_end`.
+    """``deltap endtoend --plan``: the solver built from its settings by the one function the run builds it with
+    (:func:`deltap.trials.setup.build_solver`; a hosted model without a key is planned from its provider's facts: no
+    key needed), its prices (:func:`deltap.trials.prices.prices_for`), then :func:`plan_end_to_end` (at the
+    settings' ``requests_per_minute``).
 
     Raises:
-        DeltapError: bad options, a negative price or latency.
+        DeltapError: bad settings, a negative price or latency.
     """
-    from deltap.execution.base import SolverSpec
-    from deltap.mining.plan import hosted_model
-    from deltap.mining.spend import prices_for
+    from deltap.trials.prices import prices_for
+    from deltap.trials.setup import build_solver
 
-    if latency is not None and latency < 0:
-        raise DeltapError(f"--latency must be seconds per call (>= 0), got {latency}")
-    opts = dict(options)
-    if kind == "simulated":
-        from deltap.solvers.simulated import planted_truth
-
-        opts = {**planted_truth(cases, 0.3, 0.1), "outcome": config.outcome, "seed": config.seed, **opts}
-    try:
-        solver: Any = SolverSpec(kind, opts).build()
-    except DeltapError:
-        if kind not in ("openai", "gemini"):
-            raise
-        solver = hosted_model(kind, opts)
-    prices = prices_for(price_in, price_out, solver_id(solver), local=kind == "local")
-    return plan_end_to_end(cases, corpus, solver, systems, config, prices=prices, latency=latency, rpm=rpm, out=out)
+    built, _, _ = build_solver(solver, None, cases, config.outcome, config.seed, plan_only=True)
+    prices = prices_for(price_in, price_out, solver_id(built), local=solver.kind == "local")
+    return plan_end_to_end(
+        cases, corpus, built, systems, config, prices=prices, latency=latency, rpm=solver.requests_per_minute, out=out
+    )

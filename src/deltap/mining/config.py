@@ -112,7 +112,7 @@ class MiningConfig:
             divided by their estimated null share (:func:`deltap.mining.labels.learned_gold_weights`; never below
             ``gold_weight``, at most 10×). *result*
         price_in: USD per million prompt tokens, for the cost in ``run.json`` (default: the local model is free, a hosted
-            model's list price from :data:`deltap.mining.spend.PRICE_TABLE` when listed, else no cost). Not a result.
+            model's list price from the solver registry (:func:`deltap.trials.prices.prices_for`) when listed, else no cost). Not a result.
         price_out: USD per million completion tokens (as ``price_in``). Not a result.
         pilot: Cases the pilot samples before the run (0: no pilot; ``deltap mine`` uses :data:`PILOT_CASES`): their
             preflight trials run first, and a run whose solver's success does not move with the documents stops

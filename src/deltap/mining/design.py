@@ -1,8 +1,8 @@
-"""The randomised design: per-trial seeds and inclusion vectors.
+"""The randomised design: inclusion vectors from the per-trial seeds.
 
-Every trial of a case gets its own seed derived by hashing ``(run seed, case id, trial kind, trial index)`` with
-SHA-256, so any single trial can be replayed alone, reruns reproduce the same subsets whatever order trials run in,
-and a fleet of workers can each take a ``(case, trial)`` unit.
+Every trial of a case has its own seed (:func:`deltap.trials.seeds.trial_seed`, a hash of ``(run seed, case id, trial
+kind, trial index)``), so any single trial's subset can be replayed alone and reruns reproduce the same subsets
+whatever order trials run in.
 
 Two designs decide which candidates are in the context of a design trial (:class:`InclusionDesign`):
 
@@ -27,7 +27,6 @@ Two designs decide which candidates are in the context of a design trial (:class
 from __future__ import annotations
 
 import functools
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -35,6 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from deltap.mining.config import CONTEXT_ORDERS, DESIGNS
+from deltap.trials.seeds import trial_seed
 
 __all__ = [
     "CONTEXT_ORDERS",
@@ -46,14 +46,7 @@ __all__ = [
     "inclusion_vector",
     "paley_hadamard",
     "paley_order",
-    "trial_seed",
 ]
-
-
-def trial_seed(run_seed: int, case_id: str, index: int, kind: str = "design") -> int:
-    """A 63-bit seed for one trial: ``SHA-256("deltap|run_seed|case_id|kind|index")`` truncated."""
-    digest = hashlib.sha256(f"deltap|{int(run_seed)}|{case_id}|{kind}|{int(index)}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") >> 1
 
 
 def inclusion_vector(seed: int, m: int, pi: float = 0.5) -> NDArray[np.bool_]:

@@ -72,14 +72,16 @@ from deltap.mining.plan import RunPlan, plan_calls, plan_vs_spent
 from deltap.mining.pool import Pool, build_pool
 from deltap.mining.procedure import case_weights, run_case
 from deltap.mining.results import CaseResult, MiningResult, PlaceboCalibrationWarning, ProgressFn
-from deltap.mining.runner import CallTally, TrialRunner, fit_context, logged_calls
-from deltap.mining.spend import log_spend, prices_for
+from deltap.mining.runner import TrialRunner, fit_context, logged_calls
+from deltap.mining.spend import log_spend
 from deltap.mining.tilt import Tilt, TiltWarning, run_tilt
-from deltap.mining.trials import TrialLog
 from deltap.mining.verdicts import VerdictPolicy
 from deltap.outcomes import outcome_kind
 from deltap.run_layout import RunDir
 from deltap.solvers.base import is_deterministic, solver_id
+from deltap.trials.log import TrialLog
+from deltap.trials.prices import prices_for
+from deltap.trials.runner import CallTally
 
 if TYPE_CHECKING:
     from deltap.cases import Case

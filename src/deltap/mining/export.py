@@ -35,7 +35,7 @@ def trial_rows(run_dir: str | Path) -> list[dict[str, Any]]:
     Raises:
         DeltapError: no trial log there, or not one deltap can read.
     """
-    from deltap.mining.trials import TrialLogReader
+    from deltap.trials.log import TrialLogReader
 
     path = Path(run_dir)
     db = RunDir(path).trials if path.is_dir() else path

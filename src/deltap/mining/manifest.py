@@ -4,7 +4,7 @@ A trial's outcome is a function of the question, the reference answer, the check
 the files it names: ``checker_files``), the prompt (template and the case's options or source to fix), the candidate
 documents' texts, how the pool was drawn (retriever, ``k``, placebo count, cap, seed) and the solver with its
 options (its id, and the content of a local solver's weights: the run-wide ``solver_model`` key of the log's
-configuration, see :func:`solver_model_digest`). Fields a log's deltap did not record yet are not compared. The trial log (:mod:`deltap.mining.trials`) stores one manifest
+configuration, see :func:`solver_model_digest`). Fields a log's deltap did not record yet are not compared. The trial log (:mod:`deltap.trials.log`) stores one manifest
 per case beside its pool, written before the case's first trial. A resumed run recomputes the manifest of every
 case it has seen and compares:
 
@@ -36,9 +36,9 @@ if TYPE_CHECKING:
     from deltap.cases import Case
     from deltap.documents import Corpus
     from deltap.mining.config import MiningConfig
-    from deltap.mining.trials import TrialLog
     from deltap.retrieval.base import Retriever
     from deltap.solvers.base import Solver
+    from deltap.trials.log import TrialLog
 
 __all__ = [
     "ManifestChanged",
@@ -172,8 +172,8 @@ def case_manifest(
         ``{field: value}`` for every name in :data:`FIELDS`; ``candidates`` maps each pooled doc id to the digest of
         its text (or :data:`MISSING`).
     """
-    from deltap.mining.runner import request_from_case
     from deltap.solvers.prompts import DEFAULT_TEMPLATE, prompt_hash, render_prompt
+    from deltap.trials.request import request_from_case
 
     template = getattr(solver, "template", None) or DEFAULT_TEMPLATE
     candidates: dict[str, str] = {}

@@ -7,17 +7,17 @@ the **cost** at the run's prices and a **time range**.
 
 Tokens. A solver that counts its own prompt tokens (:class:`~deltap.solvers.base.ContextWindow`: the local model,
 whose tokenizer runs on the rendered chat prompt — no completion is asked) gives exact counts; any other solver
-gets an *estimate* and the plan says so: ``tiktoken``'s ``o200k_base`` when it is installed, else 4 characters per
-token. Every design trial includes each candidate with probability π, so its prompt has, in expectation,
+gets an *estimate* and the plan says so (:func:`deltap.trials.tokens.token_counter`). Every design trial includes each candidate with probability π, so its prompt has, in expectation,
 ``T0 + π Σ t_i`` tokens (``T0``: the prompt without documents, ``t_i``: what document ``i`` adds), between ``T0``
 and ``T_all`` (every candidate, counted exactly); the preflight asks ``T0`` and ``T_all`` themselves. Completion
 tokens are at most the solver's ``max_tokens`` for the benchmark type per call (``pass``); a ``logprob`` score
 generates nothing but takes the reference's tokens in. The local solver reuses shared prompt prefixes, so the
 tokens it *evaluates* are fewer than the tokens it is given: the plan counts the latter (what a hosted API bills).
 
-Time. Seconds per call are the ones given (``latency``), else for the local model the prompt tokens at the 2-core
-throughput measured here (:data:`LOCAL_PROMPT_TOKENS_PER_S`, generation at :data:`LOCAL_GENERATED_TOKENS_PER_S`),
-else unknown; calls run ``workers`` at a time, and never faster than ``rpm`` per minute.
+Time and cost are the trial layer's (:mod:`deltap.trials.planning`, shared with ``deltap endtoend --plan``): seconds
+per call given (``latency``) or the local model's 2-core throughput, ``workers`` calls at a time and never faster than
+``rpm`` per minute (:class:`~deltap.trials.planning.Pace`), the prices of :func:`deltap.trials.prices.prices_for`, and
+the one writer of the cost and time lines.
 
 One function serves any verb that plans its calls: :func:`plan_calls` takes the cases, each case's candidate
 documents and its call ceiling, a config and a solver, and returns a :class:`RunPlan` (``to_dict`` for JSON,
@@ -38,152 +38,31 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from deltap.mining.progress import _clock_text, short_count
+from deltap.mining.progress import short_count
 from deltap.outcomes import outcome_kind
-from deltap.solvers.base import ContextWindow, ReferenceTokens, is_deterministic, solver_id
+from deltap.solvers.base import ReferenceTokens, is_deterministic, solver_id
+from deltap.trials.planning import Pace, clock_text, cost_lines, plan_pace, time_lines
+from deltap.trials.tokens import answer_ceilings, answer_tokens, token_counter
 
 if TYPE_CHECKING:
     from deltap.cases import Case
     from deltap.documents import Corpus, Document
     from deltap.mining.config import MiningConfig
-    from deltap.mining.spend import Prices
     from deltap.retrieval.base import Retriever
-    from deltap.solvers.base import Solver, SolveRequest
+    from deltap.solvers.base import Solver
+    from deltap.solvers.hosted import HostedModel
+    from deltap.trials.prices import Prices
 
 __all__ = [
-    "LOCAL_GENERATED_TOKENS_PER_S",
-    "LOCAL_PROMPT_TOKENS_PER_S",
     "CasePlan",
-    "HostedModel",
     "RunPlan",
-    "answer_ceilings",
-    "hosted_model",
     "logged_in_run_dir",
     "plan_calls",
     "plan_mine",
     "plan_vs_spent",
     "plan_vs_spent_lines",
     "plan_vs_spent_rows",
-    "time_range",
-    "token_counter",
 ]
-
-#: prompt tokens per second of the local SmolLM2-135M on 2 cores (docs/DESIGN: 320-390 measured here), a range
-LOCAL_PROMPT_TOKENS_PER_S = (320.0, 390.0)
-#: generated tokens per second of the same model on 2 cores (a range; see benchmarks/README.md)
-LOCAL_GENERATED_TOKENS_PER_S = (40.0, 80.0)
-#: completion tokens assumed per answer when the solver does not declare its ``max_tokens``
-FALLBACK_MAX_TOKENS = 256
-
-
-@dataclass(frozen=True)
-class HostedModel:
-    """What a plan needs of a hosted model it does not connect to (no API key needed to plan): the id its solver
-    would have and its answer ceilings per benchmark type. Used by :func:`plan_calls` only; it answers nothing.
-    """
-
-    id: str
-    max_tokens: Mapping[str, int]
-
-    @classmethod
-    def of(cls, kind: str, model: str | None) -> HostedModel:
-        """``openai`` / ``gemini`` with that solver's default answer ceilings (:mod:`deltap.solvers.answer_tokens`)."""
-        from deltap.solvers.answer_tokens import default_max_tokens
-
-        if kind == "gemini":
-            return cls(f"gemini:{model or 'gemini-2.0-flash'}", default_max_tokens("gemini"))
-        return cls(f"openai:{model or 'gpt-4o-mini'}", default_max_tokens("openai"))
-
-
-def hosted_model(kind: str, options: Mapping[str, Any]) -> HostedModel:
-    """The :class:`HostedModel` a plan uses for a hosted solver it cannot build (no API key): its default answer
-    ceilings with the user's ``max_tokens`` overrides (``--solver-option max_tokens='{"api_understanding": 512}'``),
-    merged as the solver itself merges them."""
-    base = HostedModel.of(kind, options.get("model"))
-    overrides = options.get("max_tokens")
-    if not overrides:
-        return base
-    if not isinstance(overrides, Mapping):
-        from deltap.errors import DeltapError
-
-        raise DeltapError(
-            f'max_tokens must map benchmark types to answer tokens (e.g. {{"api_understanding": 64}}), got {overrides!r}'
-        )
-    return HostedModel(base.id, {**dict(base.max_tokens), **{str(k): int(v) for k, v in overrides.items()}})
-
-
-def answer_ceilings(solver: Any) -> dict[str, int]:
-    """The solver's answer ceilings per benchmark type, read from the solver object itself (its ``max_tokens``
-    attribute, or the wrapped solver's for a wrapper such as :class:`~deltap.solvers.caching.CachedSolver`), so a
-    custom ``max_tokens`` counts; ``{}`` when it declares none."""
-    for obj in (solver, getattr(solver, "inner", None)):
-        mt = getattr(obj, "max_tokens", None)
-        if isinstance(mt, Mapping) and mt:
-            return {str(k): int(v) for k, v in mt.items()}
-    return {}
-
-
-def answer_tokens(ceilings: Mapping[str, int], benchmark_type: str) -> int:
-    """Completion tokens of one answer at most: the ceiling of the benchmark type, else the solver's ``beir``
-    (generic) one, else :data:`FALLBACK_MAX_TOKENS`."""
-    for key in (benchmark_type, "beir"):
-        if key in ceilings:
-            return int(ceilings[key])
-    return FALLBACK_MAX_TOKENS
-
-
-def time_range(
-    floor_calls: int,
-    ceiling_calls: int,
-    seconds_per_call: tuple[float, float] | None,
-    workers: int,
-    rpm: float | None,
-) -> tuple[float, float] | None:
-    """``(floor calls at the fastest rate, ceiling calls at the slowest)`` in wall seconds: calls run ``workers`` at a
-    time and never faster than ``rpm`` per minute; ``None`` when neither the latency nor ``rpm`` is known."""
-
-    def wall(calls: int, per_call: float | None) -> float:
-        t = calls * per_call / max(1, workers) if per_call is not None else 0.0
-        return max(t, 60.0 * calls / rpm) if rpm else t
-
-    if seconds_per_call is None and not rpm:
-        return None
-    lo, hi = seconds_per_call or (None, None)
-    return wall(floor_calls, lo), wall(ceiling_calls, hi)
-
-
-def local_latency(solver: Any, tokens_in_per_call: float, tokens_out_per_call: float) -> tuple[float, float] | None:
-    """Seconds per call of the local llama.cpp model from its 2-core throughput (``None`` for any other solver)."""
-    if not (isinstance(solver, ContextWindow) and solver_id(solver).startswith("llama_cpp:")):
-        return None
-    lo = tokens_in_per_call / LOCAL_PROMPT_TOKENS_PER_S[1] + tokens_out_per_call / LOCAL_GENERATED_TOKENS_PER_S[1]
-    hi = tokens_in_per_call / LOCAL_PROMPT_TOKENS_PER_S[0] + tokens_out_per_call / LOCAL_GENERATED_TOKENS_PER_S[0]
-    return lo, hi
-
-
-LOCAL_LATENCY_SOURCE = (
-    f"the local model's 2-core throughput ({LOCAL_PROMPT_TOKENS_PER_S[0]:g}-{LOCAL_PROMPT_TOKENS_PER_S[1]:g} prompt, "
-    f"{LOCAL_GENERATED_TOKENS_PER_S[0]:g}-{LOCAL_GENERATED_TOKENS_PER_S[1]:g} generated tokens/s)"
-)
-
-
-def token_counter(solver: Solver | HostedModel) -> tuple[Callable[[SolveRequest], int], str]:
-    """``(count, how)``: the prompt tokens of a request, and how they are counted (``exact (the solver's
-    tokenizer)`` or ``estimate (...)``)."""
-    if isinstance(solver, ContextWindow):
-        return (lambda req: len(solver.tokens(req))), "exact (the solver's tokenizer)"
-    from deltap.solvers.prompts import messages_to_text, render_prompt
-
-    template = getattr(solver, "template", None)
-    try:
-        import tiktoken
-
-        enc = tiktoken.get_encoding("o200k_base")
-        return (
-            lambda req: len(enc.encode(messages_to_text(render_prompt(req, template))))
-        ), "estimate (tiktoken o200k_base)"
-    except Exception:  # noqa: BLE001 - not installed, or its encoding file cannot be fetched offline
-        return (lambda req: len(messages_to_text(render_prompt(req, template))) // 4 + 1), "estimate (4 chars/token)"
 
 
 @dataclass
@@ -259,13 +138,14 @@ class RunPlan:
     solver: str
     counted: str
     cases: list[CasePlan]
-    workers: int = 1
-    rpm: float | None = None
+    pace: Pace = field(default_factory=Pace)
     prices: Prices | None = None
-    seconds_per_call: tuple[float, float] | None = None
-    latency_source: str = ""
     notes: list[str] = field(default_factory=list)
     seconds_to_plan: float | None = None
+
+    @property
+    def workers(self) -> int:
+        return self.pace.workers
 
     # --- totals ---------------------------------------------------------------------------------------------------
     def calls(self, left: bool = False) -> dict[str, int]:
@@ -308,14 +188,8 @@ class RunPlan:
         """``(floor calls at the fastest rate, ceiling calls at the slowest)``, or ``None`` when the latency is unknown
         and no ``rpm`` bounds it."""
         if left:
-            return time_range(
-                sum(c.floor_left() for c in self.cases),
-                self.ceiling_left(),
-                self.seconds_per_call,
-                self.workers,
-                self.rpm,
-            )
-        return time_range(self.floor(), self.ceiling(), self.seconds_per_call, self.workers, self.rpm)
+            return self.pace.seconds(sum(c.floor_left() for c in self.cases), self.ceiling_left())
+        return self.pace.seconds(self.floor(), self.ceiling())
 
     def resuming_line(self) -> str | None:
         """``resuming: 84 of 150 calls already logged; 66 left`` (``None`` when the log holds none)."""
@@ -341,10 +215,7 @@ class RunPlan:
             "tokens_out_max": self.tokens_out(),
             "prices": self.prices.to_dict() if self.prices is not None else None,
             "cost_usd": None if cost is None else {"expected": round(cost[0], 6), "max": round(cost[1], 6)},
-            "seconds_per_call": list(self.seconds_per_call) if self.seconds_per_call else None,
-            "latency_source": self.latency_source,
-            "workers": self.workers,
-            "rpm": self.rpm,
+            **self.pace.to_dict(),
             "seconds": None if secs is None else {"min": round(secs[0], 1), "max": round(secs[1], 1)},
             "notes": list(self.notes),
             "seconds_to_plan": None if self.seconds_to_plan is None else round(self.seconds_to_plan, 3),
@@ -396,7 +267,7 @@ class RunPlan:
             tail.append("cost: no prices (--price-in/--price-out)")
         secs = self.seconds(left)
         if secs is not None:
-            tail.append(f"time {_clock_text(secs[0])}–{_clock_text(secs[1])}")
+            tail.append(f"time {clock_text(secs[0])}–{clock_text(secs[1])}")
         out.append("       " + " · ".join(tail))
         return out
 
@@ -420,33 +291,11 @@ class RunPlan:
         )
         expected, most = self.tokens_in()
         out.append(f"tokens  in ~{expected:,} at the ceiling (≤{most:,}), out ≤{self.tokens_out():,}")
-        cost = self.cost()
-        if cost is not None and self.prices is not None:
-            out.append(
-                f"cost    ~${cost[0]:,.2f} (≤${cost[1]:,.2f}) at ${self.prices.input:g}/${self.prices.output:g} per M in/out"
-            )
-            out.append(f"        prices: {self.prices.source}")
-        else:
-            out.append("cost    no prices: give --price-in/--price-out (USD per million tokens)")
+        out += cost_lines(self.cost(), self.prices)
         if resuming:
             expected_left, most_left = self.tokens_in(left=True)
             out.append(f"left    calls ≤{self.ceiling_left():,}, tokens in ~{expected_left:,} (≤{most_left:,})")
-        secs = self.seconds(left=bool(resuming))
-        if secs is None:
-            out.append("time    unknown: give --latency (seconds per call) or --rpm")
-        else:
-            rate = (
-                f"{self.seconds_per_call[0]:.2f}–{self.seconds_per_call[1]:.2f} s/call, "
-                if self.seconds_per_call
-                else ""
-            )
-            limit = f", ≤{self.rpm:g}/min" if self.rpm else ""
-            what = " left" if resuming else ""
-            out.append(
-                f"time    {_clock_text(secs[0])}–{_clock_text(secs[1])}{what} ({rate}{self.workers} worker(s){limit})"
-            )
-            if self.latency_source:
-                out.append(f"        latency: {self.latency_source}")
+        out += time_lines(self.seconds(left=bool(resuming)), self.pace, " left" if resuming else "")
         out += [f"note    {n}" for n in self.notes]
         return out
 
@@ -487,7 +336,7 @@ def plan_calls(
 
     from deltap.mining.design import canonical_order
     from deltap.mining.procedure import call_ceiling
-    from deltap.mining.runner import request_from_case
+    from deltap.trials.request import request_from_case
 
     t_start = time.perf_counter()
     count, how = token_counter(solver)
@@ -528,14 +377,12 @@ def plan_calls(
                 case.case_id, len(docs), calls, min(floor, sum(calls.values())), t0, t_all, expected, out_tokens, done
             )
         )
-    plan = RunPlan(solver_id(solver), how, plans, workers=int(workers or cfg.workers), rpm=rpm, prices=prices)
-    if latency is not None:
-        plan.seconds_per_call, plan.latency_source = (float(latency), float(latency)), "given (--latency)"
-    elif plans:
-        calls_total = max(1, plan.ceiling())
-        local = local_latency(solver, plan.tokens_in()[0] / calls_total, plan.tokens_out() / calls_total)
-        if local is not None:
-            plan.seconds_per_call, plan.latency_source = local, LOCAL_LATENCY_SOURCE
+    plan = RunPlan(solver_id(solver), how, plans, prices=prices)
+    calls_total = max(1, plan.ceiling())
+    plan.pace = plan_pace(
+        solver, latency, int(workers or cfg.workers), rpm,
+        plan.tokens_in()[0] / calls_total if plans else None, plan.tokens_out() / calls_total,
+    )  # fmt: skip
     if deterministic:
         plan.notes.append("deterministic solver: repeated prompts are answered from the log, so fewer calls")
     if not math.isfinite(plan.tokens_in()[0]):  # pragma: no cover - defensive
@@ -549,8 +396,8 @@ def logged_in_run_dir(out: str | Path) -> tuple[dict[str, dict[str, Any]], dict[
     case's stored pool (a resumed run mines that pool, whatever the retriever returns today) and its logged calls
     by phase (trials answered from a deterministic solver's earlier answer are no calls; ``error`` trials are asked
     again on resume, so they are not counted). ``({}, {})`` when there is no log."""
-    from deltap.mining.trials import TrialLogReader
     from deltap.run_layout import RunDir
+    from deltap.trials.log import TrialLogReader
 
     path = RunDir(out).trials
     if not path.is_file():
@@ -601,7 +448,7 @@ def plan_mine(
                 cfg.seed,
                 placebo_kind=cfg.placebo_kind,
             )
-            pool, _ = fit_context(pool, case, corpus, solver, cfg)  # type: ignore[arg-type]  # a HostedModel has no window
+            pool, _ = fit_context(pool, case, corpus, solver, cfg)  # a HostedModel has no window: kept whole
         pools[case.case_id] = [corpus[d] for d in pool.doc_ids if d in corpus]
     return plan_calls(cases, pools, cfg, solver, prices=prices, latency=latency, rpm=rpm, logged=logged)
 

@@ -29,6 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from deltap.trials.planning import clock_text
+
 __all__ = ["CallPlan", "MiningProgress", "planned_calls", "short_count"]
 
 
@@ -84,13 +86,6 @@ def short_count(n: float) -> str:
     if n < 1e6:
         return f"{n / 1e3:.0f}k" if n >= 1e4 else f"{n / 1e3:.1f}k"
     return f"{n / 1e6:.1f}M"
-
-
-def _clock_text(seconds: float) -> str:
-    seconds = max(0, int(round(seconds)))
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
 def _bar(done: float, total: float, width: int = 24) -> str:
@@ -248,10 +243,10 @@ class MiningProgress:
         ceiling = self.ceiling()
         rate = self.seconds_per_call()
         left = self.seconds_left()
-        elapsed = _clock_text(self.clock() - self.started)
+        elapsed = clock_text(self.clock() - self.started)
         timing = f"{elapsed} elapsed"
         if rate is not None:
-            timing += f" · {rate:.2f} s/call · ≤{_clock_text(left or 0.0)} left"
+            timing += f" · {rate:.2f} s/call · ≤{clock_text(left or 0.0)} left"
         else:
             timing += " · time left: after the first calls"
         out = [

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from deltap.dataset import VerifiedDataset
     from deltap.documents import Corpus
     from deltap.mining.results import CaseResult, MiningResult
-    from deltap.mining.trials import TrialLog, TrialRecord
+    from deltap.trials.log import TrialLog, TrialRecord
 
 __all__ = ["RELABEL_STATUS", "ReplaySource", "TrialNotLogged", "collection_config", "relabel", "relabelled_from"]
 
@@ -351,7 +351,7 @@ def relabel(
         DeltapError: no trial log, ``out`` not new, an option that needs solver calls (one line), a run without a
             dataset and no ``cases``/``corpus``, inputs that differ from the ones the trials were made with.
     """
-    from deltap.mining.trials import TrialLog
+    from deltap.trials.log import TrialLog
 
     src = RunDir(run_dir)
     dst = RunDir(out)
@@ -512,9 +512,10 @@ def _label_and_write(
     from deltap.mining.outputs import build_dataset, placebo_warning, run_summary, write_run_directory
     from deltap.mining.results import PlaceboCalibrationWarning
     from deltap.mining.runner import logged_calls
-    from deltap.mining.spend import log_spend, prices_for
+    from deltap.mining.spend import log_spend
     from deltap.mining.tilt import TiltWarning, run_tilt
     from deltap.outcomes import outcome_kind
+    from deltap.trials.prices import prices_for
 
     policy = cfg.policy()
     solver_name = str(meta.get("solver") or "unknown")

@@ -7,8 +7,8 @@ its exact prompt tokens, a hosted API the usage it reported; trials of a log wri
 of a solver that reports none, count as *not counted* and the figure says how many calls it covers), **solver
 seconds** (the sum of the calls' latencies) and the **cost** at the prices given (per million tokens).
 
-Prices are the user's (``--price-in`` / ``--price-out``) or come from :data:`PRICE_TABLE`, a short list of list
-prices with the date they were read; the local model costs nothing but time.
+Prices are :func:`deltap.trials.prices.prices_for`'s: the user's (``--price-in`` / ``--price-out``), else the dated
+list price the hosted provider's registration declares; the local model costs nothing but time.
 """
 
 from __future__ import annotations
@@ -17,66 +17,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from deltap.trials.runner import is_cached
+
 if TYPE_CHECKING:
-    from deltap.mining.trials import TrialLog, TrialRecord
+    from deltap.trials.log import TrialLog, TrialRecord
+    from deltap.trials.prices import Prices
 
-__all__ = ["PRICE_TABLE", "PRICE_TABLE_DATE", "Prices", "Spend", "case_spend", "log_spend", "prices_for", "spend_line"]
-
-#: when the list prices of :data:`PRICE_TABLE` were read (they change: check the provider's page before relying on them)
-PRICE_TABLE_DATE = "2025-01"
-#: ``model name prefix -> (USD per million prompt tokens, USD per million completion tokens)``, list prices as
-#: published by the providers in :data:`PRICE_TABLE_DATE` (standard tier, no batch or cache discounts)
-PRICE_TABLE: dict[str, tuple[float, float]] = {
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4o": (2.50, 10.00),
-    "gpt-4.1-mini": (0.40, 1.60),
-    "gpt-4.1": (2.00, 8.00),
-    "gemini-2.0-flash": (0.10, 0.40),
-    "gemini-1.5-flash": (0.075, 0.30),
-    "gemini-1.5-pro": (1.25, 5.00),
-}
-
-
-@dataclass(frozen=True)
-class Prices:
-    """USD per million tokens, and where the figures come from (``"--price-in/--price-out"``, the table...)."""
-
-    input: float
-    output: float
-    source: str = "given"
-
-    def cost(self, tokens_in: int, tokens_out: int) -> float:
-        """USD for ``tokens_in`` prompt and ``tokens_out`` completion tokens."""
-        return (tokens_in * self.input + tokens_out * self.output) / 1e6
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"usd_per_million_in": self.input, "usd_per_million_out": self.output, "source": self.source}
-
-
-def prices_for(
-    price_in: float | None, price_out: float | None, model: str | None = None, local: bool = False
-) -> Prices | None:
-    """The prices of a run: the ones given (a missing one is 0), else the local model's (free), else the table's entry
-    whose name ``model`` (a model name or a solver id) contains (the longest), else ``None`` (no cost is shown).
-
-    Raises:
-        DeltapError: a negative price.
-    """
-    from deltap.errors import DeltapError
-
-    for name, value in (("--price-in", price_in), ("--price-out", price_out)):
-        if value is not None and value < 0:
-            raise DeltapError(f"{name} must be a price in USD per million tokens (>= 0), got {value}")
-    if price_in is not None or price_out is not None:
-        return Prices(float(price_in or 0.0), float(price_out or 0.0), "--price-in/--price-out")
-    if local:
-        return Prices(0.0, 0.0, "local model (no per-token price)")
-    name = (model or "").lower()
-    best = max((p for p in PRICE_TABLE if p in name), key=len, default=None)
-    if best is None:
-        return None
-    pin, pout = PRICE_TABLE[best]
-    return Prices(pin, pout, f"list price of {best} ({PRICE_TABLE_DATE}; deltap.mining.spend.PRICE_TABLE)")
+__all__ = ["Spend", "case_spend", "log_spend", "spend_line"]
 
 
 @dataclass
@@ -116,7 +63,7 @@ def case_spend(records: Iterable[TrialRecord]) -> Spend:
     """What the trials ``records`` spent (trials answered from a deterministic solver's earlier answer cost nothing)."""
     out = Spend()
     for r in records:
-        if r.detail.startswith("cached:"):
+        if is_cached(r):
             continue
         out.calls += 1
         out.solver_seconds += float(r.latency or 0.0)

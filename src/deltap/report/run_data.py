@@ -1,7 +1,7 @@
 """Read a mining run directory into plain, typed records for the reports.
 
 The layout is the mining engine's output contract (its paths are :class:`deltap.run_layout.RunDir`'s; the trial log is
-read through :class:`deltap.mining.trials.TrialLogReader`, never with SQL here)::
+read through :class:`deltap.trials.log.TrialLogReader`, never with SQL here)::
 
     RUN_DIR/retrieval_dataset.yaml      the verified dataset (required)
     RUN_DIR/run.json                    run summary: solver, outcome, calls, wall time, placebo calibration
@@ -404,7 +404,7 @@ def _read_dataset(path: Path) -> tuple[dict[str, Any], list[CaseRecord]]:
 
 def _reader(path: Path, notes: list[str], what: str) -> Any:
     """The trial log's read-only reader, or ``None`` with a note saying ``what`` is not available."""
-    from deltap.mining.trials import TrialLogReader
+    from deltap.trials.log import TrialLogReader
 
     try:
         return TrialLogReader(path)
@@ -428,7 +428,7 @@ def _trial_outcomes(path: Path, notes: list[str]) -> dict[str, int]:
 
 def _pool_run(path: Path, notes: list[str]) -> dict[str, dict[str, float]]:
     """``{case_id: {doc_id: 1/rank}}`` of the retrieved candidates in the pools of the trial log."""
-    from deltap.mining.trials import TrialLogReader
+    from deltap.trials.log import TrialLogReader
 
     run: dict[str, dict[str, float]] = {}
     try:
@@ -453,9 +453,9 @@ def _pool_run(path: Path, notes: list[str]) -> dict[str, dict[str, float]]:
 
 def read_trial_log(path: str | Path, notes: list[str] | None = None) -> TrialLogSummary | None:
     """Every logged trial (for the drill-down) and the run-wide call and time figures, read-only through
-    :class:`deltap.mining.trials.TrialLogReader` (``None`` when ``path`` is not the mining engine's trial log;
+    :class:`deltap.trials.log.TrialLogReader` (``None`` when ``path`` is not the mining engine's trial log;
     problems are appended to ``notes``)."""
-    from deltap.mining.trials import TrialLogReader
+    from deltap.trials.log import TrialLogReader
 
     notes = notes if notes is not None else []
     out = TrialLogSummary()

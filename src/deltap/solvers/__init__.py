@@ -13,6 +13,12 @@ kind           backend
 ``simulated``  ``deltap.solvers.simulated.SimulatedSolver``: known success probabilities (testing statistics)
 ============== =================================================================================================
 
+A **hosted provider** is its module (a :class:`~deltap.solvers.hosted.HostedChatSolver` subclass) plus one
+registration here whose :class:`HostedProvider` declares what a plan and a bill need before any call: the default
+model, the answer-token ceilings, the tokenizer that estimates its prompt tokens and its dated list prices. Planning a
+hosted model without a key (:class:`~deltap.solvers.hosted.HostedModel`) and the default prices
+(:func:`deltap.trials.prices.prices_for`) read them from here; nothing else names a provider.
+
 ``cache=<path>`` wraps the solver in a :class:`~deltap.solvers.caching.CachedSolver`. For many calls use
 :func:`solve_many` / :func:`score_many` (bounded concurrency, input order, errors as values); they hand a whole
 batch to a solver's ``answer_many`` / ``score_many`` when it has them (the local solver: prefix-trie order and KV
@@ -23,12 +29,14 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from deltap._registry import Registry
 from deltap.errors import DeltapError
+from deltap.solvers.answer_tokens import default_max_tokens
 from deltap.solvers.base import Answer, Score, Solver, SolveRequest, SolverError
 from deltap.solvers.concurrency import asolve_many, score_many, solve_many
 
@@ -36,6 +44,7 @@ __all__ = [
     "SOLVERS",
     "SOLVER_KINDS",
     "Answer",
+    "HostedProvider",
     "Score",
     "SolveRequest",
     "Solver",
@@ -47,9 +56,11 @@ __all__ = [
     "register_solver_kind",
     "score_many",
     "solve_many",
+    "listed_prices",
     "solver_capabilities",
     "solver_kind",
     "solver_kinds",
+    "solver_provider",
 ]
 
 
@@ -78,6 +89,29 @@ class SolverCapabilities:
 
 
 @dataclass(frozen=True)
+class HostedProvider:
+    """What deltap knows of a hosted provider before it connects: enough to plan and price a run without a key.
+
+    Args:
+        default_model: The model a plan assumes when none is given (``--model``).
+        max_tokens: Answer-token ceilings per benchmark type (the solver's defaults; its ``max_tokens=`` option
+            overrides rows; a type without a row gets the ``beir`` row).
+        prices: ``model-name prefix -> (USD per million prompt tokens, USD per million completion tokens)``: list
+            prices as the provider published them (standard tier, no batch or cache discounts); the longest prefix a
+            model's name contains applies.
+        prices_date: When ``prices`` were read (they change: check the provider's page before relying on them).
+        token_encoding: The ``tiktoken`` encoding that estimates its prompt tokens in a plan (no tokenizer of the
+            provider runs here); ``""``: 4 characters per token.
+    """
+
+    default_model: str
+    max_tokens: Mapping[str, int]
+    prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    prices_date: str = ""
+    token_encoding: str = "o200k_base"
+
+
+@dataclass(frozen=True)
 class SolverKindInfo:
     """One solver kind of the registry.
 
@@ -88,6 +122,7 @@ class SolverKindInfo:
         capabilities: What the kind declares.
         model_option: The constructor option ``model=`` is passed as (the local solver's is ``model_path``).
         requires_model: ``model=`` must be given.
+        provider: A hosted kind's facts (:class:`HostedProvider`): its model, answer ceilings, tokens and prices.
     """
 
     name: str
@@ -96,6 +131,7 @@ class SolverKindInfo:
     capabilities: SolverCapabilities = field(default_factory=SolverCapabilities)
     model_option: str = "model"
     requires_model: bool = False
+    provider: HostedProvider | None = None
 
     def load(self) -> Any:
         """The factory (imported now).
@@ -136,6 +172,30 @@ def solver_kind(name: str) -> SolverKindInfo:
         DeltapError: an unknown kind, listing the known ones.
     """
     return SOLVERS.lookup(name)
+
+
+def solver_provider(kind: str) -> HostedProvider:
+    """The provider facts of the hosted kind ``kind``.
+
+    Raises:
+        DeltapError: an unknown kind, or one that declares no :class:`HostedProvider` (a plan would have to guess its
+            model, answer ceilings and prices).
+    """
+    info = solver_kind(kind)
+    if info.provider is None:
+        raise DeltapError(
+            f"the {kind!r} solver kind declares no hosted-provider facts (HostedProvider: default model, answer-token "
+            "ceilings, prices): it cannot be planned without being built; register it with provider=HostedProvider(...)"
+        )
+    return info.provider
+
+
+def listed_prices() -> Iterator[tuple[str, str, tuple[float, float], str]]:
+    """``(kind, model-name prefix, (USD/M in, USD/M out), date read)`` of every registered provider's list prices."""
+    for name, info in SOLVERS.items():
+        if info.provider is not None:
+            for prefix, price in info.provider.prices.items():
+                yield name, prefix, price, info.provider.prices_date
 
 
 def solver_capabilities(spec: Any) -> SolverCapabilities:
@@ -183,8 +243,34 @@ for _info in (
         "any OpenAI-compatible server",
         SolverCapabilities(hosted=True, scores=True),
         requires_model=True,
+        provider=HostedProvider(
+            default_model="gpt-4o-mini",
+            max_tokens=default_max_tokens("openai"),
+            prices={
+                "gpt-4o-mini": (0.15, 0.60),
+                "gpt-4o": (2.50, 10.00),
+                "gpt-4.1-mini": (0.40, 1.60),
+                "gpt-4.1": (2.00, 8.00),
+            },
+            prices_date="2025-01",
+        ),
     ),
-    SolverKindInfo("gemini", "deltap.solvers.gemini:GeminiSolver", "Google Gemini", SolverCapabilities(hosted=True)),
+    SolverKindInfo(
+        "gemini",
+        "deltap.solvers.gemini:GeminiSolver",
+        "Google Gemini",
+        SolverCapabilities(hosted=True),
+        provider=HostedProvider(
+            default_model="gemini-2.5-flash",  # GeminiSolver's default (a test keeps them equal)
+            max_tokens=default_max_tokens("gemini"),
+            prices={
+                "gemini-2.0-flash": (0.10, 0.40),
+                "gemini-1.5-flash": (0.075, 0.30),
+                "gemini-1.5-pro": (1.25, 5.00),
+            },
+            prices_date="2025-01",
+        ),
+    ),
     SolverKindInfo(
         "simulated",
         "deltap.solvers.simulated:SimulatedSolver",

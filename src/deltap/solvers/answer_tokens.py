@@ -5,7 +5,8 @@ family. The values differ by family and are kept as they were when each solver h
 model is slow on 2 cores and answers in few tokens, hosted models get more room (Gemini's ceiling is twice the
 OpenAI-compatible one). A solver's ``max_tokens=`` option overrides single rows. A benchmark type without a row is
 given the ``beir`` row (:data:`FALLBACK`). A new benchmark type is one row here and one answer instruction in
-:mod:`deltap.solvers.prompts`.
+:mod:`deltap.solvers.prompts`. A hosted provider registered later declares its own ceilings beside its registration
+(:class:`deltap.solvers.HostedProvider` ``max_tokens``); :func:`default_max_tokens` reads them there.
 """
 
 from __future__ import annotations
@@ -29,20 +30,30 @@ FALLBACK = "beir"
 
 
 def default_max_tokens(family: str) -> dict[str, int]:
-    """One solver family's column: ``{benchmark type: tokens}``.
+    """One solver family's column: ``{benchmark type: tokens}`` (a family the table lacks: the ceilings its hosted
+    provider's registration declares).
 
     Raises:
-        DeltapError: a family the table has no column for.
+        DeltapError: a family without a column here or a registered :class:`~deltap.solvers.HostedProvider`.
     """
-    if family not in MAX_TOKENS[FALLBACK]:
+    if family in MAX_TOKENS[FALLBACK]:
+        return {benchmark: row[family] for benchmark, row in MAX_TOKENS.items()}
+    from deltap.solvers import SOLVERS
+
+    info = SOLVERS.get(family)
+    if info is None or info.provider is None or not info.provider.max_tokens:
         raise DeltapError(
-            f"no answer-token ceilings for solver family {family!r}; known: {', '.join(MAX_TOKENS[FALLBACK])}"
+            f"no answer-token ceilings for solver family {family!r}; known: {', '.join(MAX_TOKENS[FALLBACK])} "
+            "and the hosted providers registered with max_tokens"
         )
-    return {benchmark: row[family] for benchmark, row in MAX_TOKENS.items()}
+    return {str(k): int(v) for k, v in info.provider.max_tokens.items()}
 
 
 def answer_tokens(max_tokens: Mapping[str, int], benchmark_type: str, family: str) -> int:
     """The ceiling for ``benchmark_type`` in a solver's ``max_tokens`` (its family's column with its overrides); a
-    type it does not list gets the family's default :data:`FALLBACK` row."""
+    type it does not list gets the family's default :data:`FALLBACK` row (else its largest ceiling)."""
     value = max_tokens.get(benchmark_type)
-    return int(value) if value is not None else MAX_TOKENS[FALLBACK][family]
+    if value is not None:
+        return int(value)
+    column = default_max_tokens(family)
+    return int(column.get(FALLBACK) or max(column.values()))

@@ -12,6 +12,10 @@ column), paces each attempt through the limiter shared by every solver of the ru
 (:mod:`deltap.solvers.ratelimit`: request and token budgets, ``Retry-After`` shared by all), retries transient
 failures (:mod:`deltap.solvers.retry`), counts attempts and reports ``prompt_tokens`` / ``completion_tokens`` /
 ``attempts`` in every :class:`~deltap.solvers.base.Answer`. ``openai_compat.py`` and ``gemini.py`` are built on it.
+
+A new provider is its module (a subclass, ``provider`` = its kind's name) plus one registration in
+:data:`deltap.solvers.SOLVERS` with its :class:`~deltap.solvers.HostedProvider` facts (default model, answer-token
+ceilings, token encoding, list prices). :class:`HostedModel` is what a plan uses of a provider it does not connect to.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from deltap.solvers.answer_tokens import answer_tokens, default_max_tokens
@@ -27,7 +32,54 @@ from deltap.solvers.prompts import PromptTemplate, render_prompt
 from deltap.solvers.ratelimit import Limiter, RateLimits, estimate_tokens, paced, shared_limiter, sharing_retry_after
 from deltap.solvers.retry import RetryPolicy, parse_retry_after
 
-__all__ = ["HostedChatSolver"]
+__all__ = ["HostedChatSolver", "HostedModel", "hosted_model"]
+
+
+@dataclass(frozen=True)
+class HostedModel:
+    """A hosted model a plan describes without connecting to it (no API key needed): the id its solver would have,
+    its answer ceilings per benchmark type and the ``tiktoken`` encoding that estimates its prompt tokens (``""``: 4
+    characters per token). It answers nothing.
+    """
+
+    id: str
+    max_tokens: Mapping[str, int]
+    token_encoding: str = "o200k_base"
+
+    @classmethod
+    def of(cls, kind: str, model: str | None = None) -> HostedModel:
+        """The model ``model`` (default: the provider's) of the hosted kind ``kind``, with the facts its registration
+        declares (:func:`deltap.solvers.solver_provider`).
+
+        Raises:
+            DeltapError: an unknown kind, or one registered without provider facts.
+        """
+        from deltap.solvers import solver_provider
+
+        facts = solver_provider(kind)
+        return cls(f"{kind}:{model or facts.default_model}", dict(facts.max_tokens), facts.token_encoding)
+
+
+def hosted_model(kind: str, options: Mapping[str, Any]) -> HostedModel:
+    """The :class:`HostedModel` a plan uses for a hosted solver it cannot build (no API key): the provider's answer
+    ceilings with the user's ``max_tokens`` overrides (``--solver-option max_tokens='{"api_understanding": 512}'``),
+    merged as the solver itself merges them.
+
+    Raises:
+        DeltapError: an unknown or undeclared kind, or ``max_tokens`` that is not a mapping.
+    """
+    base = HostedModel.of(kind, options.get("model"))
+    overrides = options.get("max_tokens")
+    if not overrides:
+        return base
+    if not isinstance(overrides, Mapping):
+        from deltap.errors import DeltapError
+
+        raise DeltapError(
+            f'max_tokens must map benchmark types to answer tokens (e.g. {{"api_understanding": 64}}), got {overrides!r}'
+        )
+    merged = {**dict(base.max_tokens), **{str(k): int(v) for k, v in overrides.items()}}
+    return HostedModel(base.id, merged, base.token_encoding)
 
 
 class HostedChatSolver(ABC):

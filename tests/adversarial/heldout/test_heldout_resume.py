@@ -20,8 +20,8 @@ from deltap.documents import Corpus, Document
 from deltap.errors import DeltapError
 from deltap.mining.engine import MiningConfig, mine
 from deltap.mining.manifest import case_manifest, manifest_diff
-from deltap.mining.trials import TrialLog
 from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
+from deltap.trials.log import TrialLog
 
 OPTS = {"budget": 16, "n_placebo": 2, "coalitions": False, "seed": 3}
 

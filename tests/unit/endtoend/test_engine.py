@@ -106,7 +106,7 @@ def test_deterministic_solver_answers_a_shared_prompt_once() -> None:
 
 def test_fresh_seeds_never_reuse_mining_trials(tmp_path: Path) -> None:
     from deltap.mining.engine import mine
-    from deltap.mining.trials import TrialLog
+    from deltap.trials.log import TrialLog
 
     cases, corpus, truth = _toy(3)
     solver = SimulatedSolver(truth, seed=1)
@@ -234,7 +234,7 @@ def test_error_trials_are_retried_on_resume(tmp_path: Path) -> None:
 
 
 def test_single_doc_trials_are_in_the_ceiling_logged_apart_and_resumed(tmp_path: Path) -> None:
-    from deltap.mining.trials import TrialLog
+    from deltap.trials.log import TrialLog
 
     cases, corpus, truth = _toy()
     solver = SimulatedSolver(truth, seed=1)

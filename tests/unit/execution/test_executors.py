@@ -23,9 +23,9 @@ from deltap.execution.local import InProcessExecutor
 from deltap.mining.config import MiningConfig
 from deltap.mining.engine import mine
 from deltap.mining.progress import MiningProgress
-from deltap.mining.trials import TrialLog, TrialRecord
 from deltap.solvers.base import SolveRequest
 from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
+from deltap.trials.log import TrialLog, TrialRecord
 from tests.unit.project.test_reproducible import _mask
 
 #: columns compared between runs: all but ``created`` (when the row was written) and ``latency`` (how long the

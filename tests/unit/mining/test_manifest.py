@@ -15,9 +15,9 @@ from deltap.documents import Corpus, Document
 from deltap.errors import DeltapError
 from deltap.mining.engine import mine
 from deltap.mining.manifest import ManifestChanged
-from deltap.mining.trials import TrialLog
 from deltap.retrieval.random_control import RandomRetriever
 from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
+from deltap.trials.log import TrialLog
 from tests.helpers import answering_solver, string_case
 
 _case = string_case  # every case here has gold d00, d01 (tests/helpers.py)
@@ -172,7 +172,7 @@ def test_error_trials_are_retried_on_resume(tmp_path: Path) -> None:
 
 _HOLD = """
 import sys, time
-from deltap.mining.trials import TrialLog
+from deltap.trials.log import TrialLog
 log = TrialLog(sys.argv[1])
 print("locked", flush=True)
 time.sleep(60)

@@ -152,8 +152,10 @@ def test_a_hosted_plan_uses_the_configured_max_tokens(
     tmp_path: Path, corpus: Corpus, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from deltap.cli.app import main
-    from deltap.mining.plan import answer_ceilings, hosted_model, plan_calls
+    from deltap.mining.plan import plan_calls
     from deltap.solvers.caching import CachedSolver
+    from deltap.solvers.hosted import hosted_model
+    from deltap.trials.tokens import answer_ceilings
     from tests.helpers import mine_files as _files
 
     model = hosted_model("openai", {"model": "gpt-4o-mini", "max_tokens": {"api_understanding": 512}})
@@ -176,9 +178,9 @@ def test_a_hosted_plan_uses_the_configured_max_tokens(
 def test_end_to_end_plan_counts_the_calls_the_run_makes(tmp_path: Path) -> None:
     from deltap.endtoend import EndToEndConfig, end_to_end
     from deltap.endtoend.plan import plan_end_to_end
-    from deltap.mining.plan import FALLBACK_MAX_TOKENS
-    from deltap.mining.spend import prices_for
     from deltap.solvers.simulated import SimulatedSolver
+    from deltap.trials.prices import prices_for
+    from deltap.trials.tokens import FALLBACK_MAX_TOKENS
     from tests.unit.endtoend.test_engine import _systems, _toy
 
     cases, corpus, truth = _toy(4)

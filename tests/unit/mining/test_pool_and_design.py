@@ -1,8 +1,7 @@
-"""Candidate pools (provenance, merging, cap, placebo seeding), per-trial seeds and the trial log."""
+"""Candidate pools (provenance, merging, cap, placebo seeding) and the designs' inclusion vectors (the trial seed and
+the trial log are tested in tests/unit/trials)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,10 +16,9 @@ from deltap.mining.design import (
     inclusion_vector,
     paley_hadamard,
     paley_order,
-    trial_seed,
 )
 from deltap.mining.pool import build_pool
-from deltap.mining.trials import TrialLog, TrialRecord
+from deltap.trials.seeds import trial_seed
 from tests.helpers import numbered_corpus
 
 
@@ -68,16 +66,6 @@ def test_roundtrip_pool_dict(corpus: Corpus) -> None:
     pool = build_pool(Case("c1", "q", gold_doc_ids=("d01",)), corpus, retrieved=["d03"], n_placebo=2)
     again = Pool.from_dict(pool.to_dict())
     assert again.candidates == pool.candidates
-
-
-def test_trial_seeds_are_stable_and_distinct() -> None:
-    s = trial_seed(0, "case", 5)
-    assert s == trial_seed(0, "case", 5)
-    assert len({trial_seed(0, "case", i) for i in range(1000)}) == 1000
-    assert (
-        s != trial_seed(1, "case", 5) and s != trial_seed(0, "case2", 5) and s != trial_seed(0, "case", 5, "coalition")
-    )
-    assert 0 <= s < 2**63
 
 
 def test_inclusion_vectors_have_rate_pi_and_replay() -> None:
@@ -188,62 +176,9 @@ def test_longest_first_order_shares_more_prompt_prefix_than_id_order() -> None:
     assert costs["length"] < 0.9 * costs["id"]
 
 
-def _rec(i: int, kind: str = "design") -> TrialRecord:
-    return TrialRecord("c1", kind, i, 42 + i, "0101", "h", "ans", "pass", 1.0, 0.01, "sim", "chk")
-
-
-def test_trial_log_roundtrip_and_no_rewrite(tmp_path: Path) -> None:
-    with TrialLog(tmp_path / "t.sqlite") as log:
-        log.append(_rec(0))
-        log.append(_rec(1))
-        log.append(_rec(0, "preflight_none"))
-        assert [r.trial_index for r in log.trials("c1", "design")] == [0, 1]
-        assert log.count() == 3
-        with pytest.raises(DeltapError, match="UNIQUE constraint failed"):  # one line for the CLI, not a traceback
-            log.append(_rec(1))
-    with TrialLog(tmp_path / "t.sqlite") as log:
-        assert log.trials("c1", "design")[1] == _rec(1)
-        mode = log._db.execute("PRAGMA journal_mode").fetchone()[0]
-        assert mode == "wal"
-
-
-def test_trial_log_refuses_a_different_configuration(tmp_path: Path) -> None:
-    with TrialLog(tmp_path / "t.sqlite") as log:
-        log.check_config({"seed": 1, "budget": 64, "workers": 1}, ("seed", "budget"))
-    with TrialLog(tmp_path / "t.sqlite") as log:
-        log.check_config({"seed": 1, "budget": 64, "workers": 4}, ("seed", "budget"))  # workers do not matter
-        with pytest.raises(DeltapError, match="budget"):
-            log.check_config({"seed": 1, "budget": 128}, ("seed", "budget"))
-
-
-def test_trial_log_rejects_a_non_database(tmp_path: Path) -> None:
-    bad = tmp_path / "t.sqlite"
-    bad.write_text("not a database at all" * 100)
-    with pytest.raises(DeltapError, match="not a deltap trial log"):
-        TrialLog(bad)
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Exact values against references written out independently (issue 19, mutation testing): a run resumed or replayed
 # must draw the very same seeds, blocks and vectors, so the values themselves are the behaviour.
-
-
-def _seed_reference(run_seed: int, case_id: str, index: int, kind: str) -> int:
-    import hashlib
-
-    digest = hashlib.sha256("|".join(["deltap", str(run_seed), case_id, kind, str(index)]).encode()).digest()
-    return int.from_bytes(digest[:8], "big") // 2  # the top 63 bits
-
-
-@pytest.mark.parametrize(
-    ("run_seed", "case_id", "index", "kind"),
-    [(0, "case", 5, "design"), (7, "c/ü", 0, "block"), (3, "q", 99, "coalition")],
-)
-def test_trial_seed_is_the_documented_hash(run_seed: int, case_id: str, index: int, kind: str) -> None:
-    assert trial_seed(run_seed, case_id, index, kind) == _seed_reference(run_seed, case_id, index, kind)
-    assert trial_seed(run_seed, case_id, index) == _seed_reference(
-        run_seed, case_id, index, "design"
-    )  # the default kind
 
 
 def test_inclusion_vector_is_pcg64_uniforms_below_pi() -> None:

@@ -18,8 +18,8 @@ from deltap.documents import Corpus, Document
 from deltap.errors import DeltapError
 from deltap.mining.engine import mine
 from deltap.mining.relabel import relabel
-from deltap.mining.trials import TrialLogReader
 from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
+from deltap.trials.log import TrialLogReader
 from tests.helpers import answering_solver, numbered_corpus, string_case
 
 

@@ -15,9 +15,9 @@ import pytest
 from deltap.documents import Corpus
 from deltap.mining.config import MiningConfig
 from deltap.mining.engine import mine
-from deltap.mining.trials import TrialLog, TrialRecord
 from deltap.solvers.base import Answer, ContextWindow, SolveRequest
 from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
+from deltap.trials.log import TrialLog, TrialRecord
 from tests.helpers import answering_solver, numbered_corpus, string_case
 
 _case = string_case  # every case here has gold d00, d01 (tests/helpers.py)
@@ -183,7 +183,7 @@ def test_export_errors_are_one_line(tmp_path: Path) -> None:
 def test_plan_counts_the_ceiling_and_the_expected_tokens_without_a_call(tmp_path: Path, corpus: Corpus) -> None:
     from deltap.mining.plan import plan_mine
     from deltap.mining.procedure import call_ceiling
-    from deltap.mining.spend import prices_for
+    from deltap.trials.prices import prices_for
 
     solver = TokenSolver(_truths("a", "b"))
     assert isinstance(solver, ContextWindow)
@@ -215,21 +215,17 @@ def test_plan_counts_the_ceiling_and_the_expected_tokens_without_a_call(tmp_path
 
 def test_hosted_solvers_get_an_estimate_labelled_as_such(corpus: Corpus) -> None:
     from deltap.mining.plan import plan_calls
-    from deltap.mining.spend import PRICE_TABLE_DATE, prices_for
 
     solver = SimulatedSolver(_truths("a"), answers={"a": "ans-a"}, seed=5)
     plan = plan_calls([_case("a")], {"a": [corpus["d00"], corpus["d01"]]}, CFG, solver)
     assert plan.counted.startswith("estimate")
     assert plan.cases[0].tokens_all > plan.cases[0].tokens_none > 0
     assert plan.seconds() is None and any("--latency" in line for line in plan.lines())
-    listed = prices_for(None, None, "openai:gpt-4o-mini:temperature=0")
-    assert listed is not None and (listed.input, listed.output) == (0.15, 0.60) and PRICE_TABLE_DATE in listed.source
-    assert prices_for(None, None, "some-unlisted-model") is None
 
 
 def test_progress_shows_tokens_and_cost_against_the_plan() -> None:
     from deltap.mining.progress import MiningProgress
-    from deltap.mining.spend import prices_for
+    from deltap.trials.prices import prices_for
 
     bar = MiningProgress(
         2, enabled=False, config=CFG, prices=prices_for(2.0, 10.0), planned_tokens_in=9_000, clock=lambda: 0.0

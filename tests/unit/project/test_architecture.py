@@ -1,5 +1,5 @@
-"""The map stays true: imports only point down the floors of docs/architecture.md, and no module imports itself
-back through others.
+"""The map stays true: imports only point down the floors of docs/architecture.md, no module imports itself back
+through others, and no private name (``_x``) is imported from another room.
 
 Every ``import`` of ``src/deltap`` counts — at module level, inside functions (deferred for speed, still a
 dependency) and under ``TYPE_CHECKING`` (a type from above is an arrow upward too).
@@ -28,6 +28,7 @@ FLOORS: list[set[str]] = [
     {"deltap.loaders"},
     {"deltap.retrieval", "deltap.checkers", "deltap.solvers"},
     {"deltap.execution"},
+    {"deltap.trials"},
     {"deltap.mining", "deltap.evaluation", "deltap.check"},
     {"deltap.endtoend"},
     {"deltap.report"},
@@ -100,6 +101,58 @@ def test_imports_only_point_down() -> None:
                     f"{path.relative_to(SRC)}:{line}: {module} imports {target} ({there} is not below {here})"
                 )
     assert not upward, "\n".join(upward)
+
+
+def _private_imports(path: Path) -> Iterator[tuple[str, str, int]]:
+    """``(owner, private name, line)`` for every ``from deltap.m import _x`` (owner ``deltap.m``) and every import of
+    a private module ``deltap.p._m`` (owner ``deltap.p``) in the file; dunder names are not private."""
+
+    def private(name: str) -> bool:
+        return name.startswith("_") and not name.startswith("__")
+
+    def modules(dotted: str, line: int) -> Iterator[tuple[str, str, int]]:
+        parts = dotted.split(".")
+        for i in range(1, len(parts)):
+            if private(parts[i]):
+                yield ".".join(parts[:i]), parts[i], line
+
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "deltap":
+            yield from modules(node.module or "", node.lineno)
+            for alias in node.names:
+                if private(alias.name):
+                    yield node.module or "", alias.name, node.lineno
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "deltap":
+                    yield from modules(alias.name, node.lineno)
+
+
+def test_no_private_name_crosses_a_room() -> None:
+    # A room's private names (functions, classes, modules starting with "_") are its own: another room that needs one
+    # needs a public name. The ground floor's modules (deltap._io, _lazy, _registry, _version) are rooms themselves.
+    rooms = {room for floor in FLOORS for room in floor}
+    crossing: list[str] = []
+    for module, path in _modules().items():
+        here = _room(module)
+        for owner, name, line in _private_imports(path):
+            if f"{owner}.{name}" in rooms:  # a room of its own, public by its place in the floors
+                continue
+            if _room(owner) != here:
+                crossing.append(f"{path.relative_to(SRC)}:{line}: {module} imports {name} from {owner}")
+    assert not crossing, "\n".join(crossing)
+
+
+def test_a_private_import_across_rooms_is_reported(tmp_path: Path) -> None:
+    fake = tmp_path / "plan.py"
+    fake.write_text(
+        "from deltap.mining.progress import _clock_text, short_count\nimport deltap.checkers._plain\n",
+        encoding="utf-8",
+    )
+    assert list(_private_imports(fake)) == [
+        ("deltap.mining.progress", "_clock_text", 1),
+        ("deltap.checkers", "_plain", 2),
+    ]
 
 
 def test_no_import_cycles() -> None:

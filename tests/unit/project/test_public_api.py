@@ -14,7 +14,7 @@ import pytest
 import deltap
 
 #: packages whose names are lazy (deltap/_lazy.py): each keeps a table, and TYPE_CHECKING imports for type checkers
-LAZY_PACKAGES = ("deltap", "deltap.evaluation", "deltap.retrieval", "deltap.execution")
+LAZY_PACKAGES = ("deltap", "deltap.evaluation", "deltap.retrieval", "deltap.execution", "deltap.trials")
 
 
 def _type_checking_imports(package: str = "deltap") -> dict[str, str]:

@@ -9,9 +9,9 @@ import pytest
 from deltap.cases import Case, CheckerSpec
 from deltap.documents import Document
 from deltap.errors import DeltapError, FormatError
-from deltap.mining.runner import request_from_case
 from deltap.solvers.base import SolveRequest
 from deltap.solvers.prompts import PromptTemplate, prompt_hash, render_context, render_prompt
+from deltap.trials.request import request_from_case
 
 DOCS = (
     Document("google.adk.agents.llm_agent.LlmAgent", "Class LlmAgent:\nLLM-based Agent implementation..."),

@@ -1,4 +1,5 @@
-"""The trial log: every solver call of a mining run, in SQLite (WAL), written before the trial counts.
+"""The trial log: every solver call of a run (``deltap mine``'s, and ``deltap endtoend``'s own log), in SQLite (WAL),
+written before the trial counts.
 
 Tables:
 
@@ -9,8 +10,8 @@ Tables:
   order), ``prompt_hash``, ``answer`` (raw text), ``outcome`` (``pass`` / ``fail`` / ``error`` / ``score``),
   ``value`` (1/0 for pass/fail, the log-probability for ``score``, NULL for errors), ``latency``, ``solver_id``,
   ``checker_id``, ``detail``, ``created``. ``kind`` is ``preflight_none``, ``preflight_all``, ``design`` or
-  ``coalition``.
-* ``manifests(case_id, manifest_json)`` — what the case's trials were made from (:mod:`deltap.mining.manifest`),
+  ``coalition`` in a mining run, ``endtoend:<system>`` and ``endtoend:single:<doc>`` in an end-to-end run.
+* ``manifests(case_id, manifest_json)`` — what the case's trials were made from (a mining run: :mod:`deltap.mining.manifest`),
   written with its pool, before its first trial; a resume that changes it is refused or re-mines the case.
 * ``trial_history`` — trials no longer counted, kept as history: ``error`` trials retired at the start of a resumed
   run (so their keys are asked again: a transient outage or a bad key does not poison the run) and the trials of a
@@ -345,11 +346,21 @@ class TrialLog:
 
     # -- configuration -------------------------------------------------------------------------------------------
     @_guarded("read the run configuration")
-    def check_config(self, config: dict[str, Any], keys: tuple[str, ...], legacy: dict[str, Any] | None = None) -> None:
+    def check_config(
+        self,
+        config: dict[str, Any],
+        keys: tuple[str, ...],
+        legacy: dict[str, Any] | None = None,
+        remedy: str = "choose a new --out directory",
+    ) -> None:
         """Store ``config`` on first use; later runs must agree on ``keys`` (the ones that change results).
 
         ``legacy`` gives the value a key had implicitly in logs written before the option existed (a log without
         ``design`` was written with coin-flip inclusion), so such a log is not silently resumed with a new default.
+        ``remedy`` ends the refusal's message: what the user can do instead of resuming with the same options.
+
+        Raises:
+            DeltapError: a key differs from the logged run's.
         """
         rows = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
         if not rows:
@@ -369,7 +380,7 @@ class TrialLog:
         if diffs:
             raise DeltapError(
                 f"{self.path} was written by a run with a different configuration ({'; '.join(diffs)}); "
-                "resume with the same options or choose a new --out directory"
+                f"resume with the same options or {remedy}"
             )
 
     @_guarded("read the run configuration")
