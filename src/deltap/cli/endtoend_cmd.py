@@ -12,11 +12,12 @@ from typing import Annotated, Any
 
 import typer
 
+from deltap.endtoend import systems as _systems
 from deltap.endtoend.config import EndToEndConfig
 
 _C = EndToEndConfig()
 RETRIEVERS = "bm25,dense,hybrid"
-CONTROLS = "none,gold,mined,all"
+CONTROLS = ",".join(_systems.CONTROLS)  # the registered controls
 
 
 def register(app: typer.Typer) -> None:
