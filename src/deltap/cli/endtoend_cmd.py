@@ -14,6 +14,7 @@ import typer
 
 from deltap.endtoend import systems as _systems
 from deltap.endtoend.config import EndToEndConfig
+from deltap.retrieval.registry import retriever_kinds
 
 _C = EndToEndConfig()
 RETRIEVERS = "bm25,dense,hybrid"
@@ -35,7 +36,9 @@ def endtoend_command(
     corpus_path: Annotated[Path, typer.Option("--corpus", help="The corpus the run mined.")],
     retrievers: Annotated[
         str,
-        typer.Option("--retriever", help=f"Retriever systems, comma-separated ('' for none). Default {RETRIEVERS}."),
+        typer.Option(
+            "--retriever", help=f"Retriever systems among {retriever_kinds()}, comma-separated ('' for none)."
+        ),
     ] = RETRIEVERS,
     runs: Annotated[
         list[str], typer.Option("--run", help="A saved run as a system: NAME=PATH (TREC or JSON). Repeatable.")

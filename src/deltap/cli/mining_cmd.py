@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from deltap.mining.config import PILOT_CASES, MiningConfig
+from deltap.retrieval.registry import retriever_kinds
 
 
 def register(app: typer.Typer) -> None:
@@ -49,7 +50,7 @@ def mine_command(
         str | None, typer.Option("--index", help="Dense index folder or Qdrant URL (reused across runs).")
     ] = None,
     retriever_kind: Annotated[
-        str, typer.Option("--retriever", help="dense, bm25, hybrid or none: source of the retrieved candidates.")
+        str, typer.Option("--retriever", help=f"{retriever_kinds()} or none: source of the retrieved candidates.")
     ] = "dense",
     k: Annotated[int, typer.Option("--top-k", "--k", help="Retrieved candidates per case.")] = _CFG.k,
     placebo: Annotated[

@@ -79,9 +79,17 @@ def as_run(system: System, k: int) -> dict[str, dict[str, float]]:
 def retriever_systems(
     kinds: Sequence[str], cases: Sequence[Case], corpus: Corpus, k: int, *, store: str | None = None, seed: int = 0
 ) -> list[System]:
-    """One system per retriever kind: its top-``k`` for every case query."""
-    from deltap.retrieval import build_retriever
+    """One system per retriever kind (a key of :data:`deltap.retrieval.registry.RETRIEVERS`): its top-``k`` for every
+    case query.
 
+    Raises:
+        DeltapError: a kind that is not registered (before any retriever is built).
+    """
+    from deltap.retrieval import build_retriever
+    from deltap.retrieval.registry import RETRIEVERS
+
+    for kind in kinds:
+        RETRIEVERS.lookup(kind.lower().strip())
     out = []
     for kind in kinds:
         retriever = build_retriever(kind, corpus, store=store, seed=seed)

@@ -271,7 +271,8 @@ class RetrieverSettings:
     """The retriever of the candidate pools.
 
     Args:
-        kind: ``dense``, ``bm25``, ``hybrid`` or ``none`` (:func:`deltap.retrieval.build_retriever`).
+        kind: A key of :data:`deltap.retrieval.registry.RETRIEVERS` (:func:`deltap.retrieval.build_retriever`), or
+            ``none``.
         index: A dense index folder or Qdrant URL (reused across runs).
         retriever: A retriever already built (the demo's); ``kind`` is then ignored.
     """
