@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from deltap.mining.config import PILOT_CASES, MiningConfig
+from deltap.mining.config import PILOT_CASES, MiningConfig, describe_designs
 from deltap.retrieval.registry import retriever_kinds
 
 
@@ -117,8 +117,7 @@ def mine_command(
         str,
         typer.Option(
             "--design",
-            help="Which candidates each trial includes: orthogonal (randomised Hadamard blocks: every trial a uniformly random subset, "
-            "each block balanced and orthogonal, a tighter regression) or bernoulli (independent coin flips with probability --pi).",
+            help=f"Which candidates each trial includes: {describe_designs()}.",
         ),
     ] = _CFG.design,
     context_order: Annotated[
