@@ -10,7 +10,10 @@
   qrels, ``mined`` deltap's), so that no qrels is judged on its own control.
 
 A system's top-k is what a RAG application would put in the prompt; :func:`as_run` turns the lists into a run with
-rank-based scores, so the same lists are scored by the evaluation library's metrics.
+rank-based scores, so the same lists are scored by the evaluation library's metrics. After a run, each system is scored
+on what its prompts really held (:func:`shown_systems`: after the context-window fit) and a system not cut at ``k``
+on its whole list (:func:`prompt_metric`): the ``all`` control is scored on every candidate in its prompt, not on its
+first ``k`` ids.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from deltap._registry import Registry
 from deltap.errors import DeltapError
@@ -35,9 +38,12 @@ __all__ = [
     "as_run",
     "check_controls",
     "control_systems",
+    "prompt_metric",
     "register_control",
     "retriever_systems",
     "run_systems",
+    "scored_depth",
+    "shown_systems",
 ]
 
 
@@ -64,6 +70,58 @@ class System:
         """The document ids this system puts in the prompt of ``case_id``."""
         docs = list(self.ranking.get(case_id, ()))
         return docs[:k] if self.cut else docs
+
+
+def scored_depth(system: System, case_id: str, cutoff: int) -> int:
+    """How deep a metric at ``cutoff`` looks into the system's list for ``case_id``: ``cutoff``, or — for a system not
+    cut at ``k`` (a control that shows every candidate) — its whole list, so that it is scored on every document its
+    prompt holds, not on its first ``cutoff``."""
+    return cutoff if system.cut else max(cutoff, len(system.ranking.get(case_id, ())))
+
+
+def shown_systems(systems: Sequence[System], shown: Mapping[str, Mapping[str, Sequence[str]]]) -> list[System]:
+    """The systems as their prompts held them: ``shown`` is ``{case_id: {system name: [doc_id, ...]}}``, the documents
+    each prompt held after the context-window fit (a case or system absent from it: no document). Metrics and the
+    single-document trials score these lists: what the solver saw."""
+    out = []
+    for s in systems:
+        ranking = {c: list(row[s.name]) for c, row in shown.items() if s.name in row}
+        out.append(System(s.name, s.kind, ranking, cut=s.cut, source=s.source))
+    return out
+
+
+def prompt_metric(
+    measure: Any, qrels: Mapping[str, Mapping[str, int]] | str, system: System, k: int
+) -> dict[str, float]:
+    """Per-case values of ``measure`` (a string such as ``ndcg@5``, or a measure) over the documents ``system`` puts in
+    the prompt, through :func:`deltap.evaluate` (a case without judgements or documents scores 0, trec_eval's rule).
+
+    A system cut at ``k`` is scored at the measure's cutoff. A system not cut at ``k`` is scored on its whole list:
+    the measure's cutoff is raised to the list's length (:func:`scored_depth`), case by case.
+    """
+    import dataclasses
+    import warnings
+
+    from deltap.evaluation import evaluate
+    from deltap.evaluation.measures import parse_metric
+    from deltap.evaluation.ranking import EvaluationWarning
+
+    m = parse_metric(measure)
+    run = as_run(system, k)
+    groups: dict[int | None, dict[str, dict[str, float]]] = {}
+    for case_id, docs in run.items():
+        depth = None if m.k is None else scored_depth(system, case_id, m.k)
+        groups.setdefault(depth, {})[case_id] = docs
+    out: dict[str, float] = {}
+    for depth, part in groups.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", EvaluationWarning)
+            res = evaluate(qrels, part, [dataclasses.replace(m, k=depth)], on_missing="zero", on_empty="zero",
+                           n_resamples=0, run_name=system.name)  # fmt: skip
+        for q, v in zip(res.query_ids, res.values[:, 0], strict=True):
+            if q in part:
+                out[q] = float(v)
+    return out
 
 
 def as_run(system: System, k: int) -> dict[str, dict[str, float]]:
