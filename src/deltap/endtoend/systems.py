@@ -105,9 +105,11 @@ def prompt_metric(
     from deltap.evaluation import evaluate
     from deltap.evaluation.measures import parse_metric
     from deltap.evaluation.ranking import EvaluationWarning
+    from deltap.judgements import load_qrels
 
     m = parse_metric(measure)
-    run = as_run(system, k)
+    judged = set(load_qrels(qrels) if isinstance(qrels, str) else qrels)
+    run = {c: docs for c, docs in as_run(system, k).items() if c in judged}  # unjudged cases score 0
     groups: dict[int | None, dict[str, dict[str, float]]] = {}
     for case_id, docs in run.items():
         depth = None if m.k is None else scored_depth(system, case_id, m.k)

@@ -133,3 +133,15 @@ def test_a_control_cut_by_the_window_is_scored_on_what_fits(tmp_path: Path) -> N
         assert rows[("recall@2", "gold")]["means"] == {"gold": 1.0, "all": held}
         assert rows[("hit_rate@2", "gold")]["means"]["all"] == held
         assert set(res.single_doc["c0"]) == {relevant, "d0", "d1", "d2"}  # gold's and what fit of all; never d3, d5
+
+
+def test_prompt_metric_scores_each_list_at_its_own_depth() -> None:
+    from deltap.endtoend.systems import System, prompt_metric, scored_depth
+
+    every = System("all", "control", {"q1": ["a", "b", "c", "d"], "q2": ["a", "b"], "q3": ["x", "y", "w"]}, cut=False)
+    top = System("bm25", "retriever", {"q1": ["a", "b", "c", "d"], "q2": ["c", "a"]})
+    qrels = {"q1": {"d": 1}, "q2": {"b": 1, "z": 1}}  # q3 unjudged: alone in its depth group, scores nothing
+    assert [scored_depth(every, q, 2) for q in ("q1", "q2", "q3")] == [4, 2, 3]
+    assert prompt_metric("recall@2", qrels, every, 2) == {"q1": 1.0, "q2": 0.5}
+    assert prompt_metric("recall@2", qrels, top, 2) == {"q1": 0.0, "q2": 0.0}  # cut at 2: d is not in its prompt
+    assert prompt_metric("mrr", qrels, every, 2) == {"q1": 0.25, "q2": 0.5}
