@@ -441,8 +441,8 @@ def _parse_design(design: str, config: MiningConfig | None) -> tuple[str, Mining
         pass
     raise ValueError(
         f"unknown design {design!r}; expected naive:N, fixed:N, adaptive or adaptive:BUDGET, optionally followed by "
-        "/bernoulli or /orthogonal (the inclusion design), /zero or /placebo (the null), /gwW (gold weight) and @q "
-        "(the FDR level)"
+        f"{' or '.join('/' + d for d in DESIGNS)} (the inclusion design), /zero or /placebo (the null), /gwW (gold "
+        "weight) and @q (the FDR level)"
     )
 
 
