@@ -281,6 +281,12 @@ class RetrieverSettings:
     index: str | None = None
     retriever: Any = None
 
+    def __post_init__(self) -> None:
+        from deltap.retrieval.registry import RETRIEVERS, retriever_kinds
+
+        if self.retriever is None and self.kind != "none" and self.kind.lower().strip() not in RETRIEVERS:
+            raise DeltapError(f"unknown retriever kind {self.kind!r}; expected one of {retriever_kinds()} or none")
+
 
 @dataclass
 class PreparedRun:

@@ -103,3 +103,14 @@ def test_the_cli_help_lists_the_registered_kinds(tmp_path: Path) -> None:
     for text in (help_of(mine_command, "retriever_kind"), help_of(endtoend_command, "retrievers")):
         assert "bm25, dense, hybrid, random" in text
     assert "bm25,dense,hybrid,random" in str(RetrieverOpt.__metadata__[0].help)
+
+
+def test_mining_refuses_an_unknown_kind_before_loading_anything(lastfirst: RetrieverKindInfo) -> None:
+    from deltap.mining.setup import RetrieverSettings
+
+    assert RetrieverSettings("lastfirst").kind == "lastfirst" and RetrieverSettings("none").kind == "none"
+    with pytest.raises(DeltapError) as info:
+        RetrieverSettings("splade")
+    assert str(info.value) == (
+        "unknown retriever kind 'splade'; expected one of bm25, dense, hybrid, random, lastfirst or none"
+    )
