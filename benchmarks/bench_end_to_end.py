@@ -149,7 +149,7 @@ def endtoend_phase(out: Path, k: int, outcome: str, controls: list[str], single_
     corpus, cases = _inputs(out)
     from deltap.dataset import read_dataset
 
-    mined = {str(p["id"]) for p in read_dataset(out / "run" / "retrieval_dataset.yaml").pairs}
+    mined = {case.case_id for case in read_dataset(out / "run" / "retrieval_dataset.yaml").cases}
     cases = [c for c in cases if c.case_id in mined]
     dense = _build_dense(corpus, out, DemoConfig(out=out, progress=False))
     from deltap.retrieval import build_retriever
@@ -164,7 +164,7 @@ def endtoend_phase(out: Path, k: int, outcome: str, controls: list[str], single_
             System(name, "retriever", {c.case_id: [h.doc_id for h in row] for c, row in zip(cases, hits, strict=True)})
         )
     systems += control_systems(
-        [c for c in CONTROLS if c in controls], cases, read_dataset(out / "run" / "retrieval_dataset.yaml").pairs
+        [c for c in CONTROLS if c in controls], cases, read_dataset(out / "run" / "retrieval_dataset.yaml")
     )
     solver = _solver()
     t0 = time.perf_counter()

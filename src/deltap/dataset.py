@@ -1,4 +1,5 @@
-"""The verified dataset: ``retrieval_dataset.yaml`` (the seed schema plus provenance) and its qrels.
+"""The verified dataset: ``retrieval_dataset.yaml`` (the seed schema plus provenance), its one typed reader, and its
+qrels.
 
 Layout::
 
@@ -11,10 +12,18 @@ Layout::
         candidates:
           - doc_id / fqn / text / source [gold|retrieved|placebo]
             empirical_relevance (YES | NO | HARMFUL | UNDECIDED), verdict, delta_p, ci_low, ci_high,
-            p_in, p_out, n_in, n_out, p_value, q_value, grade, regression_effect {coef, se, ci_low, ci_high}
+            p_in, p_out, n_in, n_out, p_value, q_value, grade, regression_effect {coef, se, ci_low, ci_high},
+            graded {<label set>: {utility, ci: [lo, hi], lfsr, grade}}   (optional)
         coalition: [doc ids] or null          (the strongest verified minimal winning coalition)
         coalitions: [[doc ids], ...]          (every verified minimal winning coalition; any one covers the query)
         metadata: {trials, base_success_rate, status, placebo_false_positive_rate, seed, calls, wall_seconds, ...}
+
+**One reader.** :class:`VerifiedDataset` holds the file as written (``metadata`` and the plain ``pairs``, what the
+miner writes); :attr:`VerifiedDataset.cases` reads them as typed records, :class:`CaseRecord` → :class:`CandidateRecord`
+(frozen). Every consumer — the report, the audit, the qrels, the signed gains, end-to-end — reads through them, so one
+place knows that a candidate's id is ``doc_id`` (the seed schema's ``fqn`` in older files) and one place turns the
+YAML's ``verdict`` / ``empirical_relevance`` into a verdict word. A field of a record is declared once, with the
+function that reads it from the YAML (:func:`_read`): a new per-candidate field is one line of :class:`CandidateRecord`.
 
 Qrels from a dataset: every candidate with an integer ``grade`` (1-3 relevant, 0 judged not relevant); undecided
 candidates (``grade: null``) are unjudged. Pairs without any graded candidate are omitted.
@@ -23,8 +32,9 @@ candidates (``grade: null``) are unjudged. Pairs without any graded candidate ar
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +42,16 @@ from deltap.errors import FormatError
 from deltap.qrels import Qrels, QrelsRecord, write_beir_qrels, write_qrels_jsonl, write_trec_qrels
 
 __all__ = [
+    "SOURCES",
     "VERDICTS",
+    "CandidateRecord",
+    "CaseRecord",
+    "GradedUtility",
     "VerifiedDataset",
     "candidate_verdict",
-    "dataset_signed_gains",
     "dataset_qrels",
     "dataset_qrels_records",
+    "dataset_signed_gains",
     "read_dataset",
     "read_dataset_qrels",
     "write_dataset",
@@ -48,15 +62,347 @@ EMPIRICAL_VALUES = ("YES", "NO", "HARMFUL", "UNDECIDED")
 
 #: The verdict words, in the order reports list them.
 VERDICTS = ("relevant", "irrelevant", "harmful", "undecided")
+#: A candidate's provenance words, strongest first (a candidate both gold and retrieved is drawn as gold).
+SOURCES = ("gold", "retrieved", "placebo")
 _FROM_EMPIRICAL = {"YES": "relevant", "NO": "irrelevant", "HARMFUL": "harmful", "UNDECIDED": "undecided"}
+
+
+# --- reading one value ------------------------------------------------------------------------------------------
+
+
+def _num(value: Any) -> float | None:
+    """A finite float, or ``None`` for anything absent or not a finite number (``nan`` is "no estimate")."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if math.isfinite(out) else None
+
+
+def _int(value: Any) -> int | None:
+    out = _num(value)
+    return None if out is None else int(out)
+
+
+def _str_list(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, Sequence):
+        return tuple(str(v) for v in value)
+    return ()
+
+
+def _doc_id_of(raw: Mapping[str, Any]) -> str | None:
+    """The candidate's document id: ``doc_id``, else the seed schema's ``fqn`` (the one place that knows both)."""
+    value = raw.get("doc_id") or raw.get("fqn")
+    return str(value) if value else None
+
+
+def _relevance_word(value: Any) -> str | None:
+    """``empirical_relevance`` as written (YAML 1.1 reads a bare YES / NO as a boolean: made the word again)."""
+    if isinstance(value, bool):
+        return "YES" if value else "NO"
+    return None if value is None else str(value)
+
+
+def candidate_verdict(candidate: Mapping[str, Any]) -> str:
+    """A candidate's verdict word: its ``verdict`` field, else its seed-schema ``empirical_relevance`` (YES =
+    relevant, NO = irrelevant, HARMFUL = harmful), else ``undecided``. The one place a verdict is read from the YAML.
+
+    Raises:
+        ValueError: an ``empirical_relevance`` that is not one of YES, NO, HARMFUL, UNDECIDED (any case).
+    """
+    written = candidate.get("empirical_relevance")
+    er = _relevance_word(written)
+    if er is not None and er.upper() not in EMPIRICAL_VALUES:
+        raise ValueError(f"empirical_relevance {written!r} is not one of {EMPIRICAL_VALUES}")
+    v = str(candidate.get("verdict") or "").lower()
+    if v in VERDICTS:
+        return v
+    return _FROM_EMPIRICAL.get((er or "").upper(), "undecided")
+
+
+def _grade_of(c: Mapping[str, Any]) -> int | None:
+    """The qrels grade of a candidate: its ``grade`` (an integer >= 0; ``null`` = undecided, unjudged); seed-schema
+    files without grades: YES = 1, NO / HARMFUL = 0.
+
+    Raises:
+        ValueError: a ``grade`` that is not an integer >= 0 or null.
+    """
+    g = c.get("grade")
+    if g is not None and (isinstance(g, bool) or not isinstance(g, int) or g < 0):
+        raise ValueError(f"grade must be an integer >= 0 or null, got {g!r}")
+    if g is not None:
+        return int(g)
+    er = str(_relevance_word(c.get("empirical_relevance")) or "").upper()
+    if "grade" not in c and er in ("YES", "NO", "HARMFUL"):
+        return 1 if er == "YES" else 0
+    return None
+
+
+def _read(reader: Callable[[Mapping[str, Any]], Any], *, default: Any = ..., default_factory: Any = ...) -> Any:
+    """A record field and the function that reads it from the YAML mapping (``default``: when built by hand)."""
+    if default_factory is not ...:
+        return field(default_factory=default_factory, metadata={"read": reader})
+    if default is ...:
+        return field(metadata={"read": reader})
+    return field(default=default, metadata={"read": reader})
+
+
+def _number(key: str) -> Callable[[Mapping[str, Any]], float | None]:
+    return lambda raw: _num(raw.get(key))
+
+
+def _count(key: str) -> Callable[[Mapping[str, Any]], int | None]:
+    return lambda raw: _int(raw.get(key))
+
+
+def _regression(key: str) -> Callable[[Mapping[str, Any]], float | None]:
+    """A number of the candidate's ``regression_effect`` mapping (the joint regression's estimate)."""
+
+    def read(raw: Mapping[str, Any]) -> float | None:
+        reg = raw.get("regression_effect")
+        return _num(reg.get(key)) if isinstance(reg, Mapping) else None
+
+    return read
+
+
+def _meta(key: str, conv: Callable[[Any], Any], default: Any = None) -> Callable[[Mapping[str, Any]], Any]:
+    """A value of a pair's ``metadata`` mapping."""
+
+    def read(raw: Mapping[str, Any]) -> Any:
+        meta = raw.get("metadata")
+        value = meta.get(key) if isinstance(meta, Mapping) else None
+        return default if value is None else conv(value)
+
+    return read
+
+
+def _parse(cls: type, raw: Mapping[str, Any], **given: Any) -> Any:
+    """A record of ``cls`` from its YAML mapping: every field read by the function it declares (unless ``given``)."""
+    return cls(**{f.name: given[f.name] if f.name in given else f.metadata["read"](raw) for f in fields(cls)})
+
+
+# --- the records ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GradedUtility:
+    """One graded label of a candidate: the effect shrunk toward its group, with its interval, its local false sign
+    rate and the grade it maps to (``graded: {<label set>: {utility, ci: [lo, hi], lfsr, grade}}``)."""
+
+    utility: float | None = _read(_number("utility"), default=None)
+    ci_low: float | None = _read(lambda r: _num(_pair_of(r.get("ci"))[0]), default=None)
+    ci_high: float | None = _read(lambda r: _num(_pair_of(r.get("ci"))[1]), default=None)
+    lfsr: float | None = _read(_number("lfsr"), default=None)
+    grade: int | None = _read(_count("grade"), default=None)
+
+
+def _pair_of(value: Any) -> tuple[Any, Any]:
+    if isinstance(value, Sequence) and not isinstance(value, str) and len(value) == 2:
+        return value[0], value[1]
+    return None, None
+
+
+def _graded(raw: Mapping[str, Any]) -> Mapping[str, GradedUtility] | None:
+    """``graded`` as ``{label set: GradedUtility}`` (``None`` when the candidate has none)."""
+    value = raw.get("graded")
+    if not isinstance(value, Mapping):
+        return None
+    return {str(k): _parse(GradedUtility, v) for k, v in value.items() if isinstance(v, Mapping)}
+
+
+def _verdict(raw: Mapping[str, Any]) -> str:
+    return candidate_verdict(raw)
+
+
+@dataclass(frozen=True)
+class CandidateRecord:
+    """One (case, candidate document) line of the verified dataset, as read.
+
+    Every field is declared with the function that reads it from the candidate's YAML mapping; a new field is one
+    line here. ``doc_id`` is the legacy ``fqn`` in seed-schema files; ``verdict`` comes from ``verdict``, else the
+    seed schema's ``empirical_relevance``; ``grade`` is the qrels grade (:func:`_grade_of`); numbers that are absent
+    or not finite are ``None``, never a made-up 0.
+    """
+
+    doc_id: str = _read(lambda raw: _doc_id_of(raw) or "")
+    sources: tuple[str, ...] = _read(lambda raw: _str_list(raw.get("source")))
+    verdict: str = _read(_verdict)
+    delta_p: float | None = _read(_number("delta_p"))
+    ci_low: float | None = _read(_number("ci_low"))
+    ci_high: float | None = _read(_number("ci_high"))
+    p_in: float | None = _read(_number("p_in"), default=None)
+    p_out: float | None = _read(_number("p_out"), default=None)
+    n_in: int | None = _read(_count("n_in"), default=None)
+    n_out: int | None = _read(_count("n_out"), default=None)
+    p_value: float | None = _read(_number("p_value"), default=None)
+    q_value: float | None = _read(_number("q_value"), default=None)
+    grade: int | None = _read(_grade_of, default=None)
+    empirical_relevance: str = _read(lambda raw: _relevance_word(raw.get("empirical_relevance")) or "", default="")
+    text: str = _read(lambda raw: str(raw.get("text") or ""), default="")
+    adjusted: float | None = _read(_regression("coef"), default=None)
+    adjusted_low: float | None = _read(_regression("ci_low"), default=None)
+    adjusted_high: float | None = _read(_regression("ci_high"), default=None)
+    graded: Mapping[str, GradedUtility] | None = _read(_graded, default=None)
+
+    @classmethod
+    def from_yaml(cls, raw: Mapping[str, Any]) -> CandidateRecord:
+        """The record of one candidate mapping.
+
+        Raises:
+            ValueError: no ``doc_id`` / ``fqn``, a bad ``empirical_relevance`` or ``grade`` (the message says which).
+        """
+        if not _doc_id_of(raw):
+            raise ValueError("has neither 'doc_id' nor 'fqn'")
+        record: CandidateRecord = _parse(cls, raw)
+        return record
+
+    @property
+    def effect(self) -> tuple[float | None, float | None, float | None]:
+        """The estimate the verdict rests on, with its 95 % CI: the joint-regression (adjusted) effect when the
+        dataset records one, else the difference in means ΔP."""
+        if self.adjusted is not None:
+            return self.adjusted, self.adjusted_low, self.adjusted_high
+        return self.delta_p, self.ci_low, self.ci_high
+
+    @property
+    def primary_source(self) -> str:
+        """The source that marks the candidate in plots: gold beats retrieved beats placebo."""
+        for s in SOURCES:
+            if s in self.sources:
+                return s
+        return self.sources[0] if self.sources else "unknown"
+
+    @property
+    def is_gold(self) -> bool:
+        return "gold" in self.sources
+
+    @property
+    def signed_gain(self) -> float | None:
+        """The measured effect with the verdict's sign: ``+|delta_p|`` when relevant, ``-|delta_p|`` when harmful,
+        ``0`` otherwise; ``None`` for a relevant or harmful candidate without a ``delta_p``."""
+        if self.verdict not in ("relevant", "harmful"):
+            return 0.0
+        if self.delta_p is None:
+            return None
+        return abs(self.delta_p) if self.verdict == "relevant" else -abs(self.delta_p)
+
+
+def _optional_str(key: str) -> Callable[[Mapping[str, Any]], str | None]:
+    return lambda raw: None if raw.get(key) is None else str(raw[key])
+
+
+def _coalition(raw: Mapping[str, Any]) -> tuple[str, ...] | None:
+    return None if raw.get("coalition") is None else _str_list(raw["coalition"])
+
+
+def _metadata(raw: Mapping[str, Any]) -> dict[str, Any]:
+    meta = raw.get("metadata")
+    return dict(meta) if isinstance(meta, Mapping) else {}
+
+
+def _coalitions(raw: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
+    """``coalitions`` as written: every verified minimal winning coalition."""
+    listed = raw.get("coalitions")
+    if not isinstance(listed, Sequence) or isinstance(listed, str):
+        return ()
+    return tuple(_str_list(members) for members in listed)
+
+
+@dataclass(frozen=True)
+class CaseRecord:
+    """One case (query) of the verified dataset with its candidates and mining metadata, as read (the report, the
+    audit, the qrels and end-to-end read these; what ``mine()`` returns of a case is
+    :class:`deltap.mining.results.CaseResult`)."""
+
+    case_id: str = _read(lambda raw: str(raw.get("id")))
+    query: str = _read(lambda raw: str(raw.get("query") or ""))
+    reference_answer: str | None = _read(_optional_str("reference_answer"))
+    candidates: tuple[CandidateRecord, ...] = _read(lambda raw: ())  # read by the case (it names the pair in errors)
+    coalition: tuple[str, ...] | None = _read(_coalition)
+    status: str = _read(lambda raw: str(_metadata(raw).get("status") or "mined"), default="mined")
+    trials: int | None = _read(_meta("trials", _int), default=None)
+    base_success_rate: float | None = _read(_meta("base_success_rate", _num), default=None)
+    placebo_false_positive_rate: float | None = _read(_meta("placebo_false_positive_rate", _num), default=None)
+    calls: int | None = _read(_meta("calls", _int), default=None)
+    wall_seconds: float | None = _read(_meta("wall_seconds", _num), default=None)
+    coalitions: tuple[tuple[str, ...], ...] = _read(_coalitions, default=())  # as written (``coalitions:``)
+    metadata: Mapping[str, Any] = _read(_metadata, default_factory=dict)
+
+    def verdict_counts(self) -> Counter[str]:
+        return Counter(c.verdict for c in self.candidates)
+
+    @property
+    def winning_coalitions(self) -> tuple[tuple[str, ...], ...]:
+        """Every verified minimal winning coalition (``coalitions``, else the one ``coalition``), non-empty ones."""
+        listed = self.coalitions or ((self.coalition,) if self.coalition else ())
+        return tuple(c for c in listed if c)
+
+
+def _parse_cases(pairs: Any, where: str) -> tuple[CaseRecord, ...]:
+    """The typed records of a dataset's ``pairs`` (the one reader).
+
+    Raises:
+        FormatError: a pair without ``id``, a duplicate id, a pair without a ``candidates`` list, a candidate without
+            ``doc_id``/``fqn``, a bad ``empirical_relevance`` or ``grade``.
+    """
+    seen: set[str] = set()
+    out: list[CaseRecord] = []
+    for n, pair in enumerate(pairs, start=1):
+        if not isinstance(pair, Mapping) or pair.get("id") is None:
+            raise FormatError(where, f"pair #{n} needs an 'id'")
+        pid = str(pair["id"])
+        if pid in seen:
+            raise FormatError(where, f"duplicate pair id {pid!r}")
+        seen.add(pid)
+        cands = pair.get("candidates")
+        if not isinstance(cands, list | tuple):
+            raise FormatError(where, f"pair {pid!r} needs a 'candidates' list")
+        records: list[CandidateRecord] = []
+        for c in cands:
+            if not isinstance(c, Mapping) or not _doc_id_of(c):
+                raise FormatError(where, f"a candidate of pair {pid!r} has neither 'doc_id' nor 'fqn'")
+            try:
+                records.append(CandidateRecord.from_yaml(c))
+            except ValueError as exc:
+                raise FormatError(where, f"candidate {_doc_id_of(c)!r} of {pid!r}: {exc}") from None
+        out.append(_parse(CaseRecord, pair, candidates=tuple(records)))
+    return tuple(out)
 
 
 @dataclass
 class VerifiedDataset:
-    """A verified dataset as plain data (``metadata`` and the list of ``pairs``)."""
+    """A verified dataset: ``metadata`` and the list of ``pairs`` as written (plain data, what the miner builds and
+    :func:`write_dataset` writes); :attr:`cases` reads them as typed records.
+
+    Args:
+        metadata: The run's provenance (``metadata:``).
+        pairs: One mapping per case, in the YAML's shape.
+        path: Where it was read from (names the file in errors; empty when built in memory).
+    """
 
     metadata: dict[str, Any] = field(default_factory=dict)
     pairs: list[dict[str, Any]] = field(default_factory=list)
+    path: str = field(default="", compare=False, repr=False)
+
+    @property
+    def cases(self) -> tuple[CaseRecord, ...]:
+        """The cases as typed records, in file order (read from :attr:`pairs` on each access: keep the result).
+
+        Raises:
+            FormatError: a pair or candidate the reader refuses (see :func:`read_dataset`).
+        """
+        return _parse_cases(self.pairs, self.path or "the verified dataset")
+
+    @property
+    def outcome(self) -> str:
+        """The run's outcome (``pass`` when the metadata names none)."""
+        return str(self.metadata.get("outcome", "pass"))
 
     def to_dict(self) -> dict[str, Any]:
         return {"metadata": self.metadata, "pairs": self.pairs}
@@ -88,7 +434,7 @@ def write_dataset(dataset: VerifiedDataset, path: str | Path) -> Path:
 
 
 def read_dataset(path: str | Path) -> VerifiedDataset:
-    """Read and validate a ``retrieval_dataset.yaml``.
+    """Read and validate a ``retrieval_dataset.yaml`` (every case and candidate goes through the typed reader once).
 
     Raises:
         FormatError: not YAML, no ``pairs`` list, a pair without ``id`` or ``candidates``, a candidate without
@@ -109,58 +455,24 @@ def read_dataset(path: str | Path) -> VerifiedDataset:
         raise FormatError(path, f"invalid YAML: {problem}", mark.line + 1 if mark else None) from None
     if not isinstance(data, dict) or not isinstance(data.get("pairs"), list):
         raise FormatError(path, "expected a mapping with a 'pairs:' list (a deltap retrieval_dataset.yaml)")
-    seen: set[str] = set()
-    for n, pair in enumerate(data["pairs"], start=1):
-        if not isinstance(pair, dict) or pair.get("id") is None:
-            raise FormatError(path, f"pair #{n} needs an 'id'")
-        pid = str(pair["id"])
-        if pid in seen:
-            raise FormatError(path, f"duplicate pair id {pid!r}")
-        seen.add(pid)
-        cands = pair.get("candidates")
-        if not isinstance(cands, list):
-            raise FormatError(path, f"pair {pid!r} needs a 'candidates' list")
-        for c in cands:
-            if not isinstance(c, dict) or not (c.get("doc_id") or c.get("fqn")):
-                raise FormatError(path, f"a candidate of pair {pid!r} has neither 'doc_id' nor 'fqn'")
-            er = c.get("empirical_relevance")
-            if isinstance(er, bool):  # YAML 1.1 reads a bare YES/NO as a boolean
-                er = c["empirical_relevance"] = "YES" if er else "NO"
-            if er is not None and str(er).upper() not in EMPIRICAL_VALUES:
-                raise FormatError(
-                    path,
-                    f"candidate {c.get('doc_id') or c.get('fqn')!r} of {pid!r}: empirical_relevance {er!r} is not one of {EMPIRICAL_VALUES}",
-                )
-            g = c.get("grade")
-            if g is not None and (isinstance(g, bool) or not isinstance(g, int) or g < 0):
-                raise FormatError(
-                    path,
-                    f"candidate {c.get('doc_id') or c.get('fqn')!r} of {pid!r}: grade must be an integer >= 0 or null, got {g!r}",
-                )
+    _parse_cases(data["pairs"], str(path))
+    for pair in data["pairs"]:  # the file as plain data, with YAML 1.1's boolean YES / NO made words again
+        for c in pair["candidates"]:
+            if isinstance(c.get("empirical_relevance"), bool):
+                c["empirical_relevance"] = _relevance_word(c["empirical_relevance"])
     meta = data.get("metadata") or {}
     if not isinstance(meta, dict):
         raise FormatError(path, "'metadata' must be a mapping")
-    return VerifiedDataset(meta, data["pairs"])
-
-
-def _grade_of(c: Mapping[str, Any]) -> int | None:
-    g = c.get("grade")
-    if g is not None:
-        return int(g)
-    # Seed-schema files without grades: YES = 1, NO/HARMFUL = 0.
-    er = str(c.get("empirical_relevance") or "").upper()
-    if "grade" not in c and er in ("YES", "NO", "HARMFUL"):
-        return 1 if er == "YES" else 0
-    return None
+    return VerifiedDataset(meta, data["pairs"], str(path))
 
 
 def dataset_qrels(dataset: VerifiedDataset) -> Qrels:
     """``{query_id: {doc_id: grade}}`` from a dataset (see the module docstring)."""
     qrels: Qrels = {}
-    for pair in dataset.pairs:
-        row = {str(c.get("doc_id") or c.get("fqn")): g for c in pair["candidates"] if (g := _grade_of(c)) is not None}
+    for case in dataset.cases:
+        row = {c.doc_id: c.grade for c in case.candidates if c.grade is not None}
         if row:
-            qrels[str(pair["id"])] = row
+            qrels[case.case_id] = row
     return qrels
 
 
@@ -168,16 +480,15 @@ def dataset_qrels_records(dataset: VerifiedDataset) -> list[QrelsRecord]:
     """Qrels JSONL records with the query text, reference answer and the coalition."""
     out: list[QrelsRecord] = []
     qrels = dataset_qrels(dataset)
-    for pair in dataset.pairs:
-        pid = str(pair["id"])
-        if pid not in qrels:
+    for case in dataset.cases:
+        if case.case_id not in qrels:
             continue
         extra: dict[str, object] = {}
-        if pair.get("coalition"):
-            extra["coalition"] = list(pair["coalition"])
-        if pair.get("coalitions"):  # every verified minimal winning coalition (set recall: any one covers the query)
-            extra["coalitions"] = [list(c) for c in pair["coalitions"]]
-        out.append(QrelsRecord(pid, str(pair.get("query", "")), qrels[pid], pair.get("reference_answer"), extra))
+        if case.coalition:
+            extra["coalition"] = list(case.coalition)
+        if case.coalitions:  # every verified minimal winning coalition (set recall: any one covers the query)
+            extra["coalitions"] = [list(c) for c in case.coalitions]
+        out.append(QrelsRecord(case.case_id, case.query, qrels[case.case_id], case.reference_answer, extra))
     return out
 
 
@@ -217,31 +528,16 @@ def write_dataset_qrels(
     return paths
 
 
-def candidate_verdict(candidate: Mapping[str, Any]) -> str:
-    """A candidate's verdict word: its ``verdict`` field, else its seed-schema ``empirical_relevance`` (YES =
-    relevant, NO = irrelevant, HARMFUL = harmful), else ``undecided``."""
-    v = str(candidate.get("verdict") or "").lower()
-    if v in VERDICTS:
-        return v
-    return _FROM_EMPIRICAL.get(str(candidate.get("empirical_relevance") or "").upper(), "undecided")
-
-
-def _finite(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    f = float(value)
-    return f if math.isfinite(f) else None
-
-
 def dataset_signed_gains(
     dataset: VerifiedDataset,
 ) -> tuple[dict[str, dict[str, float]], dict[str, list[tuple[frozenset[str], float]]], list[tuple[str, str]]]:
     """Signed gains of a dataset's documents and the value of each verified coalition.
 
-    The gain of a candidate is its measured effect with the verdict's sign: ``+|delta_p|`` when ``relevant``,
-    ``-|delta_p|`` when ``harmful``; ``irrelevant`` and ``undecided`` candidates (and documents the dataset never
-    tried) have no gain and are left out. The verdict fixes the sign (it rests on the dataset's tests, which can use
-    a different estimator than the difference in means ``delta_p``); ``delta_p`` gives the size.
+    The gain of a candidate is its measured effect with the verdict's sign (:attr:`CandidateRecord.signed_gain`):
+    ``+|delta_p|`` when ``relevant``, ``-|delta_p|`` when ``harmful``; ``irrelevant`` and ``undecided`` candidates (and
+    documents the dataset never tried) have no gain and are left out. The verdict fixes the sign (it rests on the
+    dataset's tests, which can use a different estimator than the difference in means ``delta_p``); ``delta_p`` gives
+    the size.
 
     A coalition's value is the lift the coalition trials measured, ``coalition_mean - none_mean`` (exactly the
     coalition in context vs no document, from ``metadata.coalition_check``), when recorded and positive; otherwise
@@ -257,35 +553,28 @@ def dataset_signed_gains(
     gains: dict[str, dict[str, float]] = {}
     coalitions: dict[str, list[tuple[frozenset[str], float]]] = {}
     unknown: list[tuple[str, str]] = []
-    for pair in dataset.pairs:
-        pid = str(pair["id"])
+    for case in dataset.cases:
+        pid = case.case_id
         row: dict[str, float] = {}
-        raw: dict[str, float] = {}
-        for c in pair["candidates"]:
-            did = str(c.get("doc_id") or c.get("fqn"))
-            dp = _finite(c.get("delta_p"))
-            if dp is not None:
-                raw[did] = dp
-            verdict = candidate_verdict(c)
-            if verdict in ("relevant", "harmful"):
-                if dp is None:
-                    unknown.append((pid, did))
-                elif dp != 0:
-                    row[did] = abs(dp) if verdict == "relevant" else -abs(dp)
+        raw = {c.doc_id: c.delta_p for c in case.candidates if c.delta_p is not None}
+        for c in case.candidates:
+            gain = c.signed_gain
+            if gain is None:
+                unknown.append((pid, c.doc_id))
+            elif gain != 0:
+                row[c.doc_id] = gain
         if row:
             gains[pid] = row
         measured: dict[frozenset[str], float] = {}
-        for check in (pair.get("metadata") or {}).get("coalition_check") or []:
+        for check in case.metadata.get("coalition_check") or []:
             if isinstance(check, Mapping) and check.get("verified") and check.get("docs"):
-                cm, nm = _finite(check.get("coalition_mean")), _finite(check.get("none_mean"))
+                cm, nm = _num(check.get("coalition_mean")), _num(check.get("none_mean"))
                 if cm is not None and nm is not None and cm > nm:
                     measured[frozenset(str(d) for d in check["docs"])] = cm - nm
-        members_list = pair.get("coalitions") or ([pair["coalition"]] if pair.get("coalition") else [])
         out: list[tuple[frozenset[str], float]] = []
-        for members in members_list:
-            key = frozenset(str(d) for d in members)
-            if key:
-                out.append((key, measured.get(key, sum(max(raw.get(d, 0.0), 0.0) for d in key))))
+        for members in case.winning_coalitions:
+            key = frozenset(members)
+            out.append((key, measured.get(key, sum(max(raw.get(d, 0.0), 0.0) for d in key))))
         if out:
             coalitions[pid] = out
     return gains, coalitions, unknown

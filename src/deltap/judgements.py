@@ -172,21 +172,15 @@ def load_judgements(path: str | Path, split: str = "test") -> Judgements:
 
         dataset = read_dataset(path)
         docs, coalition_values, unknown = dataset_signed_gains(dataset)
-        unit = outcome_kind(str(dataset.metadata.get("outcome", "pass"))).unit
+        unit = outcome_kind(dataset.outcome).unit
         out.gains = SignedGains(docs, coalition_values, tuple(unknown), unit)
-        for pair in dataset.pairs:
-            pid = str(pair.get("id"))
-            if pair.get("query"):
-                out.queries[pid] = str(pair["query"])
-            coal = _coalition_list(pair.get("coalitions") or pair.get("coalition"))  # every winning coalition
+        for case in dataset.cases:
+            if case.query:
+                out.queries[case.case_id] = case.query
+            coal = [frozenset(c) for c in case.winning_coalitions]  # every winning coalition
             if coal:
-                out.coalitions[pid] = coal
-            bad = {
-                str(c.get("doc_id") or c.get("fqn"))
-                for c in pair.get("candidates", [])
-                if str(c.get("empirical_relevance") or "").upper() == "HARMFUL"
-                or str(c.get("verdict") or "").lower() == "harmful"
-            }
+                out.coalitions[case.case_id] = coal
+            bad = {c.doc_id for c in case.candidates if c.verdict == "harmful"}
             if bad:
-                out.harmful[pid] = bad
+                out.harmful[case.case_id] = bad
     return out

@@ -13,11 +13,13 @@ from typing import Annotated, Any
 import typer
 
 from deltap.cli import options
+from deltap.endtoend import systems as _systems
 from deltap.endtoend.config import EndToEndConfig
+from deltap.retrieval.registry import retriever_kinds
 
 _C = EndToEndConfig()
 RETRIEVERS = "bm25,dense,hybrid"
-CONTROLS = "none,gold,mined,all"
+CONTROLS = ",".join(_systems.CONTROLS)  # the registered controls
 
 
 def register(app: typer.Typer) -> None:
@@ -35,7 +37,9 @@ def endtoend_command(
     corpus_path: Annotated[Path, typer.Option("--corpus", help="The corpus the run mined.")],
     retrievers: Annotated[
         str,
-        typer.Option("--retriever", help=f"Retriever systems, comma-separated ('' for none). Default {RETRIEVERS}."),
+        typer.Option(
+            "--retriever", help=f"Retriever systems among {retriever_kinds()}, comma-separated ('' for none)."
+        ),
     ] = RETRIEVERS,
     runs: Annotated[
         list[str], typer.Option("--run", help="A saved run as a system: NAME=PATH (TREC or JSON). Repeatable.")

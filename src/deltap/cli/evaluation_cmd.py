@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from deltap.evaluation.settings import ComparisonSettings, EvaluationSettings, RetrievalSettings
+from deltap.retrieval.registry import retriever_kinds
 
 _FORMATS = ("table", "wide", "markdown", "json", "latex")
 FORMAT_HELP = "table (fits the terminal, 80 columns when piped), wide (with intervals and every p-value), markdown, json or latex."
@@ -40,7 +41,8 @@ CorpusOpt = Annotated[
     typer.Option("--corpus", help="Corpus for --retriever/--failures (BEIR folder, corpus.jsonl, API YAML)."),
 ]
 RetrieverOpt = Annotated[
-    str | None, typer.Option("--retriever", help="Build runs with these retrievers: bm25,dense,hybrid,random.")
+    str | None,
+    typer.Option("--retriever", help=f"Build runs with these retrievers (comma-separated): {retriever_kinds(',')}."),
 ]
 QueriesOpt = Annotated[Path | None, typer.Option("--queries", help="queries.jsonl when the qrels carry no query text.")]
 Depth = Annotated[int, typer.Option("--top-k", "--depth", min=1, help="Documents retrieved per query by --retriever.")]

@@ -12,7 +12,8 @@ from typing import Annotated
 import typer
 
 from deltap.cli import options
-from deltap.mining.config import PILOT_CASES, MiningConfig
+from deltap.mining.config import PILOT_CASES, MiningConfig, describe_designs
+from deltap.retrieval.registry import retriever_kinds
 
 
 def register(app: typer.Typer) -> None:
@@ -47,7 +48,7 @@ def mine_command(
     out: Annotated[Path, typer.Option("--out", help="Run directory (created; an existing one is resumed).")],
     index: options.IndexOpt = None,
     retriever_kind: Annotated[
-        str, typer.Option("--retriever", help="dense, bm25, hybrid or none: source of the retrieved candidates.")
+        str, typer.Option("--retriever", help=f"{retriever_kinds()} or none: source of the retrieved candidates.")
     ] = "dense",
     k: Annotated[int, typer.Option("--top-k", "--k", help="Retrieved candidates per case.")] = _CFG.k,
     placebo: Annotated[
@@ -108,8 +109,7 @@ def mine_command(
         str,
         typer.Option(
             "--design",
-            help="Which candidates each trial includes: orthogonal (randomised Hadamard blocks: every trial a uniformly random subset, "
-            "each block balanced and orthogonal, a tighter regression) or bernoulli (independent coin flips with probability --pi).",
+            help=f"Which candidates each trial includes: {describe_designs()}.",
         ),
     ] = _CFG.design,
     context_order: Annotated[

@@ -6,7 +6,7 @@
 * :func:`metric_validity` — how well metrics on the benchmark's gold qrels and on deltap's mined qrels agree with
   that success, across systems and across questions (:mod:`.validity`).
 * :func:`plan_end_to_end` — the run's calls, tokens, cost and time before any call (``--plan``; :mod:`.plan`).
-* :class:`System` and its builders — retrievers, saved runs, controls (:mod:`.systems`).
+* :class:`System` and its builders — retrievers, saved runs, controls (the table :data:`CONTROLS`; :mod:`.systems`).
 
 Names are lazy: ``import deltap.endtoend.config`` (what the CLI needs for its defaults) does not load numpy.
 """
@@ -23,8 +23,10 @@ _LAZY: dict[str, str] = {
     "EndToEndResult": "deltap.endtoend.results",
     "evaluate_end_to_end": "deltap.endtoend.mined_run",
     "CONTROLS": "deltap.endtoend.systems",
+    "ControlKind": "deltap.endtoend.systems",
     "System": "deltap.endtoend.systems",
     "control_systems": "deltap.endtoend.systems",
+    "register_control": "deltap.endtoend.systems",
     "retriever_systems": "deltap.endtoend.systems",
     "run_systems": "deltap.endtoend.systems",
     "metric_validity": "deltap.endtoend.validity",
@@ -39,5 +41,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deltap.endtoend.mined_run import evaluate_end_to_end
     from deltap.endtoend.plan import plan_end_to_end
     from deltap.endtoend.results import EndToEndResult
-    from deltap.endtoend.systems import CONTROLS, System, control_systems, retriever_systems, run_systems
+    from deltap.endtoend.systems import (
+        CONTROLS,
+        ControlKind,
+        System,
+        control_systems,
+        register_control,
+        retriever_systems,
+        run_systems,
+    )
     from deltap.endtoend.validity import metric_validity

@@ -11,8 +11,9 @@ solver's own rate limits, and scored by the case's checker (``pass``) or as the 
 A deterministic solver (greedy decoding) is asked each distinct prompt of a case once: two systems that put the same
 documents in the same order get the same answer, logged as ``cached:`` and not counted as a call.
 
-With ``single_doc`` (eRAG's single-document utility, :mod:`deltap.endtoend.single`), every document any system puts in
-its top ``k`` for a case is also asked alone (kind ``endtoend:single:<doc>``; for ``logprob`` also the no-document
+Metrics and single-document trials use exactly the documents each prompt held after the fit (the ``all`` control:
+every candidate that fits, not its first ``k`` ids). With ``single_doc`` (eRAG's single-document utility,
+:mod:`deltap.endtoend.single`), every document any system's prompt held for a case is also asked alone (kind ``endtoend:single:<doc>``; for ``logprob`` also the no-document
 prompt, kind ``endtoend:single:``), in the same log, counted in the same ceiling.
 """
 
@@ -31,7 +32,7 @@ import numpy as np
 from deltap.endtoend.config import EndToEndConfig
 from deltap.endtoend.results import EndToEndResult, summarize
 from deltap.endtoend.single import SINGLE_KIND, single_doc_ceiling, single_doc_ids
-from deltap.endtoend.systems import System
+from deltap.endtoend.systems import System, shown_systems
 from deltap.errors import DeltapError
 from deltap.outcomes import outcome_kind
 from deltap.run_layout import EndToEndDir
@@ -84,6 +85,7 @@ class _CaseRun:
     single_baseline: float | None = None  # the no-document value (single_doc, logprob)
     dropped: dict[str, int] = field(default_factory=dict)
     skipped: str | None = None
+    shown: dict[str, list[str]] = field(default_factory=dict)  # system -> the documents its prompt held (after the fit)
 
 
 def _check_inputs(
@@ -193,7 +195,8 @@ def end_to_end(
     finally:
         log.close()
     values = np.array([[r.values.get(n, math.nan) for n in names] for r in runs], dtype=float)
-    result = summarize(ids, names, values, cfg, [r.__dict__ for r in runs])
+    per_case = [{k: v for k, v in r.__dict__.items() if k != "shown"} for r in runs]  # the trials say what was shown
+    result = summarize(ids, names, values, cfg, per_case)
     if cfg.single_doc:
         result.single_doc = {r.case_id: {d: _finite(v) for d, v in r.single.items()} for r in runs if not r.skipped}
         if not outcome_kind(cfg.outcome).binary:  # labels are lifts over the no-document prompt
@@ -221,7 +224,7 @@ def end_to_end(
 
         result.validity = metric_validity(
             result,
-            systems,
+            shown_systems(systems, {r.case_id: r.shown for r in runs}),  # scored on what each prompt held
             judgements,
             metrics,
             dataset_path=str(dataset_path) if dataset_path else None,
@@ -297,6 +300,7 @@ def _run_cases(
             docs, dropped = ask.fitted(case, system.top(case.case_id, cfg.k))
             if dropped:
                 run.dropped[system.name] = dropped
+            run.shown[system.name] = docs
             trials = ask.trials(case, docs, checker, answered)
             kind = KIND_PREFIX + system.name
             _refuse_changed(trials, kind, ask.reps, system.name)
@@ -335,7 +339,9 @@ def _single_docs(
 ) -> None:
     """eRAG's single-document trials of one case: each document of any system's top k alone (and, for ``logprob``,
     the no-document prompt), kind ``endtoend:single:<doc>`` (``endtoend:single:``)."""
-    items = [(d, [d]) for d in single_doc_ids(systems, case.case_id, ask.cfg.k)]
+    items = [
+        (d, [d]) for d in single_doc_ids(shown_systems(systems, {case.case_id: run.shown}), case.case_id, ask.cfg.k)
+    ]
     if not outcome_kind(ask.cfg.outcome).binary:  # the no-document prompt: the baseline of the lifts
         items.append(("", []))
     for doc, shown in items:

@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, Any
 from deltap.endtoend.config import EndToEndConfig
 from deltap.endtoend.engine import end_to_end
 from deltap.endtoend.results import EndToEndResult
-from deltap.endtoend.systems import CONTROLS, System, control_systems, retriever_systems, run_systems
+from deltap.endtoend.systems import CONTROLS, System, check_controls, control_systems, retriever_systems, run_systems
 from deltap.errors import DeltapError
 from deltap.run_layout import RunDir
 
 if TYPE_CHECKING:
     from deltap.cases import Case
+    from deltap.dataset import VerifiedDataset
     from deltap.documents import Corpus
     from deltap.execution.base import Executor
     from deltap.solvers.base import Solver
@@ -32,12 +33,13 @@ def mined_run_systems(
     *,
     retrievers: Sequence[str] = DEFAULT_RETRIEVERS,
     runs: Sequence[str] = (),
-    controls: Sequence[str] = CONTROLS,
+    controls: Sequence[str] | None = None,
     k: int = EndToEndConfig.k,
     store: str | None = None,
     seed: int = 0,
-) -> tuple[list[Case], list[System], Any]:
-    """The mined cases of ``run_dir`` among ``cases``, the systems and the mined dataset.
+) -> tuple[list[Case], list[System], VerifiedDataset]:
+    """The mined cases of ``run_dir`` among ``cases``, the systems and the mined dataset (``controls``: names of
+    :data:`~deltap.endtoend.systems.CONTROLS`, default every registered control).
 
     Raises:
         DeltapError: not a run directory, no case of ``cases`` mined there, an unknown control, no system.
@@ -45,18 +47,17 @@ def mined_run_systems(
     from deltap.dataset import read_dataset
 
     path = RunDir(run_dir).require_mined().dataset
-    bad = [c for c in controls if c not in CONTROLS]
-    if bad:
-        raise DeltapError(f"unknown control(s) {', '.join(bad)}; choose from {', '.join(CONTROLS)}")
+    controls = list(CONTROLS) if controls is None else list(controls)
+    check_controls(controls)
     dataset = read_dataset(path)
-    mined = {str(p["id"]) for p in dataset.pairs}
+    mined = {case.case_id for case in dataset.cases}
     kept = [c for c in cases if c.case_id in mined]
     if not kept:
         raise DeltapError(f"no case given was mined in {run_dir}: pass the benchmark the run mined")
     systems = [
         *retriever_systems(list(retrievers), kept, corpus, k, store=store, seed=seed),
         *run_systems(list(runs), kept, corpus),
-        *control_systems(list(controls), kept, dataset.pairs),
+        *control_systems(controls, kept, dataset),
     ]
     if not systems:
         raise DeltapError("no system to evaluate: give retrievers, runs or controls")
@@ -71,7 +72,7 @@ def evaluate_end_to_end(
     *,
     retrievers: Sequence[str] = DEFAULT_RETRIEVERS,
     runs: Sequence[str] = (),
-    controls: Sequence[str] = CONTROLS,
+    controls: Sequence[str] | None = None,
     metrics: Sequence[str] | None = None,
     config: EndToEndConfig | None = None,
     store: str | None = None,
@@ -94,7 +95,7 @@ def evaluate_end_to_end(
         solver: The solver (``answer`` for ``pass``, ``score`` for ``logprob``).
         retrievers: Retriever kinds to build systems from (``bm25``, ``dense``, ``hybrid``).
         runs: Saved runs as ``name=path``.
-        controls: Control systems among ``none``, ``gold``, ``mined``, ``all``.
+        controls: Control systems, names of :data:`~deltap.endtoend.systems.CONTROLS` (default: every one).
         metrics: Validity metrics (default ``ndcg@K``, ``hit_rate@K``, ``recall@K``).
         config: :class:`EndToEndConfig` (k, repeats, outcome, seed, max_calls...).
         store: Dense index folder or Qdrant URL.

@@ -151,7 +151,7 @@ def run_planted(
         )  # that moves the outcome: mine() rightly warns about it (tilt); kept, not raised
         mining = mine(scenario.cases, scenario.corpus, scenario.solver, retriever=scenario.retriever, out=out,
                       config=MiningConfig(budget=budget, seed=seed, k=3, n_placebo=2, coalitions=False))  # fmt: skip
-    systems = [*scenario.systems, *control_systems(["gold", "mined"], scenario.cases, mining.dataset.pairs)]
+    systems = [*scenario.systems, *control_systems(["gold", "mined"], scenario.cases, mining.dataset)]
     result = end_to_end(
         scenario.cases,
         scenario.corpus,

@@ -19,6 +19,9 @@ Over a system's top ``k`` list ``D = (d_1, ..., d_n)``, ``n ≤ k``, with labels
 * ``erag_ndcg@k`` = ``Σ g(d_i) / log2(i + 1)`` over the ideal DCG of the case's measured documents (their positive
   labels, best first, ``k`` of them); 0 when no measured document has a positive label.
 
+A control not cut at ``k`` (``all``: every candidate that fits the window) is scored on the ``n`` documents its prompt
+holds: ``k`` is ``max(k, n)`` for it, and every one of them is asked alone.
+
 A document whose trial errored, or that does not fit the solver's window alone, has no label and counts 0.
 
 What a single-document label cannot see is a document's effect in company: two documents that help only together (a
@@ -59,10 +62,12 @@ ERAG_QRELS = "single-doc (eRAG)"
 
 
 def single_doc_ids(systems: Sequence[System], case_id: str, k: int) -> list[str]:
-    """Every document any system puts in its top ``k`` for ``case_id``, once each, in first appearance order."""
+    """Every document any system puts in the prompt of ``case_id`` (its top ``k``; a control not cut at ``k``, its
+    whole list), once each, in first appearance order. Given the systems as their prompts held them
+    (:func:`deltap.endtoend.systems.shown_systems`), exactly the documents the solver saw."""
     seen: dict[str, None] = {}
     for s in systems:
-        for d in s.top(case_id, k)[:k]:
+        for d in s.top(case_id, k):
             seen.setdefault(d, None)
     return list(seen)
 
@@ -97,19 +102,25 @@ def erag_metric(
     measure: str, labels: Mapping[str, Mapping[str, float]], systems: Sequence[System], case_ids: Sequence[str], k: int
 ) -> np.ndarray:
     """``(cases, systems)`` values of ``erag_<measure>@k`` (``measure`` in :data:`ERAG_MEASURES`) from per-case
-    document labels ``{case_id: {doc_id: label}}`` (unlabelled documents count 0)."""
+    document labels ``{case_id: {doc_id: label}}`` (unlabelled documents count 0). A system not cut at ``k`` (a
+    control showing every candidate) is scored on its whole list, the cutoff raised to its length
+    (:func:`deltap.endtoend.systems.scored_depth`)."""
+    from deltap.endtoend.systems import scored_depth
+
     if measure not in ERAG_MEASURES:
         raise ValueError(f"unknown eRAG measure {measure!r}; choose from {', '.join(ERAG_MEASURES)}")
     out = np.zeros((len(case_ids), len(systems)))
-    disc = 1.0 / np.log2(np.arange(2, k + 2))
     for i, c in enumerate(case_ids):
         lab = labels.get(c) or {}
-        ideal_gains = sorted((g for g in lab.values() if g > 0), reverse=True)[:k]
-        idcg = float(np.dot(ideal_gains, disc[: len(ideal_gains)]))
+        positive = sorted((g for g in lab.values() if g > 0), reverse=True)
         for j, s in enumerate(systems):
-            g = np.array([lab.get(d, 0.0) for d in s.top(c, k)[:k]], dtype=float)
+            depth = scored_depth(s, c, k)
+            disc = 1.0 / np.log2(np.arange(2, depth + 2))
+            ideal_gains = positive[:depth]
+            idcg = float(np.dot(ideal_gains, disc[: len(ideal_gains)]))
+            g = np.array([lab.get(d, 0.0) for d in s.top(c, k)[:depth]], dtype=float)
             if measure == "precision":
-                out[i, j] = float(g.sum()) / k
+                out[i, j] = float(g.sum()) / depth
             elif measure == "hit":
                 out[i, j] = float(g.max()) if len(g) else 0.0
             else:

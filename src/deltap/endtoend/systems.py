@@ -3,31 +3,48 @@
 * **retrievers** — ``bm25``, ``dense``, ``hybrid`` (any :func:`deltap.retrieval.build_retriever` kind) over the
   case queries;
 * **saved runs** — a TREC run or JSON ``{query_id: {doc_id: score}}`` file (``--run name=path``);
-* **controls** — ``none`` (no context), ``gold`` (the benchmark's gold documents, in benchmark order), ``mined``
-  (the documents the mining run labelled relevant, largest ΔP first) and ``all`` (every candidate of the mined
-  pool, in id order: no position carries provenance).
+* **controls** — one table, :data:`CONTROLS` (a control = its list function plus one :func:`register_control`):
+  ``none`` (no context), ``gold`` (the benchmark's gold documents, in benchmark order), ``mined`` (the documents the
+  mining run labelled relevant, largest ΔP first) and ``all`` (every candidate of the mined pool, in id order: no
+  position carries provenance). Each declares whether it is cut at ``k`` and which qrels it defines (``gold`` the gold
+  qrels, ``mined`` deltap's), so that no qrels is judged on its own control.
 
 A system's top-k is what a RAG application would put in the prompt; :func:`as_run` turns the lists into a run with
-rank-based scores, so the same lists are scored by the evaluation library's metrics.
+rank-based scores, so the same lists are scored by the evaluation library's metrics. After a run, each system is scored
+on what its prompts really held (:func:`shown_systems`: after the context-window fit) and a system not cut at ``k``
+on its whole list (:func:`prompt_metric`): the ``all`` control is scored on every candidate in its prompt, not on its
+first ``k`` ids.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from deltap._registry import Registry
 from deltap.errors import DeltapError
 
 if TYPE_CHECKING:
     from deltap.cases import Case
+    from deltap.dataset import VerifiedDataset
     from deltap.documents import Corpus
 
-__all__ = ["CONTROLS", "System", "as_run", "control_systems", "retriever_systems", "run_systems"]
-
-#: the control systems, in the order they are reported
-CONTROLS: tuple[str, ...] = ("none", "gold", "mined", "all")
+__all__ = [
+    "CONTROLS",
+    "ControlKind",
+    "System",
+    "as_run",
+    "check_controls",
+    "control_systems",
+    "prompt_metric",
+    "register_control",
+    "retriever_systems",
+    "run_systems",
+    "scored_depth",
+    "shown_systems",
+]
 
 
 @dataclass(frozen=True)
@@ -55,6 +72,61 @@ class System:
         return docs[:k] if self.cut else docs
 
 
+def scored_depth(system: System, case_id: str, cutoff: int) -> int:
+    """How deep a metric at ``cutoff`` looks into the system's list for ``case_id``: ``cutoff``, or — for a system not
+    cut at ``k`` (a control that shows every candidate) — its whole list, so that it is scored on every document its
+    prompt holds, not on its first ``cutoff``."""
+    return cutoff if system.cut else max(cutoff, len(system.ranking.get(case_id, ())))
+
+
+def shown_systems(systems: Sequence[System], shown: Mapping[str, Mapping[str, Sequence[str]]]) -> list[System]:
+    """The systems as their prompts held them: ``shown`` is ``{case_id: {system name: [doc_id, ...]}}``, the documents
+    each prompt held after the context-window fit (a case or system absent from it: no document). Metrics and the
+    single-document trials score these lists: what the solver saw."""
+    out = []
+    for s in systems:
+        ranking = {c: list(row[s.name]) for c, row in shown.items() if s.name in row}
+        out.append(System(s.name, s.kind, ranking, cut=s.cut, source=s.source))
+    return out
+
+
+def prompt_metric(
+    measure: Any, qrels: Mapping[str, Mapping[str, int]] | str, system: System, k: int, gains: Any = None
+) -> dict[str, float]:
+    """Per-case values of ``measure`` (a string such as ``ndcg@5``, or a measure) over the documents ``system`` puts in
+    the prompt, through :func:`deltap.evaluate` (a case without judgements or documents scores 0, trec_eval's rule).
+
+    A system cut at ``k`` is scored at the measure's cutoff. A system not cut at ``k`` is scored on its whole list:
+    the measure's cutoff is raised to the list's length (:func:`scored_depth`), case by case. ``gains``: signed gains
+    for ``signed_utility@K``, passed to :func:`deltap.evaluate`.
+    """
+    import dataclasses
+    import warnings
+
+    from deltap.evaluation import evaluate
+    from deltap.evaluation.measures import parse_metric
+    from deltap.evaluation.ranking import EvaluationWarning
+    from deltap.judgements import load_qrels
+
+    m = parse_metric(measure)
+    judged = set(load_qrels(qrels) if isinstance(qrels, str) else qrels)
+    run = {c: docs for c, docs in as_run(system, k).items() if c in judged}  # unjudged cases score 0
+    groups: dict[int | None, dict[str, dict[str, float]]] = {}
+    for case_id, docs in run.items():
+        depth = None if m.k is None else scored_depth(system, case_id, m.k)
+        groups.setdefault(depth, {})[case_id] = docs
+    out: dict[str, float] = {}
+    for depth, part in groups.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", EvaluationWarning)
+            res = evaluate(qrels, part, [dataclasses.replace(m, k=depth)], gains=gains, on_missing="zero",
+                           on_empty="zero", n_resamples=0, run_name=system.name)  # fmt: skip
+        for q, v in zip(res.query_ids, res.values[:, 0], strict=True):
+            if q in part:
+                out[q] = float(v)
+    return out
+
+
 def as_run(system: System, k: int) -> dict[str, dict[str, float]]:
     """The system's top-k as a run ``{case_id: {doc_id: score}}`` (scores ``k - rank``, strictly decreasing)."""
     out: dict[str, dict[str, float]] = {}
@@ -68,9 +140,17 @@ def as_run(system: System, k: int) -> dict[str, dict[str, float]]:
 def retriever_systems(
     kinds: Sequence[str], cases: Sequence[Case], corpus: Corpus, k: int, *, store: str | None = None, seed: int = 0
 ) -> list[System]:
-    """One system per retriever kind: its top-``k`` for every case query."""
-    from deltap.retrieval import build_retriever
+    """One system per retriever kind (a key of :data:`deltap.retrieval.registry.RETRIEVERS`): its top-``k`` for every
+    case query.
 
+    Raises:
+        DeltapError: a kind that is not registered (before any retriever is built).
+    """
+    from deltap.retrieval import build_retriever
+    from deltap.retrieval.registry import RETRIEVERS
+
+    for kind in kinds:
+        RETRIEVERS.lookup(kind.lower().strip())
     out = []
     for kind in kinds:
         retriever = build_retriever(kind, corpus, store=store, seed=seed)
@@ -107,46 +187,100 @@ def run_systems(specs: Sequence[str], cases: Sequence[Case], corpus: Corpus) -> 
     return out
 
 
-def _mined_lists(dataset_pairs: Sequence[Mapping[str, Any]]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """``(mined, all)``: per case, the candidates labelled relevant (largest ΔP first) and every candidate (by id)."""
+def _no_document(cases: Sequence[Case], dataset: VerifiedDataset | None) -> dict[str, list[str]]:
+    return {c.case_id: [] for c in cases}
+
+
+def _gold_documents(cases: Sequence[Case], dataset: VerifiedDataset | None) -> dict[str, list[str]]:
+    return {c.case_id: list(c.gold_doc_ids) for c in cases}
+
+
+def _mined_relevant(cases: Sequence[Case], dataset: VerifiedDataset | None) -> dict[str, list[str]]:
+    """Per case, the candidates labelled relevant, largest ΔP first (ties by id)."""
     mined: dict[str, list[str]] = {}
-    every: dict[str, list[str]] = {}
-    for pair in dataset_pairs:
-        cands = [c for c in pair.get("candidates") or [] if c.get("doc_id") or c.get("fqn")]
-        ids = [str(c.get("doc_id") or c.get("fqn")) for c in cands]
-        every[str(pair["id"])] = sorted(ids)
-        yes = [
-            (float(c.get("delta_p") or 0.0), i)
-            for c, i in zip(cands, ids, strict=True)
-            if str(c.get("empirical_relevance") or "").upper() == "YES"
-        ]
-        mined[str(pair["id"])] = [i for _, i in sorted(yes, key=lambda t: (-t[0], t[1]))]
-    return mined, every
+    for case in dataset.cases if dataset is not None else ():
+        yes = [(c.delta_p or 0.0, c.doc_id) for c in case.candidates if c.verdict == "relevant"]
+        mined[case.case_id] = [d for _, d in sorted(yes, key=lambda t: (-t[0], t[1]))]
+    return {c.case_id: mined.get(c.case_id, []) for c in cases}
 
 
-def control_systems(
-    names: Sequence[str], cases: Sequence[Case], dataset_pairs: Sequence[Mapping[str, Any]] | None
-) -> list[System]:
-    """The control systems ``names`` (a subset of :data:`CONTROLS`); ``mined`` and ``all`` need the mined dataset."""
+def _every_candidate(cases: Sequence[Case], dataset: VerifiedDataset | None) -> dict[str, list[str]]:
+    """Per case, every candidate of the mined pool, by id (no position carries provenance)."""
+    every = {case.case_id: sorted(c.doc_id for c in case.candidates) for case in (dataset.cases if dataset else ())}
+    return {c.case_id: every.get(c.case_id, []) for c in cases}
+
+
+@dataclass(frozen=True)
+class ControlKind:
+    """One control system of an end-to-end run: a fixed document list per case, no retriever.
+
+    Args:
+        name: The name (``--controls``).
+        lists: ``(cases, mined dataset or None) -> {case_id: [doc_id, ...]}`` in prompt order.
+        cut: Whether the engine cuts the list at ``k`` (``all`` keeps every candidate).
+        description: What the list is, for ``--help`` and the manifest.
+        defines_qrels: The qrels label whose judgements this control's lists are made of (``gold``: the benchmark's
+            gold qrels; ``deltap``: the mined qrels), or ``None``: a qrels is never judged on the control it defines.
+        needs_dataset: Whether the lists come from the mined ``retrieval_dataset.yaml``.
+    """
+
+    name: str
+    lists: Callable[[Sequence[Case], VerifiedDataset | None], dict[str, list[str]]]
+    cut: bool
+    description: str
+    defines_qrels: str | None = None
+    needs_dataset: bool = False
+
+
+#: the control systems, in the order they are reported (``--controls`` accepts their names)
+CONTROLS: Registry[ControlKind] = Registry("control")
+
+
+def register_control(info: ControlKind, replace: bool = False) -> ControlKind:
+    """Add a control system (``replace=True`` to redefine one); it is then a ``--controls`` choice.
+
+    Raises:
+        DeltapError: the name is taken and ``replace`` is false.
+    """
+    return CONTROLS.register(info.name, info, replace)
+
+
+register_control(ControlKind("none", _no_document, cut=False, description="no document"))
+register_control(
+    ControlKind("gold", _gold_documents, cut=True, description="the benchmark's gold documents", defines_qrels="gold")
+)
+register_control(
+    ControlKind(
+        "mined",
+        _mined_relevant,
+        cut=True,
+        description="documents labelled relevant by mining",
+        defines_qrels="deltap",
+        needs_dataset=True,
+    )
+)
+register_control(
+    ControlKind("all", _every_candidate, cut=False, description="every candidate of the mined pool", needs_dataset=True)
+)
+
+
+def check_controls(names: Sequence[str]) -> None:
+    """Refuse control names that are not registered (one line listing the registered ones).
+
+    Raises:
+        DeltapError: an unknown control.
+    """
     unknown = [n for n in names if n not in CONTROLS]
     if unknown:
         raise DeltapError(f"unknown control(s) {', '.join(unknown)}; choose from {', '.join(CONTROLS)}")
-    if dataset_pairs is None and any(n in ("mined", "all") for n in names):
-        raise DeltapError("the mined and all controls need the run directory's retrieval_dataset.yaml")
-    mined, every = _mined_lists(dataset_pairs or [])
-    ids = [c.case_id for c in cases]
-    lists: dict[str, dict[str, list[str]]] = {
-        "none": {i: [] for i in ids},
-        "gold": {c.case_id: list(c.gold_doc_ids) for c in cases},
-        "mined": {i: mined.get(i, []) for i in ids},
-        "all": {i: every.get(i, []) for i in ids},
-    }
-    sources = {
-        "none": "no document",
-        "gold": "the benchmark's gold documents",
-        "mined": "documents labelled relevant by mining",
-        "all": "every candidate of the mined pool",
-    }
-    return [
-        System(n, "control", lists[n], cut=n in ("gold", "mined"), source=sources[n]) for n in CONTROLS if n in names
-    ]
+
+
+def control_systems(names: Sequence[str], cases: Sequence[Case], dataset: VerifiedDataset | None) -> list[System]:
+    """The control systems ``names`` (keys of :data:`CONTROLS`), in the registry's order; the ones that need the
+    mined dataset (``mined``, ``all``) refuse ``dataset=None``."""
+    check_controls(names)
+    chosen = [CONTROLS[n] for n in CONTROLS if n in names]
+    if dataset is None and any(c.needs_dataset for c in chosen):
+        need = " and ".join(c.name for c in chosen if c.needs_dataset)
+        raise DeltapError(f"the {need} control(s) need the run directory's retrieval_dataset.yaml")
+    return [System(c.name, "control", c.lists(cases, dataset), cut=c.cut, source=c.description) for c in chosen]

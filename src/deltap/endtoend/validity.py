@@ -39,7 +39,6 @@ of retrieval metrics with end-to-end performance across systems).
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,13 +108,11 @@ def per_case_metric(
     k: int,
     gains: Any = None,
 ) -> np.ndarray:
-    """``(cases, systems)`` per-case values of ``measure`` for every system's top-k, through :func:`deltap.evaluate`
-    (a case without judgements or without a document scores 0, trec_eval's rule). ``gains``: signed gains for
-    ``signed_utility@K`` (a :class:`~deltap.judgements.SignedGains` or ``{case: {doc: gain}}``); every case is then
-    judged, its positive gains as the relevant documents."""
-    from deltap.endtoend.systems import as_run
-    from deltap.evaluation import evaluate
-    from deltap.evaluation.ranking import EvaluationWarning
+    """``(cases, systems)`` per-case values of ``measure`` for the documents in every system's prompt
+    (:func:`deltap.endtoend.systems.prompt_metric`; a case without judgements or without a document scores 0,
+    trec_eval's rule). ``gains``: signed gains for ``signed_utility@K`` (a :class:`~deltap.judgements.SignedGains` or
+    ``{case: {doc: gain}}``); every case is then judged, its positive gains as the relevant documents."""
+    from deltap.endtoend.systems import prompt_metric
     from deltap.judgements import SignedGains
 
     pos = {c: i for i, c in enumerate(case_ids)}
@@ -128,24 +125,9 @@ def per_case_metric(
         if not qrels:
             return out
     for j, system in enumerate(systems):
-        run = as_run(system, k)
-        if not run:
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", EvaluationWarning)
-            res = evaluate(
-                qrels,
-                run,
-                [measure],
-                gains=gains,
-                on_missing="zero",
-                on_empty="zero",
-                n_resamples=0,
-                run_name=system.name,
-            )
-        for q, v in zip(res.query_ids, res.values[:, 0], strict=True):
+        for q, v in prompt_metric(measure, qrels, system, k, gains=gains).items():
             if q in pos:
-                out[pos[q], j] = float(v)
+                out[pos[q], j] = v
     return out
 
 

@@ -19,12 +19,11 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deltap.dataset import VERDICTS, VerifiedDataset, candidate_verdict, read_dataset
+from deltap.dataset import VERDICTS, VerifiedDataset, read_dataset
 from deltap.errors import DeltapError
 from deltap.run_layout import RunDir
 
@@ -42,16 +41,6 @@ AUDIT_COLUMNS = (
     "found_relevant_outside_gold",
     "found_harmful_outside_gold",
 )
-
-
-def _sources(value: Any) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, Sequence):
-        return tuple(str(v) for v in value)
-    return ()
 
 
 @dataclass(frozen=True)
@@ -233,22 +222,17 @@ def audit_qrels(source: VerifiedDataset | str | Path) -> QrelsAudit:
     """
     dataset, where = _dataset_of(source)
     questions: list[QuestionAudit] = []
-    for pair in dataset.pairs:
+    for case in dataset.cases:
         gold: dict[str, str] = {}
         rel: dict[str, str] = {}
         harm: dict[str, str] = {}
-        for c in pair["candidates"]:
-            did = str(c.get("doc_id") or c.get("fqn"))
-            sources = _sources(c.get("source"))
-            verdict = candidate_verdict(c)
-            if "gold" in sources:
-                gold[did] = verdict
-            elif verdict == "relevant":
-                rel[did] = "/".join(sources) or "unknown"
-            elif verdict == "harmful":
-                harm[did] = "/".join(sources) or "unknown"
-        meta = pair.get("metadata") if isinstance(pair.get("metadata"), Mapping) else {}
-        missing = tuple(str(d) for d in (meta or {}).get("missing_gold") or () if str(d) not in gold)
-        status = str((meta or {}).get("status") or "mined")
-        questions.append(QuestionAudit(str(pair["id"]), gold, missing, rel, harm, status))
+        for c in case.candidates:
+            if c.is_gold:
+                gold[c.doc_id] = c.verdict
+            elif c.verdict == "relevant":
+                rel[c.doc_id] = "/".join(c.sources) or "unknown"
+            elif c.verdict == "harmful":
+                harm[c.doc_id] = "/".join(c.sources) or "unknown"
+        missing = tuple(str(d) for d in case.metadata.get("missing_gold") or () if str(d) not in gold)
+        questions.append(QuestionAudit(case.case_id, gold, missing, rel, harm, case.status))
     return QrelsAudit(tuple(questions), where)

@@ -72,7 +72,7 @@ class RetrievalSettings:
     """How runs are built from retrievers over the judged queries (``deltap evaluate --retriever``).
 
     Args:
-        kinds: Retriever kinds (``bm25``, ``dense``, ``hybrid``, ``random``).
+        kinds: Retriever kinds (keys of :data:`deltap.retrieval.registry.RETRIEVERS`).
         depth: Documents retrieved per query.
         store: Vector store folder or Qdrant URL for ``dense`` / ``hybrid``.
         embedder: Embedder spec (``None``: the bundled all-MiniLM-L6-v2).

@@ -45,9 +45,11 @@ def retrieve_runs(
         progress: Called with one line before each retriever runs.
 
     Raises:
-        DeltapError: a judged query without text, or a judged document absent from the corpus.
+        DeltapError: a judged query without text, a judged document absent from the corpus, or a retriever kind that
+            is not registered (:data:`deltap.retrieval.registry.RETRIEVERS`).
     """
     from deltap.retrieval import build_retriever
+    from deltap.retrieval.registry import RETRIEVERS
 
     texts_by_id = {**judgements.queries, **(queries or {})}
     query_ids = list(judgements.qrels)
@@ -58,6 +60,8 @@ def retrieve_runs(
             "(or use a BEIR folder / qrels JSONL / dataset YAML that carries the query text)"
         )
     require_judged(corpus, judgements)
+    for kind in settings.kinds:  # every kind known before the first one embeds a corpus
+        RETRIEVERS.lookup(kind.lower().strip())
     texts = [texts_by_id[q] for q in query_ids]
     runs: dict[str, dict[str, dict[str, float]]] = {}
     for kind in settings.kinds:

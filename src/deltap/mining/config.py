@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from deltap._registry import Registry
 from deltap.errors import DeltapError
 from deltap.outcomes import Outcome, outcome_kind
 
@@ -20,20 +21,113 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTEXT_ORDERS",
     "DESIGNS",
+    "DesignError",
+    "DesignKind",
     "LEARNED_GOLD_MAX_FACTOR",
     "NULLS",
     "PILOT_CASES",
     "PLACEBO_KINDS",
     "MiningConfig",
     "Outcome",
+    "check_design",
     "default_null",
+    "describe_designs",
+    "register_design",
 ]
 
 
 #: choices of :attr:`MiningConfig.null`
 NULLS = ("zero", "placebo", "topic")
-#: choices of :attr:`MiningConfig.design` (:mod:`deltap.mining.design`)
-DESIGNS = ("orthogonal", "bernoulli")
+
+
+class DesignError(DeltapError, ValueError):
+    """An inclusion design that is not registered, or an inclusion probability its design cannot give."""
+
+
+@dataclass(frozen=True)
+class DesignKind:
+    """One inclusion design: how design trials pick which candidates are in the prompt.
+
+    Args:
+        name: The design (``--design``).
+        rows: ``"package.module:Class"`` with ``block_size(m)`` and ``block(run_seed, case_id, m, pi, block)``: the
+            inclusion vectors of one block of trials (:class:`deltap.mining.design.InclusionDesign` reads it;
+            imported only when trials are drawn).
+        summary: What it does, for ``--help``.
+        fixed_pi: The only inclusion probability the design can give (``None``: any ``pi`` in (0, 1)).
+        fixed_pi_means: What ``fixed_pi`` means, for the error message.
+    """
+
+    name: str
+    rows: str
+    summary: str
+    fixed_pi: float | None = None
+    fixed_pi_means: str = ""
+
+    def check(self, pi: float) -> None:
+        """Refuse an inclusion probability this design cannot give (one message, wherever it is checked).
+
+        Raises:
+            DesignError: ``pi`` is not the design's fixed inclusion probability.
+        """
+        if self.fixed_pi is not None and pi != self.fixed_pi:
+            other = next((d for d in DESIGNS.values() if d.fixed_pi is None), None)
+            hint = (
+                f"; use design='{other.name}' (--design {other.name}) for another inclusion probability"
+                if other
+                else ""
+            )
+            raise DesignError(f"the {self.name} design {self.fixed_pi_means} (pi {self.fixed_pi}), got pi {pi}{hint}")
+
+
+#: the inclusion designs (:attr:`MiningConfig.design`; ``--design`` accepts their names), in registration order
+DESIGNS: Registry[DesignKind] = Registry("inclusion design")
+
+
+def register_design(info: DesignKind, replace: bool = False) -> DesignKind:
+    """Add an inclusion design (``replace=True`` to redefine one); it is then a ``--design`` choice.
+
+    Raises:
+        DeltapError: the name is taken and ``replace`` is false.
+    """
+    return DESIGNS.register(info.name, info, replace)
+
+
+def check_design(name: str, pi: float) -> DesignKind:
+    """The design ``name`` after checking it exists and can give the inclusion probability ``pi``.
+
+    Raises:
+        DesignError: an unknown design (the message lists the registered ones), or a ``pi`` it cannot give.
+    """
+    info = DESIGNS.get(name)
+    if info is None:
+        raise DesignError(f"design must be one of {', '.join(DESIGNS)}, got {name!r}")
+    info.check(pi)
+    return info
+
+
+def describe_designs() -> str:
+    """Every design with its summary, for ``--design``'s help."""
+    return " or ".join(f"{d.name} ({d.summary})" for d in DESIGNS.values())
+
+
+register_design(
+    DesignKind(
+        "orthogonal",
+        "deltap.mining.design:OrthogonalBlocks",
+        "randomised Hadamard blocks: every trial a uniformly random subset, each block balanced and orthogonal, a "
+        "tighter regression",
+        fixed_pi=0.5,
+        fixed_pi_means="includes each candidate in half of the trials",
+    )
+)
+register_design(
+    DesignKind(
+        "bernoulli",
+        "deltap.mining.design:BernoulliDraws",
+        "independent coin flips with probability --pi",
+    )
+)
 #: choices of :attr:`MiningConfig.context_order` (:func:`deltap.mining.design.canonical_order`)
 CONTEXT_ORDERS = ("length", "id")
 #: choices of :attr:`MiningConfig.placebo_kind` (:mod:`deltap.mining.pool`)
@@ -199,13 +293,7 @@ class MiningConfig:
             raise DeltapError(f"pi must be in (0, 1), got {self.pi}")
         if self.null is not None and self.null not in NULLS:
             raise DeltapError(f"null must be one of {', '.join(NULLS)}, got {self.null!r}")
-        if self.design not in DESIGNS:
-            raise DeltapError(f"design must be one of {', '.join(DESIGNS)}, got {self.design!r}")
-        if self.design == "orthogonal" and self.pi != 0.5:
-            raise DeltapError(
-                f"the orthogonal design includes each candidate in half of the trials (pi 0.5), got pi {self.pi}; "
-                "use design='bernoulli' (--design bernoulli) for another inclusion probability"
-            )
+        check_design(self.design, self.pi)
         if self.placebo_kind not in PLACEBO_KINDS:
             raise DeltapError(f"placebo_kind must be one of {', '.join(PLACEBO_KINDS)}, got {self.placebo_kind!r}")
         if self.context_order not in CONTEXT_ORDERS:

@@ -29,17 +29,20 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from deltap.mining.config import CONTEXT_ORDERS, DESIGNS
+from deltap.mining.config import CONTEXT_ORDERS, DESIGNS, check_design
 from deltap.trials.seeds import trial_seed
 
 __all__ = [
     "CONTEXT_ORDERS",
     "DESIGNS",
+    "BernoulliDraws",
     "InclusionDesign",
+    "OrthogonalBlocks",
     "canonical_order",
     "hadamard_block",
     "hadamard_blocks",
@@ -117,16 +120,48 @@ def hadamard_block(seed: int, m: int) -> NDArray[np.bool_]:
     return hadamard_blocks(np.random.Generator(np.random.PCG64(seed)), m)
 
 
+class OrthogonalBlocks:
+    """The ``orthogonal`` design's rows: block ``b`` is a randomised Paley block from the seed of ``(case, b)``."""
+
+    @staticmethod
+    def block_size(m: int) -> int:
+        return paley_order(m)
+
+    @staticmethod
+    def block(run_seed: int, case_id: str, m: int, pi: float, block: int) -> NDArray[np.bool_]:
+        return hadamard_block(trial_seed(run_seed, case_id, block, "block"), m)
+
+
+class BernoulliDraws:
+    """The ``bernoulli`` design's rows: one trial per block, each candidate in with probability π from the trial's
+    own seed."""
+
+    @staticmethod
+    def block_size(m: int) -> int:
+        return 1
+
+    @staticmethod
+    def block(run_seed: int, case_id: str, m: int, pi: float, block: int) -> NDArray[np.bool_]:
+        return inclusion_vector(trial_seed(run_seed, case_id, block), m, pi)[None, :]
+
+
 @dataclass(frozen=True)
 class InclusionDesign:
     """Which candidates are in the context of design trial ``i`` of a case (see the module docstring).
+
+    The design itself is an entry of :data:`deltap.mining.config.DESIGNS` (its name, its rows, the inclusion
+    probabilities it can give); this class draws its trials.
 
     Args:
         run_seed: The run's seed.
         case_id: The case.
         m: Number of candidates.
         pi: Inclusion probability (``orthogonal`` needs 0.5).
-        kind: ``orthogonal`` or ``bernoulli``.
+        kind: A registered design: ``orthogonal`` or ``bernoulli``.
+
+    Raises:
+        DesignError: an unknown design, or a ``pi`` the design cannot give (the same message as
+            :class:`~deltap.mining.config.MiningConfig`'s).
     """
 
     run_seed: int
@@ -136,28 +171,28 @@ class InclusionDesign:
     kind: str = "orthogonal"
 
     def __post_init__(self) -> None:
-        if self.kind not in DESIGNS:
-            raise ValueError(f"design must be one of {', '.join(DESIGNS)}, got {self.kind!r}")
-        if self.kind == "orthogonal" and self.pi != 0.5:
-            raise ValueError(
-                f"the orthogonal design puts each candidate in half of the trials (pi = 0.5), got pi = {self.pi}; use the bernoulli design for other inclusion probabilities"
-            )
+        check_design(self.kind, self.pi)
+
+    @functools.cached_property
+    def _rows(self) -> Any:
+        import importlib
+
+        module, _, name = DESIGNS[self.kind].rows.partition(":")
+        return getattr(importlib.import_module(module), name)
 
     @property
     def block_size(self) -> int:
-        """Trials per orthogonal block (1 for the Bernoulli design)."""
-        return paley_order(self.m) if self.kind == "orthogonal" else 1
+        """Trials per block (a Paley order for the orthogonal design, 1 for the Bernoulli design)."""
+        return int(self._rows.block_size(self.m))
 
     def vector(self, index: int) -> NDArray[np.bool_]:
         """The inclusion vector of design trial ``index``."""
-        if self.kind == "bernoulli":
-            return inclusion_vector(trial_seed(self.run_seed, self.case_id, index), self.m, self.pi)
         block, row = divmod(int(index), self.block_size)
         return self._block(block)[row].copy()
 
     @functools.lru_cache(maxsize=8)  # noqa: B019 - a handful of blocks per (frozen, hashable) design
     def _block(self, block: int) -> NDArray[np.bool_]:
-        return hadamard_block(trial_seed(self.run_seed, self.case_id, block, "block"), self.m)
+        return np.asarray(self._rows.block(self.run_seed, self.case_id, self.m, self.pi, block), dtype=bool)
 
 
 def canonical_order(doc_ids: Sequence[str], lengths: Sequence[int] | None = None) -> list[int]:

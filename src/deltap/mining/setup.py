@@ -131,7 +131,8 @@ class RetrieverSettings:
     """The retriever of the candidate pools.
 
     Args:
-        kind: ``dense``, ``bm25``, ``hybrid`` or ``none`` (:func:`deltap.retrieval.build_retriever`).
+        kind: A key of :data:`deltap.retrieval.registry.RETRIEVERS` (:func:`deltap.retrieval.build_retriever`), or
+            ``none``.
         index: A dense index folder or Qdrant URL (reused across runs).
         retriever: A retriever already built (the demo's); ``kind`` is then ignored.
     """
@@ -139,6 +140,12 @@ class RetrieverSettings:
     kind: str = "dense"
     index: str | None = None
     retriever: Any = None
+
+    def __post_init__(self) -> None:
+        from deltap.retrieval.registry import RETRIEVERS, retriever_kinds
+
+        if self.retriever is None and self.kind != "none" and self.kind.lower().strip() not in RETRIEVERS:
+            raise DeltapError(f"unknown retriever kind {self.kind!r}; expected one of {retriever_kinds()} or none")
 
 
 @dataclass

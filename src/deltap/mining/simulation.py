@@ -42,10 +42,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from deltap.mining.config import DESIGNS, NULLS, MiningConfig
-from deltap.mining.design import InclusionDesign, trial_seed
+from deltap.mining.design import InclusionDesign
 from deltap.mining.estimate import diff_in_means
 from deltap.mining.results import CaseResult
 from deltap.outcomes import Outcome, outcome_kind
+from deltap.trials.seeds import trial_seed
 
 __all__ = [
     "MIXTURES",
@@ -441,8 +442,8 @@ def _parse_design(design: str, config: MiningConfig | None) -> tuple[str, Mining
         pass
     raise ValueError(
         f"unknown design {design!r}; expected naive:N, fixed:N, adaptive or adaptive:BUDGET, optionally followed by "
-        "/bernoulli or /orthogonal (the inclusion design), /zero or /placebo (the null), /gwW (gold weight) and @q "
-        "(the FDR level)"
+        f"{' or '.join('/' + d for d in DESIGNS)} (the inclusion design), /zero or /placebo (the null), /gwW (gold "
+        "weight) and @q (the FDR level)"
     )
 
 

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from deltap.report.html import render_html, write_html_report
 from deltap.report.markdown import render_markdown, write_markdown_report
-from deltap.report.run_data import CandidateResult, CaseRecord, CaseResult, RunData, load_run_dir
+from deltap.report.run_data import CandidateRecord, CaseRecord, RunData, load_run_dir
 
 __all__ = [
-    "CandidateResult",
+    "CandidateRecord",
     "CaseRecord",
-    "CaseResult",
     "RunData",
     "load_run_dir",
     "render_html",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from html import escape
 
 from deltap.report.figures import wilson_interval
-from deltap.report.run_data import CandidateResult
+from deltap.report.run_data import CandidateRecord
 
 __all__ = [
     "PALETTE",
@@ -120,7 +120,7 @@ def _svg(width: float, height: float, body: Sequence[str], title: str, css_class
 
 
 def forest_plot(
-    candidates: Sequence[CandidateResult],
+    candidates: Sequence[CandidateRecord],
     *,
     effect_label: str,
     margin: float | None = None,
@@ -130,7 +130,7 @@ def forest_plot(
 ) -> str:
     """A forest plot: one row per candidate, ΔP as a marker and its confidence interval as a whisker.
 
-    The marker and whisker are the estimate the verdict rests on (:attr:`CandidateResult.effect`: the joint-regression
+    The marker and whisker are the estimate the verdict rests on (:attr:`CandidateRecord.effect`: the joint-regression
     effect adjusted for the other candidates when recorded, else ΔP); a grey cross marks the raw difference in means
     when both exist. Colour = verdict, marker shape = source (◆ gold, ● retrieved, ■ placebo). The shaded band is the
     equivalence region ±margin (inside it a document is proven not to matter); the dashed line is the minimum effect

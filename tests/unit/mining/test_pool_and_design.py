@@ -137,7 +137,7 @@ def test_bernoulli_design_is_the_per_trial_coin_flips() -> None:
     d = InclusionDesign(3, "c", 10, 0.3, "bernoulli")
     assert d.block_size == 1
     assert np.array_equal(d.vector(4), inclusion_vector(trial_seed(3, "c", 4), 10, 0.3))
-    with pytest.raises(ValueError, match="pi = 0.5"):
+    with pytest.raises(ValueError, match=r"\(pi 0.5\)"):
         InclusionDesign(3, "c", 10, 0.3)
     with pytest.raises(ValueError, match="design must be"):
         InclusionDesign(3, "c", 10, 0.5, "latin")
@@ -292,9 +292,9 @@ def test_design_vectors_are_the_blocks_of_their_seeds() -> None:
 def test_design_errors_are_exact() -> None:
     with pytest.raises(ValueError) as info:
         InclusionDesign(3, "c", 10, 0.3)
-    assert str(info.value) == (
-        "the orthogonal design puts each candidate in half of the trials (pi = 0.5), got pi = 0.3; "
-        "use the bernoulli design for other inclusion probabilities"
+    assert str(info.value) == (  # the same message as MiningConfig's: one check
+        "the orthogonal design includes each candidate in half of the trials (pi 0.5), got pi 0.3; "
+        "use design='bernoulli' (--design bernoulli) for another inclusion probability"
     )
     with pytest.raises(ValueError) as info:
         InclusionDesign(3, "c", 10, 0.5, "latin")

@@ -14,7 +14,7 @@ from deltap.report import load_run_dir, render_html, render_markdown, write_html
 from deltap.report.comparison import read_comparison
 from deltap.report.figures import convergence, hit_at_k, ranked_ids, recall_curve, wilson_interval
 from deltap.report.plots import forest_plot, nice_ticks
-from deltap.report.run_data import CandidateResult
+from deltap.report.run_data import CandidateRecord
 from tests.unit.report.test_contract_fixture import write_contract_run
 
 
@@ -226,8 +226,8 @@ def test_read_comparison_shapes() -> None:
 
 def _cand(
     doc_id: str, verdict: str, dp: float | None, lo: float | None, hi: float | None, source: str
-) -> CandidateResult:
-    return CandidateResult(doc_id=doc_id, sources=(source,), verdict=verdict, delta_p=dp, ci_low=lo, ci_high=hi)
+) -> CandidateRecord:
+    return CandidateRecord(doc_id=doc_id, sources=(source,), verdict=verdict, delta_p=dp, ci_low=lo, ci_high=hi)
 
 
 def test_forest_plot_rows_sorted_coloured_and_shaped() -> None:
@@ -260,7 +260,7 @@ def test_forest_plot_rows_sorted_coloured_and_shaped() -> None:
 
 def test_forest_plot_uses_the_adjusted_effect_when_recorded() -> None:
     # Raw ΔP says +0.5 (confounded), the regression says 0: the marker sits at the adjusted effect, the cross at ΔP.
-    cand = CandidateResult(
+    cand = CandidateRecord(
         doc_id="p",
         sources=("placebo",),
         verdict="irrelevant",
