@@ -29,8 +29,10 @@ import math
 import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
-from typing import TYPE_CHECKING
+from functools import partial
+from itertools import chain, compress, filterfalse, islice, repeat
+from operator import methodcaller
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -57,6 +59,7 @@ __all__ = [
     "SignedRanks",
     "align_queries",
     "build_ranking",
+    "judged_pairs",
     "rank_from_dicts",
     "validate_qrels",
 ]
@@ -172,6 +175,13 @@ class Ranking:
 # validation and alignment
 
 
+_VALUES = methodcaller("values")
+
+
+def _is_str(value: object) -> bool:
+    return isinstance(value, str)
+
+
 def _is_int_grade(value: object) -> bool:
     if isinstance(value, bool):
         return False
@@ -199,11 +209,11 @@ def validate_qrels(qrels: Mapping[str, Mapping[str, int]], where: str = "qrels")
             "(int and str ids never match each other)"
         )
     rows = list(qrels.values())
-    if all(type(r) is dict for r in rows):  # fast path: one pass over the types, one over the values
-        grade_types = set(map(type, chain.from_iterable(r.values() for r in rows)))
+    if set(map(type, rows)) <= {dict}:  # fast path: C-level passes over the types, then over the values
+        grade_types = set(map(type, chain.from_iterable(map(dict.values, rows))))
         key_types = set(map(type, chain.from_iterable(rows)))
         if grade_types <= {int} and key_types <= {str}:
-            if min((min(r.values()) for r in rows if r), default=0) >= 0:
+            if min(chain.from_iterable(map(dict.values, rows)), default=0) >= 0:
                 return
     bad: list[str] = []
     for qid, docs in qrels.items():
@@ -252,7 +262,7 @@ def align_queries(
         DeltapError: no query id in common, or a policy is ``error`` and the case occurs.
     """
     run_ids = run_query_ids if isinstance(run_query_ids, set | frozenset | dict) else set(run_query_ids)
-    bad_run_ids = sorted((q for q in run_ids if not isinstance(q, str)), key=repr)
+    bad_run_ids = [] if set(map(type, run_ids)) <= {str} else sorted(filterfalse(_is_str, run_ids), key=repr)
     if bad_run_ids:
         raise DeltapError(f"{run_name}: query ids must be strings, got {_shown(bad_run_ids)}; convert them with str()")
     if qrels and run_ids and not any(q in run_ids for q in qrels):
@@ -265,9 +275,11 @@ def align_queries(
         if policy not in ("zero", "skip", "error"):
             raise DeltapError(f"{name} must be 'zero', 'skip' or 'error', got {policy!r}")
 
-    missing = [q for q in qrels if q not in run_ids]
-    empty = [q for q, docs in qrels.items() if not any(g >= min_grade for g in docs.values())]
-    extra = sorted(q for q in run_ids if q not in qrels)
+    missing = list(filterfalse(run_ids.__contains__, qrels))
+    # a query's best grade below min_grade (or no judgement): max over each row at C level, no per-query generator
+    best = map(partial(max, default=min_grade - 1), map(_VALUES, qrels.values()))
+    empty = list(compress(qrels, (g < min_grade for g in best)))
+    extra = sorted(filterfalse(qrels.__contains__, run_ids))
 
     if missing and on_missing == "error":
         raise DeltapError(
@@ -362,13 +374,18 @@ def _count_above(
     return greater, equal
 
 
+#: ``names(rows)``: the doc ids at those positions of the concatenated run segments (``offsets[q] + i`` is the
+#: ``i``-th document of query ``q``'s segment).
+SegmentNames = Callable[[np.ndarray], Sequence[str]]
+
+
 def _ranks(
     scores: np.ndarray,
     offsets: np.ndarray,
     t_query: np.ndarray,
     t_score: np.ndarray,
     t_doc: Sequence[str],
-    segment_items: Callable[[int], Iterable[tuple[str, float]]],
+    names: SegmentNames,
 ) -> np.ndarray:
     """Ranks of the targets (``NOT_RETRIEVED`` where ``t_score`` is NaN) under the trec_eval ordering."""
     rank = np.full(len(t_query), NOT_RETRIEVED, dtype=np.int64)
@@ -377,11 +394,21 @@ def _ranks(
         return rank
     greater, equal = _count_above(scores, offsets, t_query[hit], t_score[hit])
     rank[hit] = greater + 1
-    for j in np.flatnonzero(equal > 1):  # ties: trec_eval puts larger doc ids first
-        i = int(hit[j])
-        s, d = float(t_score[i]), t_doc[i]
-        rank[i] += sum(1 for other, sc in segment_items(int(t_query[i])) if sc == s and other > d)
+    tied = hit[equal > 1]
+    if len(tied):  # ties: trec_eval puts larger doc ids first; only the ids of the tied rows are read, in one call
+        rows = [
+            offsets[q] + np.flatnonzero(scores[offsets[q] : offsets[q + 1]] == t_score[i])
+            for i, q in zip(tied.tolist(), t_query[tied].tolist(), strict=True)
+        ]
+        owner = np.repeat(tied, [len(r) for r in rows]).tolist()
+        for i, other in zip(owner, names(np.concatenate(rows)), strict=True):
+            if other > t_doc[i]:
+                rank[i] += 1
     return rank
+
+
+def _is_number_type(t: type) -> bool:
+    return t is not bool and issubclass(t, int | float | np.integer | np.floating)
 
 
 def _run_segments(
@@ -391,19 +418,19 @@ def _run_segments(
     offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(lens, out=offsets[1:])
     total = int(offsets[-1])
+    values_of: Callable[[Any], Iterable[Any]] = dict.values if set(map(type, rows)) <= {dict} else _VALUES
     # One pass over the value types first: fromiter alone would silently turn "1.5" and True into numbers.
-    types = set(map(type, chain.from_iterable(r.values() for r in rows)))
-    numeric = all(t is not bool and issubclass(t, int | float | np.integer | np.floating) for t in types)
+    types = set(map(type, chain.from_iterable(map(values_of, rows))))
     try:
-        if not numeric:
+        if not all(map(_is_number_type, types)):
             raise TypeError
-        scores = np.fromiter(chain.from_iterable(r.values() for r in rows), dtype=np.float64, count=total)
+        scores = np.fromiter(chain.from_iterable(map(values_of, rows)), dtype=np.float64, count=total)
     except (TypeError, ValueError):
         bad = [
             f"({q!r}, {d!r}) = {s!r}"
             for q, r in zip(query_ids, rows, strict=True)
             for d, s in r.items()
-            if isinstance(s, bool) or not isinstance(s, int | float | np.integer | np.floating)
+            if not _is_number_type(type(s))
         ]
         raise DeltapError(f"{run_name}: scores must be numbers; bad entries: {'; '.join(bad[:10])}") from None
     if not np.isfinite(scores).all():
@@ -419,6 +446,41 @@ def _run_segments(
             + (f"; ... ({n_bad} in all)" if n_bad > 10 else "")
         )
     return offsets, scores
+
+
+def judged_pairs(
+    qrels: Mapping[str, Mapping[str, int]], query_ids: Sequence[str], *, relevant_only: bool = True
+) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """``(query index, doc id, grade)`` of the judged pairs of ``query_ids``, in qrels order (grades > 0 only, unless
+    ``relevant_only`` is false). Grades must be validated (:func:`validate_qrels`); every pass is at C level."""
+    empty: Mapping[str, int] = {}
+    rows = list(map(qrels.get, query_ids, repeat(empty)))
+    lens = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    total = int(lens.sum())
+    docs: list[str] = list(chain.from_iterable(rows))
+    grades = np.fromiter(chain.from_iterable(map(_VALUES, rows)), dtype=np.int64, count=total)
+    query = np.repeat(np.arange(len(rows), dtype=np.int64), lens)
+    if not relevant_only:
+        return query, docs, grades
+    keep = grades > 0
+    return query[keep], list(compress(docs, keep.tolist())), grades[keep]
+
+
+def _dict_lookup(rows: Sequence[Mapping[str, float]]) -> Callable[[Sequence[int], Sequence[str]], np.ndarray]:
+    """``lookup(query indices, doc ids)``: the scores of those pairs in the run rows (NaN = absent)."""
+    get = dict.get if set(map(type, rows)) <= {dict} else _mapping_get
+    nan = math.nan
+
+    def lookup(q_idx: Sequence[int], docs: Sequence[str]) -> np.ndarray:
+        q_list = q_idx.tolist() if isinstance(q_idx, np.ndarray) else list(q_idx)
+        holders = map(rows.__getitem__, q_list)
+        return np.fromiter(map(get, holders, docs, repeat(nan)), dtype=np.float64, count=len(docs))
+
+    return lookup
+
+
+def _mapping_get(row: Mapping[str, float], doc: str, default: float) -> Any:
+    return row.get(doc, default)
 
 
 def rank_from_dicts(
@@ -443,40 +505,27 @@ def rank_from_dicts(
         judged: Also rank every judged document, grade 0 included (``judged@K``).
     """
     empty: Mapping[str, float] = {}
-    rows = [run.get(q, empty) for q in query_ids]
+    rows = list(map(run.get, query_ids, repeat(empty)))
     offsets, scores = _run_segments(rows, query_ids, run_name)
+    t_q, t_doc, t_grade = judged_pairs(qrels, query_ids)
+    lookup = _dict_lookup(rows)
 
-    t_q: list[int] = []
-    t_doc: list[str] = []
-    t_grade: list[int] = []
-    t_score: list[float] = []
-    nan = math.nan
-    for qi, qid in enumerate(query_ids):
-        row = rows[qi]
-        for did, grade in qrels.get(qid, empty).items():
-            if grade > 0:
-                t_q.append(qi)
-                t_doc.append(did)
-                t_grade.append(int(grade))
-                t_score.append(row.get(did, nan))
-
-    def items(qi: int) -> Iterable[tuple[str, float]]:
-        return rows[qi].items()
-
-    def lookup(q_idx: Sequence[int], docs: Sequence[str]) -> np.ndarray:
-        return np.fromiter(
-            (rows[q].get(d, nan) for q, d in zip(q_idx, docs, strict=True)), dtype=np.float64, count=len(docs)
-        )
+    def names(positions: np.ndarray) -> list[str]:
+        seg = np.searchsorted(offsets, positions, side="right") - 1
+        return [
+            next(islice(rows[q], p, None))
+            for q, p in zip(seg.tolist(), (positions - offsets[seg]).tolist(), strict=True)
+        ]
 
     return build_ranking(
         query_ids,
         offsets,
         scores,
-        np.asarray(t_q, dtype=np.int64),
+        t_q,
         t_doc,
-        np.asarray(t_grade, dtype=np.int64),
-        np.asarray(t_score, dtype=np.float64),
-        items,
+        t_grade,
+        lookup(t_q, t_doc),
+        names,
         lookup,
         coalitions,
         gains=gains,
@@ -492,7 +541,7 @@ def build_ranking(
     t_doc: Sequence[str],
     tg: np.ndarray,
     t_score: np.ndarray,
-    items: Callable[[int], Iterable[tuple[str, float]]],
+    names: SegmentNames,
     lookup: Callable[[Sequence[int], Sequence[str]], np.ndarray],
     coalitions: Mapping[str, Sequence[Collection[str]]] | None,
     *,
@@ -506,25 +555,25 @@ def build_ranking(
         offsets: ``(n + 1,)`` segment boundaries.
         scores: Concatenated scores.
         tq, t_doc, tg, t_score: Judged pairs with grade > 0: query index, doc id, grade, score (NaN = absent).
-        items: ``(doc_id, score)`` pairs of one segment (only called to break ties).
+        names: The doc ids at given positions of the segments (only called to break ties).
         lookup: Scores of arbitrary ``(query index, doc id)`` pairs (NaN = absent), for coalition members.
         coalitions: ``{query_id: [doc id sets]}`` or ``None``.
         gains: Signed gains to rank (``signed_utility``), or ``None``.
         judged: Qrels whose every judged pair (grade 0 included) to rank (``judged@K``), or ``None``.
     """
-    rank = _ranks(scores, offsets, tq, t_score, t_doc, items)
+    rank = _ranks(scores, offsets, tq, t_score, t_doc, names)
     order = np.lexsort((rank, tq))
 
-    def ranks_of(q_idx: list[int], docs: list[str]) -> np.ndarray:
-        return _ranks(scores, offsets, np.asarray(q_idx, dtype=np.int64), lookup(q_idx, docs), docs, items)
+    def ranks_of(q_idx: Sequence[int], docs: Sequence[str]) -> np.ndarray:
+        q_arr = np.asarray(q_idx, dtype=np.int64)
+        return _ranks(scores, offsets, q_arr, lookup(q_arr, docs), docs, names)
 
     coal = _coalition_ranks(query_ids, coalitions, ranks_of)[0] if coalitions else None
     signed = _signed_ranks(query_ids, gains, ranks_of) if gains is not None else None
     judged_ranks: JudgedRanks | None = None
     if judged is not None:
-        j_q = [qi for qi, qid in enumerate(query_ids) for _ in judged.get(qid, {})]
-        j_doc = [str(d) for qid in query_ids for d in judged.get(qid, {})]
-        judged_ranks = JudgedRanks(np.asarray(j_q, dtype=np.int64), ranks_of(j_q, j_doc))
+        j_q, j_doc, _ = judged_pairs(judged, query_ids, relevant_only=False)
+        judged_ranks = JudgedRanks(j_q, ranks_of(j_q, j_doc))
 
     return Ranking(
         query_ids=tuple(query_ids),
@@ -532,7 +581,7 @@ def build_ranking(
         query=tq[order],
         rank=rank[order],
         grade=tg[order],
-        doc_ids=tuple(t_doc[i] for i in order.tolist()),
+        doc_ids=tuple(map(t_doc.__getitem__, order.tolist())),
         coalitions=coal,
         signed=signed,
         judged=judged_ranks,
@@ -542,7 +591,7 @@ def build_ranking(
 def _coalition_ranks(
     query_ids: Sequence[str],
     coalitions: Mapping[str, Sequence[Collection[str]]],
-    ranks_of: Callable[[list[int], list[str]], np.ndarray],
+    ranks_of: Callable[[Sequence[int], Sequence[str]], np.ndarray],
 ) -> tuple[CoalitionRanks, list[str]]:
     """Member ranks of every non-empty coalition of the evaluated queries, and the member doc ids (in order)."""
     c_query: list[int] = []
@@ -572,7 +621,7 @@ def _coalition_ranks(
 
 
 def _signed_ranks(
-    query_ids: Sequence[str], gains: SignedGains, ranks_of: Callable[[list[int], list[str]], np.ndarray]
+    query_ids: Sequence[str], gains: SignedGains, ranks_of: Callable[[Sequence[int], Sequence[str]], np.ndarray]
 ) -> SignedRanks:
     s_q: list[int] = []
     s_doc: list[str] = []

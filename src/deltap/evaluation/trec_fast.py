@@ -29,14 +29,15 @@ pyarrow is optional (``pip install 'deltap[fast]'``; included in ``deltap[all]``
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from deltap.evaluation.ranking import Ranking, build_ranking
+from deltap.evaluation.ranking import Ranking, build_ranking, judged_pairs
 
 if TYPE_CHECKING:
     from deltap.judgements import SignedGains
@@ -91,11 +92,52 @@ class RunArrays:
 
     def names_of(self, rows: np.ndarray) -> list[str]:
         """Document ids of ``rows`` (a zero-copy slice when they are consecutive, as a query's rows are)."""
-        import pyarrow as pa
-
         if len(rows) and int(rows[-1]) - int(rows[0]) == len(rows) - 1 and bool((np.diff(rows) == 1).all()):
             return self.docs.slice(int(rows[0]), len(rows)).to_pylist()
-        return self.docs.take(pa.array(rows, type=pa.int64())).to_pylist()
+        return self.docs.take(_int64_array(rows)).to_pylist()
+
+
+# ``pa.array`` is avoided throughout: its first call imports pandas when installed (half a second here) to check
+# whether the input is a pandas object. Arrays are built from their buffers instead.
+
+
+def _int64_array(values: Any) -> Any:
+    """An Arrow int64 array of ``values`` (a numpy-convertible sequence), built from its buffer."""
+    import pyarrow as pa
+
+    data = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])
+
+
+def _numpy(values: Any, dtype: Any) -> np.ndarray:
+    """The values of an Arrow (chunked) array of a fixed-width type or booleans, without nulls, as numpy (a view of
+    a single chunk's buffer, else one copy). ``to_numpy`` is avoided too: it imports pandas as well."""
+    parts = []
+    for chunk in values.chunks if hasattr(values, "chunks") else [values]:
+        if chunk.null_count:
+            raise ValueError("unexpected null values")
+        data = chunk.buffers()[1]
+        if dtype is bool:
+            bits = np.frombuffer(data, dtype=np.uint8)
+            parts.append(np.unpackbits(bits, count=chunk.offset + len(chunk), bitorder="little")[chunk.offset :] == 1)
+        else:
+            dt = np.dtype(dtype)
+            parts.append(np.frombuffer(data, dtype=dt, count=len(chunk), offset=chunk.offset * dt.itemsize))
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+
+def _string_array(values: Sequence[str]) -> Any:
+    """An Arrow ``large_string`` array of Python strings, built from its buffers (lone surrogates are kept as their
+    bytes: such an id matches no id of a UTF-8 file, as with the exact readers)."""
+    import pyarrow as pa
+
+    encoded = [v.encode("utf-8", "surrogatepass") for v in values]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
+    data = b"".join(encoded)
+    return pa.Array.from_buffers(pa.large_string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def _buffers(chunk: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -255,28 +297,31 @@ def _has_bom(path: Path) -> bool:
 
 def _query_segments(q: Any) -> tuple[list[str], np.ndarray, np.ndarray] | None:
     """``(query ids, first row, row count)`` when each query's rows are contiguous (the usual run file), else
-    ``None``. Boundaries are where a row's query id differs from the previous row's: compared on exact keys (ids of
-    at most 8 bytes), otherwise on the strings."""
-    import pyarrow as pa
+    ``None``. Boundaries are where a row's query id differs from the previous row's: each chunk's strings compared
+    with their neighbours by Arrow (no key per row), the first row of a chunk with the last row of the one before."""
     import pyarrow.compute as pc
 
-    n = len(q)
-    key, exact = _doc_keys(q)
-    if exact:
-        change = key[1:] != key[:-1]
-    else:
-        flat = q.combine_chunks()
-        change = np.asarray(pc.not_equal(flat.slice(1), flat.slice(0, n - 1))) if n > 1 else np.zeros(0, dtype=bool)
-    firsts = np.concatenate(([0], np.flatnonzero(change) + 1)).astype(np.int64)
+    firsts: list[np.ndarray] = []
     query_ids: list[str] = []
-    at = 0
-    for chunk in q.chunks:  # per-chunk takes: a take across hundreds of chunks is much slower
-        local = firsts[(firsts >= at) & (firsts < at + len(chunk))] - at
-        query_ids += chunk.take(pa.array(local)).to_pylist()
-        at += len(chunk)
+    at, last = 0, None
+    for chunk in q.chunks:  # per-chunk work: a take or a slice across hundreds of chunks is much slower
+        n = len(chunk)
+        if n == 0:
+            continue
+        change = _numpy(pc.not_equal(chunk.slice(1), chunk.slice(0, n - 1)), bool)
+        local = np.flatnonzero(change) + 1
+        first = chunk[0].as_py()
+        if first != last:
+            local = np.concatenate(([0], local))
+        local = local.astype(np.int64)
+        firsts.append(local + at)
+        query_ids += chunk.take(_int64_array(local)).to_pylist()
+        last = chunk[n - 1].as_py()
+        at += n
     if len(set(query_ids)) != len(query_ids):
         return None
-    return query_ids, firsts, np.diff(np.append(firsts, n))
+    starts = np.concatenate(firsts) if firsts else np.zeros(0, dtype=np.int64)
+    return query_ids, starts, np.diff(np.append(starts, at))
 
 
 def read_run_arrays(path: str | Path) -> RunArrays | None:
@@ -301,7 +346,7 @@ def read_run_arrays(path: str | Path) -> RunArrays | None:
     table = _read_csv(path, list(columns), columns)
     if table is None or table.num_rows == 0:
         return None
-    scores = np.asarray(table.column("s").to_numpy(), dtype=np.float64)
+    scores = _numpy(table.column("s"), np.float64)
     if not np.isfinite(scores).all():
         return None
     validated = [table.column(c) for c in ("q", "d")]
@@ -318,18 +363,20 @@ def read_run_arrays(path: str | Path) -> RunArrays | None:
     else:
         encoded = pc.dictionary_encode(q.combine_chunks())
         query_ids = encoded.dictionary.to_pylist()
-        q_code = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        q_code = _numpy(encoded.indices, np.int32).astype(np.int64)
         count = np.bincount(q_code, minlength=len(query_ids)).astype(np.int64)
         order = np.argsort(q_code, kind="stable")
         scores = scores[order]
-        docs = docs.take(pa.array(order))
+        docs = docs.take(_int64_array(order))
         start = np.concatenate(([0], np.cumsum(count)[:-1])).astype(np.int64)
     doc_key, exact = _doc_keys(docs)
 
-    # duplicate (query, doc) pairs: equal 32-bit folds of the keys within a query are suspects (numpy sorts 32-bit
-    # integers by radix: ~20x faster than 64-bit), confirmed on the 64-bit keys and, unless exact, on the strings
+    # duplicate (query, doc) pairs: equal 32-bit hashes of the keys within a query are suspects (sorting 32-bit
+    # integers is faster than 64-bit), confirmed on the 64-bit keys and, unless exact, on the strings. The hash is
+    # multiplicative (the top half of key × an odd constant): folding the two halves with XOR made thousands of
+    # suspects among short ids such as ``d123456``, each confirmed by its own np.unique.
     n_q = len(query_ids)
-    fold = (doc_key ^ (doc_key >> 32)).astype(np.uint32)
+    fold = ((doc_key.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)).astype(np.uint32)
     mat = _padded(fold, start, count, np.iinfo(np.uint32).max)
     if mat is not None:
         srt = np.sort(mat, axis=1)
@@ -386,7 +433,7 @@ def read_qrels_fast(path: str | Path) -> dict[str, dict[str, int]] | None:
         return None
     from deltap.qrels import MAX_GRADE
 
-    grades = np.asarray(table.column("g").to_numpy(), dtype=np.int64)
+    grades = _numpy(table.column("g"), np.int64)
     if (grades < 0).any() or (grades > MAX_GRADE).any() or not len(grades):
         return None
     if fmt == "beir":  # the BEIR reader strips each field: a field with surrounding whitespace goes to it
@@ -421,7 +468,7 @@ def rank_from_arrays(
     :func:`deltap.evaluation.ranking.rank_from_dicts` for the rules; results are identical)."""
     n = len(query_ids)
     position = {q: i for i, q in enumerate(run.query_ids)}
-    run_pos = np.fromiter((position.get(q, -1) for q in query_ids), dtype=np.int64, count=n)
+    run_pos = np.fromiter(map(position.get, query_ids, repeat(-1)), dtype=np.int64, count=n)
     present = run_pos >= 0
     lens = np.zeros(n, dtype=np.int64)
     lens[present] = run.count[run_pos[present]]
@@ -448,14 +495,11 @@ def rank_from_arrays(
     key_mat = _padded(keys, offsets[:-1], lens, _PAD)
 
     def lookup(q_idx: Sequence[int], docs: Sequence[str]) -> np.ndarray:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         out = np.full(len(docs), math.nan)
         if not len(docs):
             return out
         q_arr = np.asarray(q_idx, dtype=np.int64)
-        target, target_exact = _doc_keys(pa.array(list(docs), type=pa.large_string()))
+        target, target_exact = _doc_keys(_string_array(docs))
         pos = np.full(len(docs), -1, dtype=np.int64)
         if key_mat is not None:
             step = max(1, _CHUNK_CELLS // max(1, key_mat.shape[1]))
@@ -468,10 +512,10 @@ def rank_from_arrays(
                 pos[i] = match[0] if len(match) else -1
         found = np.flatnonzero(pos >= 0)
         if not (run.exact_keys and target_exact) and len(found):  # confirm matches on the strings (fingerprints)
-            matched = run.docs.take(pa.array(row_of(offsets[q_arr[found]] + pos[found])))
-            wrong = found[
-                ~np.asarray(pc.equal(matched, pa.array([docs[i] for i in found.tolist()], type=pa.large_string())))
-            ]
+            import pyarrow.compute as pc
+
+            matched = run.docs.take(_int64_array(row_of(offsets[q_arr[found]] + pos[found])))
+            wrong = found[~_numpy(pc.equal(matched, _string_array([docs[i] for i in found.tolist()])), bool)]
             for i in wrong.tolist():
                 q = int(q_arr[i])
                 seg = run.names_of(row_of(np.arange(offsets[q], offsets[q + 1])))
@@ -480,30 +524,20 @@ def rank_from_arrays(
         out[hit] = scores[offsets[q_arr[hit]] + pos[hit]]
         return out
 
-    t_q: list[int] = []
-    t_doc: list[str] = []
-    t_grade: list[int] = []
-    for qi, qid in enumerate(query_ids):
-        for did, grade in qrels.get(qid, {}).items():
-            if grade > 0:
-                t_q.append(qi)
-                t_doc.append(did)
-                t_grade.append(int(grade))
-    t_score = lookup(t_q, t_doc)
+    t_q, t_doc, t_grade = judged_pairs(qrels, query_ids)
 
-    def items(qi: int) -> Iterable[tuple[str, float]]:
-        a, b = int(offsets[qi]), int(offsets[qi + 1])
-        return zip(run.names_of(row_of(np.arange(a, b))), scores[a:b].tolist(), strict=True)
+    def names(positions: np.ndarray) -> list[str]:
+        return run.names_of(row_of(positions))
 
     return build_ranking(
         query_ids,
         offsets,
         scores,
-        np.asarray(t_q, dtype=np.int64),
+        t_q,
         t_doc,
-        np.asarray(t_grade, dtype=np.int64),
-        t_score,
-        items,
+        t_grade,
+        lookup(t_q, t_doc),
+        names,
         lookup,
         coalitions,
         gains=gains,
