@@ -68,8 +68,9 @@ __all__ = [
 NOT_RETRIEVED = np.iinfo(np.int64).max
 
 
-# Targets are compared against padded score rows in chunks of about this many cells (bounded memory).
-_CHUNK_CELLS = 4_000_000
+# Targets are compared against padded score rows in chunks of about this many cells: bounded memory, and a gathered
+# chunk (2 MiB) stays in cache (measured 0.080 vs 0.129 CPU s with 4M cells for 375k targets × 100).
+_CHUNK_CELLS = 1 << 18
 
 
 class EvaluationWarning(UserWarning):
@@ -202,7 +203,7 @@ def validate_qrels(qrels: Mapping[str, Mapping[str, int]], where: str = "qrels")
         DeltapError: one message listing every bad entry (up to 10 shown).
     """
     # The ids themselves, shown with repr once: an int id must read 1, not '1' (which looks like the string it is not).
-    bad_keys = [q for q in qrels if not isinstance(q, str)]
+    bad_keys = [] if set(map(type, qrels)) <= {str} else list(filterfalse(_is_str, qrels))
     if bad_keys:
         raise DeltapError(
             f"{where}: query ids must be strings, got {_shown(bad_keys)}; convert them with str() "
@@ -278,7 +279,7 @@ def align_queries(
     missing = list(filterfalse(run_ids.__contains__, qrels))
     # a query's best grade below min_grade (or no judgement): max over each row at C level, no per-query generator
     best = map(partial(max, default=min_grade - 1), map(_VALUES, qrels.values()))
-    empty = list(compress(qrels, (g < min_grade for g in best)))
+    empty = list(compress(qrels, (np.fromiter(best, dtype=np.float64, count=len(qrels)) < min_grade).tolist()))
     extra = sorted(filterfalse(qrels.__contains__, run_ids))
 
     if missing and on_missing == "error":

@@ -52,8 +52,8 @@ _CSV_BLOCK = 1 << 22
 # Rows per block of :func:`_doc_keys` (its temporaries stay in cache).
 _KEY_BLOCK = 1 << 16
 
-# Targets are compared against padded code rows in chunks of about this many cells (bounded memory).
-_CHUNK_CELLS = 4_000_000
+# Targets are compared against padded key rows in chunks of about this many cells (bounded memory, cache-sized).
+_CHUNK_CELLS = 1 << 18
 
 # An empty field, or any character Python's ``str.split()`` splits on (``str.isspace``): a field the exact readers
 # would tokenize differently. Checked on the distinct values only.
@@ -133,11 +133,15 @@ def _string_array(values: Sequence[str]) -> Any:
     bytes: such an id matches no id of a UTF-8 file, as with the exact readers)."""
     import pyarrow as pa
 
-    encoded = [v.encode("utf-8", "surrogatepass") for v in values]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
-    data = b"".join(encoded)
-    return pa.Array.from_buffers(pa.large_string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    joined = "".join(values)
+    data = joined.encode("utf-8", "surrogatepass")  # one call: encoding each id alone cost 0.6 s for 375k ids
+    if len(data) == len(joined):  # ASCII: an id's bytes are its characters
+        lengths = map(len, values)
+    else:
+        lengths = (len(v.encode("utf-8", "surrogatepass")) for v in values)
+    offsets = np.zeros(len(values) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(lengths, dtype=np.int64, count=len(values)), out=offsets[1:])
+    return pa.Array.from_buffers(pa.large_string(), len(values), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def _buffers(chunk: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -476,12 +480,12 @@ def read_qrels_fast(path: str | Path) -> dict[str, dict[str, int]] | None:
         return None
     d_list = table.column("d").to_pylist()
     g_list = grades.tolist()
-    qrels: dict[str, dict[str, int]] = {}
-    for qid, a, n in zip(segments[0], segments[1].tolist(), segments[2].tolist(), strict=True):
-        row = qrels[qid] = dict(zip(d_list[a : a + n], g_list[a : a + n], strict=True))
-        if len(row) != n:
-            return None
-    return qrels
+    query_ids, start, count = segments
+    bounds = list(map(slice, start.tolist(), (start + count).tolist()))
+    rows = list(map(dict, map(zip, map(d_list.__getitem__, bounds), map(g_list.__getitem__, bounds))))
+    if sum(map(len, rows)) != len(d_list):
+        return None
+    return dict(zip(query_ids, rows, strict=True))
 
 
 def rank_from_arrays(
