@@ -273,12 +273,15 @@ def _stray_carriage_return(path: Path) -> bool:
         return stray
 
 
-def _padded(values: np.ndarray, start: np.ndarray, count: np.ndarray, fill: Any) -> np.ndarray | None:
-    """``(len(start), max count)`` matrix of each segment's values, or ``None`` when padding would waste memory."""
+def _padded(
+    values: np.ndarray, start: np.ndarray, count: np.ndarray, fill: Any, *, bounded: bool = False
+) -> np.ndarray | None:
+    """``(len(start), max count)`` matrix of each segment's values, or ``None`` when padding would waste memory
+    (unless the caller ``bounded`` the matrix's size itself) or there is nothing to lay out."""
     n = len(count)
     depth = int(count.max()) if n else 0
     total = int(count.sum())
-    if n == 0 or depth == 0 or n * depth > 4 * total + 4096:
+    if n == 0 or depth == 0 or (n * depth > 4 * total + 4096 and not bounded):
         return None
     if total == n * depth and len(values) == total and np.array_equal(start, np.arange(n) * depth):
         return values.reshape(n, depth)
@@ -361,6 +364,38 @@ def _query_segments(q: Any) -> tuple[list[str], np.ndarray, np.ndarray] | None:
     return query_ids, starts, np.diff(np.append(starts, at))
 
 
+def _duplicate_suspects(doc_key: np.ndarray, start: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Queries that may hold a duplicate (query, doc) pair: equal 32-bit hashes of their keys (sorting 32-bit integers
+    is faster than 64-bit). The caller confirms each on the 64-bit keys and, unless exact, on the strings.
+
+    The hash is multiplicative (the top half of key × an odd constant): folding the key's halves with XOR made
+    thousands of suspects among short ids such as ``d123456``. Queries go in blocks of about ``_CHUNK_CELLS`` cells,
+    so no temporary grows with the run (fresh memory faults in slowly on the machines this was measured on).
+    """
+    n_q = len(count)
+    depth = int(count.max()) if n_q else 0
+    total = int(count.sum())
+    if n_q == 0 or depth == 0:
+        return np.zeros(0, dtype=np.int64)
+    if n_q * depth > 4 * total + 4096:  # very uneven depths: one sort of (query, key) pairs
+        pairs = np.stack([np.repeat(np.arange(n_q, dtype=np.int64), count), doc_key], axis=1)  # rows are grouped
+        return np.arange(n_q) if len(np.unique(pairs, axis=0)) != len(pairs) else np.zeros(0, dtype=np.int64)
+    mult, top = np.uint64(0x9E3779B97F4A7C15), np.uint32(np.iinfo(np.uint32).max)
+    step = max(1, _CHUNK_CELLS // depth)
+    found = []
+    for a in range(0, n_q, step):
+        b = min(n_q, a + step)
+        lo, hi = int(start[a]), int(start[b - 1] + count[b - 1])
+        hashes = ((doc_key[lo:hi].view(np.uint64) * mult) >> np.uint64(32)).astype(np.uint32)
+        block = _padded(hashes, start[a:b] - lo, count[a:b], top, bounded=True)  # padding sorts last
+        assert block is not None  # b > a rows, each of at least one document
+        block = np.sort(block, axis=1)
+        same = block[:, 1:] == block[:, :-1]
+        same &= np.arange(block.shape[1] - 1)[None, :] < (count[a:b] - 1)[:, None]
+        found.append(np.flatnonzero(same.any(axis=1)) + a)
+    return np.concatenate(found)
+
+
 def read_run_arrays(path: str | Path) -> RunArrays | None:
     """Read a TREC run (``qid Q0 docid rank score tag``) into :class:`RunArrays`.
 
@@ -404,21 +439,7 @@ def read_run_arrays(path: str | Path) -> RunArrays | None:
         start = np.concatenate(([0], np.cumsum(count)[:-1])).astype(np.int64)
     doc_key, exact = _doc_keys(docs)
 
-    # duplicate (query, doc) pairs: equal 32-bit hashes of the keys within a query are suspects (sorting 32-bit
-    # integers is faster than 64-bit), confirmed on the 64-bit keys and, unless exact, on the strings. The hash is
-    # multiplicative (the top half of key × an odd constant): folding the two halves with XOR made thousands of
-    # suspects among short ids such as ``d123456``, each confirmed by its own np.unique.
-    n_q = len(query_ids)
-    fold = ((doc_key.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)).astype(np.uint32)
-    mat = _padded(fold, start, count, np.iinfo(np.uint32).max)
-    if mat is not None:
-        srt = np.sort(mat, axis=1)
-        same = srt[:, 1:] == srt[:, :-1]
-        same &= np.arange(srt.shape[1] - 1)[None, :] < (count - 1)[:, None]
-        suspects = np.flatnonzero(same.any(axis=1))
-    else:  # very uneven depths: one sort of (query, key) pairs
-        pairs = np.stack([np.repeat(np.arange(n_q, dtype=np.int64), count), doc_key], axis=1)  # rows are grouped
-        suspects = np.arange(n_q) if len(np.unique(pairs, axis=0)) != len(pairs) else np.zeros(0, dtype=np.int64)
+    suspects = _duplicate_suspects(doc_key, start, count)
     run = RunArrays(query_ids, docs, doc_key, exact, scores, start, count, str(path))
     for qi in suspects.tolist():
         a, b = int(start[qi]), int(start[qi] + count[qi])

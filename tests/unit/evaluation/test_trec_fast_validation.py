@@ -101,3 +101,24 @@ def test_single_token_check_on_bytes(values: list[bytes], clean: bool) -> None:
     import pyarrow as pa
 
     assert _single_tokens(pa.chunked_array([pa.array(values, type=pa.binary())])) is clean
+
+
+@pytest.mark.parametrize("cells", [1, 7, 1 << 18])
+def test_duplicate_suspects_include_every_query_with_a_repeated_key(cells: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks of any size, uneven depths (padding) and keys whose hash is the padding value: no duplicate is missed."""
+    import numpy as np
+
+    from deltap.evaluation import trec_fast
+
+    monkeypatch.setattr(trec_fast, "_CHUNK_CELLS", cells)
+    rng = np.random.default_rng(4)
+    count = rng.integers(1, 12, 300)
+    start = np.concatenate(([0], np.cumsum(count)[:-1]))
+    keys = rng.integers(0, 1 << 62, int(count.sum()))
+    planted = rng.choice(np.flatnonzero(count >= 2), 40, replace=False)
+    for q in planted:  # the last row of the query repeats its first
+        keys[start[q] + count[q] - 1] = keys[start[q]]
+    suspects = set(trec_fast._duplicate_suspects(keys, start, count).tolist())
+    truth = {q for q in range(len(count)) if len(set(keys[start[q] : start[q] + count[q]].tolist())) < count[q]}
+    assert truth == set(planted.tolist()) and truth <= suspects
+    assert len(suspects) < 60  # 32-bit hashes: almost no false suspect
