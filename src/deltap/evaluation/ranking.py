@@ -29,6 +29,7 @@ import math
 import operator
 import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain, compress, filterfalse, islice, repeat
@@ -215,11 +216,11 @@ def validate_qrels(qrels: Mapping[str, Mapping[str, int]], where: str = "qrels")
             "(int and str ids never match each other)"
         )
     rows = list(qrels.values())
-    if set(map(type, rows)) <= {dict}:  # fast path: C-level passes over the types, then over the values
-        grade_types = set(map(type, chain.from_iterable(map(dict.values, rows))))
-        key_types = set(map(type, chain.from_iterable(rows)))
-        if grade_types <= {int} and key_types <= {str}:
-            if min(chain.from_iterable(map(dict.values, rows)), default=0) >= 0:
+    if operator.countOf(map(type, rows), dict) == len(rows):  # fast path: C-level counts of exact types, one min
+        grades = list(chain.from_iterable(map(dict.values, rows)))
+        n = len(grades)
+        if operator.countOf(map(type, grades), int) == n == operator.countOf(map(type, chain.from_iterable(rows)), str):
+            if min(grades, default=0) >= 0:
                 return
     bad: list[str] = []
     for qid, docs in qrels.items():
@@ -267,8 +268,10 @@ def align_queries(
     Raises:
         DeltapError: no query id in common, or a policy is ``error`` and the case occurs.
     """
-    run_ids = run_query_ids if isinstance(run_query_ids, set | frozenset | dict) else set(run_query_ids)
-    bad_run_ids = [] if set(map(type, run_ids)) <= {str} else sorted(filterfalse(_is_str, run_ids), key=repr)
+    # a set-like view (a run dict's keys()) answers `in` as it is: no copy
+    run_ids = run_query_ids if isinstance(run_query_ids, AbstractSet | dict) else set(run_query_ids)
+    all_str = operator.countOf(map(type, run_ids), str) == len(run_ids)
+    bad_run_ids = [] if all_str else sorted(filterfalse(_is_str, run_ids), key=repr)
     if bad_run_ids:
         raise DeltapError(f"{run_name}: query ids must be strings, got {_shown(bad_run_ids)}; convert them with str()")
     if qrels and run_ids and not any(q in run_ids for q in qrels):
@@ -285,7 +288,8 @@ def align_queries(
     # a query's best grade below min_grade (or no judgement): max over each row at C level, no per-query generator
     best = map(partial(max, default=min_grade - 1), map(_VALUES, qrels.values()))
     empty = list(compress(qrels, (np.fromiter(best, dtype=np.float64, count=len(qrels)) < min_grade).tolist()))
-    extra = sorted(filterfalse(qrels.__contains__, run_ids))
+    # every qrels query answered and as many run queries: the same set, nothing extra (saves a pass)
+    extra = [] if not missing and len(run_ids) == len(qrels) else sorted(filterfalse(qrels.__contains__, run_ids))
 
     if missing and on_missing == "error":
         raise DeltapError(
