@@ -31,7 +31,7 @@ import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from itertools import chain, compress, filterfalse, islice, repeat
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +56,7 @@ __all__ = [
     "EvaluationWarning",
     "MissingPolicy",
     "JudgedRanks",
+    "QrelsColumns",
     "Ranking",
     "SignedRanks",
     "align_queries",
@@ -173,6 +174,45 @@ class Ranking:
         return cached
 
 
+@dataclass(frozen=True)
+class QrelsColumns:
+    """Qrels whose rows are all plain dicts, flattened once query by query: :func:`evaluate` walks the dicts once and
+    hands this to :func:`validate_qrels`, :func:`align_queries` and :func:`judged_pairs` instead of each walking them
+    again (half a million judgements cost tens of milliseconds per walk).
+
+    Attributes:
+        query_ids: The qrels' query ids, in order.
+        counts: ``(Q,)`` judged documents per query.
+        docs: Every judged document id, query by query.
+        grades: Their grades, as given (checked by :func:`validate_qrels`).
+    """
+
+    query_ids: list[str]
+    counts: np.ndarray
+    docs: list[str]
+    grades: list[Any]
+
+    @classmethod
+    def of(cls, qrels: Mapping[str, Mapping[str, int]]) -> QrelsColumns | None:
+        """The columns of ``qrels``, or ``None`` when a row is not a plain dict (the per-step walks handle those)."""
+        rows = list(qrels.values())
+        if operator.countOf(map(type, rows), dict) != len(rows):
+            return None
+        counts = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+        grades = list(chain.from_iterable(map(_values_of(rows), rows)))
+        return cls(list(qrels), counts, list(chain.from_iterable(rows)), grades)
+
+    @cached_property
+    def grade_array(self) -> np.ndarray:
+        """``grades`` as int64 (only once they are validated)."""
+        return np.fromiter(self.grades, dtype=np.int64, count=len(self.grades))
+
+    @cached_property
+    def query_index(self) -> np.ndarray:
+        """The query index of every judgement."""
+        return np.repeat(np.arange(len(self.query_ids), dtype=np.int64), self.counts)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # validation and alignment
 
@@ -202,8 +242,12 @@ def _shown(ids: Sequence[object], limit: int = 10) -> str:
     return head + (f", ... ({len(ids)} in all)" if len(ids) > limit else "")
 
 
-def validate_qrels(qrels: Mapping[str, Mapping[str, int]], where: str = "qrels") -> None:
+def validate_qrels(
+    qrels: Mapping[str, Mapping[str, int]], where: str = "qrels", *, columns: QrelsColumns | None = None
+) -> None:
     """Reject qrels whose ids are not strings or whose grades are not integers >= 0, naming the offenders.
+
+    ``columns`` (the same qrels as :class:`QrelsColumns`) saves walking the dicts again.
 
     Raises:
         DeltapError: one message listing every bad entry (up to 10 shown).
@@ -215,12 +259,11 @@ def validate_qrels(qrels: Mapping[str, Mapping[str, int]], where: str = "qrels")
             f"{where}: query ids must be strings, got {_shown(bad_keys)}; convert them with str() "
             "(int and str ids never match each other)"
         )
-    rows = list(qrels.values())
-    if operator.countOf(map(type, rows), dict) == len(rows):  # fast path: C-level counts of exact types, one min
-        grades = list(chain.from_iterable(map(dict.values, rows)))
-        n = len(grades)
-        if operator.countOf(map(type, grades), int) == n == operator.countOf(map(type, chain.from_iterable(rows)), str):
-            if min(grades, default=0) >= 0:
+    cols = columns if columns is not None else QrelsColumns.of(qrels)
+    if cols is not None:  # fast path: C-level counts of exact types, one min
+        n = len(cols.grades)
+        if operator.countOf(map(type, cols.grades), int) == n == operator.countOf(map(type, cols.docs), str):
+            if min(cols.grades, default=0) >= 0:
                 return
     bad: list[str] = []
     for qid, docs in qrels.items():
@@ -248,6 +291,7 @@ def align_queries(
     run_name: str = "run",
     min_grade: int = 1,
     signed: bool = False,
+    columns: QrelsColumns | None = None,
 ) -> tuple[list[str], list[str]]:
     """The query ids to evaluate, in qrels order, applying the documented rules and warning about every exception.
 
@@ -261,6 +305,7 @@ def align_queries(
         run_name: Name of the run in messages.
         min_grade: Grade from which a document counts as relevant for the "empty" rule.
         signed: A signed measure is asked for: the notes say it still counts an empty query's harmful documents.
+        columns: The same qrels as validated :class:`QrelsColumns` (saves walking the dicts again).
 
     Returns:
         ``(query_ids, notes)``: the queries to evaluate and the warning messages that were emitted.
@@ -285,9 +330,14 @@ def align_queries(
             raise DeltapError(f"{name} must be 'zero', 'skip' or 'error', got {policy!r}")
 
     missing = list(filterfalse(run_ids.__contains__, qrels))
-    # a query's best grade below min_grade (or no judgement): max over each row at C level, no per-query generator
-    best = map(partial(max, default=min_grade - 1), map(_VALUES, qrels.values()))
-    empty = list(compress(qrels, (np.fromiter(best, dtype=np.float64, count=len(qrels)) < min_grade).tolist()))
+    # a query's best grade below min_grade (or no judgement): counted on the columns, else max over each row at C level
+    if columns is not None:
+        relevant = np.bincount(columns.query_index, weights=columns.grade_array >= min_grade, minlength=len(qrels))
+        none = relevant == 0
+    else:
+        best = map(partial(max, default=min_grade - 1), map(_VALUES, qrels.values()))
+        none = np.fromiter(best, dtype=np.float64, count=len(qrels)) < min_grade
+    empty = list(compress(qrels, none.tolist()))
     # every qrels query answered and as many run queries: the same set, nothing extra (saves a pass)
     extra = [] if not missing and len(run_ids) == len(qrels) else sorted(filterfalse(qrels.__contains__, run_ids))
 
@@ -384,6 +434,12 @@ def _count_above(
     return greater, equal
 
 
+#: Query indices: a list or an int64 array.
+QueryIndex = Sequence[int] | np.ndarray
+
+#: ``lookup(query indices, doc ids)``: the run's scores of those pairs (NaN where the run lacks the document).
+Lookup = Callable[[QueryIndex, Sequence[str]], np.ndarray]
+
 #: ``names(rows)``: the doc ids at those positions of the concatenated run segments (``offsets[q] + i`` is the
 #: ``i``-th document of query ``q``'s segment).
 SegmentNames = Callable[[np.ndarray], Sequence[str]]
@@ -463,10 +519,20 @@ def _run_segments(
 
 
 def judged_pairs(
-    qrels: Mapping[str, Mapping[str, int]], query_ids: Sequence[str], *, relevant_only: bool = True
+    qrels: Mapping[str, Mapping[str, int]],
+    query_ids: Sequence[str],
+    *,
+    relevant_only: bool = True,
+    columns: QrelsColumns | None = None,
 ) -> tuple[np.ndarray, list[str], np.ndarray]:
     """``(query index, doc id, grade)`` of the judged pairs of ``query_ids``, in qrels order (grades > 0 only, unless
-    ``relevant_only`` is false). Grades must be validated (:func:`validate_qrels`); every pass is at C level."""
+    ``relevant_only`` is false). Grades must be validated (:func:`validate_qrels`); every pass is at C level, and none
+    over the dicts when ``columns`` (the same qrels) covers exactly ``query_ids``."""
+    if columns is not None and len(query_ids) == len(columns.query_ids) and list(query_ids) == columns.query_ids:
+        if not relevant_only:
+            return columns.query_index, columns.docs, columns.grade_array
+        keep = columns.grade_array > 0
+        return columns.query_index[keep], list(compress(columns.docs, keep.tolist())), columns.grade_array[keep]
     empty: Mapping[str, int] = {}
     rows = list(map(qrels.get, query_ids, repeat(empty)))
     lens = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
@@ -480,12 +546,12 @@ def judged_pairs(
     return query[keep], list(compress(docs, keep.tolist())), grades[keep]
 
 
-def _dict_lookup(rows: Sequence[Mapping[str, float]]) -> Callable[[Sequence[int], Sequence[str]], np.ndarray]:
+def _dict_lookup(rows: Sequence[Mapping[str, float]]) -> Lookup:
     """``lookup(query indices, doc ids)``: the scores of those pairs in the run rows (NaN = absent)."""
-    get = dict.get if set(map(type, rows)) <= {dict} else _mapping_get
+    get: Callable[[Any, str, float], Any] = dict.get if set(map(type, rows)) <= {dict} else _mapping_get
     nan = math.nan
 
-    def lookup(q_idx: Sequence[int], docs: Sequence[str]) -> np.ndarray:
+    def lookup(q_idx: QueryIndex, docs: Sequence[str]) -> np.ndarray:
         q_list = q_idx.tolist() if isinstance(q_idx, np.ndarray) else list(q_idx)
         holders = map(rows.__getitem__, q_list)
         return np.fromiter(map(get, holders, docs, repeat(nan)), dtype=np.float64, count=len(docs))
@@ -506,6 +572,7 @@ def rank_from_dicts(
     run_name: str = "run",
     gains: SignedGains | None = None,
     judged: bool = False,
+    columns: QrelsColumns | None = None,
 ) -> Ranking:
     """Compute the :class:`Ranking` of ``query_ids`` from plain dicts (nothing is copied or mutated).
 
@@ -517,11 +584,12 @@ def rank_from_dicts(
         run_name: Name of the run in error messages.
         gains: Signed gains (``signed_utility``), or ``None``.
         judged: Also rank every judged document, grade 0 included (``judged@K``).
+        columns: ``qrels`` as validated :class:`QrelsColumns` (saves walking its dicts again).
     """
     empty: Mapping[str, float] = {}
     rows = list(map(run.get, query_ids, repeat(empty)))
     offsets, scores = _run_segments(rows, query_ids, run_name)
-    t_q, t_doc, t_grade = judged_pairs(qrels, query_ids)
+    t_q, t_doc, t_grade = judged_pairs(qrels, query_ids, columns=columns)
     lookup = _dict_lookup(rows)
 
     def names(positions: np.ndarray) -> list[str]:
@@ -544,6 +612,7 @@ def rank_from_dicts(
         coalitions,
         gains=gains,
         judged=qrels if judged else None,
+        columns=columns,
     )
 
 
@@ -556,11 +625,12 @@ def build_ranking(
     tg: np.ndarray,
     t_score: np.ndarray,
     names: SegmentNames,
-    lookup: Callable[[Sequence[int], Sequence[str]], np.ndarray],
+    lookup: Lookup,
     coalitions: Mapping[str, Sequence[Collection[str]]] | None,
     *,
     gains: SignedGains | None = None,
     judged: Mapping[str, Mapping[str, int]] | None = None,
+    columns: QrelsColumns | None = None,
 ) -> Ranking:
     """Assemble a :class:`Ranking` from a run laid out as one score segment per evaluated query.
 
@@ -574,11 +644,12 @@ def build_ranking(
         coalitions: ``{query_id: [doc id sets]}`` or ``None``.
         gains: Signed gains to rank (``signed_utility``), or ``None``.
         judged: Qrels whose every judged pair (grade 0 included) to rank (``judged@K``), or ``None``.
+        columns: ``judged`` as validated :class:`QrelsColumns`, when given.
     """
     rank = _ranks(scores, offsets, tq, t_score, t_doc, names)
     order = np.lexsort((rank, tq))
 
-    def ranks_of(q_idx: Sequence[int], docs: Sequence[str]) -> np.ndarray:
+    def ranks_of(q_idx: QueryIndex, docs: Sequence[str]) -> np.ndarray:
         q_arr = np.asarray(q_idx, dtype=np.int64)
         return _ranks(scores, offsets, q_arr, lookup(q_arr, docs), docs, names)
 
@@ -586,7 +657,7 @@ def build_ranking(
     signed = _signed_ranks(query_ids, gains, ranks_of) if gains is not None else None
     judged_ranks: JudgedRanks | None = None
     if judged is not None:
-        j_q, j_doc, _ = judged_pairs(judged, query_ids, relevant_only=False)
+        j_q, j_doc, _ = judged_pairs(judged, query_ids, relevant_only=False, columns=columns)
         judged_ranks = JudgedRanks(j_q, ranks_of(j_q, j_doc))
 
     return Ranking(
@@ -605,7 +676,7 @@ def build_ranking(
 def _coalition_ranks(
     query_ids: Sequence[str],
     coalitions: Mapping[str, Sequence[Collection[str]]],
-    ranks_of: Callable[[Sequence[int], Sequence[str]], np.ndarray],
+    ranks_of: Lookup,
 ) -> tuple[CoalitionRanks, list[str]]:
     """Member ranks of every non-empty coalition of the evaluated queries, and the member doc ids (in order)."""
     c_query: list[int] = []
@@ -634,9 +705,7 @@ def _coalition_ranks(
     return ranks, m_doc
 
 
-def _signed_ranks(
-    query_ids: Sequence[str], gains: SignedGains, ranks_of: Callable[[Sequence[int], Sequence[str]], np.ndarray]
-) -> SignedRanks:
+def _signed_ranks(query_ids: Sequence[str], gains: SignedGains, ranks_of: Lookup) -> SignedRanks:
     s_q: list[int] = []
     s_doc: list[str] = []
     s_gain: list[float] = []
