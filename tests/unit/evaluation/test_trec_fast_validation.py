@@ -104,7 +104,9 @@ def test_single_token_check_on_bytes(values: list[bytes], clean: bool) -> None:
 
 
 @pytest.mark.parametrize("cells", [1, 7, 1 << 18])
-def test_duplicate_suspects_include_every_query_with_a_repeated_key(cells: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_duplicate_suspects_include_every_query_with_a_repeated_key(
+    cells: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Blocks of any size, uneven depths (padding) and keys whose hash is the padding value: no duplicate is missed."""
     import numpy as np
 
