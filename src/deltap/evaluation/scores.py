@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,14 @@ import numpy as np
 from deltap.errors import DeltapError
 from deltap.evaluation._render import latex_escape, to_latex, to_markdown, to_text
 from deltap.evaluation.measures import DEFAULT_METRICS, Measure, needs_of, parse_metrics, with_judged
-from deltap.evaluation.ranking import MissingPolicy, Ranking, align_queries, rank_from_dicts, validate_qrels
+from deltap.evaluation.ranking import (
+    MissingPolicy,
+    QrelsColumns,
+    Ranking,
+    align_queries,
+    rank_from_dicts,
+    validate_qrels,
+)
 from deltap.evaluation.settings import EvaluationSettings, merge_settings
 from deltap.evaluation.stats import bootstrap_ci
 
@@ -74,6 +82,31 @@ def _open_run(run: RunLike) -> Any:
     return load_run_like(run)
 
 
+def _load_inputs(qrels: QrelsLike, run: RunLike) -> tuple[Mapping[str, Mapping[str, int]], QrelsColumns | None, Any]:
+    """The qrels (validated, and as :class:`QrelsColumns` when its rows are dicts) and the opened run
+    (:func:`_open_run`).
+
+    A run file is read in a background thread while this one reads and checks the qrels: pyarrow's parser and the
+    numpy work on the run's columns release the GIL, so the two overlap on a second core. Errors come in the same order
+    as reading one after the other (the qrels' first).
+    """
+
+    def read_qrels() -> tuple[Mapping[str, Mapping[str, int]], QrelsColumns | None]:
+        qrels_d = load_qrels_like(qrels)
+        columns = QrelsColumns.of(qrels_d)
+        validate_qrels(qrels_d, columns=columns)
+        return qrels_d, columns
+
+    if not isinstance(run, str | Path):
+        return (*read_qrels(), _open_run(run))
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deltap-read-run")
+    try:
+        pending = pool.submit(_open_run, run)
+        return (*read_qrels(), pending.result())
+    finally:  # on an error or Ctrl-C here, a read still running finishes on its own; nothing waits for it
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
 def _rank(
     qrels: Mapping[str, Mapping[str, int]],
     run: Any,
@@ -82,12 +115,14 @@ def _rank(
     name: str,
     gains: SignedGains | None = None,
     judged: bool = False,
+    columns: QrelsColumns | None = None,
 ) -> Ranking:
     from deltap.evaluation.trec_fast import RunArrays, rank_from_arrays
 
+    kw: dict[str, Any] = {"coalitions": coalitions, "gains": gains, "judged": judged, "columns": columns}
     if isinstance(run, RunArrays):
-        return rank_from_arrays(qrels, run, query_ids, coalitions=coalitions, gains=gains, judged=judged)
-    return rank_from_dicts(qrels, run, query_ids, coalitions=coalitions, run_name=name, gains=gains, judged=judged)
+        return rank_from_arrays(qrels, run, query_ids, **kw)
+    return rank_from_dicts(qrels, run, query_ids, run_name=name, **kw)
 
 
 def resolve_gains(
@@ -320,9 +355,7 @@ def evaluate(
     name = run_name or (Path(run).name if isinstance(run, str | Path) else "run")
     measures = with_judged(parse_metrics(settings.metrics))
     signed, gain_notes = resolve_gains(measures, qrels, gains)
-    qrels_d = load_qrels_like(qrels)
-    validate_qrels(qrels_d)
-    run_d = _open_run(run)
+    qrels_d, columns, run_d = _load_inputs(qrels, run)
     query_ids, notes = align_queries(
         qrels_d,
         run_d.keys(),
@@ -331,9 +364,11 @@ def evaluate(
         run_name=name,
         min_grade=min(m.rel for m in measures),
         signed=signed is not None,
+        columns=columns,
     )
     notes = notes + gain_notes
-    ranking = _rank(qrels_d, run_d, query_ids, coalitions, name, signed, "judged" in needs_of(measures))
+    judged = "judged" in needs_of(measures)
+    ranking = _rank(qrels_d, run_d, query_ids, coalitions, name, signed, judged, columns)
     values = compute_values(ranking, measures)
     ci = (
         bootstrap_ci(values, n_resamples=n_resamples, confidence=confidence, seed=seed)

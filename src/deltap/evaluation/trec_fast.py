@@ -31,12 +31,13 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from deltap.evaluation.ranking import Ranking, build_ranking
+from deltap.evaluation.ranking import QrelsColumns, QueryIndex, Ranking, build_ranking, judged_pairs
 
 if TYPE_CHECKING:
     from deltap.judgements import SignedGains
@@ -51,8 +52,8 @@ _CSV_BLOCK = 1 << 22
 # Rows per block of :func:`_doc_keys` (its temporaries stay in cache).
 _KEY_BLOCK = 1 << 16
 
-# Targets are compared against padded code rows in chunks of about this many cells (bounded memory).
-_CHUNK_CELLS = 4_000_000
+# Targets are compared against padded key rows in chunks of about this many cells (bounded memory, cache-sized).
+_CHUNK_CELLS = 1 << 18
 
 # An empty field, or any character Python's ``str.split()`` splits on (``str.isspace``): a field the exact readers
 # would tokenize differently. Checked on the distinct values only.
@@ -91,20 +92,71 @@ class RunArrays:
 
     def names_of(self, rows: np.ndarray) -> list[str]:
         """Document ids of ``rows`` (a zero-copy slice when they are consecutive, as a query's rows are)."""
-        import pyarrow as pa
-
         if len(rows) and int(rows[-1]) - int(rows[0]) == len(rows) - 1 and bool((np.diff(rows) == 1).all()):
             return self.docs.slice(int(rows[0]), len(rows)).to_pylist()
-        return self.docs.take(pa.array(rows, type=pa.int64())).to_pylist()
+        return self.docs.take(_int64_array(rows)).to_pylist()
+
+
+# ``pa.array`` is avoided throughout: its first call imports pandas when installed (half a second here) to check
+# whether the input is a pandas object. Arrays are built from their buffers instead.
+
+
+def _int64_array(values: Any) -> Any:
+    """An Arrow int64 array of ``values`` (a numpy-convertible sequence), built from its buffer."""
+    import pyarrow as pa
+
+    data = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])
+
+
+def _numpy(values: Any, dtype: Any) -> np.ndarray:
+    """The values of an Arrow (chunked) array of a fixed-width type or booleans, without nulls, as numpy (a view of
+    a single chunk's buffer, else one copy). ``to_numpy`` is avoided too: it imports pandas as well."""
+    parts = []
+    for chunk in values.chunks if hasattr(values, "chunks") else [values]:
+        if chunk.null_count:
+            raise ValueError("unexpected null values")
+        data = chunk.buffers()[1]
+        if dtype is bool:
+            bits = np.frombuffer(data, dtype=np.uint8)
+            parts.append(np.unpackbits(bits, count=chunk.offset + len(chunk), bitorder="little")[chunk.offset :] == 1)
+        else:
+            dt = np.dtype(dtype)
+            parts.append(np.frombuffer(data, dtype=dt, count=len(chunk), offset=chunk.offset * dt.itemsize))
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+
+def _string_array(values: Sequence[str]) -> Any:
+    """An Arrow ``large_string`` array of Python strings, built from its buffers (lone surrogates are kept as their
+    bytes: such an id matches no id of a UTF-8 file, as with the exact readers)."""
+    import pyarrow as pa
+
+    joined = "".join(values)
+    data = joined.encode("utf-8", "surrogatepass")  # one call: encoding each id alone cost 0.6 s for 375k ids
+    lengths: Iterable[int] = (
+        map(len, values)  # ASCII: an id's bytes are its characters
+        if len(data) == len(joined)
+        else (len(v.encode("utf-8", "surrogatepass")) for v in values)
+    )
+    offsets = np.zeros(len(values) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(lengths, dtype=np.int64, count=len(values)), out=offsets[1:])
+    return pa.Array.from_buffers(pa.large_string(), len(values), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def _buffers(chunk: Any) -> tuple[np.ndarray, np.ndarray]:
-    """``(offsets as uint64, data bytes)`` of a ``large_string`` Arrow array, without copying."""
+    """``(offsets, data bytes)`` of an Arrow string or binary array, without copying (``uint64`` offsets for the
+    ``large_`` types, ``int32`` otherwise)."""
+    import pyarrow as pa
+
     n = len(chunk)
     buffers = chunk.buffers()
-    offsets = np.frombuffer(buffers[1], dtype=np.int64, count=n + 1, offset=chunk.offset * 8).view(np.uint64)
+    wide = pa.types.is_large_string(chunk.type) or pa.types.is_large_binary(chunk.type)
+    dtype = np.dtype(np.int64 if wide else np.int32)
+    offsets = np.frombuffer(buffers[1], dtype=dtype, count=n + 1, offset=chunk.offset * dtype.itemsize)
     raw = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, dtype=np.uint8)
-    return offsets, raw
+    return (offsets.view(np.uint64) if wide else offsets), raw
 
 
 def _large_string_chunks(values: Any) -> list[Any]:
@@ -178,9 +230,14 @@ _ASCII_SPACE[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
 
 
 def _single_tokens(values: Any) -> bool:
-    """Whether every value of an Arrow (chunked) string array is non-empty and free of whitespace, so the exact
-    readers' ``str.split()`` would see the same field. Checked on the bytes; the regex only for non-ASCII chunks."""
-    for chunk in _large_string_chunks(values):
+    """Whether every value of an Arrow (chunked) string or binary array is non-empty, valid UTF-8 and free of
+    whitespace, so the exact readers' ``str.split()`` would see the same field. Checked on the bytes; the regex only
+    for chunks with non-ASCII bytes."""
+    import pyarrow as pa
+
+    for chunk in values.chunks if isinstance(values, pa.ChunkedArray) else [values]:
+        if not len(chunk):
+            continue
         offsets, raw = _buffers(chunk)
         if bool(((offsets[1:] - offsets[:-1]) == 0).any()):
             return False
@@ -189,17 +246,43 @@ def _single_tokens(values: Any) -> bool:
             continue  # printable ASCII only: two SIMD reductions, no temporaries
         if bool(_ASCII_SPACE[data].any()):
             return False
-        if not bool((data < 0x80).all()) and not _all_single_tokens(chunk):
-            return False
+        if not bool((data < 0x80).all()):
+            try:
+                text = chunk.cast(pa.large_string())  # validates UTF-8 (a binary column)
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                return False
+            if not _all_single_tokens(text):
+                return False
     return True
 
 
-def _padded(values: np.ndarray, start: np.ndarray, count: np.ndarray, fill: Any) -> np.ndarray | None:
-    """``(len(start), max count)`` matrix of each segment's values, or ``None`` when padding would waste memory."""
+def _stray_carriage_return(path: Path) -> bool:
+    """Whether the file has a ``\r`` not followed by ``\n``: pyarrow ends a line there, the exact readers (which
+    split lines on ``\n`` only) see whitespace inside one line. A ``memchr`` over the file; CRLF files pay one
+    vectorized check."""
+    import mmap
+
+    with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        if mm.find(b"\r") < 0:
+            return False
+        data = np.frombuffer(mm, dtype=np.uint8)
+        try:
+            cr = np.flatnonzero(data == 13)
+            stray = bool(len(cr)) and (int(cr[-1]) == len(data) - 1 or not bool((data[cr + 1] == 10).all()))
+        finally:
+            del data
+        return stray
+
+
+def _padded(
+    values: np.ndarray, start: np.ndarray, count: np.ndarray, fill: Any, *, bounded: bool = False
+) -> np.ndarray | None:
+    """``(len(start), max count)`` matrix of each segment's values, or ``None`` when padding would waste memory
+    (unless the caller ``bounded`` the matrix's size itself) or there is nothing to lay out."""
     n = len(count)
     depth = int(count.max()) if n else 0
     total = int(count.sum())
-    if n == 0 or depth == 0 or n * depth > 4 * total + 4096:
+    if n == 0 or depth == 0 or (n * depth > 4 * total + 4096 and not bounded):
         return None
     if total == n * depth and len(values) == total and np.array_equal(start, np.arange(n) * depth):
         return values.reshape(n, depth)
@@ -255,28 +338,63 @@ def _has_bom(path: Path) -> bool:
 
 def _query_segments(q: Any) -> tuple[list[str], np.ndarray, np.ndarray] | None:
     """``(query ids, first row, row count)`` when each query's rows are contiguous (the usual run file), else
-    ``None``. Boundaries are where a row's query id differs from the previous row's: compared on exact keys (ids of
-    at most 8 bytes), otherwise on the strings."""
-    import pyarrow as pa
+    ``None``. Boundaries are where a row's query id differs from the previous row's: each chunk's strings compared
+    with their neighbours by Arrow (no key per row), the first row of a chunk with the last row of the one before."""
     import pyarrow.compute as pc
 
-    n = len(q)
-    key, exact = _doc_keys(q)
-    if exact:
-        change = key[1:] != key[:-1]
-    else:
-        flat = q.combine_chunks()
-        change = np.asarray(pc.not_equal(flat.slice(1), flat.slice(0, n - 1))) if n > 1 else np.zeros(0, dtype=bool)
-    firsts = np.concatenate(([0], np.flatnonzero(change) + 1)).astype(np.int64)
+    firsts: list[np.ndarray] = []
     query_ids: list[str] = []
-    at = 0
-    for chunk in q.chunks:  # per-chunk takes: a take across hundreds of chunks is much slower
-        local = firsts[(firsts >= at) & (firsts < at + len(chunk))] - at
-        query_ids += chunk.take(pa.array(local)).to_pylist()
-        at += len(chunk)
+    at, last = 0, None
+    for chunk in q.chunks:  # per-chunk work: a take or a slice across hundreds of chunks is much slower
+        n = len(chunk)
+        if n == 0:
+            continue
+        change = _numpy(pc.not_equal(chunk.slice(1), chunk.slice(0, n - 1)), bool)
+        local = np.flatnonzero(change) + 1
+        first = chunk[0].as_py()
+        if first != last:
+            local = np.concatenate(([0], local))
+        local = local.astype(np.int64)
+        firsts.append(local + at)
+        query_ids += chunk.take(_int64_array(local)).to_pylist()
+        last = chunk[n - 1].as_py()
+        at += n
     if len(set(query_ids)) != len(query_ids):
         return None
-    return query_ids, firsts, np.diff(np.append(firsts, n))
+    starts = np.concatenate(firsts) if firsts else np.zeros(0, dtype=np.int64)
+    return query_ids, starts, np.diff(np.append(starts, at))
+
+
+def _duplicate_suspects(doc_key: np.ndarray, start: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Queries that may hold a duplicate (query, doc) pair: equal 32-bit hashes of their keys (sorting 32-bit integers
+    is faster than 64-bit). The caller confirms each on the 64-bit keys and, unless exact, on the strings.
+
+    The hash is multiplicative (the top half of key × an odd constant): folding the key's halves with XOR made
+    thousands of suspects among short ids such as ``d123456``. Queries go in blocks of about ``_CHUNK_CELLS`` cells,
+    so no temporary grows with the run (fresh memory faults in slowly on the machines this was measured on).
+    """
+    n_q = len(count)
+    depth = int(count.max()) if n_q else 0
+    total = int(count.sum())
+    if n_q == 0 or depth == 0:
+        return np.zeros(0, dtype=np.int64)
+    if n_q * depth > 4 * total + 4096:  # very uneven depths: one sort of (query, key) pairs
+        pairs = np.stack([np.repeat(np.arange(n_q, dtype=np.int64), count), doc_key], axis=1)  # rows are grouped
+        return np.arange(n_q) if len(np.unique(pairs, axis=0)) != len(pairs) else np.zeros(0, dtype=np.int64)
+    mult, top = np.uint64(0x9E3779B97F4A7C15), np.uint32(np.iinfo(np.uint32).max)
+    step = max(1, _CHUNK_CELLS // depth)
+    found = []
+    for a in range(0, n_q, step):
+        b = min(n_q, a + step)
+        lo, hi = int(start[a]), int(start[b - 1] + count[b - 1])
+        hashes = ((doc_key[lo:hi].view(np.uint64) * mult) >> np.uint64(32)).astype(np.uint32)
+        block = _padded(hashes, start[a:b] - lo, count[a:b], top, bounded=True)  # padding sorts last
+        assert block is not None  # b > a rows, each of at least one document
+        block = np.sort(block, axis=1)
+        same = block[:, 1:] == block[:, :-1]
+        same &= np.arange(block.shape[1] - 1)[None, :] < (count[a:b] - 1)[:, None]
+        found.append(np.flatnonzero(same.any(axis=1)) + a)
+    return np.concatenate(found)
 
 
 def read_run_arrays(path: str | Path) -> RunArrays | None:
@@ -292,24 +410,20 @@ def read_run_arrays(path: str | Path) -> RunArrays | None:
     except ImportError:  # pragma: no cover - pyarrow is optional
         return None
     path = Path(path)
-    if not path.is_file() or path.stat().st_size == 0 or _has_bom(path):
+    if not path.is_file() or path.stat().st_size == 0 or _has_bom(path) or _stray_carriage_return(path):
         return None
-    # ids stay one string buffer; the columns deltap only validates are dictionary-encoded while parsing (few
-    # distinct values) and checked on each chunk's dictionary
-    text, small = pa.large_string(), pa.dictionary(pa.int32(), pa.string())
-    columns = {"q": text, "iter": small, "d": text, "rank": small, "s": pa.float64(), "tag": small}
+    # ids stay one string buffer; the columns deltap only validates are read as bytes (no UTF-8 validation, no
+    # dictionary: measured 1.0 vs 1.6-2.1 CPU seconds for a 10M-line run with dictionary-encoded columns) and
+    # checked on those bytes
+    text, raw = pa.large_string(), pa.binary()
+    columns = {"q": text, "iter": raw, "d": text, "rank": raw, "s": pa.float64(), "tag": raw}
     table = _read_csv(path, list(columns), columns)
     if table is None or table.num_rows == 0:
         return None
-    scores = np.asarray(table.column("s").to_numpy(), dtype=np.float64)
+    scores = _numpy(table.column("s"), np.float64)
     if not np.isfinite(scores).all():
         return None
-    validated = [table.column(c) for c in ("q", "d")]
-    validated += [
-        pa.chunked_array([ch.dictionary for ch in table.column(c).chunks], type=pa.string())
-        for c in ("iter", "rank", "tag")
-    ]
-    if not all(_single_tokens(v) for v in validated):
+    if not all(_single_tokens(table.column(c)) for c in columns if c != "s"):
         return None
     q, docs = table.column("q"), table.column("d")
     segments = _query_segments(q)
@@ -318,27 +432,15 @@ def read_run_arrays(path: str | Path) -> RunArrays | None:
     else:
         encoded = pc.dictionary_encode(q.combine_chunks())
         query_ids = encoded.dictionary.to_pylist()
-        q_code = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        q_code = _numpy(encoded.indices, np.int32).astype(np.int64)
         count = np.bincount(q_code, minlength=len(query_ids)).astype(np.int64)
         order = np.argsort(q_code, kind="stable")
         scores = scores[order]
-        docs = docs.take(pa.array(order))
+        docs = docs.take(_int64_array(order))
         start = np.concatenate(([0], np.cumsum(count)[:-1])).astype(np.int64)
     doc_key, exact = _doc_keys(docs)
 
-    # duplicate (query, doc) pairs: equal 32-bit folds of the keys within a query are suspects (numpy sorts 32-bit
-    # integers by radix: ~20x faster than 64-bit), confirmed on the 64-bit keys and, unless exact, on the strings
-    n_q = len(query_ids)
-    fold = (doc_key ^ (doc_key >> 32)).astype(np.uint32)
-    mat = _padded(fold, start, count, np.iinfo(np.uint32).max)
-    if mat is not None:
-        srt = np.sort(mat, axis=1)
-        same = srt[:, 1:] == srt[:, :-1]
-        same &= np.arange(srt.shape[1] - 1)[None, :] < (count - 1)[:, None]
-        suspects = np.flatnonzero(same.any(axis=1))
-    else:  # very uneven depths: one sort of (query, key) pairs
-        pairs = np.stack([np.repeat(np.arange(n_q, dtype=np.int64), count), doc_key], axis=1)  # rows are grouped
-        suspects = np.arange(n_q) if len(np.unique(pairs, axis=0)) != len(pairs) else np.zeros(0, dtype=np.int64)
+    suspects = _duplicate_suspects(doc_key, start, count)
     run = RunArrays(query_ids, docs, doc_key, exact, scores, start, count, str(path))
     for qi in suspects.tolist():
         a, b = int(start[qi]), int(start[qi] + count[qi])
@@ -362,7 +464,7 @@ def read_qrels_fast(path: str | Path) -> dict[str, dict[str, int]] | None:
     from deltap.judgements import detect_qrels_format
 
     path = Path(path)
-    if not path.is_file() or path.stat().st_size == 0 or _has_bom(path):
+    if not path.is_file() or path.stat().st_size == 0 or _has_bom(path) or _stray_carriage_return(path):
         return None
     fmt = detect_qrels_format(path)
     if fmt not in ("trec", "beir"):
@@ -386,7 +488,7 @@ def read_qrels_fast(path: str | Path) -> dict[str, dict[str, int]] | None:
         return None
     from deltap.qrels import MAX_GRADE
 
-    grades = np.asarray(table.column("g").to_numpy(), dtype=np.int64)
+    grades = _numpy(table.column("g"), np.int64)
     if (grades < 0).any() or (grades > MAX_GRADE).any() or not len(grades):
         return None
     if fmt == "beir":  # the BEIR reader strips each field: a field with surrounding whitespace goes to it
@@ -400,12 +502,12 @@ def read_qrels_fast(path: str | Path) -> dict[str, dict[str, int]] | None:
         return None
     d_list = table.column("d").to_pylist()
     g_list = grades.tolist()
-    qrels: dict[str, dict[str, int]] = {}
-    for qid, a, n in zip(segments[0], segments[1].tolist(), segments[2].tolist(), strict=True):
-        row = qrels[qid] = dict(zip(d_list[a : a + n], g_list[a : a + n], strict=True))
-        if len(row) != n:
-            return None
-    return qrels
+    query_ids, start, count = segments
+    bounds = list(map(slice, start.tolist(), (start + count).tolist()))
+    rows = list(map(dict, map(zip, map(d_list.__getitem__, bounds), map(g_list.__getitem__, bounds))))
+    if sum(map(len, rows)) != len(d_list):
+        return None
+    return dict(zip(query_ids, rows, strict=True))
 
 
 def rank_from_arrays(
@@ -416,12 +518,13 @@ def rank_from_arrays(
     coalitions: Mapping[str, Sequence[Collection[str]]] | None = None,
     gains: SignedGains | None = None,
     judged: bool = False,
+    columns: QrelsColumns | None = None,
 ) -> Ranking:
     """The :class:`~deltap.evaluation.ranking.Ranking` of ``query_ids`` from :class:`RunArrays` (see
     :func:`deltap.evaluation.ranking.rank_from_dicts` for the rules; results are identical)."""
     n = len(query_ids)
     position = {q: i for i, q in enumerate(run.query_ids)}
-    run_pos = np.fromiter((position.get(q, -1) for q in query_ids), dtype=np.int64, count=n)
+    run_pos = np.fromiter(map(position.get, query_ids, repeat(-1)), dtype=np.int64, count=n)
     present = run_pos >= 0
     lens = np.zeros(n, dtype=np.int64)
     lens[present] = run.count[run_pos[present]]
@@ -447,15 +550,12 @@ def rank_from_arrays(
 
     key_mat = _padded(keys, offsets[:-1], lens, _PAD)
 
-    def lookup(q_idx: Sequence[int], docs: Sequence[str]) -> np.ndarray:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
+    def lookup(q_idx: QueryIndex, docs: Sequence[str]) -> np.ndarray:
         out = np.full(len(docs), math.nan)
         if not len(docs):
             return out
         q_arr = np.asarray(q_idx, dtype=np.int64)
-        target, target_exact = _doc_keys(pa.array(list(docs), type=pa.large_string()))
+        target, target_exact = _doc_keys(_string_array(docs))
         pos = np.full(len(docs), -1, dtype=np.int64)
         if key_mat is not None:
             step = max(1, _CHUNK_CELLS // max(1, key_mat.shape[1]))
@@ -468,10 +568,10 @@ def rank_from_arrays(
                 pos[i] = match[0] if len(match) else -1
         found = np.flatnonzero(pos >= 0)
         if not (run.exact_keys and target_exact) and len(found):  # confirm matches on the strings (fingerprints)
-            matched = run.docs.take(pa.array(row_of(offsets[q_arr[found]] + pos[found])))
-            wrong = found[
-                ~np.asarray(pc.equal(matched, pa.array([docs[i] for i in found.tolist()], type=pa.large_string())))
-            ]
+            import pyarrow.compute as pc
+
+            matched = run.docs.take(_int64_array(row_of(offsets[q_arr[found]] + pos[found])))
+            wrong = found[~_numpy(pc.equal(matched, _string_array([docs[i] for i in found.tolist()])), bool)]
             for i in wrong.tolist():
                 q = int(q_arr[i])
                 seg = run.names_of(row_of(np.arange(offsets[q], offsets[q + 1])))
@@ -480,32 +580,23 @@ def rank_from_arrays(
         out[hit] = scores[offsets[q_arr[hit]] + pos[hit]]
         return out
 
-    t_q: list[int] = []
-    t_doc: list[str] = []
-    t_grade: list[int] = []
-    for qi, qid in enumerate(query_ids):
-        for did, grade in qrels.get(qid, {}).items():
-            if grade > 0:
-                t_q.append(qi)
-                t_doc.append(did)
-                t_grade.append(int(grade))
-    t_score = lookup(t_q, t_doc)
+    t_q, t_doc, t_grade = judged_pairs(qrels, query_ids, columns=columns)
 
-    def items(qi: int) -> Iterable[tuple[str, float]]:
-        a, b = int(offsets[qi]), int(offsets[qi + 1])
-        return zip(run.names_of(row_of(np.arange(a, b))), scores[a:b].tolist(), strict=True)
+    def names(positions: np.ndarray) -> list[str]:
+        return run.names_of(row_of(positions))
 
     return build_ranking(
         query_ids,
         offsets,
         scores,
-        np.asarray(t_q, dtype=np.int64),
+        t_q,
         t_doc,
-        np.asarray(t_grade, dtype=np.int64),
-        t_score,
-        items,
+        t_grade,
+        lookup(t_q, t_doc),
+        names,
         lookup,
         coalitions,
         gains=gains,
         judged=qrels if judged else None,
+        columns=columns,
     )
