@@ -78,6 +78,7 @@ from deltap.mining.tilt import Tilt, TiltWarning, run_tilt
 from deltap.mining.trials import TrialLog
 from deltap.mining.verdicts import VerdictPolicy
 from deltap.outcomes import outcome_kind
+from deltap.retrieval.base import Releasable
 from deltap.run_layout import RunDir
 from deltap.solvers.base import is_deterministic, solver_id
 
@@ -220,6 +221,8 @@ def mine(
     try:
         # The plan before the first call (the pools drawn here are the ones the cases then mine: no double work)
         plan = _plan(cases, corpus, solver, retriever, log, cfg, prices, lanes)
+        if isinstance(retriever, Releasable):  # every pool is drawn: let others open the index during the calls
+            retriever.release()
         if cfg.pilot > 0 and cases:  # before any design trial; a stop closes the executor and the log below
             pilot_info = _pilot(cases, corpus, solver, factory, retriever, log, cfg, lanes)
         results = lanes.map(
