@@ -221,8 +221,6 @@ def mine(
     try:
         # The plan before the first call (the pools drawn here are the ones the cases then mine: no double work)
         plan = _plan(cases, corpus, solver, retriever, log, cfg, prices, lanes)
-        if isinstance(retriever, Releasable):  # every pool is drawn: let others open the index during the calls
-            retriever.release()
         if cfg.pilot > 0 and cases:  # before any design trial; a stop closes the executor and the log below
             pilot_info = _pilot(cases, corpus, solver, factory, retriever, log, cfg, lanes)
         results = lanes.map(
@@ -358,7 +356,9 @@ def _plan(
 ) -> RunPlan:
     """The run's plan (:mod:`deltap.mining.plan`) from the pools the cases will mine (stored ones for a resumed case,
     new ones drawn now and kept in ``lanes.drawn`` until the case stores them) minus the calls already logged;
-    sent to the progress callback as ``{"phase": "plan", "plan": RunPlan}`` before the first call."""
+    sent to the progress callback as ``{"phase": "plan", "plan": RunPlan}`` before the first call. Every pool is
+    drawn here, so the retriever's index is released (:class:`~deltap.retrieval.base.Releasable`) before the first
+    call: another process may search it during the run."""
     pools: dict[str, list[Any]] = {}
     logged: dict[str, dict[str, int]] = {}
     for case in cases:
@@ -370,6 +370,8 @@ def _plan(
             lanes.drawn[case.case_id] = _draw_pool(case, corpus, solver, retriever, cfg)
             pool = lanes.drawn[case.case_id][0]
         pools[case.case_id] = [corpus[d] for d in pool.doc_ids]
+    if isinstance(retriever, Releasable):
+        retriever.release()
     limits = getattr(getattr(solver, "limiter", None), "limits", None)
     rpm = getattr(limits, "requests_per_minute", None)
     workers = int(getattr(lanes.executor, "slots", cfg.workers) or cfg.workers)
