@@ -203,9 +203,10 @@ def endtoend_command(
     )
     measures = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
     manifest = {"cases": str(cases_path), "corpus": str(corpus_path), "solver": solver_kind, "runs": list(runs)}
+    from deltap.cli.stopping import stopped, trials_line
     from deltap.endtoend.progress import EndToEndProgress
 
-    with EndToEndProgress(len(cases), ceiling, console) as progress:
+    with stopped(lambda: trials_line(rd.endtoend.trials)), EndToEndProgress(len(cases), ceiling, console) as progress:
         result = evaluate_end_to_end(run_dir, cases, corpus, solver, metrics=measures, config=cfg, executor=executor, progress=progress,
                                      systems=systems, manifest=manifest)  # fmt: skip
     _print(console, result)

@@ -99,12 +99,17 @@ def index(
         vs.close()
         raise
     typer.secho(f"indexing {len(docs)} documents from {corpus} into {vs.location} with {model.name}", err=True)
+    bar = CountProgress("embedding", "documents", Console(stderr=True))
     try:
-        with EmbeddingCache(cache_dir) as cache, CountProgress("embedding", "documents", Console(stderr=True)) as bar:
+        with EmbeddingCache(cache_dir) as cache, bar:
             report = index_corpus(docs, vs, model, cache=cache, batch_size=batch_size, progress=bar)
     except KeyboardInterrupt:
-        typer.secho("interrupted: the documents written so far are kept; re-run the same command to resume", err=True)
-        raise SystemExit(130) from None
+        from deltap.cli.stopping import Stopped
+
+        raise Stopped(
+            f"stopped: {bar.done:,} of {bar.total:,} documents written to {vs.location} are kept; resume with the same "
+            "command"
+        ) from None
     finally:
         vs.close()
     typer.echo(f"{vs.location}: {report.summary()}")
