@@ -279,6 +279,7 @@ def mine_command(
 
     from rich.console import Console
 
+    from deltap.cli.stopping import stopped, trials_line
     from deltap.errors import DeltapError
     from deltap.mining import setup
     from deltap.mining.outputs import summary_lines as run_lines
@@ -314,11 +315,8 @@ def mine_command(
         typer.echo(json.dumps(made.to_dict(), indent=2) if json_output else "\n".join(made.lines()))
         return
     det = is_deterministic(run.solver)
-    from deltap.cli.stopping import stopped, trials_line
-
-    logs = [run.run_dir.trials] if run.run_dir is not None else []
     with (
-        stopped(lambda: trials_line(*logs)),  # Ctrl-C / SIGTERM: one line, what is kept, exit 130
+        stopped(lambda: trials_line(run.run_dir.trials if run.run_dir else None)),  # Ctrl-C: what is kept, exit 130
         warnings.catch_warnings(record=True) as caught,
         MiningProgress(len(run.cases), console=console, config=run.config, deterministic=det, prices=run.prices) as bar,
     ):

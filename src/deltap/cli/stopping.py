@@ -78,10 +78,10 @@ def logged_trials(path: Path) -> int | None:
         return None
 
 
-def trials_line(*logs: Path) -> str:
+def trials_line(*logs: Path | None) -> str:
     """``stopped: 412 trials logged in runs/x/trials.sqlite; resume with the same command`` over the logs that
-    exist."""
-    found = [(p, n) for p in logs if (n := logged_trials(p)) is not None]
+    exist (``None``: no log, e.g. a run kept in memory)."""
+    found = [(p, n) for p in logs if p is not None and (n := logged_trials(p)) is not None]
     if not found:
         return "stopped before the first trial was logged; rerun the same command to start"
     where = " and ".join(f"{n:,} trial{'s' if n != 1 else ''} logged in {p}" for p, n in found)

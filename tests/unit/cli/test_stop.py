@@ -144,3 +144,62 @@ def test_a_log_gets_plain_progress_lines(tmp_path: Path) -> None:
     assert sum(" · case q" in ln and " ended: " in ln for ln in ticks) == 2
     assert ticks[-1].endswith(" · done")
     assert not any("\x1b" in ln or "\r" in ln for ln in lines)  # no terminal codes in a log
+
+
+def _endtoend_trials(run: Path) -> int:
+    from deltap.cli.stopping import logged_trials
+
+    return logged_trials(run / "endtoend" / "trials.sqlite") or 0
+
+
+def test_endtoend_stops_and_resumes_into_the_uninterrupted_run(tmp_path: Path) -> None:
+    cases, corpus = _inputs(tmp_path, n_cases=6)
+    for run in (tmp_path / "whole", tmp_path / "parts"):
+        _finish([*_mine_cmd(cases, corpus, run)[:-4], "--seed", "5", "--budget", "8"])  # a quick mined run first
+
+    def cmd(run: Path) -> list[str]:
+        return [sys.executable, "-m", "deltap", "endtoend", str(run), str(cases), "--corpus", str(corpus),
+                "--retriever", "bm25", "--controls", "none,gold", "--solver", "simulated", "--repeats", "3",
+                "--solver-option", "latency=0.05"]  # fmt: skip
+
+    _finish(cmd(tmp_path / "whole"))
+    parts = tmp_path / "parts"
+    proc = subprocess.Popen(cmd(parts), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    deadline = time.monotonic() + 120
+    while _endtoend_trials(parts) < 12:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and time.monotonic() - sent < 5, err
+    last = err.strip().splitlines()[-1]
+    expected = f"stopped: {_endtoend_trials(parts)} trials logged in {parts / 'endtoend' / 'trials.sqlite'}"
+    assert last == expected + "; resume with the same command", last
+    assert "Traceback" not in err
+    _finish(cmd(parts))
+    whole = json.loads((tmp_path / "whole" / "endtoend" / "results.json").read_text(encoding="utf-8"))
+    resumed = json.loads((parts / "endtoend" / "results.json").read_text(encoding="utf-8"))
+    assert resumed["summary"] == whole["summary"] and resumed["per_case"] == whole["per_case"]
+
+
+def test_an_interrupted_index_says_what_it_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import deltap.retrieval.dense as dense
+    from tests.helpers import run_cli
+
+    _, corpus = _inputs(tmp_path)
+
+    def interrupted(corpus: Any, store: Any, embedder: Any, *, progress: Any, **kw: Any) -> Any:
+        progress(0, 40)
+        progress(16, 40)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(dense, "index_corpus", interrupted)
+    code, _, err = run_cli(capsys, "index", corpus, "--store", tmp_path / "idx", "--embedder", "hash:16")
+    assert code == 130
+    assert err.strip().splitlines()[-1] == (
+        f"stopped: 16 of 40 documents written to {tmp_path / 'idx' / 'deltap'} are kept; resume with the same command"
+    )
