@@ -281,3 +281,20 @@ def test_mine_releases_the_index_before_its_first_solver_call(tmp_path: Path) ->
     finally:
         retriever.close()
     assert Peeking.seen == ["served 30"]
+
+
+def test_a_released_local_mode_store_reconnects_on_its_next_search(tmp_path: Path) -> None:
+    from deltap.documents import Corpus, Document
+    from deltap.retrieval import build_retriever
+
+    docs = Corpus([Document(f"d{i}", f"lift drag wing {i}") for i in range(12)], name="toy")
+    retriever = build_retriever(
+        "dense", docs, store=tmp_path / "local", embedder="hash:16", cache_dir=tmp_path / "c", backend="qdrant-local"
+    )
+    try:
+        before = retriever.search("lift drag", 3)
+        retriever.release()
+        assert retriever.store._client is None  # the folder's lock went with the client
+        assert retriever.search("lift drag", 3) == before
+    finally:
+        retriever.close()
