@@ -258,28 +258,33 @@ class _IndexLock:
     """
 
     def __init__(self, folder: Path, role: str, wait: float) -> None:
-        import fcntl
-
         self.path = folder / LOCK_FILE
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self._take(folder, role, wait)
+        except BaseException:  # refused, failed, or interrupted while waiting
+            os.close(self.fd)
+            raise
+        self.role = ""
+        self.mark(role)
+
+    def _take(self, folder: Path, role: str, wait: float) -> None:
+        import fcntl
+
         deadline = time.monotonic() + max(0.0, wait)
         while True:
             try:
                 fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
+                return
             except BlockingIOError:
                 holder = _Holder.read(self.fd)
                 if (holder is not None and holder.role == "build") or time.monotonic() >= deadline:
-                    os.close(self.fd)
                     raise IndexBusyError(_busy_message(folder, holder, role, wait)) from None
                 time.sleep(0.1)
             except OSError as exc:  # a file system without flock: Qdrant Edge's own WAL lock is all there is
                 if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP):
-                    os.close(self.fd)
                     raise
-                break
-        self.role = ""
-        self.mark(role)
+                return
 
     def mark(self, role: str) -> None:
         """Record (in the lock file) what this process does with the index now."""
