@@ -394,8 +394,7 @@ def _build_dense(corpus: Corpus, out: Path, config: DemoConfig) -> Any:
 
     Embeddings are cached in ``OUT/embedding-cache`` by content hash, so a rerun embeds nothing.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+    from deltap._ticker import CountProgress
     from deltap.retrieval.cache import EmbeddingCache
     from deltap.retrieval.dense import DenseRetriever, index_corpus
     from deltap.retrieval.embedders import load_embedder
@@ -403,16 +402,11 @@ def _build_dense(corpus: Corpus, out: Path, config: DemoConfig) -> Any:
 
     model = load_embedder(config.embedder)
     store = open_store(out / "index", DEFAULT_COLLECTION, create=True)
-    columns = (TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, disable=not config.progress) as bar, EmbeddingCache(out / "embedding-cache") as cache:
-        task = bar.add_task("embedding", total=None)
-        index_corpus(
-            corpus,
-            store,
-            model,
-            cache=cache,
-            progress=lambda done, total: bar.update(task, completed=done, total=total),
-        )
+    with (
+        CountProgress("embedding", "documents", enabled=config.progress, transient=False) as bar,
+        EmbeddingCache(out / "embedding-cache") as cache,
+    ):
+        index_corpus(corpus, store, model, cache=cache, progress=bar)
     return DenseRetriever(store, model)
 
 
@@ -502,9 +496,16 @@ def _end_to_end(
                for n in DEMO_RETRIEVERS]  # fmt: skip
     systems += control_systems(["none"], cases, None)
     cfg = EndToEndConfig(k=k, repeats=1, outcome=config.outcome, seed=config.seed, n_resamples=500, n_permutations=2000)
-    result = evaluate_end_to_end(
-        run_dir, cases, corpus, solver, config=cfg, systems=systems, metrics=[f"ndcg@{k}", f"hit_rate@{k}"]
-    )
+    from deltap.endtoend.engine import call_ceiling
+    from deltap.endtoend.progress import EndToEndProgress
+    from deltap.solvers.base import is_deterministic
+
+    ceiling = call_ceiling(len(cases), len(systems), cfg.repeats, is_deterministic(solver))
+    with EndToEndProgress(len(cases), ceiling, enabled=config.progress) as progress:
+        result = evaluate_end_to_end(
+            run_dir, cases, corpus, solver, config=cfg, systems=systems, metrics=[f"ndcg@{k}", f"hit_rate@{k}"],
+            progress=progress,
+        )  # fmt: skip
     return result.to_dict()
 
 

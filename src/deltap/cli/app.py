@@ -83,28 +83,33 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``deltap`` script: every error becomes one line on stderr, never a traceback.
 
     Exit codes: 0 success; 2 a user error (bad usage, bad input file, a refused resume, an unwritable output...);
-    130 interrupted; 1 an internal error (a bug: its one-line message asks for ``DELTAP_TRACEBACK=1``, which shows
-    the traceback).
+    130 stopped (Ctrl-C or SIGTERM: one line says what was kept, see :mod:`deltap.cli.stopping`); 1 an internal
+    error (a bug: its one-line message asks for ``DELTAP_TRACEBACK=1``, which shows the traceback).
     """
     import os
     import sqlite3
 
+    from deltap.cli.stopping import Stopped, signals
     from deltap.errors import DeltapError
 
     try:
-        rv = app(args=argv, standalone_mode=False, prog_name="deltap")
+        with signals():  # Ctrl-C / SIGTERM: a stop request, then a KeyboardInterrupt (deltap.cli.stopping)
+            rv = app(args=argv, standalone_mode=False, prog_name="deltap")
         # In non-standalone mode click *returns* the code of `raise typer.Exit(code)` instead of exiting.
         if isinstance(rv, int) and rv:
             sys.exit(rv)
+    except Stopped as exc:
+        _stopped(str(exc))
     except DeltapError as exc:
         _fail(str(exc))
     except (typer.Exit, SystemExit) as exc:
         code = getattr(exc, "exit_code", getattr(exc, "code", 0))
         sys.exit(code or 0)
     except (typer.Abort, KeyboardInterrupt):
-        typer.secho("aborted", err=True)
-        sys.exit(130)
+        _stopped("stopped (interrupted)")
     except Exception as exc:
+        if type(exc).__name__ == "Abort":  # click's own Abort (a KeyboardInterrupt) when typer's alias differs
+            _stopped("stopped (interrupted)")
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `deltap` / `deltap corpus`: the help, as a user asked
             show = getattr(exc, "show", None)
             if callable(show):
@@ -128,3 +133,12 @@ def main(argv: list[str] | None = None) -> None:
             "for the traceback and report it",
             1,
         )
+
+
+def _stopped(message: str) -> NoReturn:
+    """The stop line on stderr (after the terminal's ``^C`` echo) and exit code 130."""
+    from deltap.cli.stopping import EXIT_STOPPED
+
+    lead = "\n" if sys.stderr.isatty() else ""
+    typer.secho(lead + message, fg="yellow", err=True)
+    sys.exit(EXIT_STOPPED)

@@ -72,7 +72,11 @@ def register(app: typer.Typer) -> None:
             progress=progress,
             endtoend=endtoend,
         )
-        result = run_demo(config, say=typer.echo)
+        from deltap.cli.stopping import stopped, trials_line
+
+        rd_demo = RunDir(out / "run")
+        with stopped(lambda: trials_line(rd_demo.trials, rd_demo.endtoend.trials)):
+            result = run_demo(config, say=typer.echo)
         typer.echo("")
         typer.secho(f"done in {result.timings.get('total', 0.0):.0f} s", bold=True)
         typer.echo(f"  corpus            {result.corpus_path} ({result.n_documents} documents)")

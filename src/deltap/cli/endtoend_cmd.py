@@ -157,33 +157,14 @@ def endtoend_command(
     )
     measures = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
     manifest = {"cases": str(cases_path), "corpus": str(corpus_path), "solver": solver_kind, "runs": list(runs)}
-    with _Progress(console, len(cases), ceiling) as progress:
+    from deltap.cli.stopping import stopped, trials_line
+    from deltap.endtoend.progress import EndToEndProgress
+
+    with stopped(lambda: trials_line(rd.endtoend.trials)), EndToEndProgress(len(cases), ceiling, console) as progress:
         result = evaluate_end_to_end(run_dir, cases, corpus, solver, metrics=measures, config=cfg, executor=executor, progress=progress,
                                      systems=systems, manifest=manifest)  # fmt: skip
     _print(console, result)
     typer.echo(str(rd.endtoend.results))
-
-
-class _Progress:
-    """A progress bar over cases, with the solver calls made so far."""
-
-    def __init__(self, console: Any, cases: int, ceiling: int) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.bar = Progress(TextColumn("cases"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[calls]}"), TimeElapsedColumn(),
-                            console=console, transient=True)  # fmt: skip
-        self.task = self.bar.add_task("cases", total=cases, calls=f"0/{ceiling} calls")
-        self.ceiling = ceiling
-
-    def __enter__(self) -> _Progress:
-        self.bar.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.bar.stop()
-
-    def __call__(self, event: dict[str, Any]) -> None:
-        self.bar.update(self.task, completed=event["done"], calls=f"{event['calls']}/≤{self.ceiling} calls")
 
 
 def _print(console: Any, result: Any) -> None:

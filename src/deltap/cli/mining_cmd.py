@@ -214,6 +214,7 @@ def mine_command(
 
     from rich.console import Console
 
+    from deltap.cli.stopping import stopped, trials_line
     from deltap.errors import DeltapError
     from deltap.mining import setup
     from deltap.mining.outputs import summary_lines as run_lines
@@ -249,6 +250,7 @@ def mine_command(
         return
     det = is_deterministic(run.solver)
     with (
+        stopped(lambda: trials_line(run.run_dir.trials if run.run_dir else None)),  # Ctrl-C: what is kept, exit 130
         warnings.catch_warnings(record=True) as caught,
         MiningProgress(len(run.cases), console=console, config=run.config, deterministic=det, prices=run.prices) as bar,
     ):

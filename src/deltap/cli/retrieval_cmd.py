@@ -65,8 +65,8 @@ def index(
 ) -> None:
     """Embed a corpus into a Qdrant collection. Re-running adds only new or changed documents (resumable)."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    from deltap._ticker import CountProgress
     from deltap.errors import DeltapError
     from deltap.loaders import load_corpus
     from deltap.retrieval.cache import EmbeddingCache
@@ -99,27 +99,17 @@ def index(
         vs.close()
         raise
     typer.secho(f"indexing {len(docs)} documents from {corpus} into {vs.location} with {model.name}", err=True)
+    bar = CountProgress("embedding", "documents", Console(stderr=True))
     try:
-        with (
-            EmbeddingCache(cache_dir) as cache,
-            Progress(
-                TextColumn("embedding"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeRemainingColumn(),
-                transient=True,
-                console=Console(stderr=True),
-            ) as bar,
-        ):
-            task = bar.add_task("embed", total=None)
-
-            def progress(done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total)
-
-            report = index_corpus(docs, vs, model, cache=cache, batch_size=batch_size, progress=progress)
+        with EmbeddingCache(cache_dir) as cache, bar:
+            report = index_corpus(docs, vs, model, cache=cache, batch_size=batch_size, progress=bar)
     except KeyboardInterrupt:
-        typer.secho("interrupted: the documents written so far are kept; re-run the same command to resume", err=True)
-        raise SystemExit(130) from None
+        from deltap.cli.stopping import Stopped
+
+        raise Stopped(
+            f"stopped: {bar.done:,} of {bar.total:,} documents written to {vs.location} are kept; resume with the same "
+            "command"
+        ) from None
     finally:
         vs.close()
     typer.echo(f"{vs.location}: {report.summary()}")

@@ -147,6 +147,7 @@ def retriever_systems(
         DeltapError: a kind that is not registered (before any retriever is built).
     """
     from deltap.retrieval import build_retriever
+    from deltap.retrieval.base import Closeable, Releasable
     from deltap.retrieval.registry import RETRIEVERS
 
     for kind in kinds:
@@ -154,7 +155,13 @@ def retriever_systems(
     out = []
     for kind in kinds:
         retriever = build_retriever(kind, corpus, store=store, seed=seed)
-        hits = retriever.search_batch([c.query for c in cases], k=k)
+        try:
+            hits = retriever.search_batch([c.query for c in cases], k=k)
+        finally:  # every top-k is read before the first solver call: the index is free for others during the run
+            if isinstance(retriever, Closeable):
+                retriever.close()
+            elif isinstance(retriever, Releasable):
+                retriever.release()
         ranking = {c.case_id: [h.doc_id for h in row] for c, row in zip(cases, hits, strict=True)}
         out.append(System(kind, "retriever", ranking, source=f"retriever {kind}"))
     return out

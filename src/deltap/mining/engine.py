@@ -77,6 +77,7 @@ from deltap.mining.spend import log_spend
 from deltap.mining.tilt import Tilt, TiltWarning, run_tilt
 from deltap.mining.verdicts import VerdictPolicy
 from deltap.outcomes import outcome_kind
+from deltap.retrieval.base import Releasable
 from deltap.run_layout import RunDir
 from deltap.solvers.base import is_deterministic, solver_id
 from deltap.trials.log import TrialLog
@@ -357,7 +358,9 @@ def _plan(
 ) -> RunPlan:
     """The run's plan (:mod:`deltap.mining.plan`) from the pools the cases will mine (stored ones for a resumed case,
     new ones drawn now and kept in ``lanes.drawn`` until the case stores them) minus the calls already logged;
-    sent to the progress callback as ``{"phase": "plan", "plan": RunPlan}`` before the first call."""
+    sent to the progress callback as ``{"phase": "plan", "plan": RunPlan}`` before the first call. Every pool is
+    drawn here, so the retriever's index is released (:class:`~deltap.retrieval.base.Releasable`) before the first
+    call: another process may search it during the run."""
     pools: dict[str, list[Any]] = {}
     logged: dict[str, dict[str, int]] = {}
     for case in cases:
@@ -369,6 +372,8 @@ def _plan(
             lanes.drawn[case.case_id] = _draw_pool(case, corpus, solver, retriever, cfg)
             pool = lanes.drawn[case.case_id][0]
         pools[case.case_id] = [corpus[d] for d in pool.doc_ids]
+    if isinstance(retriever, Releasable):
+        retriever.release()
     limits = getattr(getattr(solver, "limiter", None), "limits", None)
     rpm = getattr(limits, "requests_per_minute", None)
     workers = int(getattr(lanes.executor, "slots", cfg.workers) or cfg.workers)

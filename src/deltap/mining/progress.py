@@ -20,18 +20,24 @@ What it shows (and why each figure can be trusted):
   counts each active case's remaining ceiling, shows how many are in flight, and the case of the latest event.
 * **after the last case** — the dataset-wide step (Benjamini–Hochberg over every candidate, the placebo check on
   the placebo documents) and the coalition checks, which make calls of their own.
+
+On a terminal the display redraws in place (rich ``Live``). Sent to a file or a pipe, it prints one plain line instead
+(:class:`~deltap._ticker.PlainTicker`) every ``interval`` seconds (``$DELTAP_PROGRESS_EVERY``, default 30) and at each case's end::
+
+    progress 2:30 elapsed · calls 120 of ≤1,886 · cases 3 of 41 done · 1.25 s/call · ≤37:10 left
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from deltap.trials.planning import clock_text
+from deltap._ticker import PlainTicker, clock_text, plain_interval
 
-__all__ = ["CallPlan", "MiningProgress", "planned_calls", "short_count"]
+__all__ = ["CallPlan", "MiningProgress", "PlainTicker", "clock_text", "plain_interval", "planned_calls", "short_count"]
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,8 @@ class MiningProgress:
         prices: :class:`~deltap.mining.spend.Prices` for the cost so far (``None``: tokens only).
         planned_tokens_in: The plan's prompt-token ceiling of the run (:mod:`deltap.mining.plan`), shown beside the
             tokens spent.
+        interval: Seconds between two plain lines when the console is not a terminal (default
+            :func:`plain_interval`).
     """
 
     def __init__(
@@ -121,6 +129,7 @@ class MiningProgress:
         clock: Callable[[], float] = time.monotonic,
         prices: Any = None,
         planned_tokens_in: int | None = None,
+        interval: float | None = None,
     ) -> None:
         self.n_cases = int(n_cases)
         self.enabled = enabled
@@ -145,6 +154,9 @@ class MiningProgress:
         self.active: dict[str, tuple[str, int, int]] = {}  # case id -> (phase, trials, budget) of unfinished cases
         self._live: Any = None
         self._console = console
+        self._plain: PlainTicker | None = None  # a console that is not a terminal gets plain lines instead of Live
+        self._interval = interval
+        self._state = threading.RLock()  # the engine's events and the plain ticker's thread read/write the figures
 
     # --- the figures ---------------------------------------------------------------------------------------------
     def ceiling(self) -> int:
@@ -179,6 +191,13 @@ class MiningProgress:
 
     # --- the engine's callback -------------------------------------------------------------------------------------
     def __call__(self, event: dict[str, Any]) -> None:
+        with self._state:
+            ended = self._update(event)
+        if ended and self._plain is not None:
+            self._plain.emit(ended)
+
+    def _update(self, event: dict[str, Any]) -> str:
+        """Take in one event; returns the plain line's prefix when a case just ended (else ``""``)."""
         phase = str(event.get("phase") or "")
         case_id = str(event.get("case_id", ""))
         if "calls" in event:
@@ -193,20 +212,21 @@ class MiningProgress:
             if self.run_plan is not None:
                 if self.planned_tokens_in is None:
                     self.planned_tokens_in = int(self.run_plan.tokens_in(left=True)[0])
-                if self.enabled and self._live is not None:
+                console = self._live.console if self._live is not None else self._console
+                if self.enabled and (self._live is not None or self._plain is not None):
                     for line in self.run_plan.brief():
-                        self._live.console.print(line, markup=False, highlight=False)
+                        console.print(line, markup=False, highlight=False)
             self._refresh()
-            return
+            return ""
         if phase == "pilot":  # the pilot's preflight calls (before any case starts): the call count only
             self._refresh()
-            return
+            return ""
         if phase == "coalition":
             self.phase = "coalition"
             self.case_id = case_id
             self.coalition_done.add(case_id)
             self._refresh()
-            return
+            return ""
         if case_id != self.case_id:
             if (
                 self.in_flight <= 1
@@ -228,6 +248,7 @@ class MiningProgress:
             self.open = None if event.get("open") is None else int(event["open"])
         elif status == "preflight":
             self.open = None
+        ended = ""
         if status in ("running", "preflight"):
             self.phase = status
             self.active[case_id] = (status, self.trials, self.budget)
@@ -235,9 +256,30 @@ class MiningProgress:
             self.finished[case_id] = status
             self.active.pop(case_id, None)
             self.phase = "dataset" if len(self.finished) >= self.n_cases else "running"
+            ended = f"case {case_id} ended: {status}"
         self._refresh()
+        return ended
 
     # --- drawing ---------------------------------------------------------------------------------------------------
+    def plain_line(self) -> str:
+        """The progress as one plain line (what a log gets every ``interval`` seconds and at each case's end)."""
+        with self._state:
+            ceiling, rate, left = self.ceiling(), self.seconds_per_call(), self.seconds_left()
+            parts = [
+                f"progress {clock_text(self.clock() - self.started)} elapsed",
+                f"calls {self.calls:,} of ≤{ceiling:,}",
+                f"cases {len(self.finished)} of {self.n_cases} done",
+            ]
+            if rate is not None:
+                parts.append(f"{rate:.2f} s/call")
+                if self.phase != "done":
+                    parts.append(f"≤{clock_text(left or 0.0)} left")
+            if self.phase == "dataset":
+                parts.append("now: dataset-wide verdicts")
+            elif self.phase == "coalition":
+                parts.append(f"now: coalition check of {self.case_id}")
+            return " · ".join(parts)
+
     def lines(self) -> list[str]:
         """The display as plain lines (each fits 80 columns except a case id longer than that, which wraps)."""
         ceiling = self.ceiling()
@@ -327,8 +369,13 @@ class MiningProgress:
             from rich.live import Live
 
             console = self._console if self._console is not None else Console(stderr=True)
-            self._live = Live(self, console=console, refresh_per_second=2, transient=False)
-            self._live.start()
+            self._console = console
+            if console.is_terminal:
+                self._live = Live(self, console=console, refresh_per_second=2, transient=False)
+                self._live.start()
+            else:  # a file or a pipe: a plain line at a steady interval, never a redraw
+                write = lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True)  # noqa: E731
+                self._plain = PlainTicker(self.plain_line, write, self._interval).start()
         return self
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
@@ -336,6 +383,11 @@ class MiningProgress:
             self.phase = "done"
             for case_id in [self.case_id] if self.case_id is not None else []:
                 self.finished.setdefault(case_id, "mined")
+        if self._plain is not None:
+            self._plain.stop()
+            if exc_type is None:
+                self._plain.emit("done")
+            self._plain = None
         if self._live is not None:
             if exc_type is not None:  # the error is the message: no progress state after it in a log
                 self._live.transient = True

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Closeable", "Hit", "Retriever", "TimedRetriever", "validate_query"]
+__all__ = ["Closeable", "Hit", "Releasable", "Retriever", "TimedRetriever", "validate_query"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,17 @@ class Closeable(Protocol):
 
     def close(self) -> None:
         """Release the resource; the object is not used afterwards."""
+        ...
+
+
+@runtime_checkable
+class Releasable(Protocol):
+    """A retriever that can let go of its index between calls and reopen it on its next search (an embedded Qdrant
+    index serves one process at a time: a long run releases it once it has read what it needs, so that ``deltap
+    search`` or another run can open it beside)."""
+
+    def release(self) -> None:
+        """Let go of the index until the next search."""
         ...
 
 

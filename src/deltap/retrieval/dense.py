@@ -4,7 +4,8 @@
   those come from the :class:`~deltap.retrieval.cache.EmbeddingCache` when their text was embedded before), points
   are upserted in batches under deterministic ids, documents no longer in the corpus are deleted, and the index is
   marked complete only at the end — an interrupted run leaves whole batches, and the next run finishes the job
-  without duplicates.
+  without duplicates. The build holds the index's lock (:mod:`deltap.retrieval.stores`): another process is refused
+  in one line until it ends.
 * :class:`DenseRetriever` searches an index; it records the time spent embedding the query and searching the store
   of the last call (``last_embed_seconds``, ``last_search_seconds``).
 
@@ -198,6 +199,7 @@ def index_corpus(
         )
     info.complete = True
     store.write_info(info)
+    store.release()  # a reader (this process's retriever, or another process) reopens the finished index
     report.seconds = time.perf_counter() - start
     return report
 
@@ -223,27 +225,45 @@ class DenseRetriever:
     def __init__(
         self, store: VectorStore, embedder: Embedder, *, exact: bool = True, allow_incomplete: bool = False
     ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.exact = exact
+        self.allow_incomplete = allow_incomplete
+        self.name = f"dense({embedder.name})"
+        self.last_embed_seconds = 0.0
+        self.last_search_seconds = 0.0
+        self._acquire()
+
+    def _acquire(self) -> None:
+        """Open the store (taking the index's lock) and read its description and size."""
+        store = self.store
+        first = store.read_info()
+        if first is None:
+            raise DeltapError(f"no deltap index at {store.location}; build it with `deltap index`")
+        first.check_embedder(self.embedder.name, self.embedder.dimension, store.location)
+        self.count = store.count()  # opens the store: its description is read under the index's lock
         info = store.read_info()
         if info is None:
             raise DeltapError(f"no deltap index at {store.location}; build it with `deltap index`")
-        info.check_embedder(embedder.name, embedder.dimension, store.location)
-        self.count = store.count()
-        if not info.complete and not allow_incomplete:
+        info.check_embedder(self.embedder.name, self.embedder.dimension, store.location)
+        if not info.complete and not self.allow_incomplete:
             raise DeltapError(
                 f"the index at {store.location} is incomplete ({self.count} of {info.n_documents} documents: an "
                 "indexing run was interrupted); re-run `deltap index` to finish it"
             )
-        self.store = store
-        self.embedder = embedder
         self.info = info
-        self.exact = exact
-        self.name = f"dense({embedder.name})"
-        self.last_embed_seconds = 0.0
-        self.last_search_seconds = 0.0
+        self._held = True
+
+    def release(self) -> None:
+        """Let go of the index (its lock: another process may open it) until the next search, which reopens it and
+        reads its description again."""
+        self.store.release()
+        self._held = False
 
     def close(self) -> None:
         """Release the store."""
         self.store.close()
+        self._held = False
 
     def __enter__(self) -> DenseRetriever:
         return self
@@ -273,6 +293,8 @@ class DenseRetriever:
     def _search(
         self, queries: list[str], k: int, filter: Mapping[str, Any] | None, with_documents: bool = False
     ) -> list[list[Any]]:
+        if not self._held:
+            self._acquire()
         flt = check_filter(filter, self.info.metadata_fields)
         if not queries:
             self.last_embed_seconds = self.last_search_seconds = 0.0

@@ -17,7 +17,7 @@ from typing import Any
 
 from deltap.documents import Corpus
 from deltap.retrieval._common import check_filter, metadata_fields, rank, validate_queries
-from deltap.retrieval.base import Hit, Retriever, validate_query
+from deltap.retrieval.base import Hit, Releasable, Retriever, validate_query
 
 __all__ = ["HybridRetriever", "rrf_fuse"]
 
@@ -54,6 +54,12 @@ class HybridRetriever:
         self.depth = depth
         self._fields = metadata_fields(corpus)
         self.name = f"rrf(k={rrf_k}:" + "+".join(r.name for r in self.retrievers) + ")"
+
+    def release(self) -> None:
+        """Let the fused retrievers that hold an index go of it until the next search."""
+        for r in self.retrievers:
+            if isinstance(r, Releasable):
+                r.release()
 
     def search(self, query: str, k: int = 10, filter: Mapping[str, Any] | None = None) -> list[Hit]:
         """Top-``k`` by RRF score, ties by corpus position."""

@@ -26,6 +26,8 @@ __all__ = [
     "Answer",
     "BatchAnswerer",
     "BatchScorer",
+    "CallCancelled",
+    "Cancellable",
     "ContextWindow",
     "ReferenceTokens",
     "Score",
@@ -163,6 +165,22 @@ class TextScorer(Protocol):
 
     def score_text(self, prompt: str, continuation: str) -> float:
         """Sum of the log-probabilities of ``continuation``'s tokens, in nats."""
+        ...
+
+
+class CallCancelled(Exception):
+    """A call ended by :meth:`Cancellable.cancel` (a stopped run walked away from it): never a trial's outcome."""
+
+
+@runtime_checkable
+class Cancellable(Protocol):
+    """Can abandon the call in flight: the executor calls :meth:`cancel` when a stopped run walks away from a batch
+    (the local llama.cpp solver aborts its decode within milliseconds instead of finishing the batch on a daemon
+    thread)."""
+
+    def cancel(self) -> None:
+        """End the call (and the rest of the batch) in flight as soon as possible, raising; its results are not
+        used. The next call starts afresh."""
         ...
 
 

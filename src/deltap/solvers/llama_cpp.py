@@ -27,6 +27,13 @@ directly:
   (tested).
 * **Greedy decoding** by ``argmax`` of that row (what ``temperature=0`` does in llama.cpp), stopped at an
   end-of-generation token or ``max_tokens``, so answers equal ``create_chat_completion(temperature=0)``'s.
+* **Cancellation** (:class:`~deltap.solvers.base.Cancellable`): a stopped run abandons the batch in flight (the
+  executor stops waiting for it, see :mod:`deltap.execution.local`) and calls :meth:`LlamaCppSolver.cancel`. The
+  decode then ends within one graph node through llama.cpp's own abort callback (``llama_set_abort_callback``,
+  checked by the CPU backend between the nodes of the graph, ~750 per decode of this model) instead of finishing
+  the batch — up to a few hundred decodes — on a daemon thread. A decode checks the flag between its chunks too,
+  and an interrupted decode leaves the KV cache empty (never half-written): the next call evaluates its prompt
+  afresh.
 """
 
 from __future__ import annotations
@@ -46,7 +53,7 @@ import numpy as np
 
 from deltap.errors import DeltapError
 from deltap.solvers.answer_tokens import answer_tokens, default_max_tokens
-from deltap.solvers.base import Answer, Score, SolveRequest, SolverError
+from deltap.solvers.base import Answer, CallCancelled, Score, SolveRequest, SolverError
 from deltap.solvers.prompts import PromptTemplate, render_prompt
 
 __all__ = ["DEFAULT_MAX_TOKENS", "LlamaCppSolver", "default_model_path", "library_has_amx"]
@@ -224,11 +231,33 @@ class LlamaCppSolver:
         self._branch_floor: int | None = None  # during a batch walk: the prefix all its prompts share
         self.tokens_restored = 0  # prompt tokens taken from snapshots instead of evaluated (for benchmarks)
         self._lock = threading.Lock()
+        self._cancel = threading.Event()  # set by cancel(): the decode in flight aborts, the batch ends
+        self._abort = self._abort_callback()
         self.tokens_evaluated = 0  # prompt tokens evaluated over the solver's life (for benchmarks)
         self.model = self.model_path.stem
         self.id = f"llama_cpp:{self.model}:greedy:n_ctx={n_ctx}:flash_attn={flash_attn}:seed={seed}"
         if not self.extra_buffers:  # other matmul kernels: results are not interchangeable with the default's
             self.id += ":extra_buffers=off"
+
+    # -- cancellation -----------------------------------------------------------------------------------------
+    def _abort_callback(self) -> Any:
+        """Register llama.cpp's abort callback on the context: it returns the cancel flag (checked between graph
+        nodes, so a decode in flight ends with status 2 within one node once :meth:`cancel` is called)."""
+        from llama_cpp import llama_cpp as C
+
+        flag = self._cancel
+        callback = C.ggml_abort_callback(lambda _data: flag.is_set())
+        C.llama_set_abort_callback(self.llm._ctx.ctx, callback, None)
+        return callback  # kept alive as long as the solver: llama.cpp holds only the pointer
+
+    def cancel(self) -> None:
+        """Abandon the call in flight: its decode aborts, it and the rest of its batch raise
+        :class:`~deltap.solvers.base.CallCancelled`. The next call (a new batch) starts afresh."""
+        self._cancel.set()
+
+    def _begin(self) -> None:
+        """A new call or batch from outside: a cancel of an earlier one is spent."""
+        self._cancel.clear()
 
     # -- prompt -> tokens -------------------------------------------------------------------------------------
     def _format(self, messages: Sequence[Mapping[str, str]]) -> tuple[str, bool]:
@@ -272,26 +301,33 @@ class LlamaCppSolver:
         wanted = set(want)
         rows: dict[int, np.ndarray] = {}
         batch = self.llm._batch
-        for i in range(start, len(tokens), self.n_batch):
-            chunk = tokens[i : min(len(tokens), i + self.n_batch)]
-            b = batch.batch
-            b.n_tokens = len(chunk)
-            for j, tok in enumerate(chunk):
-                b.token[j] = tok
-                b.pos[j] = i + j
-                b.seq_id[j][0] = 0
-                b.n_seq_id[j] = 1
-                b.logits[j] = (i + j) in wanted
-            rc = C.llama_decode(ctx.ctx, b)
-            if rc != 0:
-                self._cached = []
-                ctx.kv_cache_seq_rm(-1, 0, -1)
-                raise SolverError(f"llama_decode failed with status {rc} (context full or out of memory?)")
-            self._cached.extend(chunk)
-            for j in range(len(chunk)):
-                if (i + j) in wanted:
-                    ptr = C.llama_get_logits_ith(ctx.ctx, j)
-                    rows[i + j] = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
+        try:
+            for i in range(start, len(tokens), self.n_batch):
+                if self._cancel.is_set():
+                    raise CallCancelled("the call was cancelled")
+                chunk = tokens[i : min(len(tokens), i + self.n_batch)]
+                b = batch.batch
+                b.n_tokens = len(chunk)
+                for j, tok in enumerate(chunk):
+                    b.token[j] = tok
+                    b.pos[j] = i + j
+                    b.seq_id[j][0] = 0
+                    b.n_seq_id[j] = 1
+                    b.logits[j] = (i + j) in wanted
+                rc = C.llama_decode(ctx.ctx, b)
+                if rc == 2 and self._cancel.is_set():
+                    raise CallCancelled("the call was cancelled (decode aborted)")
+                if rc != 0:
+                    raise SolverError(f"llama_decode failed with status {rc} (context full or out of memory?)")
+                self._cached.extend(chunk)
+                for j in range(len(chunk)):
+                    if (i + j) in wanted:
+                        ptr = C.llama_get_logits_ith(ctx.ctx, j)
+                        rows[i + j] = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
+        except BaseException:  # a failed, cancelled or interrupted decode: never leave a half-known KV cache
+            self._cached = []
+            ctx.kv_cache_seq_rm(-1, 0, -1)
+            raise
         evaluated = len(tokens) - start
         self.tokens_evaluated += evaluated
         return rows, evaluated
@@ -356,6 +392,7 @@ class LlamaCppSolver:
     # -- the Solver protocol ----------------------------------------------------------------------------------
     def answer(self, request: SolveRequest) -> Answer:
         """Greedy answer (chat template, at most ``max_tokens[benchmark_type]`` tokens)."""
+        self._begin()
         return self._answer_tokens(request, self.tokens(request))
 
     def _answer_tokens(self, request: SolveRequest, prompt: list[int]) -> Answer:
@@ -398,6 +435,7 @@ class LlamaCppSolver:
 
         Logits are computed only at the ``len(reference tokens)`` positions that predict the reference.
         """
+        self._begin()
         return self._score_tokens(self.tokens(request), self.reference_tokens(reference))
 
     def _score_tokens(self, prompt: list[int], ref: list[int]) -> Score:
@@ -414,6 +452,7 @@ class LlamaCppSolver:
 
     def score_text(self, prompt: str, continuation: str) -> float:
         """Log-probability of ``continuation`` after a raw ``prompt`` (no chat template; each part tokenized alone)."""
+        self._begin()
         p = list(self.llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
         c = list(self.llm.tokenize(continuation.encode("utf-8"), add_bos=False, special=False))
         return self._score_tokens(p, c).logprob
@@ -423,6 +462,7 @@ class LlamaCppSolver:
 
         Computes logits at every position: meant for short probes (it is what a correct ``echo`` server returns).
         """
+        self._begin()
         toks = list(self.llm.tokenize(text.encode("utf-8"), add_bos=True, special=True))
         with self._lock:
             rows, _ = self._eval(toks, list(range(len(toks) - 1)))
@@ -438,6 +478,7 @@ class LlamaCppSolver:
         prefix trie) so shared prefixes are evaluated once. A failing request yields its :class:`SolverError`
         in its slot; the others still run.
         """
+        self._begin()
         toks = [self.tokens(r) for r in requests]
         out: list[Answer | SolverError] = [SolverError("not run")] * len(requests)
         try:
@@ -452,6 +493,7 @@ class LlamaCppSolver:
 
     def score_many(self, requests: Sequence[SolveRequest], reference: str | Sequence[str]) -> list[Score | SolverError]:
         """Score many requests against one reference (or one per request), in prefix-trie order; input order kept."""
+        self._begin()
         refs = [reference] * len(requests) if isinstance(reference, str) else list(reference)
         if len(refs) != len(requests):
             raise ValueError(f"score_many: {len(requests)} requests but {len(refs)} references")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from deltap._ticker import clock_text
 from deltap.errors import DeltapError
 
 if TYPE_CHECKING:
@@ -40,14 +41,6 @@ LOCAL_LATENCY_SOURCE = (
     f"the local model's 2-core throughput ({LOCAL_PROMPT_TOKENS_PER_S[0]:g}-{LOCAL_PROMPT_TOKENS_PER_S[1]:g} prompt, "
     f"{LOCAL_GENERATED_TOKENS_PER_S[0]:g}-{LOCAL_GENERATED_TOKENS_PER_S[1]:g} generated tokens/s)"
 )
-
-
-def clock_text(seconds: float) -> str:
-    """``4:05`` or ``1:02:03``: a duration in whole seconds."""
-    seconds = max(0, int(round(seconds)))
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
 def time_range(

@@ -152,3 +152,38 @@ def test_extra_buffers_are_off_where_the_amx_kernels_would_crash(solver: LlamaCp
     assert off.id.endswith(":extra_buffers=off")
     req = SolveRequest("c", QUESTION, tuple(DOCS[:1]))
     assert off.score(req, "BaseAgent").logprob == pytest.approx(solver.score(req, "BaseAgent").logprob, abs=0.05)
+
+
+def test_cancel_aborts_the_decode_in_flight_and_the_next_call_is_unchanged(solver: LlamaCppSolver) -> None:
+    import threading
+    import time
+
+    from deltap.solvers.base import CallCancelled, Cancellable
+
+    assert isinstance(solver, Cancellable)
+    long = SolveRequest(
+        case_id="long", question=QUESTION, documents=tuple(Document(f"L{i}", "agent " * 80) for i in range(9))
+    )
+    solver.reset()
+    t0 = time.perf_counter()
+    whole = solver.score(long, "BaseAgent")
+    full = time.perf_counter() - t0
+    solver.reset()
+    box: dict[str, BaseException] = {}
+
+    def work() -> None:
+        try:
+            solver.score_many([long, long], "BaseAgent")
+        except BaseException as exc:  # noqa: BLE001
+            box["e"] = exc
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    time.sleep(min(0.2, full / 3))
+    t1 = time.perf_counter()
+    solver.cancel()
+    thread.join(30)
+    assert isinstance(box.get("e"), CallCancelled)
+    assert time.perf_counter() - t1 < max(0.5, full / 2)  # not the rest of the decode, nor the second prompt
+    again = solver.score(long, "BaseAgent")  # the cancelled decode left no half-written cache behind
+    assert again.logprob == whole.logprob

@@ -60,7 +60,7 @@ def test_mine_shows_the_plan_before_its_first_call(tmp_path: Path, corpus: Corpu
     assert plan is not None and plan.ceiling() == 2 * (pre + design + coalition)
     text = buf.getvalue()
     head = f"plan   2 case(s): calls ≤{plan.ceiling()} (preflight {2 * pre}, trials ≤{2 * design}, coalition ≤{2 * coalition})"
-    assert head in text and text.index(head) < text.index("calls  ")  # printed before the progress display
+    assert head in text and text.index(head) < text.index("progress ")  # printed before the progress lines
     assert all(len(line) <= 80 for line in plan.brief())
     # the display counted against the plan: calls within its ceiling, tokens and cost against its figures
     assert bar.ceiling() <= plan.ceiling() and bar.calls == res.run["calls"]

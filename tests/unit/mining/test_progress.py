@@ -160,3 +160,38 @@ def test_a_real_run_ends_with_the_calls_it_logged(tmp_path) -> None:
     assert bar.ceiling() == bar.calls  # the bar ends full, at the figure the report shows
     assert events[0]["phase"] == "plan" and events[0]["calls"] == 0  # the plan comes first, before any call
     assert events[1]["status"] == "preflight"  # the display names the case before its first batch
+
+
+def test_a_log_gets_plain_lines_at_a_steady_interval_and_at_each_case_end() -> None:
+    import time
+
+    from rich.console import Console
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=200, force_terminal=False, color_system=None)
+    clock = Clock()
+    bar = MiningProgress(2, console=console, config=MiningConfig(budget=20), clock=clock, interval=0.05)
+    with bar:
+        bar(_event("c0", 0, 8, 12))
+        clock.now += 30
+        deadline = time.monotonic() + 10
+        while buf.getvalue().count("progress ") < 2 and time.monotonic() < deadline:  # the ticker's own lines
+            time.sleep(0.01)
+        bar(_event("c0", 0, 20, 22, status="mined", open_=0))
+        bar(_event("c1", 1, 20, 44, status="mined", open_=0))
+    lines = buf.getvalue().splitlines()
+    assert all("\x1b" not in ln and "━" not in ln for ln in lines)  # no redraw, no bar: plain lines a log keeps
+    ticks = [ln for ln in lines if ln.startswith("progress ")]
+    assert len(ticks) >= 2
+    assert ticks[0] == "progress 0:30 elapsed · calls 12 of ≤70 · cases 0 of 2 done · 2.50 s/call · ≤2:25 left"
+    assert "progress 0:30 elapsed · calls 22 of ≤" in buf.getvalue() and " · case c0 ended: mined\n" in buf.getvalue()
+    assert lines[-1] == "progress 0:30 elapsed · calls 44 of ≤44 · cases 2 of 2 done · 0.68 s/call · done"
+
+
+def test_a_terminal_keeps_the_live_display() -> None:
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), width=100, force_terminal=True)
+    bar = MiningProgress(2, console=console, config=MiningConfig(budget=20), clock=Clock(), interval=0.01)
+    with bar:
+        assert bar._live is not None and bar._plain is None

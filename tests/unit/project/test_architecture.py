@@ -18,7 +18,7 @@ SRC = Path(__file__).resolve().parents[3] / "src"
 #: bottom to top; a room may import rooms on lower floors only (and itself). Keep in step with docs/architecture.md.
 FLOORS: list[set[str]] = [
     {"deltap._version", "deltap.errors", "deltap._lazy"},
-    {"deltap._io", "deltap._registry"},
+    {"deltap._io", "deltap._registry", "deltap._ticker"},
     {"deltap.documents", "deltap.frames", "deltap.outcomes", "deltap.checker_kinds"},
     {"deltap.cases", "deltap.qrels"},
     {"deltap.run_layout"},

@@ -19,7 +19,7 @@ import pytest
 
 from tests.helpers import run_cli
 
-_PROGRESS = re.compile(r"^(cases|trials|plan)\s|^ {7}\S")  # progress bars, the plan mine() shows first
+_PROGRESS = re.compile(r"^(cases|trials|plan|progress)\s|^ {7}\S")  # progress, the plan mine() shows first
 
 BAD = b"\xff\xfe bad \xc3\x28"
 

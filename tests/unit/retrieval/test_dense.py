@@ -347,7 +347,9 @@ def test_load_embedder_specs(tmp_path: Path) -> None:
         load_embedder(str(tmp_path / "not-a-model"))
 
 
-def test_index_held_by_another_process_is_a_clear_error(tmp_path: Path, cache: EmbeddingCache) -> None:
+def test_index_held_by_another_process_is_a_clear_error(
+    tmp_path: Path, cache: EmbeddingCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import subprocess
     import sys
 
@@ -364,7 +366,10 @@ def test_index_held_by_another_process_is_a_clear_error(tmp_path: Path, cache: E
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
-        with pytest.raises(DeltapError, match="open in another process .*Qdrant server"):
+        monkeypatch.setenv("DELTAP_INDEX_WAIT", "0.5")
+        with pytest.raises(
+            DeltapError, match=r"is being read by another process \(pid \d+: .*waited 0.5 s.*Qdrant server"
+        ):
             open_index(str(tmp_path / "s"))
     finally:
         holder.communicate("\n", timeout=30)
