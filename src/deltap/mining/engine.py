@@ -71,6 +71,7 @@ from deltap.mining.outputs import build_dataset, placebo_warning, run_summary, w
 from deltap.mining.plan import RunPlan, plan_calls, plan_vs_spent
 from deltap.mining.pool import Pool, build_pool
 from deltap.mining.procedure import case_weights, run_case
+from deltap.mining.readability import UnreadableRepliesWarning, readability, readability_line
 from deltap.mining.results import CaseResult, MiningResult, PlaceboCalibrationWarning, ProgressFn
 from deltap.mining.runner import CallTally, TrialRunner, fit_context, logged_calls
 from deltap.mining.spend import log_spend, prices_for
@@ -252,6 +253,8 @@ def mine(
         if pilot_info is not None:
             run["pilot"] = pilot_info
         run["tilt"] = tilt.to_dict()
+        if outcome_kind(cfg.outcome).answered:
+            run["checker"] = readability(log, [r.case.case_id for r in results])
         run["execution"] = {**executor.describe(), "cases_in_flight": lanes.limit}
         if out_path is not None:
             write_run_directory(out_path, dataset, run)
@@ -264,6 +267,8 @@ def mine(
         warnings.warn(placebo_warning(placebo, null_info), PlaceboCalibrationWarning, stacklevel=2)
     if tilt.large:
         warnings.warn(tilt.message, TiltWarning, stacklevel=2)
+    if (run.get("checker") or {}).get("warning"):
+        warnings.warn(str(readability_line(run["checker"])), UnreadableRepliesWarning, stacklevel=2)
     return MiningResult(dataset, results, run, out_path)
 
 
@@ -329,6 +334,8 @@ class _Lanes:
                     "calls": self.tally.value,
                     "tokens_in": self.tally.tokens_in,
                     "tokens_out": self.tally.tokens_out,
+                    "replies": self.tally.replies,
+                    "unreadable": self.tally.unreadable,
                 }
             )
 

@@ -25,7 +25,6 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from deltap.checker_kinds import CHECKER_KINDS, checker_kind
@@ -173,7 +172,7 @@ def case_manifest(
         its text (or :data:`MISSING`).
     """
     from deltap.mining.runner import request_from_case
-    from deltap.solvers.prompts import DEFAULT_TEMPLATE, prompt_hash, render_prompt
+    from deltap.solvers.prompts import DEFAULT_TEMPLATE, prompt_hash, render_prompt, template_fingerprint
 
     template = getattr(solver, "template", None) or DEFAULT_TEMPLATE
     candidates: dict[str, str] = {}
@@ -188,7 +187,7 @@ def case_manifest(
         "checker_files": checker_files(case),
         "benchmark_type": case.benchmark_type,
         "prompt": prompt_hash(render_prompt(request_from_case(case), template))[:16],
-        "prompt_template": _digest(_canonical(asdict(template))),
+        "prompt_template": _digest(_canonical(template_fingerprint(template))),
         "gold": ",".join(sorted(case.gold_doc_ids)),
         "retriever": retriever_id(retriever),
         "k": cfg.k,
@@ -291,6 +290,7 @@ class ManifestChanged(DeltapError):
     def __init__(self, path: str, changes: Mapping[str, Mapping[str, str]]) -> None:
         self.changes = {k: dict(v) for k, v in changes.items()}
         grammar = any("checker_grammar" in v for v in changes.values())
+        prompt = any("prompt" in v or "prompt_template" in v for v in changes.values())
         super().__init__(
             f"{path}: the inputs of {len(changes)} logged case(s) changed since their trials were run: "
             f"{describe_changes(changes)}. Resume with the same inputs"
@@ -298,6 +298,12 @@ class ManifestChanged(DeltapError):
                 " (a log judged by the lenient answer grammar resumes with --answer-grammar lenient, or grammar: lenient in"
                 " the checker's params)"
                 if grammar
+                else ""
+            )
+            + (
+                " (the solver's prompt differs from the logged one: a changed prompt template, or the answer protocol"
+                " line — resume with the setting the run was started with, --solver-option answer_protocol=off or on)"
+                if prompt
                 else ""
             )
             + ", pass --remine-changed (remine_changed=True) to re-mine exactly these cases, or choose a new --out directory"
