@@ -40,7 +40,7 @@ from deltap.checkers import is_unreadable, make_checker  # noqa: E402
 
 DATA = REPO / "tests" / "data" / "replies"
 SETS = ("local", "hosted", "fresh")
-READINGS = ("strict", "lenient", "protocol")
+READINGS = ("grader", "protocol", "strict", "lenient")
 
 
 @dataclass(frozen=True)
