@@ -208,11 +208,14 @@ def _spec_params(case: Case) -> dict[str, Any]:
 
 
 def checker_grammar(case: Case) -> str:
-    """The answer grammar a case's checker reads replies by: ``strict`` (the default) or ``lenient``; ``""`` for
-    kinds without one. Logs written before the grammar existed were judged ``lenient`` (see :func:`manifest_diff`)."""
+    """The answer grammar a case's checker reads replies by: ``grader`` (the default since issue 34), ``protocol``,
+    ``strict`` (issue 24's) or ``lenient``; ``""`` for kinds without one. Logs written before the grammar existed were
+    judged ``lenient`` (see :func:`manifest_diff`); logs of issue 24's deltap recorded ``strict``."""
+    from deltap.checkers.grammar import DEFAULT_GRAMMAR
+
     if not _reads_grammar(case.checker.kind):
         return ""
-    return str(case.checker.params.get("grammar", "strict"))
+    return str(case.checker.params.get("grammar", DEFAULT_GRAMMAR))
 
 
 def _old_grammar(old: Mapping[str, Any]) -> str | None:
@@ -289,14 +292,14 @@ class ManifestChanged(DeltapError):
 
     def __init__(self, path: str, changes: Mapping[str, Mapping[str, str]]) -> None:
         self.changes = {k: dict(v) for k, v in changes.items()}
-        grammar = any("checker_grammar" in v for v in changes.values())
+        grammar = sorted({v["checker_grammar"].split(" -> ")[0] for v in changes.values() if "checker_grammar" in v})
         prompt = any("prompt" in v or "prompt_template" in v for v in changes.values())
         super().__init__(
             f"{path}: the inputs of {len(changes)} logged case(s) changed since their trials were run: "
             f"{describe_changes(changes)}. Resume with the same inputs"
             + (
-                " (a log judged by the lenient answer grammar resumes with --answer-grammar lenient, or grammar: lenient in"
-                " the checker's params)"
+                f" (a log judged by the {' / '.join(grammar)} answer grammar resumes with --answer-grammar {grammar[0]}, "
+                f"or grammar: {grammar[0]} in the checker's params)"
                 if grammar
                 else ""
             )
