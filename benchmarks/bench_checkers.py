@@ -108,7 +108,15 @@ def score(replies: list[Labelled], cases: dict[str, Case], reading: str) -> dict
         for kind in (case.checker.kind, "all"):
             row = rows.setdefault(
                 kind,
-                {"replies": 0, "right": 0, "right_failed": 0, "wrong": 0, "wrong_passed": 0, "unreadable": 0, "bad": []},
+                {
+                    "replies": 0,
+                    "right": 0,
+                    "right_failed": 0,
+                    "wrong": 0,
+                    "wrong_passed": 0,
+                    "unreadable": 0,
+                    "bad": [],
+                },
             )
             row["replies"] += 1
             row["unreadable"] += is_unreadable(detail)

@@ -119,8 +119,12 @@ AGENT_Q = Case("a", "What is the mandatory parameter required by the `BaseAgent`
         pytest.param(SORT_Q, "sort_keys", "You asked about `json.dumps`.\n\nIt is `sort_keys`.", "pass", id="restated"),
         pytest.param(SORT_Q, "sort_keys", "`json.dumps(data, sort_keys=True)`", "pass", id="call-keyword"),
         pytest.param(SORT_Q, "sort_keys", "`json.dumps(data, indent=2)`", "fail", id="call-other-keyword"),
-        pytest.param(CASE, "total_ordering", "```python\n@functools.total_ordering\nclass V: ...\n```", "pass", id="deco"),
-        pytest.param(CASE, "nsmallest", "```python\nfrom heapq import nsmallest\nnsmallest(3, xs)\n```", "pass", id="imp"),
+        pytest.param(
+            CASE, "total_ordering", "```python\n@functools.total_ordering\nclass V: ...\n```", "pass", id="deco"
+        ),
+        pytest.param(
+            CASE, "nsmallest", "```python\nfrom heapq import nsmallest\nnsmallest(3, xs)\n```", "pass", id="imp"
+        ),
         pytest.param(CASE, "128", "`maxsize=128`", "pass", id="name-value"),
         pytest.param(CASE, "2598960", "There are **2,598,960** hands.", "pass", id="thousands"),
         pytest.param(CASE, "nsmallest", "`nsmallest` won't help here; sort and slice.", "fail", id="rejected"),

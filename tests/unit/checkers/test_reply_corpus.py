@@ -31,7 +31,9 @@ def _cases() -> dict[str, Case]:
         else:
             options = {str(k): str(v) for k, v in c["options"].items()}
             spec = CheckerSpec("multiple_choice", {"correct": c["correct"], "options": options})
-            out[case_id] = Case(case_id, c["question"], gold, spec, c["correct"], "multiple_choice", {"options": options})
+            out[case_id] = Case(
+                case_id, c["question"], gold, spec, c["correct"], "multiple_choice", {"options": options}
+            )
     return out
 
 
