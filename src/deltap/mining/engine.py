@@ -253,8 +253,7 @@ def mine(
         if pilot_info is not None:
             run["pilot"] = pilot_info
         run["tilt"] = tilt.to_dict()
-        if outcome_kind(cfg.outcome).answered:
-            run["checker"] = readability(log, [r.case.case_id for r in results])
+        run.update(_checker_block(log, results, cfg))
         run["execution"] = {**executor.describe(), "cases_in_flight": lanes.limit}
         if out_path is not None:
             write_run_directory(out_path, dataset, run)
@@ -265,11 +264,24 @@ def mine(
             log.close()
     if placebo["warning"]:
         warnings.warn(placebo_warning(placebo, null_info), PlaceboCalibrationWarning, stacklevel=2)
-    if tilt.large:
-        warnings.warn(tilt.message, TiltWarning, stacklevel=2)
-    if (run.get("checker") or {}).get("warning"):
-        warnings.warn(str(readability_line(run["checker"])), UnreadableRepliesWarning, stacklevel=2)
+    _run_warnings(run, tilt)
     return MiningResult(dataset, results, run, out_path)
+
+
+def _checker_block(log: TrialLog, results: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
+    """run.json's ``checker`` block (replies the checker could not read, :mod:`deltap.mining.readability`) for a run
+    whose outcome a checker decides; ``{}`` otherwise."""
+    if not outcome_kind(cfg.outcome).answered:
+        return {}
+    return {"checker": readability(log, [r.case.case_id for r in results])}
+
+
+def _run_warnings(run: dict[str, Any], tilt: Tilt) -> None:
+    """The warnings of a finished run about its retrieved candidates (tilt) and its checker (unreadable replies)."""
+    if tilt.large:
+        warnings.warn(tilt.message, TiltWarning, stacklevel=3)
+    if (run.get("checker") or {}).get("warning"):
+        warnings.warn(str(readability_line(run["checker"])), UnreadableRepliesWarning, stacklevel=3)
 
 
 def _account_spend(results: list[CaseResult], log: TrialLog, prices: Any) -> dict[str, Any]:
