@@ -106,6 +106,14 @@ _ALT_CUE = re.compile(
     r"\b(?:could|might|may)\s+(?:also\s+)?be\b|\bor\s+else\b)(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$",
     re.I,
 )
+_OWN = re.compile(r"\b(?:your|my|our)\s+(?:own\s+)?(?:[\w-]+\s+){0,2}[`*'\"]*$", re.I)
+#: an answer cue in the clause before a mention: ``but the right choice is `X```, ``what you want is `X```
+_ANSWER_CUE = re.compile(
+    r"\b(?:(?:the\s+)?(?:right|correct|best|proper|real)\s+(?:choice|answer|one|function|method|class|option|tool|"
+    r"parameter|argument)\s+(?:here\s+)?(?:is|would\s+be)|(?:the\s+)?answer\s+is|you\s+(?:want|need)|what\s+you\s+"
+    r"(?:want|need)\s+is|(?:one|function|method|class|parameter)\s+you\s+want\s+(?:here\s+)?is)\W*$",
+    re.I,
+)
 _LIST_GAP = re.compile(r"^[\s,/|*`'\"()\[\]]*(?:(?:and|or|nor|and/or|as\s+well\s+as)\b[\s*`'\"(\[]*)?$", re.I)
 _BARE_LIST = re.compile(
     r"[`*'\"]*[\w.-]+[`*'\"]*(?:\s*(?:,|/|\bor\b|\band\b|\bnor\b)\s*[`*'\"]*[\w.-]+[`*'\"]*)+[.!?]?"
@@ -266,6 +274,9 @@ def claims(m: Mention) -> list[Claim]:
         out.append(Claim(name, "", "param"))
         if value:
             out.append(Claim(value, "", "value", owner=name))
+    for ann in cn.annotations:
+        if ann.rsplit(".", 1)[-1] not in _TYPES:
+            out.append(Claim(*_split(ann), "annotation"))
     for k, v in cn.kwarg_values:
         if v:
             out.append(Claim(v, "", "value", owner=k))
@@ -321,7 +332,9 @@ class _Judge:
             if self.hit(c):
                 bare = not any("." in self.ctx.norm(a) for a in self.ctx.accepted)
                 return not (bare and c.qualifier and not qualifier_agrees(c.qualifier, c.name, self.ctx))
-            if c.role == "import" or self.restated(c.name) or c.name in _CONSTANTS or _DUNDER.fullmatch(c.name):
+            if c.role in ("import", "annotation") or self.restated(c.name) or c.name in _CONSTANTS:
+                continue
+            if _DUNDER.fullmatch(c.name):
                 continue
             if c.name in BUILTINS and sum(x.role == "asserted" for x in cl) > 1:
                 continue  # print(json.dumps(d)): the builtin is the wrapping, not the answer
@@ -389,6 +402,8 @@ def _flag(text: str, found: list[Mention]) -> None:
         before, after = text[max(prev, s_start) : m.start], text[m.end : max(nxt, m.end)]
         if _NEG_BEFORE.search(before):
             m.flags.add("negated")
+        if _OWN.search(before):  # ``your comparison function `mycmp` ``: the user's own code, not an answer
+            m.flags.add("own")
         if _CONTRAST_OPEN.match(text[s_start : m.start]):
             m.flags.add("contrasted")
         if _REJECT_AFTER.match(after):
@@ -396,7 +411,7 @@ def _flag(text: str, found: list[Mention]) -> None:
 
 
 def _set_aside(m: Mention) -> bool:
-    return bool(m.flags & {"negated", "contrasted", "rejected"})
+    return bool(m.flags & {"negated", "contrasted", "rejected", "own"})
 
 
 def _bullet_answers(text: str, found: list[Mention], judge: _Judge) -> list[Mention]:
@@ -411,8 +426,8 @@ def _bullet_answers(text: str, found: list[Mention], judge: _Judge) -> list[Ment
     for a, b, bullet in lines:
         inside = [m for m in found if a <= m.start < b and judge.matches(m) is not None and not _set_aside(m)]
         only = len(inside) == 1 and not text[a:b].replace(inside[0].text, "").strip(" \t*_`'\".,;:!?()[]-")
-        if bullet and inside:
-            out.append(inside[0])
+        if bullet and inside and not _BULLET.sub("", text[a : inside[0].start]).strip(" \t*_`'\"([#>"):
+            out.append(inside[0])  # an item that opens with a name (``- `nsmallest` — …``), not a step of prose
         if only and not bullet:
             run.append(inside[0])
         elif text[a:b].strip():
@@ -449,11 +464,25 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
         verdict = judge.matches(m)
         if m is answer or _set_aside(m) or judge.label(m) == judge.label(answer):
             continue
+        if verdict is True and judge.matches(answer) is True:
+            continue  # the same answer twice (``product`` and `itertools.product`)
         a, b = (answer, m) if answer.start < m.start else (m, answer)
         second = verdict is not None or (m.code is not None and not judge.ctx.numeric)
         if m.sentence == answer.sentence and _LIST_GAP.match(text[a.end : b.start]) and second:
             names = [judge.label(answer), m.text]  # a restated name in a list is still a second answer
             return Reading(None, "several", f"several: the reply names {names} together", tuple(names))
+        if (
+            m.start > answer.end
+            and verdict is None
+            and m.kind == "code"
+            and not judge.ctx.numeric
+            and not _DUNDER.fullmatch(m.text)
+        ):
+            prev = max((x.end for x in found if x.end <= m.start), default=0)
+            if _ALT_CUE.search(text[max(prev, answer.end) : m.start]):  # ``X, or maybe just `a + b` ``
+                return Reading(
+                    None, "alternatives", f"alternatives: after {judge.label(answer)!r} the reply offers {m.text!r}"
+                )
         if verdict is not False:
             continue
         if m.start > answer.end:
@@ -466,11 +495,27 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
     return None
 
 
+def _cued_first(text: str, found: list[Mention], judge: _Judge) -> list[Mention]:
+    """The mentions in reading order, except that one an answer cue introduces (``but the right choice is `X```)
+    comes before the others of its sentence."""
+    live = [m for m in found if judge.matches(m) is not None and not _set_aside(m)]
+    if not live:
+        return found
+    first = live[0]
+    for m in live[1:]:
+        if m.sentence != first.sentence:
+            break
+        prev = max((x.end for x in found if x.end <= m.start), default=0)
+        if _ANSWER_CUE.search(text[prev : m.start]):
+            return [m, *(x for x in found if x is not m)]
+    return found
+
+
 def _decide(text: str, found: list[Mention], judge: _Judge, where: str) -> Reading:
     """The reading of ``text`` (the whole reply, or a declared answer's value) from its mentions."""
     sents = sentences(text)
     set_aside: list[Mention] = []
-    for m in found:
+    for m in _cued_first(text, found, judge):
         verdict = judge.matches(m)
         if verdict is None:
             continue

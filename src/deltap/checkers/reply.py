@@ -140,6 +140,8 @@ class CodeNames:
         assigned: ``(name, value)`` of ``name=value`` / ``name: type = value`` / ``name: type`` (value ``""``) whose
             value is not a call (``i = f(x)`` is the call's).
         names: A bare expression's names (``json.dumps``, ``nsmallest``).
+        kwarg_values: ``(keyword, value)`` of the calls' keyword arguments.
+        annotations: The types of annotated names (``tool_context: ToolContext`` -> ``ToolContext``).
     """
 
     calls: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
@@ -148,6 +150,7 @@ class CodeNames:
     assigned: list[tuple[str, str]] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
     kwarg_values: list[tuple[str, str]] = field(default_factory=list)
+    annotations: list[str] = field(default_factory=list)
 
     def empty(self) -> bool:
         return not (self.calls or self.decorators or self.imports or self.assigned or self.names)
@@ -161,6 +164,10 @@ def _dotted(node: ast.AST) -> str | None:
         return f"{base}.{node.attr}" if base else node.attr
     if isinstance(node, ast.Call):  # SequenceMatcher(...).ratio: the qualifier is the class
         return _dotted(node.func)
+    if isinstance(node, ast.Constant) and node.value is not None:  # ' '.join: a method of the literal's type
+        return type(node.value).__name__
+    if isinstance(node, ast.List | ast.Dict | ast.Set | ast.Tuple):
+        return type(node).__name__.lower()
     return None
 
 
@@ -215,6 +222,9 @@ class _Visitor(ast.NodeVisitor):
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if isinstance(node.target, ast.Name):
             self.out.assigned.append((node.target.id, _literal(node.value)))
+            annotation = _dotted(node.annotation)
+            if annotation:  # ``tool_context: ToolContext`` names the class too
+                self.out.annotations.append(annotation)
         if node.value is not None:
             self.visit(node.value)
 
