@@ -456,7 +456,7 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
         if len(names) >= 2:
             return Reading(None, "several", f"several: a list of {len(names)} candidates {names[:6]}", tuple(names))
     sent = next((x for x in sentences(text) if x.index == answer.sentence), None)
-    if sent is not None and _BARE_LIST.fullmatch(sent.text.strip()):
+    if sent is not None and _BARE_LIST.fullmatch(sent.text.strip()) and number_value(sent.text) is None:
         items = [w for w in re.split(r"\s*(?:,|/|\bor\b|\band\b|\bnor\b)\s*", sent.text.strip(" .!?")) if w]
         if len({judge.ctx.norm(w) for w in items}) >= 2:
             return Reading(None, "several", f"several: the reply lists {items[:6]}", tuple(items))
