@@ -183,7 +183,8 @@ def relabel(
         dst.execute("UPDATE meta SET value = 'null' WHERE key = 'solver_model'")  # the replay has no weights file
     dst.close()
     fields = {f.name for f in dataclasses.fields(MiningConfig)}
-    cfg = MiningConfig(**{k: v for k, v in config.items() if k in fields and k not in ("workers", "cases_in_flight")})
+    skip = ("workers", "cases_in_flight", "pilot")  # a replay relabels: no pilot gate (its calls are logged anyway)
+    cfg = MiningConfig(**{k: v for k, v in config.items() if k in fields and k not in skip})
     mined = [by_id[cid] for cid in specs if cid in by_id]
     if grammar is not None:
         mined = [replace(c, checker=_with_grammar(c.checker, grammar)) for c in mined]

@@ -177,7 +177,7 @@ def _literal(node: ast.AST | None) -> str:
     if isinstance(node, ast.Constant):
         return repr(node.value) if isinstance(node.value, str) else str(node.value)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        return f"-{node.operand.value}"
+        return f"-{node.operand.value!s}"
     return _dotted(node) or ""
 
 
@@ -204,7 +204,7 @@ class _Visitor(ast.NodeVisitor):
         for stmt in node.body:
             self.visit(stmt)
 
-    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _decorated  # type: ignore[assignment]
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _decorated
 
     def visit_Import(self, node: ast.Import) -> None:
         self.out.imports += [a.name for a in node.names]
