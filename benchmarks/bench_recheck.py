@@ -3,12 +3,13 @@
 For every run directory given (mined with ``--outcome pass``, so every trial keeps the model's reply):
 
 1. **Verdicts.** Every stored reply of a ``string_match`` / ``multiple_choice`` case is checked again with this
-   code's checkers — ``grammar=strict`` (the default) and ``grammar=lenient`` (deltap's matching before issue 24) —
-   with the checker spec the run recorded in its manifest. No solver call. Counts: replies, how many strict verdicts
-   equal the logged ones (the verdicts of the code the run was mined with), pass->fail and fail->pass against the
-   log, and ``unreadable`` (strict fails whose detail says the checker found no answer in the reply).
+   code's checkers — ``grammar=grader`` (the default since issue 34), ``grammar=strict`` (issue 24's, the default
+   the logs of 2026-11 were judged by) and ``grammar=lenient`` (before issue 24) — with the checker spec the run
+   recorded in its manifest. No solver call. Counts: replies, how many strict verdicts equal the logged ones
+   (``strict=log``: a sanity check for logs judged by it), pass->fail and fail->pass from the log to the grader, and
+   ``unreadable`` (grader fails whose detail says the checker found no answer in the reply).
 2. **Labels.** The run's ``trials.sqlite`` is copied to a scratch directory twice: once as logged, once with every
-   trial's outcome replaced by the strict re-check; and the library's own mining (:func:`deltap.mine`: preflight,
+   trial's outcome replaced by the grader's re-check; and the library's own mining (:func:`deltap.mine`: preflight,
    stopping rule, dataset-wide BH, verdicts, coalitions) resumes on each copy with a *replay solver* that answers
    each prompt with the reply the log holds for it (the run's local model is greedy: the same prompt gets the same
    reply; prompts are rendered without the answer protocol line, as the logs were). A prompt the log never saw (the
@@ -62,14 +63,15 @@ def _with_grammar(spec: CheckerSpec, grammar: str) -> CheckerSpec:
 
 
 def recheck_verdicts(run: Path, cases: dict[str, Case], show: bool = False) -> dict[str, Any]:
-    """Re-check every stored reply with this code's strict and lenient readings (no solver call); ``cases`` give the
-    questions and gold documents (the grammar reads names a question mentions as restated)."""
+    """Re-check every stored reply with this code's grader, strict and lenient readings (no solver call); ``cases``
+    give the questions and gold documents (the grader reads names a question mentions as restated and checks
+    qualifiers against the gold documents)."""
     from deltap.checkers import is_unreadable
 
     db = sqlite3.connect(f"file:{run / 'trials.sqlite'}?mode=ro", uri=True)
     specs = _specs(db)
     checkers = {
-        cid: {g: make_checker(_with_grammar(s, g)) for g in ("lenient", "strict")}
+        cid: {g: make_checker(_with_grammar(s, g)) for g in ("lenient", "strict", "grader")}
         for cid, s in specs.items()
         if s.kind in GRAMMAR_KINDS
     }
@@ -85,13 +87,15 @@ def recheck_verdicts(run: Path, cases: dict[str, Case], show: bool = False) -> d
             continue
         case = cases.get(case_id) or Case(case_id, "")
         old = checkers[case_id]["lenient"].check(case, answer)
-        new = checkers[case_id]["strict"].check(case, answer)
+        strict = checkers[case_id]["strict"].check(case, answer)
+        new = checkers[case_id]["grader"].check(case, answer)
         counts["replies"] += 1
         counts[f"kind:{specs[case_id].kind}"] += 1
-        counts["logged == strict"] += int(logged == new.status)
+        counts["logged == strict"] += int(logged == strict.status)
         counts["logged pass"] += int(logged == "pass")
         counts["lenient pass"] += int(old.passed)
-        counts["strict pass"] += int(new.passed)
+        counts["strict pass"] += int(strict.passed)
+        counts["grader pass"] += int(new.passed)
         counts["unreadable"] += int(is_unreadable(new.detail))
         if logged != new.status:
             counts[f"{logged}->{new.status}"] += 1
@@ -164,7 +168,7 @@ def relabel(
             "SELECT prompt_hash, answer FROM trials WHERE answer IS NOT NULL AND prompt_hash IS NOT NULL"
         )
     }
-    checkers = {cid: make_checker(_with_grammar(s, grammar or "strict")) for cid, s in specs.items()}
+    checkers = {cid: make_checker(_with_grammar(s, grammar or "grader")) for cid, s in specs.items()}
     by_id = {c.case_id: c for c in cases}
     rows = dst.execute(
         "SELECT rowid, case_id, answer FROM trials WHERE answer IS NOT NULL AND outcome IN ('pass', 'fail')"
@@ -276,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
                 fallback = make_solver("local")
             with tempfile.TemporaryDirectory(prefix="recheck-") as tmp:
                 lenient, unseen_l = relabel(run, cases, corpus, None, Path(tmp), fallback)  # as logged
-                strict, unseen_s = relabel(run, cases, corpus, "strict", Path(tmp), fallback)
+                strict, unseen_s = relabel(run, cases, corpus, "grader", Path(tmp), fallback)
             ll, ls, orig = _labels(lenient), _labels(strict), _original(run)
             same_as_run = (
                 "n/a" if not orig else ("yes" if ll == orig else f"no ({sum(orig.get(k) != x for k, x in ll.items())})")
@@ -295,7 +299,8 @@ def main(argv: list[str] | None = None) -> int:
         if v["rules"]:
             lines.append(f"{'':<28} why the changed verdicts changed (detail): {dict(v['rules'])}")
         lines.append(
-            f"{'':<28} passes: logged {c['logged pass']}, lenient {c['lenient pass']}, strict {c['strict pass']}"
+            f"{'':<28} passes: logged {c['logged pass']}, lenient {c['lenient pass']}, strict {c['strict pass']}, "
+            f"grader {c['grader pass']}"
         )
         kinds = {k.split(":", 1)[1]: n for k, n in c.items() if k.startswith("kind:")}
         lines.append(f"{'':<28} replies by checker: {kinds}")
