@@ -94,6 +94,9 @@ def report(path: Path, show: bool = False) -> list[dict[str, Any]]:
 
     cases = {c.case_id: c for c in load_demo_cases(build_demo_corpus())}
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    keys = {(r["case_id"], r["context"], r["protocol"]) for r in records}
+    complete = {c for c, _, _ in keys if all((c, x, s) in keys for x in CONTEXTS for s in SETTINGS)}
+    records = [r for r in records if r["case_id"] in complete]  # paired: cases asked in every context and setting
     checkers = {cid: make_checker(c.checker) for cid, c in cases.items()}
     for r in records:
         verdict = checkers[r["case_id"]].check(cases[r["case_id"]], r["reply"])

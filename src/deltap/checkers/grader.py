@@ -553,9 +553,26 @@ def _decide(text: str, found: list[Mention], judge: _Judge, where: str) -> Readi
 
 
 def _declared_clause(value: str) -> str:
-    """A declared answer up to its first explanation (``insort (an alias of insort_right)`` -> ``insort``)."""
-    cut = re.split(r"\s+\(|\s+[\u2014\u2013-]+\s+|;\s|\.\s|,\s+(?=[a-z])|\s+because\b|\s+since\b", value, maxsplit=1)
-    return cut[0].strip()
+    """A declared answer up to its first explanation (``insort (an alias of insort_right)`` -> ``insort``); never cut
+    inside code (backticks, or the parentheses of a call)."""
+    depth, tick = 0, False
+    for i, ch in enumerate(value):
+        if ch == "`":
+            tick = not tick
+        elif not tick and ch in "([":
+            if depth == 0 and i and value[i - 1] == " ":  # `` (an alias ...)``: an aside after the answer
+                return value[:i].strip()
+            depth += 1
+        elif not tick and ch in ")]":
+            depth = max(0, depth - 1)
+        elif not tick and depth == 0:
+            rest = value[i:]
+            if re.match(
+                r"[\u2014\u2013]|\s-+\s|;\s|\.\s|,\s+(?:because|since|which|as|it|this|that|but|so)\b|\s+because\b",
+                rest,
+            ):
+                return value[:i].strip()
+    return value.strip()
 
 
 def read_identifier(reply: str | None, ctx: Context, protocol: bool = False) -> Reading:
