@@ -6,7 +6,9 @@ reply answers) and one file per set of replies, each reply with the verdict a pe
 * ``local.yaml`` — every distinct reply the local model (SmolLM2-135M) gave in the bundled stdlib demo and the ADK
   string-match and multiple-choice ``--outcome pass`` runs, labelled before the grammar of issue 34 was written;
 * ``hosted.yaml`` — replies in the styles of hosted chat models, written and labelled before that grammar too;
-* ``fresh.yaml`` — replies written after the grammar was done, blind to its rules (the attack on it; counted apart).
+* ``fresh.yaml`` — replies written after the grammar was done, blind to its rules (the attack on it; counted apart);
+  the rules were then revised on its misses, so
+* ``fresh2.yaml`` — a second set, written blind to the revised rules (counted apart).
 
 Each reply is judged by its case's checker with each reading (``grammar=``): ``strict`` (the default: a declared
 ``Answer:`` line first, then the answer grammar), ``lenient`` (deltap's matching before the grammar of issue 24) and
@@ -39,7 +41,7 @@ from deltap.cases import Case, CheckerSpec  # noqa: E402
 from deltap.checkers import is_unreadable, make_checker  # noqa: E402
 
 DATA = REPO / "tests" / "data" / "replies"
-SETS = ("local", "hosted", "fresh")
+SETS = ("local", "hosted", "fresh", "fresh2")
 READINGS = ("grader", "protocol", "strict", "lenient")
 
 

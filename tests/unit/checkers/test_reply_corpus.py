@@ -65,7 +65,7 @@ def _errors(name: str, grammar: str = "grader") -> tuple[list[str], list[str], i
 
 
 def test_every_reply_names_a_known_case_and_a_verdict() -> None:
-    for name in ("local", "hosted", "fresh"):
+    for name in ("local", "hosted", "fresh", "fresh2"):
         for r in _replies(name):
             assert r["case"] in CASES, r
             assert r["verdict"] in ("pass", "fail"), r
@@ -81,10 +81,11 @@ def test_the_grader_reading_meets_the_goal_on_the_corpus(name: str) -> None:
     assert len(right_failed) <= 0.02 * right, "right answers failed:\n" + "\n".join(right_failed)
 
 
-def test_the_fresh_set_never_passes_a_wrong_answer() -> None:
-    """The fresh set was written after the rules, blind to them; its right-answer misses are reported, not gated
+@pytest.mark.parametrize("name", ["fresh", "fresh2"])
+def test_the_fresh_sets_never_pass_a_wrong_answer(name: str) -> None:
+    """The fresh sets were written after the rules, blind to them; their right-answer misses are reported, not gated
     (benchmarks/README.md), but a wrong pass is a bug."""
-    right_failed, wrong_passed, right, wrong = _errors("fresh")
+    right_failed, wrong_passed, right, wrong = _errors(name)
     if not right + wrong:
-        pytest.skip("no fresh set")
+        pytest.skip(f"no {name} set")
     assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
