@@ -67,7 +67,8 @@ class Reading:
 _DISCLAIM = re.compile(
     r"\b(?:i(?:'m|\s+am)\s+not\s+(?:sure|certain)|not\s+(?:sure|certain)|unsure|uncertain|"
     r"(?:i\s+)?(?:do\s+not|don'?t|dont)\s+(?:know|have\s+enough)|no\s+idea|(?:can'?t|cannot|can\s+not)\s+"
-    r"(?:tell|say|be\s+sure|determine|check)|not\s+enough\s+information|hard\s+to\s+say|(?:i'?m|i\s+am)\s+guessing)\b",
+    r"(?:tell|say|be\s+sure|determine|check|recall|remember)|(?:don'?t|do\s+not)\s+(?:recall|remember)|"
+    r"not\s+enough\s+information|hard\s+to\s+say|(?:i'?m|i\s+am)\s+guessing)\b",
     re.I,
 )
 _REFUSAL = re.compile(
@@ -98,6 +99,7 @@ _REJECT_AFTER = re.compile(
     r"(?:is|was|are|has\s+been|have\s+been)\s+(?:deprecated|obsolete|removed|wrong|incorrect|internal|private|an\s+"
     r"internal|not\s+recommended|a\s+(?:bad|poor)\s+(?:choice|idea)|the\s+wrong)\b|"
     r"(?:should|must)\s+(?:be\s+avoided|not|n't)|shouldn'?t|must\s+not|is\s+to\s+be\s+avoided|"
+    r"(?:is|are|would\s+be)\s+(?:overkill|unnecessary|needless|inefficient|too\s+(?:slow|heavy|complex))\b|"
     r"(?:is\s+)?(?:wrong|incorrect)\b)",
     re.I,
 )
@@ -112,6 +114,10 @@ _ANSWER_CUE = re.compile(
     r"\b(?:(?:the\s+)?(?:right|correct|best|proper|real)\s+(?:choice|answer|one|function|method|class|option|tool|"
     r"parameter|argument)\s+(?:here\s+)?(?:is|would\s+be)|(?:the\s+)?answer\s+is|you\s+(?:want|need)|what\s+you\s+"
     r"(?:want|need)\s+is|(?:one|function|method|class|parameter)\s+you\s+want\s+(?:here\s+)?is)\W*$",
+    re.I,
+)
+_ALT_AFTER = re.compile(
+    r"^[^.;!?\n]{0,40}?\b(?:might|could|may)\s+(?:also\s+)?(?:be|work|do)\b(?!\s+(?:larger|smaller|slower|faster))",
     re.I,
 )
 _LIST_GAP = re.compile(r"^[\s,/|*`'\"()\[\]]*(?:(?:and|or|nor|and/or|as\s+well\s+as)\b[\s*`'\"(\[]*)?$", re.I)
@@ -374,6 +380,7 @@ def _mentions(text: str, ctx: Context) -> list[Mention]:
         m
         for m in mentions(text, lambda w: ctx.norm(w) in spotted, numbers=ctx.numeric)
         if not _ABBREVIATION.fullmatch(m.text)
+        and not (re.fullmatch(r"[A-Za-z]\(.*\)", m.text) and m.kind == "plain")  # C(52, 5), O(n): notation
         and not (
             m.kind == "spot" and (_VERB_USE.search(text[: m.start]) or _VERB_OBJECT.match(text[m.end : m.end + 12]))
         )
@@ -489,7 +496,8 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
             prev = max((x.end for x in found if x.end <= m.start), default=0)
             window = text[max(prev, answer.end) : m.start]
             alone = [s for s in sentences(text) if s.index == m.sentence and s.text.strip(" .?!") == m.text]
-            if _ALT_CUE.search(window) or (alone and m.sentence != answer.sentence):
+            offered = _ALT_AFTER.match(text[m.end : m.end + 80])  # ``though `fill` might also be what you mean``
+            if _ALT_CUE.search(window) or offered or (alone and m.sentence != answer.sentence):
                 names = [judge.label(answer), judge.label(m)]
                 return Reading(None, "alternatives", f"alternatives: after {names[0]!r} the reply offers {names[1]!r}")
     return None
