@@ -5,6 +5,8 @@ reply answers) and one file per set of replies, each reply with the verdict a pe
 
 * ``local.yaml`` — every distinct reply the local model (SmolLM2-135M) gave in the bundled stdlib demo and the ADK
   string-match and multiple-choice ``--outcome pass`` runs, labelled before the grammar of issue 34 was written;
+* ``localbench.yaml`` — every distinct reply of the local model to the 56 stdlib questions in
+  ``bench_protocol.py`` (gold documents and none, with and without the protocol line);
 * ``hosted.yaml`` — replies in the styles of hosted chat models, written and labelled before that grammar too;
 * ``fresh.yaml`` — replies written after the grammar was done, blind to its rules (the attack on it; counted apart);
   the rules were then revised on its misses, so
@@ -41,7 +43,7 @@ from deltap.cases import Case, CheckerSpec  # noqa: E402
 from deltap.checkers import is_unreadable, make_checker  # noqa: E402
 
 DATA = REPO / "tests" / "data" / "replies"
-SETS = ("local", "hosted", "fresh", "fresh2")
+SETS = ("local", "localbench", "hosted", "fresh", "fresh2")
 READINGS = ("grader", "protocol", "strict", "lenient")
 
 

@@ -65,14 +65,14 @@ def _errors(name: str, grammar: str = "grader") -> tuple[list[str], list[str], i
 
 
 def test_every_reply_names_a_known_case_and_a_verdict() -> None:
-    for name in ("local", "hosted", "fresh", "fresh2"):
+    for name in ("local", "localbench", "hosted", "fresh", "fresh2"):
         for r in _replies(name):
             assert r["case"] in CASES, r
             assert r["verdict"] in ("pass", "fail"), r
             assert isinstance(r["reply"], str)
 
 
-@pytest.mark.parametrize("name", ["local", "hosted"])
+@pytest.mark.parametrize("name", ["local", "localbench", "hosted"])
 def test_the_grader_reading_meets_the_goal_on_the_corpus(name: str) -> None:
     right_failed, wrong_passed, right, wrong = _errors(name)
     if not right + wrong:
