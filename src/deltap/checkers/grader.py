@@ -557,6 +557,14 @@ def _decide(text: str, found: list[Mention], judge: _Judge, where: str) -> Readi
         return Reading(None, "refusal", "refusal: the reply says it cannot answer")
     if set_aside:
         return Reading(None, "negated", f"negated: the reply only sets aside {[m.text for m in set_aside][:4]}", ())
+    restated = [
+        m
+        for m in found
+        if not judge.ctx.numeric and any(c.role == "asserted" and judge.restated(c.name) for c in claims(m))
+    ]
+    if restated:  # ``The `fnmatch` function translates …`` for *Which fnmatch function …*: an answer, the wrong one
+        name = judge.label(restated[0])
+        return Reading(name, "wrong", f"wrong: the answer {restated[0].text!r}{where} only repeats the question", ())
     return Reading(None, "no answer", f"no answer: no candidate name{where} in {text.strip()[:80]!r}", ())
 
 
