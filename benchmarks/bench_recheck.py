@@ -1,18 +1,22 @@
-"""Re-check the replies stored in real trial logs with the lenient and the strict answer grammar (issue 24, item 3).
+"""Re-check the replies stored in real trial logs with this code's answer checkers (issue 24, item 3; issue 34, item 5).
 
 For every run directory given (mined with ``--outcome pass``, so every trial keeps the model's reply):
 
-1. **Verdicts.** Every stored reply of a ``string_match`` / ``multiple_choice`` case is checked again with
-   ``grammar=lenient`` (the checker before issue 24) and ``grammar=strict`` (the default now), with the checker
-   spec the run recorded in its manifest. No solver call. Counts: replies, pass->fail, fail->pass, and the strict
-   rule that failed each reply the lenient grammar passed.
-2. **Labels.** For each grammar the run's ``trials.sqlite`` is copied to a scratch directory, every trial's outcome
-   is replaced by the re-checked one, and the library's own mining (:func:`deltap.mine`: preflight, stopping rule,
-   dataset-wide BH, verdicts, coalitions) resumes on the copy with a *replay solver* that answers each prompt with
-   the reply the log holds for it (the run's local model is greedy: the same prompt gets the same reply). A prompt
-   the log never saw (the procedure takes another path when outcomes change) cannot be replayed: it is an ``error``
-   trial, counted in the table (``unseen``) — or, with ``--model``, asked of the run's local model. The lenient replay must give back the run's own labels (checked and
-   printed: ``lenient replay == run``); the strict one's labels are compared with it.
+1. **Verdicts.** Every stored reply of a ``string_match`` / ``multiple_choice`` case is checked again with this
+   code's checkers — ``grammar=grader`` (the default since issue 34), ``grammar=strict`` (issue 24's, the default
+   the logs of 2026-11 were judged by) and ``grammar=lenient`` (before issue 24) — with the checker spec the run
+   recorded in its manifest. No solver call. Counts: replies, how many strict verdicts equal the logged ones
+   (``strict=log``: a sanity check for logs judged by it), pass->fail and fail->pass from the log to the grader, and
+   ``unreadable`` (grader fails whose detail says the checker found no answer in the reply).
+2. **Labels.** The run's ``trials.sqlite`` is copied to a scratch directory twice: once as logged, once with every
+   trial's outcome replaced by the grader's re-check; and the library's own mining (:func:`deltap.mine`: preflight,
+   stopping rule, dataset-wide BH, verdicts, coalitions) resumes on each copy with a *replay solver* that answers
+   each prompt with the reply the log holds for it (the run's local model is greedy: the same prompt gets the same
+   reply; prompts are rendered without the answer protocol line, as the logs were). A prompt the log never saw (the
+   procedure takes another path when outcomes change) cannot be replayed: it is an ``error`` trial, counted in the
+   table (``unseen``) — or, with ``--model``, asked of the run's local model. The replay of the log as it is must
+   give back the run's own labels (checked and printed: ``replay=run``); the re-checked one's labels are compared
+   with it.
 
 Run (after mining, needs the cases and corpus the run was mined with)::
 
@@ -59,40 +63,51 @@ def _with_grammar(spec: CheckerSpec, grammar: str) -> CheckerSpec:
 
 
 def recheck_verdicts(run: Path, cases: dict[str, Case], show: bool = False) -> dict[str, Any]:
-    """Re-check every stored reply with both grammars (no solver call); ``cases`` give the questions (the strict
-    grammar reads names a question mentions as restated)."""
+    """Re-check every stored reply with this code's grader, strict and lenient readings (no solver call); ``cases``
+    give the questions and gold documents (the grader reads names a question mentions as restated and checks
+    qualifiers against the gold documents)."""
+    from deltap.checkers import is_unreadable
+
     db = sqlite3.connect(f"file:{run / 'trials.sqlite'}?mode=ro", uri=True)
     specs = _specs(db)
     checkers = {
-        cid: {g: make_checker(_with_grammar(s, g)) for g in ("lenient", "strict")}
+        cid: {g: make_checker(_with_grammar(s, g)) for g in ("lenient", "strict", "grader")}
         for cid, s in specs.items()
         if s.kind in GRAMMAR_KINDS
     }
     counts: Counter[str] = Counter()
-    rules: Counter[str] = Counter()
+    details: Counter[str] = Counter()
     examples: list[tuple[str, str, str, str]] = []
     rows = db.execute(
         "SELECT case_id, answer, outcome FROM trials WHERE answer IS NOT NULL AND outcome IN ('pass', 'fail')"
     ).fetchall()
+    seen: set[tuple[str, str]] = set()
     for case_id, answer, logged in rows:
         if case_id not in checkers:
             continue
         case = cases.get(case_id) or Case(case_id, "")
         old = checkers[case_id]["lenient"].check(case, answer)
-        new = checkers[case_id]["strict"].check(case, answer)
+        strict = checkers[case_id]["strict"].check(case, answer)
+        new = checkers[case_id]["grader"].check(case, answer)
         counts["replies"] += 1
         counts[f"kind:{specs[case_id].kind}"] += 1
-        counts["logged == lenient"] += int(logged == old.outcome)
-        if old.outcome != new.outcome:
-            counts[f"{old.outcome}->{new.outcome}"] += 1
-            if old.outcome == "pass":
-                rules[str(new.info.get("rule", "?"))] += 1
-            examples.append((case_id, old.outcome, new.outcome, f"{answer[:160]!r} [{new.detail}]"))
+        counts["logged == strict"] += int(logged == strict.status)
+        counts["logged pass"] += int(logged == "pass")
+        counts["lenient pass"] += int(old.passed)
+        counts["strict pass"] += int(strict.passed)
+        counts["grader pass"] += int(new.passed)
+        counts["unreadable"] += int(is_unreadable(new.detail))
+        if logged != new.status:
+            counts[f"{logged}->{new.status}"] += 1
+            details[new.detail.split(":", 1)[0] if new.detail else "?"] += 1
+            if (case_id, answer) not in seen:
+                seen.add((case_id, answer))
+                examples.append((case_id, logged, new.status, f"{answer[:160]!r} [{new.detail}]"))
     db.close()
     if show:
         for ex in examples:
             print("   ", *ex)
-    return {"counts": counts, "rules": rules, "examples": examples, "specs": specs}
+    return {"counts": counts, "rules": details, "examples": examples, "specs": specs}
 
 
 class ReplaySolver:
@@ -107,9 +122,9 @@ class ReplaySolver:
         self.unseen = 0
 
     def answer(self, request: Any) -> Answer:
-        from deltap.solvers.prompts import prompt_hash, render_prompt
+        from deltap.solvers.prompts import PromptTemplate, prompt_hash, render_prompt
 
-        h = prompt_hash(render_prompt(request))
+        h = prompt_hash(render_prompt(request, PromptTemplate(answer_protocol="off")))
         if h not in self.replies:
             self.unseen += 1
             if self.fallback is None:
@@ -132,13 +147,14 @@ def _status(result: Any) -> dict[str, str]:
 
 
 def relabel(
-    run: Path, cases: list[Case], corpus: Any, grammar: str, scratch: Path, fallback: Any = None
+    run: Path, cases: list[Case], corpus: Any, grammar: str | None, scratch: Path, fallback: Any = None
 ) -> tuple[Any, int]:
-    """Mine again on a copy of ``run`` whose trial outcomes are re-checked with ``grammar`` (replayed replies)."""
+    """Mine again on a copy of ``run`` whose trial outcomes are re-checked with ``grammar`` (``None``: as logged),
+    replaying the logged replies."""
     from deltap import mine
     from deltap.mining.config import MiningConfig
 
-    out = scratch / grammar
+    out = scratch / (grammar or "logged")
     out.mkdir(parents=True)
     src = sqlite3.connect(f"file:{run / 'trials.sqlite'}?mode=ro", uri=True)
     dst = sqlite3.connect(out / "trials.sqlite")
@@ -152,11 +168,13 @@ def relabel(
             "SELECT prompt_hash, answer FROM trials WHERE answer IS NOT NULL AND prompt_hash IS NOT NULL"
         )
     }
-    checkers = {cid: make_checker(_with_grammar(s, grammar)) for cid, s in specs.items()}
+    checkers = {cid: make_checker(_with_grammar(s, grammar or "grader")) for cid, s in specs.items()}
     by_id = {c.case_id: c for c in cases}
     rows = dst.execute(
         "SELECT rowid, case_id, answer FROM trials WHERE answer IS NOT NULL AND outcome IN ('pass', 'fail')"
     ).fetchall()
+    if grammar is None:
+        rows = []  # the outcomes as logged
     with dst:
         for rowid, case_id, answer in rows:
             checker = checkers[case_id]
@@ -169,14 +187,31 @@ def relabel(
         dst.execute("UPDATE meta SET value = 'null' WHERE key = 'solver_model'")  # the replay has no weights file
     dst.close()
     fields = {f.name for f in dataclasses.fields(MiningConfig)}
-    cfg = MiningConfig(**{k: v for k, v in config.items() if k in fields and k not in ("workers", "cases_in_flight")})
+    skip = ("workers", "cases_in_flight", "pilot")  # a replay relabels: no pilot gate (its calls are logged anyway)
+    cfg = MiningConfig(**{k: v for k, v in config.items() if k in fields and k not in skip})
     mined = [by_id[cid] for cid in specs if cid in by_id]
-    mined = [replace(c, checker=_with_grammar(c.checker, grammar)) for c in mined]
+    if grammar is not None:
+        mined = [replace(c, checker=_with_grammar(c.checker, grammar)) for c in mined]
+    else:  # the grammar the run was judged by (its manifest)
+        logged_grammar = {cid: json.loads(m).get("checker_grammar") for cid, m in _manifests(run).items()}
+        mined = [
+            replace(c, checker=_with_grammar(c.checker, logged_grammar[c.case_id]))
+            if logged_grammar.get(c.case_id)
+            else c
+            for c in mined
+        ]
     if fallback is not None and str(getattr(fallback, "id", "")) != str(config["solver"]):
         raise SystemExit(f"--model: the solver {fallback.id} is not the run's {config['solver']}")
     solver = ReplaySolver(str(config["solver"]), replies, fallback)
     result = mine(mined, corpus, solver, out=out, config=cfg, retriever=None)
     return result, solver.unseen
+
+
+def _manifests(run: Path) -> dict[str, str]:
+    db = sqlite3.connect(f"file:{run / 'trials.sqlite'}?mode=ro", uri=True)
+    out = dict(db.execute("SELECT case_id, manifest_json FROM manifests").fetchall())
+    db.close()
+    return out
 
 
 def _original(run: Path) -> dict[tuple[str, str], tuple[str, Any]]:
@@ -226,14 +261,17 @@ def main(argv: list[str] | None = None) -> int:
         corpus, cases = None, []
         args.verdicts_only = True
     header = (
-        f"{'run':<28} {'replies':>7} {'lenient=log':>11} {'pass->fail':>10} {'fail->pass':>10} "
+        f"{'run':<28} {'replies':>7} {'strict=log':>10} {'pass->fail':>10} {'fail->pass':>10} {'unreadable':>10} "
         f"{'labels':>6} {'replay=run':>10} {'labels changed':>14} {'status changed':>14} {'unseen':>6}"
     )
     lines = [header, "-" * len(header)]
     for run in args.runs:
         v = recheck_verdicts(run, {c.case_id: c for c in cases}, args.show)
         c = v["counts"]
-        row = f"{run.parent.name + '/' + run.name:<28} {c['replies']:>7} {c['logged == lenient']:>11} {c['pass->fail']:>10} {c['fail->pass']:>10}"
+        row = (
+            f"{run.parent.name + '/' + run.name:<28} {c['replies']:>7} {c['logged == strict']:>10} "
+            f"{c['pass->fail']:>10} {c['fail->pass']:>10} {c['unreadable']:>10}"
+        )
         if not args.verdicts_only:
             fallback = None
             if args.model:
@@ -241,8 +279,8 @@ def main(argv: list[str] | None = None) -> int:
 
                 fallback = make_solver("local")
             with tempfile.TemporaryDirectory(prefix="recheck-") as tmp:
-                lenient, unseen_l = relabel(run, cases, corpus, "lenient", Path(tmp), fallback)
-                strict, unseen_s = relabel(run, cases, corpus, "strict", Path(tmp), fallback)
+                lenient, unseen_l = relabel(run, cases, corpus, None, Path(tmp), fallback)  # as logged
+                strict, unseen_s = relabel(run, cases, corpus, "grader", Path(tmp), fallback)
             ll, ls, orig = _labels(lenient), _labels(strict), _original(run)
             same_as_run = (
                 "n/a" if not orig else ("yes" if ll == orig else f"no ({sum(orig.get(k) != x for k, x in ll.items())})")
@@ -259,7 +297,11 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"    case {k}: {st_l[k]} -> {st_s.get(k)}")
         lines.append(row)
         if v["rules"]:
-            lines.append(f"{'':<28} strict rules that failed lenient passes: {dict(v['rules'])}")
+            lines.append(f"{'':<28} why the changed verdicts changed (detail): {dict(v['rules'])}")
+        lines.append(
+            f"{'':<28} passes: logged {c['logged pass']}, lenient {c['lenient pass']}, strict {c['strict pass']}, "
+            f"grader {c['grader pass']}"
+        )
         kinds = {k.split(":", 1)[1]: n for k, n in c.items() if k.startswith("kind:")}
         lines.append(f"{'':<28} replies by checker: {kinds}")
     print("\n".join(lines))

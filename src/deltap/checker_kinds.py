@@ -9,7 +9,7 @@ warning) asks the kind's :class:`CheckerKindInfo` instead. A new checker kind is
 plug-in).
 
 The registry also owns how a checker's **id** is written (:func:`checker_id`): ``kind(positional,...,key=value,...)``,
-e.g. ``string_match(case_sensitive=False,qualified=either,grammar=strict)`` or
+e.g. ``string_match(case_sensitive=False,qualified=either,grammar=grader)`` or
 ``pytest(test_x.py,module=m,...,sandbox=bwrap,process=separate)``. Ids are stored with every trial, so their text
 never changes for the same checker; :func:`checker_id_parts` reads the ``key=value`` parts back.
 """
@@ -45,7 +45,8 @@ class CheckerKindInfo:
             :class:`~deltap.checkers.base.Checker` or raises :class:`~deltap.errors.DeltapError` on bad params.
             ``None``: the kind builds no checker (``unavailable`` says why).
         summary: One line for ``--help`` and error messages.
-        grammar: The checker reads replies by an answer grammar (``params["grammar"]``: ``strict`` / ``lenient``),
+        grammar: The checker reads replies by an answer grammar (``params["grammar"]``: ``grader`` / ``protocol`` /
+            ``strict`` / ``lenient``),
             so ``deltap mine --answer-grammar`` applies to it.
         sandboxed: The checker runs the candidate's code (in a sandbox): ``--require-separate`` and the sandbox's
             warnings apply to it.

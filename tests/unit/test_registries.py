@@ -105,12 +105,12 @@ def test_registering_a_taken_checker_kind_needs_replace() -> None:
     [
         pytest.param(
             CheckerSpec("string_match", {"answers": ["X"]}),
-            "string_match(case_sensitive=False,qualified=either,grammar=strict)",
+            "string_match(case_sensitive=False,qualified=either,grammar=grader)",
             id="string_match",
         ),
         pytest.param(
             CheckerSpec("multiple_choice", {"correct": "A", "options": {"A": "x", "B": "y"}}),
-            "multiple_choice(grammar=strict)",
+            "multiple_choice(grammar=grader)",
             id="multiple_choice",
         ),
         pytest.param(

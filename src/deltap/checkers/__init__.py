@@ -24,12 +24,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from deltap.checker_kinds import checker_kind
-from deltap.checkers.base import Checker, CheckResult, Outcome, Status, Verdict
+from deltap.checkers.base import UNREADABLE, Checker, CheckResult, Outcome, Status, Verdict, is_unreadable, unreadable
 
 if TYPE_CHECKING:
     from deltap.cases import CheckerSpec
 
-__all__ = ["CheckResult", "Checker", "Outcome", "Status", "Verdict", "make_checker"]
+__all__ = [
+    "UNREADABLE",
+    "CheckResult",
+    "Checker",
+    "Outcome",
+    "Status",
+    "Verdict",
+    "is_unreadable",
+    "make_checker",
+    "unreadable",
+]
 
 
 def make_checker(spec: CheckerSpec) -> Checker:

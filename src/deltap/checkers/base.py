@@ -7,6 +7,12 @@ A checker returns a :class:`Verdict` whose ``status`` is one of (the taxonomy us
 * ``error`` — infrastructure failure (timeout, refused call, unparseable response after retries, checker crash).
   Errors are recorded and never counted as failures.
 
+A ``fail`` whose :attr:`Verdict.detail` starts with ``unreadable:`` (:data:`UNREADABLE`, :func:`is_unreadable`) is a
+reply the checker could not read: it found no answer in it (an empty reply, an echo of the options, a text that names
+no candidate), as opposed to a reply that gave a wrong answer. It is a failure all the same (the task was not done),
+but runs count such replies apart: when many replies are unreadable, the checker rather than the documents decides
+the labels.
+
 The ``pass`` *outcome* of a trial (:mod:`deltap.outcomes`) is built from verdicts: 1 for ``pass``, 0 for ``fail``,
 no value for ``error``. ``CheckResult`` and ``Outcome`` are the former names of :class:`Verdict` and
 :data:`Status`, kept as aliases for code written against them.
@@ -20,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from deltap.cases import Case
 
-__all__ = ["CheckResult", "Checker", "Outcome", "Status", "Verdict"]
+__all__ = ["UNREADABLE", "CheckResult", "Checker", "Outcome", "Status", "Verdict", "is_unreadable", "unreadable"]
 
 #: what a checker decided of one answer
 Status = Literal["pass", "fail", "error"]
@@ -59,6 +65,20 @@ class Verdict:
     def outcome(self) -> Status:
         """The former name of :attr:`status` (kept for code written against ``CheckResult``)."""
         return self.status
+
+
+#: the prefix of the detail of a ``fail`` verdict whose reply the checker could not read (no answer located in it)
+UNREADABLE = "unreadable"
+
+
+def unreadable(reason: str, extracted: str | None = None, **info: Any) -> Verdict:
+    """A ``fail`` verdict for a reply whose answer could not be located: detail ``unreadable: <reason>``."""
+    return Verdict("fail", extracted, f"{UNREADABLE}: {reason}", {**info, UNREADABLE: True})
+
+
+def is_unreadable(detail: str | None) -> bool:
+    """Whether a verdict's (or a logged trial's) detail says the checker could not read the reply."""
+    return bool(detail) and str(detail).startswith(f"{UNREADABLE}:")
 
 
 #: the former name of :class:`Verdict`

@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from deltap.checker_kinds import checker_id
-from deltap.checkers.base import Verdict
+from deltap.checkers.base import Verdict, unreadable
 from deltap.checkers.extract import extract_choice
-from deltap.checkers.grammar import grammar_param, read_choice
+from deltap.checkers.grader import read_option
+from deltap.checkers.grammar import DEFAULT_GRAMMAR, grammar_param, read_choice
 from deltap.errors import DeltapError
 
 if TYPE_CHECKING:
@@ -20,7 +21,14 @@ __all__ = ["MultipleChoiceChecker", "build"]
 class MultipleChoiceChecker:
     """Pass when the reply unambiguously chooses the correct option.
 
-    ``grammar="strict"`` (the default) reads exactly one option or fails, by
+    ``grammar="grader"`` (the default) reads the reply the way a careful grader would
+    (:func:`~deltap.checkers.grader.read_option`, rules in ``docs/answer-grammar.md``): a declared ``Answer:`` letter
+    first, strictly; else a conclusion (``so it's A``, ``which leaves B``, ``the answer is C``); else the option the
+    reply opens with — explanations of the other options after it are explanations; a hedge between options, several
+    options, a negated option and a letter carrying another option's text fail; an echo of the option list, or no
+    option at all, is ``unreadable``. ``grammar="protocol"`` reads only a declared ``Answer:`` line.
+
+    ``grammar="strict"`` (issue 24) reads exactly one option or fails, by
     :func:`~deltap.checkers.grammar.read_choice`: an echo of the option list, several letters (``A, B, C or D``,
     ``Answer: A or C``) and a negated letter (``not B``) fail, the article ``a`` is never option A, and ``A is
     wrong, C is right`` chooses C. A failure's ``detail`` starts with the rule (``echo``, ``several``,
@@ -31,10 +39,10 @@ class MultipleChoiceChecker:
     Args:
         correct: The correct option key.
         options: ``letter -> text``.
-        grammar: ``strict`` or ``lenient``; the checker id names it.
+        grammar: ``grader``, ``protocol``, ``strict`` or ``lenient``; the checker id names it.
     """
 
-    def __init__(self, correct: str, options: Mapping[str, str], grammar: str = "strict") -> None:
+    def __init__(self, correct: str, options: Mapping[str, str], grammar: str = DEFAULT_GRAMMAR) -> None:
         if not options:
             raise DeltapError("multiple_choice checker needs params['options'] (letter -> text)")
         if correct not in options:
@@ -49,6 +57,15 @@ class MultipleChoiceChecker:
     def check(self, case: Case, answer: str) -> Verdict:
         if self.grammar == "lenient":
             return self._check_lenient(answer)
+        if self.grammar in ("grader", "protocol"):
+            got = read_option(answer, self.options, protocol=self.grammar == "protocol")
+            if got.unreadable:
+                return unreadable(got.detail, None, rule=got.rule)
+            if got.answer is None:
+                return Verdict("fail", None, got.detail, {"rule": got.rule})
+            if got.answer == self.correct:
+                return Verdict("pass", got.answer, "correct option")
+            return Verdict("fail", got.answer, f"chose {got.answer}, correct is {self.correct}", {"rule": "wrong"})
         reading = read_choice(answer, self.options)
         if reading.answer is None:
             return Verdict("fail", None, reading.detail, {"rule": reading.rule})
@@ -68,7 +85,7 @@ class MultipleChoiceChecker:
 
 def build(params: Mapping[str, Any]) -> MultipleChoiceChecker:
     """The ``multiple_choice`` kind's factory (:mod:`deltap.checker_kinds`): ``correct`` (the letter), ``options``
-    (letter -> text), ``grammar`` (``strict``)."""
+    (letter -> text), ``grammar`` (``grader``)."""
     return MultipleChoiceChecker(
-        str(params.get("correct", "")), params.get("options") or {}, str(params.get("grammar", "strict"))
+        str(params.get("correct", "")), params.get("options") or {}, str(params.get("grammar", DEFAULT_GRAMMAR))
     )

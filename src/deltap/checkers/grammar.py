@@ -1,4 +1,7 @@
-"""The strict answer grammar of the ``string_match`` and ``multiple_choice`` checkers.
+"""The strict answer grammar of issue 24 (``grammar="strict"``), kept for runs judged by it.
+
+The checkers' default is the ``grader`` grammar of issue 34 (:mod:`deltap.checkers.grader`, rules in
+``docs/answer-grammar.md``); a run directory mined with this one resumes with ``--answer-grammar strict``.
 
 A label is a difference in how often a checker says ``pass``; a checker that accepts a reply naming several answers
 rewards documents that make the model *list more names*. The strict grammar therefore passes a reply only when it
@@ -71,9 +74,14 @@ from dataclasses import dataclass, field
 
 from deltap.checkers.extract import _json_answer, clean_identifier, normalize_identifier, strip_fences
 
-__all__ = ["Reading", "read_answer", "read_choice", "same_answer"]
+__all__ = ["DEFAULT_GRAMMAR", "GRAMMARS", "Reading", "grammar_param", "read_answer", "read_choice", "same_answer"]
 
-GRAMMARS = ("strict", "lenient")
+#: the answer grammars a string_match / multiple_choice checker reads replies by: ``grader`` (the default, issue 34:
+#: :mod:`deltap.checkers.grader`), ``protocol`` (only a declared ``Answer:`` line), ``strict`` (issue 24, this module)
+#: and ``lenient`` (before issue 24, :mod:`deltap.checkers.extract`)
+GRAMMARS = ("grader", "protocol", "strict", "lenient")
+#: the grammar a checker reads by when its params name none
+DEFAULT_GRAMMAR = "grader"
 
 #: the rules a strict reading can fail by
 RULES = ("empty", "no answer", "several", "negated", "hedge", "alternatives", "echo", "wrong")
@@ -672,10 +680,10 @@ def read_choice(reply: str | None, options: Mapping[str, str] | Iterable[str]) -
 
 
 def grammar_param(value: object, kind: str) -> str:
-    """Validate a checker's ``grammar`` parameter (``strict`` or ``lenient``)."""
+    """Validate a checker's ``grammar`` parameter (one of :data:`GRAMMARS`)."""
     from deltap.errors import DeltapError
 
     g = str(value)
     if g not in GRAMMARS:
-        raise DeltapError(f"{kind}: grammar must be 'strict' or 'lenient', got {value!r}")
+        raise DeltapError(f"{kind}: grammar must be one of {', '.join(GRAMMARS)}, got {value!r}")
     return g

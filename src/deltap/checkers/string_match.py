@@ -6,9 +6,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from deltap.checker_kinds import checker_id
-from deltap.checkers.base import Verdict
+from deltap.checkers.base import Verdict, unreadable
 from deltap.checkers.extract import clean_identifier, identifier_candidates, normalize_identifier
-from deltap.checkers.grammar import grammar_param, read_answer, same_answer
+from deltap.checkers.grader import Context, read_identifier
+from deltap.checkers.grammar import DEFAULT_GRAMMAR, grammar_param, read_answer, same_answer
 from deltap.errors import DeltapError
 
 if TYPE_CHECKING:
@@ -20,7 +21,15 @@ __all__ = ["StringMatchChecker", "build"]
 class StringMatchChecker:
     """Pass when the reply names one of the accepted answers — and nothing else.
 
-    ``grammar="strict"`` (the default) reads the reply by the answer grammar of :mod:`deltap.checkers.grammar`:
+    ``grammar="grader"`` (the default) reads the reply the way a careful grader would
+    (:func:`~deltap.checkers.grader.read_identifier`, rules in ``docs/answer-grammar.md``): a declared ``Answer:`` line
+    first, strictly; else the sentence that asserts the answer, past lead-ins, headings, restated questions and chat
+    residue, code read as code, rejections and hedges read as such, and a qualifier checked against the question and
+    the case's gold documents (``pickle.dumps`` is not ``json.dumps``). A reply whose answer could not be located
+    fails with a detail starting ``unreadable:`` (:func:`~deltap.checkers.base.is_unreadable`). ``grammar="protocol"``
+    reads only a declared ``Answer:`` line.
+
+    ``grammar="strict"`` (issue 24) reads the reply by the answer grammar of :mod:`deltap.checkers.grammar`:
     the answer span (JSON ``answer``, the text after ``answer is``, else the first line) must commit to exactly one
     candidate name, not negated, not hedged with ``I don't know``, and not followed by an alternative; numbers are
     compared as numbers and the qualified-tail rule applies only between two dotted identifiers. A failure's
@@ -45,11 +54,15 @@ class StringMatchChecker:
         answers: Accepted answers (at least one).
         case_sensitive: Compare with case.
         qualified: ``either`` or ``exact`` (see above).
-        grammar: ``strict`` or ``lenient``; the checker id names it.
+        grammar: ``grader``, ``protocol``, ``strict`` or ``lenient``; the checker id names it.
     """
 
     def __init__(
-        self, answers: Sequence[str], case_sensitive: bool = False, qualified: str = "either", grammar: str = "strict"
+        self,
+        answers: Sequence[str],
+        case_sensitive: bool = False,
+        qualified: str = "either",
+        grammar: str = DEFAULT_GRAMMAR,
     ) -> None:
         accepted = [str(a) for a in answers if str(a).strip()]
         if not accepted:
@@ -77,6 +90,8 @@ class StringMatchChecker:
     def check(self, case: Case, answer: str) -> Verdict:
         if self.grammar == "lenient":
             return self._check_lenient(answer)
+        if self.grammar in ("grader", "protocol"):
+            return self._check_grader(case, answer)
         reading = read_answer(
             answer, self.answers, self.case_sensitive, self.qualified, getattr(case, "query", "") or ""
         )
@@ -92,6 +107,28 @@ class StringMatchChecker:
             f"wrong: the answer {reading.answer!r} matches none of {list(self.answers)}",
             {"rule": "wrong"},
         )
+
+    def _check_grader(self, case: Case | None, answer: str) -> Verdict:
+        ctx = Context(
+            self.answers,
+            self.case_sensitive,
+            self.qualified,
+            str(getattr(case, "query", "") or ""),
+            tuple(getattr(case, "gold_doc_ids", ()) or ()),
+        )
+        reading = read_identifier(answer, ctx, protocol=self.grammar == "protocol")
+        if reading.unreadable:
+            return unreadable(reading.detail, None, rule=reading.rule)
+        if reading.rule == "ok":
+            matched = next(
+                (e for e in self.answers if same_answer(str(reading.answer), e, self.case_sensitive, self.qualified)),
+                self.answers[0],
+            )
+            return Verdict("pass", reading.answer, f"matched {self._norm(matched)!r}")
+        detail = reading.detail
+        if reading.rule == "wrong":
+            detail = f"{detail.removesuffix(' (declared)')} matches none of {list(self.answers)}"
+        return Verdict("fail", reading.answer, detail, {"rule": reading.rule})
 
     def _check_lenient(self, answer: str) -> Verdict:
         candidates = identifier_candidates(answer or "")
@@ -110,7 +147,7 @@ class StringMatchChecker:
 
 def build(params: Mapping[str, Any]) -> StringMatchChecker:
     """The ``string_match`` kind's factory (:mod:`deltap.checker_kinds`): ``answers`` (a string or a list),
-    ``case_sensitive`` (False), ``qualified`` (``either``), ``grammar`` (``strict``)."""
+    ``case_sensitive`` (False), ``qualified`` (``either``), ``grammar`` (``grader``)."""
     answers = params.get("answers")
     if isinstance(answers, str):
         answers = [answers]
@@ -118,5 +155,5 @@ def build(params: Mapping[str, Any]) -> StringMatchChecker:
         answers or [],
         bool(params.get("case_sensitive", False)),
         str(params.get("qualified", "either")),
-        str(params.get("grammar", "strict")),
+        str(params.get("grammar", DEFAULT_GRAMMAR)),
     )

@@ -192,10 +192,11 @@ def mine_command(
         str,
         typer.Option(
             "--answer-grammar",
-            help="How string_match and multiple_choice read replies: strict (exactly one answer, else fail) or lenient "
-            "(deltap's matching before the answer grammar; resumes a run directory mined with it).",
+            help="How string_match and multiple_choice read replies: grader (the default: as a careful grader would, a "
+            "final 'Answer: ...' line first; docs/answer-grammar.md), protocol (only an 'Answer: ...' line), strict "
+            "(issue 24's grammar) or lenient (before it); strict and lenient resume run directories mined with them.",
         ),
-    ] = "strict",
+    ] = "grader",
     remine_changed: Annotated[
         bool,
         typer.Option(

@@ -71,6 +71,7 @@ from deltap.mining.outputs import build_dataset, placebo_warning, run_summary, w
 from deltap.mining.plan import RunPlan, plan_calls, plan_vs_spent
 from deltap.mining.pool import Pool, build_pool
 from deltap.mining.procedure import case_weights, run_case
+from deltap.mining.readability import UnreadableRepliesWarning, readability, readability_line
 from deltap.mining.results import CaseResult, MiningResult, PlaceboCalibrationWarning, ProgressFn
 from deltap.mining.runner import TrialRunner, fit_context, logged_calls
 from deltap.mining.spend import log_spend
@@ -255,6 +256,7 @@ def mine(
         if pilot_info is not None:
             run["pilot"] = pilot_info
         run["tilt"] = tilt.to_dict()
+        run.update(_checker_block(log, results, cfg))
         run["execution"] = {**executor.describe(), "cases_in_flight": lanes.limit}
         if out_path is not None:
             write_run_directory(out_path, dataset, run)
@@ -265,9 +267,24 @@ def mine(
             log.close()
     if placebo["warning"]:
         warnings.warn(placebo_warning(placebo, null_info), PlaceboCalibrationWarning, stacklevel=2)
-    if tilt.large:
-        warnings.warn(tilt.message, TiltWarning, stacklevel=2)
+    _run_warnings(run, tilt)
     return MiningResult(dataset, results, run, out_path)
+
+
+def _checker_block(log: TrialLog, results: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
+    """run.json's ``checker`` block (replies the checker could not read, :mod:`deltap.mining.readability`) for a run
+    whose outcome a checker decides; ``{}`` otherwise."""
+    if not outcome_kind(cfg.outcome).answered:
+        return {}
+    return {"checker": readability(log, [r.case.case_id for r in results])}
+
+
+def _run_warnings(run: dict[str, Any], tilt: Tilt) -> None:
+    """The warnings of a finished run about its retrieved candidates (tilt) and its checker (unreadable replies)."""
+    if tilt.large:
+        warnings.warn(tilt.message, TiltWarning, stacklevel=3)
+    if (run.get("checker") or {}).get("warning"):
+        warnings.warn(str(readability_line(run["checker"])), UnreadableRepliesWarning, stacklevel=3)
 
 
 def _account_spend(results: list[CaseResult], log: TrialLog, prices: Any) -> dict[str, Any]:
@@ -332,6 +349,8 @@ class _Lanes:
                     "calls": self.tally.value,
                     "tokens_in": self.tally.tokens_in,
                     "tokens_out": self.tally.tokens_out,
+                    "replies": self.tally.replies,
+                    "unreadable": self.tally.unreadable,
                 }
             )
 

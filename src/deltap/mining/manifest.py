@@ -25,7 +25,6 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from deltap.checker_kinds import CHECKER_KINDS, checker_kind
@@ -172,7 +171,7 @@ def case_manifest(
         ``{field: value}`` for every name in :data:`FIELDS`; ``candidates`` maps each pooled doc id to the digest of
         its text (or :data:`MISSING`).
     """
-    from deltap.solvers.prompts import DEFAULT_TEMPLATE, prompt_hash, render_prompt
+    from deltap.solvers.prompts import DEFAULT_TEMPLATE, prompt_hash, render_prompt, template_fingerprint
     from deltap.trials.request import request_from_case
 
     template = getattr(solver, "template", None) or DEFAULT_TEMPLATE
@@ -188,7 +187,7 @@ def case_manifest(
         "checker_files": checker_files(case),
         "benchmark_type": case.benchmark_type,
         "prompt": prompt_hash(render_prompt(request_from_case(case), template))[:16],
-        "prompt_template": _digest(_canonical(asdict(template))),
+        "prompt_template": _digest(_canonical(template_fingerprint(template))),
         "gold": ",".join(sorted(case.gold_doc_ids)),
         "retriever": retriever_id(retriever),
         "k": cfg.k,
@@ -209,11 +208,14 @@ def _spec_params(case: Case) -> dict[str, Any]:
 
 
 def checker_grammar(case: Case) -> str:
-    """The answer grammar a case's checker reads replies by: ``strict`` (the default) or ``lenient``; ``""`` for
-    kinds without one. Logs written before the grammar existed were judged ``lenient`` (see :func:`manifest_diff`)."""
+    """The answer grammar a case's checker reads replies by: ``grader`` (the default since issue 34), ``protocol``,
+    ``strict`` (issue 24's) or ``lenient``; ``""`` for kinds without one. Logs written before the grammar existed were
+    judged ``lenient`` (see :func:`manifest_diff`); logs of issue 24's deltap recorded ``strict``."""
+    from deltap.checkers.grammar import DEFAULT_GRAMMAR
+
     if not _reads_grammar(case.checker.kind):
         return ""
-    return str(case.checker.params.get("grammar", "strict"))
+    return str(case.checker.params.get("grammar", DEFAULT_GRAMMAR))
 
 
 def _old_grammar(old: Mapping[str, Any]) -> str | None:
@@ -290,14 +292,21 @@ class ManifestChanged(DeltapError):
 
     def __init__(self, path: str, changes: Mapping[str, Mapping[str, str]]) -> None:
         self.changes = {k: dict(v) for k, v in changes.items()}
-        grammar = any("checker_grammar" in v for v in changes.values())
+        grammar = sorted({v["checker_grammar"].split(" -> ")[0] for v in changes.values() if "checker_grammar" in v})
+        prompt = any("prompt" in v or "prompt_template" in v for v in changes.values())
         super().__init__(
             f"{path}: the inputs of {len(changes)} logged case(s) changed since their trials were run: "
             f"{describe_changes(changes)}. Resume with the same inputs"
             + (
-                " (a log judged by the lenient answer grammar resumes with --answer-grammar lenient, or grammar: lenient in"
-                " the checker's params)"
+                f" (a log judged by the {' / '.join(grammar)} answer grammar resumes with --answer-grammar {grammar[0]}, "
+                f"or grammar: {grammar[0]} in the checker's params)"
                 if grammar
+                else ""
+            )
+            + (
+                " (the solver's prompt differs from the logged one: a changed prompt template, or the answer protocol"
+                " line — resume with the setting the run was started with, --solver-option answer_protocol=off or on)"
+                if prompt
                 else ""
             )
             + ", pass --remine-changed (remine_changed=True) to re-mine exactly these cases, or choose a new --out directory"

@@ -13,6 +13,9 @@ What it shows (and why each figure can be trusted):
   prices against the plan's expected cost: ``tokens 48k/~66k in · 310/≤2.0k out · $0.01/~$0.03``.
 * **rate and time left** — seconds per call measured on this run (wall time / calls), and the time the remaining
   ceiling takes at that rate: an upper bound (``≤``), because adaptive stopping usually ends cases sooner.
+* **unreadable replies** — replies a checker judged in this process and found no answer in (``3/40 unreadable``,
+  shown once there is one; :mod:`deltap.mining.readability`): not wrong answers, but replies the checker could not
+  read — a growing share means the checker, not the documents, is deciding the outcomes.
 * **the current case** — its full id (wrapped, never cut), the phase (preflight, design trials, coalition check),
   trials against the case's trial budget, and how many of its candidates are still *undecided* (no label yet;
   the case stops when none is left or its budget is spent).
@@ -139,6 +142,8 @@ class MiningProgress:
         self.calls = 0  # solver calls made by this process
         self.tokens_in = 0  # tokens those calls took in and gave out (as the solver counted them)
         self.tokens_out = 0
+        self.replies = 0  # replies a checker judged in this process, and those it could not read
+        self.unreadable = 0
         self.prices = prices
         self.planned_tokens_in = planned_tokens_in
         self.run_plan: Any = None  # the RunPlan of the ``plan`` event (mine() sends it before the first call)
@@ -205,6 +210,9 @@ class MiningProgress:
         if "tokens_in" in event:
             self.tokens_in = max(self.tokens_in, int(event.get("tokens_in") or 0))
             self.tokens_out = max(self.tokens_out, int(event.get("tokens_out") or 0))
+        if "unreadable" in event:
+            self.replies = max(self.replies, int(event.get("replies") or 0))
+            self.unreadable = max(self.unreadable, int(event.get("unreadable") or 0))
         if event.get("in_flight") is not None:
             self.in_flight = max(1, int(event["in_flight"]))
         if phase == "plan":  # before the first call: show the plan first, then count against it
@@ -295,6 +303,8 @@ class MiningProgress:
             f"calls  {_bar(self.calls, ceiling)} {self.calls:,} of ≤{ceiling:,}",
             f"       {timing}",
         ]
+        if self.unreadable:  # replies the checker found no answer in (not wrong answers)
+            out[1] += f" · {self.unreadable}/{self.replies} unreadable"
         spent = self.spent_line()
         if spent:
             out.append(spent)
@@ -302,6 +312,8 @@ class MiningProgress:
         if self.phase == "done":
             out[0] = f"calls  {_bar(1, 1)} {self.calls:,} (done)"
             out[1] = f"       {elapsed} elapsed" + (f" · {rate:.2f} s/call" if rate is not None else "")
+            if self.unreadable:
+                out[1] += f" · {self.unreadable}/{self.replies} unreadable"
             out.append(f"cases  {_bar(1, 1)} {done} of {self.n_cases} mined")
             return out
         if self.phase in ("dataset", "coalition"):

@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 #: how string_match and multiple_choice read replies (``--answer-grammar``)
-ANSWER_GRAMMARS = ("strict", "lenient")
+ANSWER_GRAMMARS = ("grader", "protocol", "strict", "lenient")
 Status = Callable[[str], AbstractContextManager[Any]]
 
 
@@ -62,7 +62,8 @@ class CaseSelection:
         case_ids: Only these cases (an unknown id is an error).
         limit: Only the first ``limit`` cases (after ``case_ids``).
         skip_missing: Drop gold ids the corpus lacks (counted in :attr:`PreparedRun.notes`) instead of failing.
-        answer_grammar: ``strict`` or ``lenient``: how string_match and multiple_choice checkers read replies (a
+        answer_grammar: ``grader`` (the default), ``protocol``, ``strict`` or ``lenient``: how string_match and
+            multiple_choice checkers read replies (:mod:`deltap.checkers.grader`; a
             checker that names its grammar keeps it).
     """
 
@@ -71,7 +72,7 @@ class CaseSelection:
     case_ids: Sequence[str] | None = None
     limit: int | None = None
     skip_missing: bool = True
-    answer_grammar: str = "strict"
+    answer_grammar: str = "grader"
 
     def load(self) -> tuple[list[Case], Corpus, list[str]]:
         """``(cases, corpus, notes)``: the selected cases and the corpus, with a note on dropped gold ids.
@@ -82,7 +83,9 @@ class CaseSelection:
         from deltap.loaders import load_cases, load_corpus
 
         if self.answer_grammar not in ANSWER_GRAMMARS:
-            raise DeltapError(f"--answer-grammar must be strict or lenient, got {self.answer_grammar!r}")
+            raise DeltapError(
+                f"--answer-grammar must be one of {', '.join(ANSWER_GRAMMARS)}, got {self.answer_grammar!r}"
+            )
         corpus = self.corpus if isinstance(self.corpus, Corpus) else load_corpus(self.corpus)
         if isinstance(self.cases, str | Path):
             cases = load_cases(self.cases, corpus=corpus, on_missing="skip" if self.skip_missing else "error")
@@ -95,7 +98,7 @@ class CaseSelection:
             n = sum(len(v) for v in missing.values())
             notes.append(f"{n} gold id(s) of {len(missing)} case(s) are not in the corpus and were dropped")
         cases = select_cases(cases, self.case_ids, self.limit, where=str(self.cases))
-        if self.answer_grammar != "strict":
+        if self.answer_grammar != "grader":
             cases = [_with_grammar(c, self.answer_grammar) for c in cases]
         return cases, corpus, notes
 

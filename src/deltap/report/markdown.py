@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from deltap.mining.plan import plan_vs_spent_rows
+from deltap.mining.readability import readability_line
 from deltap.report.audit_section import audit_markdown
 from deltap.report.comparison import read_comparison
 from deltap.report.endtoend import endtoend_markdown
@@ -134,6 +135,9 @@ def _summary_lines(data: RunData) -> list[str]:
     tilt = data.summary.get("tilt") or {}
     if tilt.get("message"):  # deltap.mining.tilt
         lines.append(f"**{'Tilt (large)' if tilt.get('large') else 'Tilt'}:** {tilt['message']}")
+    unread = readability_line(data.summary.get("checker") or {})
+    if unread:  # deltap.mining.readability
+        lines.append(f"**{'Checker (warning)' if data.summary['checker'].get('warning') else 'Checker'}:** {unread}")
     lines.append("")
 
     return lines

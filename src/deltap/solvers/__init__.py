@@ -290,7 +290,9 @@ def make_solver(kind: str = "local", cache: str | Path | None = None, **options:
     Args:
         kind: ``local``, ``openai``, ``gemini``, ``simulated`` or a registered kind.
         cache: Optional SQLite response-cache file.
-        **options: Backend options (e.g. ``model=``, ``base_url=`` for ``openai``).
+        **options: Backend options (e.g. ``model=``, ``base_url=`` for ``openai``). For a backend that renders
+            prompts, ``template=`` may be a prompt-template file (YAML/JSON) and ``answer_protocol=`` (``auto``,
+            ``on``, ``off``, or a boolean) sets the template's answer protocol line (issue 34).
 
     Raises:
         DeltapError: unknown kind, a missing model name, unknown options, or a backend whose optional dependency is
@@ -302,6 +304,7 @@ def make_solver(kind: str = "local", cache: str | Path | None = None, **options:
     if info.requires_model and "model" not in options:
         raise DeltapError(f"the {kind} solver needs a model name (--model / model=...)")
     cls = info.load()
+    _template_options(kind, cls, options)
     _check_options(kind, cls, options)
     solver: Solver = cls(**options)
     if cache is not None:
@@ -319,6 +322,27 @@ def solver_class(kind: str) -> type[Any]:
         DeltapError: an unknown kind, or a backend whose optional dependency is missing.
     """
     return cast(type[Any], solver_kind(kind).load())
+
+
+def _template_options(kind: str, cls: Any, options: dict[str, Any]) -> None:
+    """``template=FILE`` read as a :class:`~deltap.solvers.prompts.PromptTemplate`; ``answer_protocol=`` folded into
+    the template (in place)."""
+    from dataclasses import replace
+
+    from deltap.solvers.prompts import ANSWER_PROTOCOLS, DEFAULT_TEMPLATE, PromptTemplate
+
+    template = options.get("template")
+    if isinstance(template, str | Path):
+        options["template"] = PromptTemplate.from_file(template)
+    if "answer_protocol" not in options:
+        return
+    protocol = options.pop("answer_protocol")
+    protocol = {True: "on", False: "off"}.get(protocol, protocol) if isinstance(protocol, bool) else str(protocol)
+    if protocol not in ANSWER_PROTOCOLS:
+        raise DeltapError(f"answer_protocol must be one of {', '.join(ANSWER_PROTOCOLS)}, got {protocol!r}")
+    if "template" not in inspect.signature(cls).parameters:
+        raise DeltapError(f"the {kind!r} solver renders no prompt: answer_protocol does not apply to it")
+    options["template"] = replace(options.get("template") or DEFAULT_TEMPLATE, answer_protocol=protocol)
 
 
 def _check_options(kind: str, cls: Any, options: dict[str, Any]) -> None:

@@ -21,6 +21,16 @@ The **user** message holds the question, the options (multiple choice) or the so
 answer instruction of the benchmark type: a bare identifier (``api_understanding``), an option letter
 (``multiple_choice``) or the full fixed source file in one fenced block (``fix_error``).
 
+**The answer protocol** (issue 34). With the protocol on, the string and multiple-choice instructions ask for the
+answer on a final line of a fixed form, ``Answer: <identifier>`` / ``Answer: <letter>`` (:data:`PROTOCOL_INSTRUCTIONS`),
+the way the standard evaluation harnesses do; the checkers read such a declared answer first, strictly, and fall back
+to the answer grammar for a reply without one (``docs/answer-grammar.md``). :attr:`PromptTemplate.answer_protocol`
+chooses: ``on``, ``off``, or ``auto`` (the default), which is :data:`PROTOCOL_DEFAULTS` per benchmark type — the
+setting measured not to cost the local model its pass rate or its log-probability signal
+(``benchmarks/bench_protocol.py``, table in ``benchmarks/README.md``). The protocol changes the prompt, so its hash:
+a run directory resumed with the other setting is refused with a message that says so (the run's manifest records
+the prompt).
+
 Everything is overridable through a :class:`PromptTemplate` (in code, or a YAML/JSON file with the same field names
 via :meth:`PromptTemplate.from_file`). Templates are ``str.format`` strings; braces inside documents, questions and
 code are never interpreted (only the template's own fields are).
@@ -31,7 +41,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,15 +52,19 @@ if TYPE_CHECKING:
     from deltap.solvers.base import SolveRequest
 
 __all__ = [
+    "ANSWER_PROTOCOLS",
     "DEFAULT_INSTRUCTIONS",
     "DEFAULT_TEMPLATE",
     "Message",
+    "PROTOCOL_DEFAULTS",
+    "PROTOCOL_INSTRUCTIONS",
     "PromptTemplate",
     "messages_to_text",
     "prompt_hash",
     "render_context",
     "render_document",
     "render_prompt",
+    "template_fingerprint",
 ]
 
 Message = dict[str, str]
@@ -69,6 +83,36 @@ DEFAULT_INSTRUCTIONS: dict[str, str] = {
     "beir": "Answer the question concisely.",
 }
 
+#: the answer instructions with the protocol line: the answer on a final line ``Answer: ...`` (benchmark types
+#: without one here have no protocol)
+PROTOCOL_INSTRUCTIONS: dict[str, str] = {
+    "api_understanding": (
+        "Answer with the exact identifier only (a class, method, parameter or attribute name), with no explanation, "
+        "on a final line of the form:\nAnswer: <identifier>"
+    ),
+    "multiple_choice": (
+        "Answer with the letter of the correct option only, with no explanation, on a final line of the form:\n"
+        "Answer: <letter>\n(for example: Answer: B)"
+    ),
+    "qa": (
+        "Answer with the answer only (a name, number, value or short phrase), with no explanation, on a final line "
+        "of the form:\nAnswer: <answer>"
+    ),
+}
+
+#: the values of :attr:`PromptTemplate.answer_protocol`
+ANSWER_PROTOCOLS = ("auto", "on", "off")
+
+#: whether ``answer_protocol="auto"`` asks for the protocol line, per benchmark type. Measured with the local model
+#: (``benchmarks/bench_protocol.py``, table in ``benchmarks/README.md``): SmolLM2-135M never writes the line, and the
+#: instruction lowers its string-match pass lift by one reply and its log-probability lift by 2.5 %, its
+#: multiple-choice pass rate by one question of five — off everywhere; turn it on for hosted models.
+PROTOCOL_DEFAULTS: dict[str, bool] = {
+    "api_understanding": False,
+    "multiple_choice": False,
+    "qa": False,
+}
+
 
 @dataclass(frozen=True)
 class PromptTemplate:
@@ -84,7 +128,10 @@ class PromptTemplate:
         user: The user message; fields ``{question}``, ``{options}``, ``{source}``, ``{instruction}``.
         options_item: One multiple-choice option; fields ``{letter}``, ``{text}``.
         source_block: The source file to fix; field ``{code}``.
-        instructions: Answer instruction per benchmark type (missing types use ``DEFAULT_INSTRUCTIONS``).
+        instructions: Answer instruction per benchmark type (missing types use ``DEFAULT_INSTRUCTIONS``, or
+            ``PROTOCOL_INSTRUCTIONS`` where the answer protocol is on).
+        answer_protocol: ``auto`` (:data:`PROTOCOL_DEFAULTS` per benchmark type), ``on`` (every type with a protocol
+            instruction) or ``off``: whether the instruction asks for a final ``Answer: ...`` line.
     """
 
     system: str = "You are an expert on the documented API. Answer using the documentation context when it helps."
@@ -98,11 +145,21 @@ class PromptTemplate:
     options_item: str = "{letter}. {text}"
     source_block: str = "\n\nThe file to fix:\n```python\n{code}\n```"
     instructions: Mapping[str, str] = field(default_factory=dict)
+    answer_protocol: str = "auto"
+
+    def protocol(self, benchmark_type: str) -> bool:
+        """Whether the instruction of ``benchmark_type`` asks for the final ``Answer: ...`` line."""
+        if benchmark_type not in PROTOCOL_INSTRUCTIONS or self.answer_protocol == "off":
+            return False
+        return self.answer_protocol == "on" or PROTOCOL_DEFAULTS.get(benchmark_type, False)
 
     def instruction(self, benchmark_type: str) -> str:
-        """The answer instruction for a benchmark type (user override, then default, then the generic one)."""
+        """The answer instruction for a benchmark type: the user's override, else the protocol instruction where the
+        protocol is on, else the default, else the generic one."""
         if benchmark_type in self.instructions:
             return self.instructions[benchmark_type]
+        if self.protocol(benchmark_type):
+            return PROTOCOL_INSTRUCTIONS[benchmark_type]
         return DEFAULT_INSTRUCTIONS.get(benchmark_type, DEFAULT_INSTRUCTIONS["beir"])
 
     @classmethod
@@ -139,7 +196,12 @@ class PromptTemplate:
         return cls.from_dict(data, str(path))
 
     def validate(self, source: str = "<template>") -> None:
-        """Check every field formats with its documented placeholders (catches typos like ``{questoin}``)."""
+        """Check every field formats with its documented placeholders (catches typos like ``{questoin}``) and
+        ``answer_protocol`` is one of :data:`ANSWER_PROTOCOLS`."""
+        if self.answer_protocol not in ANSWER_PROTOCOLS:
+            raise FormatError(
+                source, f"answer_protocol must be one of {', '.join(ANSWER_PROTOCOLS)}, got {self.answer_protocol!r}"
+            )
         probes: dict[str, dict[str, str]] = {
             "document": {"doc_id": "", "title": "", "text": "", "body": ""},
             "user": {"question": "", "options": "", "source": "", "instruction": ""},
@@ -158,6 +220,17 @@ class PromptTemplate:
 
 
 DEFAULT_TEMPLATE = PromptTemplate()
+
+
+def template_fingerprint(template: PromptTemplate) -> dict[str, Any]:
+    """The template's fields as a mapping, for a run's manifest: ``answer_protocol`` is left out while it is
+    ``auto`` (templates before issue 34 had no such field, so an unchanged template keeps the digest it was logged
+    with; what ``auto`` renders is in the manifest's prompt hash)."""
+    data = asdict(template)
+    data["instructions"] = dict(template.instructions)
+    if template.answer_protocol == "auto":
+        del data["answer_protocol"]
+    return data
 
 
 def render_document(doc: Document, template: PromptTemplate = DEFAULT_TEMPLATE) -> str:

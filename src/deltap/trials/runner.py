@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from deltap.checkers.base import is_unreadable
 from deltap.errors import DeltapError
 from deltap.outcomes import outcome_kind
 from deltap.solvers.base import is_deterministic, solver_id
@@ -205,6 +206,7 @@ class CaseTrials:
         if self.checker is None:
             raise DeltapError(f"case {self.case.case_id!r}: the pass outcome needs a checker")
         check = self.checker.check(self.case, res.text)
+        self.tally.add_reply(is_unreadable(check.detail))
         value = check.value
         if value is None:
             self.errors += 1
@@ -225,10 +227,17 @@ class CallTally:
         self.value = 0
         self.tokens_in = 0
         self.tokens_out = 0
+        self.replies = 0  # replies judged by a checker
+        self.unreadable = 0  # ... of which the checker could not read (deltap.checkers.is_unreadable)
 
     def add(self, n: int) -> None:
         with self._lock:
             self.value += n
+
+    def add_reply(self, unreadable: bool) -> None:
+        with self._lock:
+            self.replies += 1
+            self.unreadable += int(unreadable)
 
     def add_tokens(self, tokens_in: int | None, tokens_out: int | None) -> None:
         with self._lock:

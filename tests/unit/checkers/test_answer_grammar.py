@@ -1,4 +1,7 @@
-"""The strict answer grammar (issue 24): a reply passes only when it commits to exactly one answer.
+"""The strict answer grammar (issue 24, ``grammar="strict"``): a reply passes only when it commits to exactly one answer.
+
+Since issue 34 the checkers' default is the ``grader`` grammar (tests/unit/checkers/test_grader.py, which runs these
+tables on it too); the strict grammar stays for the runs judged by it, so these tests pin ``grammar="strict"``.
 
 The attack tables are the issue's held-out wrong replies (every one was accepted by the checkers before issue 24)
 plus their mirror images: the same phrasing with the right answer in the place that counts must pass. Everything
@@ -22,11 +25,12 @@ OPTIONS = {"A": "BaseAgent", "B": "LlmAgent", "C": "SequentialAgent", "D": "Runn
 
 
 def _sm(expected: str, **params: object):  # type: ignore[no-untyped-def]
-    return make_checker(CheckerSpec("string_match", {"answers": [expected], **params}))
+    return make_checker(CheckerSpec("string_match", {"answers": [expected], "grammar": "strict", **params}))
 
 
 def _mc(correct: str, **params: object):  # type: ignore[no-untyped-def]
-    return make_checker(CheckerSpec("multiple_choice", {"correct": correct, "options": OPTIONS, **params}))
+    spec = {"correct": correct, "options": OPTIONS, "grammar": "strict", **params}
+    return make_checker(CheckerSpec("multiple_choice", spec))
 
 
 # -- string_match: wrong replies a small model really writes, each accepted before issue 24 ----------------------
@@ -141,7 +145,9 @@ def test_a_bad_grammar_is_a_one_line_error(kind: str) -> None:
     from deltap.errors import DeltapError
 
     params = {"answers": ["x"]} if kind == "string_match" else {"correct": "A", "options": OPTIONS}
-    with pytest.raises(DeltapError, match=rf"^{kind}: grammar must be 'strict' or 'lenient', got 'loose'$"):
+    with pytest.raises(
+        DeltapError, match=rf"^{kind}: grammar must be one of grader, protocol, strict, lenient, got 'loose'$"
+    ):
         make_checker(CheckerSpec(kind, {**params, "grammar": "loose"}))  # type: ignore[arg-type]
 
 
@@ -429,7 +435,7 @@ def test_one_bare_name_per_line_is_a_list(reply: str, outcome: str) -> None:
     """A list without bullets (one name per line) names several answers; an explanation after the name does not."""
     from deltap.checkers.string_match import StringMatchChecker
 
-    result = StringMatchChecker(["BaseAgent"]).check(None, reply)  # type: ignore[arg-type]
+    result = StringMatchChecker(["BaseAgent"], grammar="strict").check(None, reply)  # type: ignore[arg-type]
     assert result.outcome == outcome, result.detail
     if outcome == "fail":
         assert result.detail.startswith("several"), result.detail
@@ -448,7 +454,7 @@ def test_one_bare_name_per_line_is_a_list(reply: str, outcome: str) -> None:
 def test_a_later_clause_that_is_only_another_name_is_an_alternative(reply: str, outcome: str) -> None:
     from deltap.checkers.string_match import StringMatchChecker
 
-    result = StringMatchChecker(["run_async"]).check(None, reply)  # type: ignore[arg-type]
+    result = StringMatchChecker(["run_async"], grammar="strict").check(None, reply)  # type: ignore[arg-type]
     assert result.outcome == outcome, result.detail
     if outcome == "fail":
         assert result.detail.startswith("alternatives"), result.detail

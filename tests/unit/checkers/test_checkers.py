@@ -167,15 +167,22 @@ def test_extract_code(reply: str, code: str | None) -> None:
 
 def test_multiple_choice_results_are_exact() -> None:
     checker = make_checker(CheckerSpec("multiple_choice", {"correct": "C", "options": OPTIONS}))
-    assert checker.id == "multiple_choice(grammar=strict)"
+    assert checker.id == "multiple_choice(grammar=grader)"
     assert checker.check(CASE, "C") == CheckResult("pass", "C", "correct option")
     assert checker.check(CASE, "B") == CheckResult("fail", "B", "chose B, correct is C", {"rule": "wrong"})
     assert checker.check(CASE, "no idea") == CheckResult(
-        "fail", None, "no answer: no option letter in the reply", {"rule": "no answer"}
+        "fail", None, "hedge: the reply disclaims knowing the answer and names no option", {"rule": "hedge"}
     )
-    assert checker.check(CASE, "") == CheckResult("fail", None, "empty answer", {"rule": "empty"})
-    assert checker.check(CASE, "   ") == CheckResult("fail", None, "empty answer", {"rule": "empty"})
-    assert checker.check(CASE, None) == CheckResult("fail", None, "empty answer", {"rule": "empty"})  # type: ignore[arg-type]
+    assert checker.check(CASE, "nothing") == CheckResult(
+        "fail",
+        None,
+        "unreadable: no answer: no option letter or option text in the reply",
+        {"rule": "no answer", "unreadable": True},
+    )
+    empty = CheckResult("fail", None, "unreadable: empty answer", {"rule": "empty", "unreadable": True})
+    assert checker.check(CASE, "") == empty
+    assert checker.check(CASE, "   ") == empty
+    assert checker.check(CASE, None) == empty  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -285,7 +292,7 @@ def test_make_checker_error_messages(spec: CheckerSpec, message: str) -> None:
 def test_make_checker_string_match_params() -> None:
     one = make_checker(CheckerSpec("string_match", {"answers": "BaseAgent"}))  # a single answer as a string
     assert (
-        one.answers == ("BaseAgent",) and one.id == "string_match(case_sensitive=False,qualified=either,grammar=strict)"
+        one.answers == ("BaseAgent",) and one.id == "string_match(case_sensitive=False,qualified=either,grammar=grader)"
     )
     both = make_checker(
         CheckerSpec(

@@ -277,15 +277,20 @@ def test_check_results_carry_the_match_and_the_reason() -> None:
     assert (bad.outcome, bad.extracted) == ("fail", "pkg.NotBaseAgent")
     assert bad.detail == "wrong: the answer 'pkg.NotBaseAgent' matches none of ['google.adk.agents.BaseAgent']"
     empty = checker.check(CASE, "   ")  # type: ignore[attr-defined]
-    assert (empty.outcome, empty.extracted, empty.detail) == ("fail", None, "empty answer")
-    assert checker.id == "string_match(case_sensitive=False,qualified=either,grammar=strict)"  # type: ignore[attr-defined]
+    assert (empty.outcome, empty.extracted, empty.detail) == ("fail", None, "unreadable: empty answer")
+    assert checker.id == "string_match(case_sensitive=False,qualified=either,grammar=grader)"  # type: ignore[attr-defined]
     prose = _string_match("X").check(CASE, "one two three four five\nsix")  # type: ignore[attr-defined]
-    assert prose.detail == "no answer: no candidate name in the answer span 'one two three four five'"
+    assert prose.detail == "wrong: the answer 'six' matches none of ['X']"  # a line of its own is an answer
+    words = _string_match("X").check(CASE, "one two three four five")  # type: ignore[attr-defined]
+    assert words.detail == "unreadable: no answer: no candidate name in 'one two three four five'"
     lenient = _string_match("X", grammar="lenient").check(CASE, "one two three four five\nsix")  # type: ignore[attr-defined]
     assert lenient.detail == "none of ['one two three four five', 'one'] matches ['X']"
     choice = make_checker(CheckerSpec("multiple_choice", {"correct": "C", "options": OPTIONS}))
-    assert choice.check(CASE, "").detail == "empty answer"
-    assert choice.check(CASE, "no idea at all").detail == "no answer: no option letter in the reply"
+    assert choice.check(CASE, "").detail == "unreadable: empty answer"
+    assert choice.check(CASE, "nothing at all").detail == (
+        "unreadable: no answer: no option letter or option text in the reply"
+    )
+    assert choice.check(CASE, "no idea at all").detail.startswith("hedge:")
     assert choice.check(CASE, "B").detail == "chose B, correct is C"
     regex = make_checker(CheckerSpec("regex", {"pattern": r"Base\w+", "mode": "fullmatch"}))
     assert regex.check(CASE, "`BaseAgent`.").extracted == "BaseAgent"  # type: ignore[attr-defined]
@@ -327,8 +332,8 @@ def test_string_match_defaults_and_detail_limits() -> None:
 
     default = StringMatchChecker(["google.adk.agents.BaseAgent"])  # case-insensitive, qualified="either"
     assert default.check(CASE, "baseagent").passed and default.check(CASE, "AGENTS.BASEAGENT").passed
-    assert default.id == "string_match(case_sensitive=False,qualified=either,grammar=strict)"
-    assert default.check(CASE, None).detail == "empty answer"  # type: ignore[arg-type]
+    assert default.id == "string_match(case_sensitive=False,qualified=either,grammar=grader)"
+    assert default.check(CASE, None).detail == "unreadable: empty answer"  # type: ignore[arg-type]
     # At most four candidates are named in a (lenient) failure (this reply has five).
     reply = '{"answer": "Foo", "x": "answer is Qux `Bar`"}'
     detail = StringMatchChecker(["X"], grammar="lenient").check(CASE, reply).detail

@@ -114,7 +114,7 @@ def test_a_run_mined_before_the_answer_grammar_resumes_only_when_asked(
     err = capsys.readouterr().err
     assert (
         exc.value.code != 0
-        and "checker_grammar lenient -> strict in 1 case(s) [q1]" in err
+        and "checker_grammar lenient -> grader in 1 case(s) [q1]" in err
         and "--answer-grammar lenient" in err
     )
     assert "Traceback" not in err
@@ -122,7 +122,7 @@ def test_a_run_mined_before_the_answer_grammar_resumes_only_when_asked(
     assert json.loads((out / "run.json").read_text())["calls_this_process"] == 0
     with pytest.raises(SystemExit):
         main([*args, "--answer-grammar", "loose"])
-    assert "--answer-grammar must be strict or lenient, got 'loose'" in capsys.readouterr().err
+    assert "--answer-grammar must be one of grader, protocol, strict, lenient, got 'loose'" in capsys.readouterr().err
 
 
 def test_mine_takes_the_topic_null_and_the_learned_gold_weight(tmp_path: Path) -> None:

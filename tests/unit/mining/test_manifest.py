@@ -285,7 +285,7 @@ def test_a_log_judged_by_the_lenient_grammar_is_not_resumed_silently_by_the_stri
     with pytest.raises(ManifestChanged) as err:
         mine([_case("a"), _case("b")], _corpus(), _solver(), out=tmp_path, **OPTS)
     msg = str(err.value)
-    assert "checker_grammar lenient -> strict in 2 case(s) [a; b]" in msg and "grammar: lenient" in msg
+    assert "checker_grammar lenient -> grader in 2 case(s) [a; b]" in msg and "grammar: lenient" in msg
     assert "--remine-changed" in msg
     lenient = CheckerSpec("string_match", {"answers": ["ans-a"], "grammar": "lenient"})
     lenient_b = CheckerSpec("string_match", {"answers": ["ans-b"], "grammar": "lenient"})
@@ -302,5 +302,23 @@ def test_a_log_judged_by_the_lenient_grammar_is_not_resumed_silently_by_the_stri
 def test_a_changed_grammar_is_a_changed_input(tmp_path: Path) -> None:
     mine([_case("a")], _corpus(), _solver(), out=tmp_path, **OPTS)
     lenient = CheckerSpec("string_match", {"answers": ["ans-a"], "grammar": "lenient"})
-    with pytest.raises(ManifestChanged, match=r"checker_grammar strict -> lenient in 1 case\(s\) \[a\]"):
+    with pytest.raises(ManifestChanged, match=r"checker_grammar grader -> lenient in 1 case\(s\) \[a\]"):
         mine([_case("a", checker=lenient)], _corpus(), _solver(), out=tmp_path, **OPTS)
+
+
+def test_a_log_judged_by_the_strict_grammar_of_issue_24_is_not_resumed_by_the_grader(tmp_path: Path) -> None:
+    import json
+
+    strict = CheckerSpec("string_match", {"answers": ["ans-a"], "grammar": "strict"})
+    mine([_case("a", checker=strict)], _corpus(), _solver(), out=tmp_path, **OPTS)
+    with sqlite3.connect(tmp_path / "trials.sqlite") as db:  # as issue 24's deltap wrote it: no grammar in params
+        for case_id, manifest in db.execute("SELECT case_id, manifest_json FROM manifests").fetchall():
+            m = json.loads(manifest)
+            m["checker"] = json.dumps({**json.loads(m["checker"]), "params": {"answers": ["ans-a"]}}, sort_keys=True)
+            db.execute("UPDATE manifests SET manifest_json = ? WHERE case_id = ?", (json.dumps(m), case_id))
+    with pytest.raises(ManifestChanged) as err:
+        mine([_case("a")], _corpus(), _solver(), out=tmp_path, **OPTS)
+    msg = str(err.value)
+    assert "checker_grammar strict -> grader in 1 case(s) [a]" in msg and "--answer-grammar strict" in msg
+    again = mine([_case("a", checker=strict)], _corpus(), _solver(), out=tmp_path, **OPTS)
+    assert again.run["calls_this_process"] == 0

@@ -63,7 +63,7 @@ def test_prepare_run_refuses_an_unknown_case_id_and_grammar(tmp_path: Path) -> N
     corpus, bench = _files(tmp_path)
     with pytest.raises(DeltapError, match="unknown case id"):
         prepare_run(CaseSelection(bench, corpus, case_ids=["nope"]), SolverSettings("simulated"))
-    with pytest.raises(DeltapError, match="--answer-grammar must be strict or lenient"):
+    with pytest.raises(DeltapError, match="--answer-grammar must be one of grader, protocol, strict, lenient"):
         prepare_run(CaseSelection(bench, corpus, answer_grammar="loose"), SolverSettings("simulated"))
 
 

@@ -1,0 +1,177 @@
+"""Right answers failed and wrong answers passed by the answer checkers, on labelled replies (issue 34, item 3).
+
+The corpus is ``tests/data/replies/``: ``cases.yaml`` (question, checker parameters, gold documents of every case a
+reply answers) and one file per set of replies, each reply with the verdict a person gives it:
+
+* ``local.yaml`` — every distinct reply the local model (SmolLM2-135M) gave in the bundled stdlib demo and the ADK
+  string-match and multiple-choice ``--outcome pass`` runs, labelled before the grammar of issue 34 was written;
+* ``localbench.yaml`` — every distinct reply of the local model to the 56 stdlib questions in
+  ``bench_protocol.py`` (gold documents and none, with and without the protocol line);
+* ``hosted.yaml`` — replies in the styles of hosted chat models, written and labelled before that grammar too;
+* ``fresh.yaml`` — replies written after the grammar was done, blind to its rules (the attack on it; counted apart);
+  the rules were then revised on its misses, so
+* ``fresh2.yaml`` — a second set, written blind to the revised rules (counted apart).
+
+Each reply is judged by its case's checker with each reading (``grammar=``): ``strict`` (the default: a declared
+``Answer:`` line first, then the answer grammar), ``lenient`` (deltap's matching before the grammar of issue 24) and
+``protocol`` (only a declared ``Answer:`` line counts). Printed per set, reading and checker kind: replies, right
+answers (person: pass) the checker failed, wrong answers (person: fail) it passed, and ``unreadable`` (fails whose
+detail says the checker found no answer).
+
+Run::
+
+    python benchmarks/bench_checkers.py [--set hosted --set local ...] [--show strict]
+
+``--show READING`` lists every disagreement of that reading with the person (reply, verdict, checker detail).
+Goal (issue 34): right answers failed <= 2 %, wrong answers passed 0, with ``strict``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+from deltap.cases import Case, CheckerSpec  # noqa: E402
+from deltap.checkers import is_unreadable, make_checker  # noqa: E402
+
+DATA = REPO / "tests" / "data" / "replies"
+SETS = ("local", "localbench", "hosted", "fresh", "fresh2")
+READINGS = ("grader", "protocol", "strict", "lenient")
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """One reply of the corpus and the verdict a person gives it."""
+
+    set: str
+    case_id: str
+    reply: str
+    verdict: str
+    style: str
+
+
+def load_cases(path: Path = DATA / "cases.yaml") -> dict[str, Case]:
+    """The corpus's cases as :class:`~deltap.cases.Case` objects (checker spec without a grammar)."""
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))["cases"]
+    out = {}
+    for case_id, c in raw.items():
+        if c["kind"] == "string_match":
+            spec = CheckerSpec("string_match", {"answers": list(c["answers"])})
+            out[case_id] = Case(
+                case_id, c["question"], tuple(c.get("gold") or ()), spec, c["answers"][0], "api_understanding"
+            )
+        else:
+            options = {str(k): str(v) for k, v in c["options"].items()}
+            spec = CheckerSpec("multiple_choice", {"correct": c["correct"], "options": options})
+            out[case_id] = Case(
+                case_id,
+                c["question"],
+                tuple(c.get("gold") or ()),
+                spec,
+                c["correct"],
+                "multiple_choice",
+                {"options": options},
+            )
+    return out
+
+
+def load_replies(name: str, directory: Path = DATA) -> list[Labelled]:
+    """One set of labelled replies (``[]`` when the file does not exist)."""
+    path = directory / f"{name}.yaml"
+    if not path.exists():
+        return []
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return [
+        Labelled(name, str(r["case"]), str(r["reply"]), str(r["verdict"]), str(r.get("style", "")))
+        for r in data["replies"]
+    ]
+
+
+def judge(case: Case, reply: str, reading: str) -> tuple[str, str]:
+    """``(status, detail)`` of the case's checker reading ``reply`` with grammar ``reading``."""
+    spec = CheckerSpec(case.checker.kind, {**dict(case.checker.params), "grammar": reading})
+    verdict = make_checker(spec).check(case, reply)
+    return verdict.status, verdict.detail
+
+
+def score(replies: list[Labelled], cases: dict[str, Case], reading: str) -> dict[str, dict[str, Any]]:
+    """Per checker kind (and ``all``): replies, right (person pass), right failed, wrong, wrong passed, unreadable,
+    and the disagreements."""
+    rows: dict[str, dict[str, Any]] = {}
+    for r in replies:
+        case = cases[r.case_id]
+        status, detail = judge(case, r.reply, reading)
+        for kind in (case.checker.kind, "all"):
+            row = rows.setdefault(
+                kind,
+                {
+                    "replies": 0,
+                    "right": 0,
+                    "right_failed": 0,
+                    "wrong": 0,
+                    "wrong_passed": 0,
+                    "unreadable": 0,
+                    "bad": [],
+                },
+            )
+            row["replies"] += 1
+            row["unreadable"] += is_unreadable(detail)
+            if r.verdict == "pass":
+                row["right"] += 1
+                row["right_failed"] += status != "pass"
+            else:
+                row["wrong"] += 1
+                row["wrong_passed"] += status == "pass"
+            if (status == "pass") != (r.verdict == "pass") and kind == "all":
+                row["bad"].append((r, status, detail))
+    return rows
+
+
+def _pct(n: int, d: int) -> str:
+    return f"{n:>3}/{d:<3} {100 * n / d:5.1f}%" if d else f"{'-':>14}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--set", action="append", choices=SETS, help="reply sets (default: every one that exists)")
+    parser.add_argument("--reading", action="append", choices=READINGS, help="readings (default: all three)")
+    parser.add_argument("--show", choices=READINGS, help="list the replies this reading judges against the person")
+    args = parser.parse_args(argv)
+    cases = load_cases()
+    header = (
+        f"{'set':<7} {'reading':<9} {'checker':<16} {'replies':>7} {'right answers failed':>20} "
+        f"{'wrong answers passed':>20} {'unreadable':>10}"
+    )
+    print(header)
+    print("-" * len(header))
+    for name in args.set or SETS:
+        replies = load_replies(name)
+        if not replies:
+            continue
+        for reading in args.reading or READINGS:
+            rows = score(replies, cases, reading)
+            for kind in ("string_match", "multiple_choice", "all"):
+                row = rows.get(kind)
+                if row is None:
+                    continue
+                print(
+                    f"{name:<7} {reading:<9} {kind:<16} {row['replies']:>7} "
+                    f"{_pct(row['right_failed'], row['right']):>20} {_pct(row['wrong_passed'], row['wrong']):>20} "
+                    f"{row['unreadable']:>10}"
+                )
+            if args.show == reading:
+                for r, status, detail in rows["all"]["bad"]:
+                    print(f"    [{r.style}] person {r.verdict}, checker {status} ({detail}): {r.case_id}: {r.reply!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

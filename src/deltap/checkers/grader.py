@@ -1,0 +1,836 @@
+"""The ``grader`` answer grammar: read a reply the way a careful grader would (issue 34).
+
+The default grammar of the ``string_match`` and ``multiple_choice`` checkers. The full rules, each with an example,
+are in ``docs/answer-grammar.md``; in short:
+
+1. **Clean** (:func:`~deltap.checkers.reply.clean_reply`): chat-template residue and reasoning blocks go.
+2. **A declared answer first, strictly**: a JSON ``answer`` field or a final ``Answer: …`` line (the answer protocol,
+   :mod:`deltap.solvers.prompts`) is the answer; it must name exactly one answer. With ``grammar="protocol"`` only a
+   declared answer counts (a reply without one is *unreadable*).
+3. **Otherwise the sentence that asserts the answer**: the first mention (:func:`~deltap.checkers.reply.mentions`)
+   that is not restated from the question, not negated before it (``not X``, ``avoid X``, ``instead of X``, a
+   ``While X …,`` clause) and not rejected after it (``X won't help``, ``X is not in …``, ``X is deprecated``,
+   ``X doesn't exist``, ``X is not what you want``, ``X should be avoided``). Lead-ins, headings, bold labels and
+   restated questions name nothing, so they are passed over. Code is read as code: a call names its function (and,
+   when the function is the one the question names, its keyword arguments), a decorator its function, an import the
+   names it brings in, ``name=value`` its parameter and its value.
+4. **Fails**: a disclaimer up to the answer (``I'm not sure``, ``I don't know``: ``hedge``); another candidate joined
+   to the answer (``X or Y``, ``X, Y``, a bullet list, one name per line: ``several``) or offered after it
+   (``Or maybe Y``, ``it could be Y``: ``alternatives``); a qualifier that contradicts the question or its gold
+   documents (``pickle.dumps`` for ``json.dumps``: ``contradiction``); the reference only negated or rejected
+   (``negated`` / ``rejected``); another answer (``wrong``); nothing to read (``unreadable``: empty, an echo of the
+   options, no candidate at all).
+5. **Multiple choice**: a declared letter; else a conclusion (``so it's A``, ``which leaves B``, ``the answer is
+   C``); else the letter (or option text) the reply opens with; else the one option the first sentence names.
+   Explanations of the other options after the choice are explanations; a hedge between options fails; a letter
+   whose text is another option's (``B) wrap`` for ``A: wrap``) is a ``contradiction``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from deltap.checkers.reply import (
+    BUILTINS,
+    Mention,
+    clean_reply,
+    declared_answer,
+    mentions,
+    number_value,
+    sentences,
+)
+
+__all__ = ["UNREADABLE_RULES", "Context", "Reading", "read_identifier", "read_option"]
+
+#: the rules of a reply the grader could not read (no answer located in it)
+UNREADABLE_RULES = frozenset({"empty", "no answer", "echo", "no declared answer"})
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the grader read of a reply: ``answer`` (the one answer, or ``None``), the ``rule`` (``ok`` or why it
+    failed), a human-readable ``detail`` and the ``candidates`` it weighed."""
+
+    answer: str | None
+    rule: str
+    detail: str
+    candidates: tuple[str, ...] = ()
+
+    @property
+    def unreadable(self) -> bool:
+        return self.rule in UNREADABLE_RULES
+
+
+_DISCLAIM = re.compile(
+    r"\b(?:i(?:'m|\s+am)\s+not\s+(?:sure|certain)|not\s+(?:sure|certain)|unsure|uncertain|"
+    r"(?:i\s+)?(?:do\s+not|don'?t|dont)\s+(?:know|have\s+enough)|no\s+idea|(?:can'?t|cannot|can\s+not)\s+"
+    r"(?:tell|say|be\s+sure|determine|check|recall|remember)|(?:don'?t|do\s+not)\s+(?:recall|remember)|"
+    r"not\s+enough\s+information|hard\s+to\s+say|(?:i'?m|i\s+am)\s+guessing)\b",
+    re.I,
+)
+_REFUSAL = re.compile(
+    r"\b(?:(?:can'?t|cannot|unable\s+to)\s+(?:find|answer|determine)|does\s+not\s+(?:say|mention|specify)|"
+    r"doesn'?t\s+(?:say|mention|specify)|no\s+(?:such|information))\b",
+    re.I,
+)
+_NEG_BEFORE = re.compile(
+    r"(?:\b(?:not|never|neither|nor|avoid|avoiding|without|instead\s+of|rather\s+than|other\s+than|unlike|except|"
+    r"besides|apart\s+from)\b|n't(?:\s+(?:use|call|need|want|pick|choose|recommend))?|\bdo\s+not\s+(?:use|call|need|"
+    r"want|recommend)\b|\bthere(?:'s|\s+is)\s+no\b)(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$|\bno\s*[`*(\[\"']*$",
+    re.I,
+)
+_CONTRAST_OPEN = re.compile(
+    r"^\W*(?:while|whereas|although|though|unlike|instead\s+of|rather\s+than|besides|apart\s+from|except\s+for)\b"
+    r"[^,]*$",
+    re.I,
+)
+_REJECT_AFTER = re.compile(
+    r"^[`*'\")\]]*(?:\s*\([^)]*\))?\s*,?\s*(?:"
+    r"(?:is|was|are)\s*(?:not|n't)\s+(?:in|what|the\s+(?:right|correct|best|one)|a\s+(?:parameter|method|function|"
+    r"class|valid|real|public|good)|an?\s+(?:argument|option|attribute|answer)|available|supported|accurate|correct|"
+    r"right|needed|necessary|valid|it|part\s+of|suitable|appropriate|meant|helpful|useful|recommended)\b|"
+    r"isn'?t\s+(?:in|what|the\s+(?:right|correct|best|one)|a\s+\w+|an\s+\w+|available|supported|accurate|correct|right|"
+    r"needed|valid|it|part\s+of|suitable|appropriate|meant|helpful|useful|recommended)\b|"
+    r"(?:won'?t|will\s+not|wouldn'?t|would\s+not|doesn'?t|does\s+not|didn'?t|can'?t|cannot)\s+(?:help|work|do|exist|"
+    r"apply|handle|be\s+used)\b|"
+    r"(?:is|was|are|has\s+been|have\s+been)\s+(?:deprecated|obsolete|removed|wrong|incorrect|internal|private|an\s+"
+    r"internal|not\s+recommended|a\s+(?:bad|poor)\s+(?:choice|idea)|the\s+wrong)\b|"
+    r"(?:should|must)\s+(?:be\s+avoided|not|n't)|shouldn'?t|must\s+not|is\s+to\s+be\s+avoided|"
+    r"(?:is|are|would\s+be)\s+(?:overkill|unnecessary|needless|inefficient|too\s+(?:slow|heavy|complex))\b|"
+    r"(?:is\s+)?(?:wrong|incorrect)\b)",
+    re.I,
+)
+_ALT_CUE = re.compile(
+    r"(?:\bor\b|\beither\b|\bmaybe\b|\bperhaps\b|\bpossibly\b|\balternatively\b|\botherwise\b|"
+    r"\b(?:could|might|may)\s+(?:also\s+)?be\b|\bor\s+else\b)(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$",
+    re.I,
+)
+_OWN = re.compile(r"\b(?:your|my|our)\s+(?:own\s+)?(?:[\w-]+\s+){0,2}[`*'\"]*$", re.I)
+#: an answer cue in the clause before a mention: ``but the right choice is `X```, ``what you want is `X```
+_ANSWER_CUE = re.compile(
+    r"\b(?:(?:the\s+)?(?:right|correct|best|proper|real)\s+(?:choice|answer|one|function|method|class|option|tool|"
+    r"parameter|argument)\s+(?:here\s+)?(?:is|would\s+be)|(?:the\s+)?answer\s+is|you\s+(?:want|need)|what\s+you\s+"
+    r"(?:want|need)\s+is|(?:one|function|method|class|parameter)\s+you\s+want\s+(?:here\s+)?is)\W*$",
+    re.I,
+)
+_ALT_AFTER = re.compile(
+    r"^[^.;!?\n]{0,40}?\b(?:might|could|may)\s+(?:also\s+)?(?:be|work|do)\b(?!\s+(?:larger|smaller|slower|faster))",
+    re.I,
+)
+_LIST_GAP = re.compile(r"^[\s,/|*`'\"()\[\]]*(?:(?:and|or|nor|and/or|as\s+well\s+as)\b[\s*`'\"(\[]*)?$", re.I)
+_BARE_LIST = re.compile(
+    r"[`*'\"]*[\w.-]+[`*'\"]*(?:\s*(?:,|/|\bor\b|\band\b|\bnor\b)\s*[`*'\"]*[\w.-]+[`*'\"]*)+[.!?]?"
+)
+_BULLET = re.compile(r"^\s*(?:[-*\u2022+]|\d+[.)])\s+")
+_WORD = re.compile(r"[A-Za-z_][\w.]*")
+
+_MODULES = frozenset(getattr(sys, "stdlib_module_names", ())) | {
+    "pandas",
+    "pd",
+    "numpy",
+    "np",
+    "torch",
+    "scipy",
+    "sklearn",
+    "requests",
+    "django",
+    "flask",
+    "pydantic",
+    "langchain",
+    "llama_index",
+    "google",
+    "openai",
+    "simplejson",
+    "ujson",
+    "orjson",
+    "yaml",
+}
+_TYPES = frozenset("str bytes bytearray list dict set frozenset tuple int float complex bool object type".split())
+_CONSTANTS = frozenset({"None", "True", "False"})
+_DUNDER = re.compile(r"__\w+__")
+
+
+# -- the question and the reference ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Context:
+    """What an identifier reading compares with.
+
+    Args:
+        accepted: The accepted answers.
+        case_sensitive: Compare names with case.
+        qualified: ``either`` (a qualified name and its tail are one name) or ``exact``.
+        question: The question (names it mentions are restated, not answered).
+        gold: The case's gold document ids (the owners a qualifier must agree with: ``json`` for ``json.dumps``).
+    """
+
+    accepted: tuple[str, ...]
+    case_sensitive: bool = False
+    qualified: str = "either"
+    question: str = ""
+    gold: tuple[str, ...] = ()
+
+    def norm(self, name: str) -> str:
+        s = name.strip().strip("`*'\"").lstrip("@")
+        s = re.sub(r"\(.*\)$", "", s).rstrip(".,;:!?")
+        return s if self.case_sensitive else s.lower()
+
+    @property
+    def numeric(self) -> bool:
+        return any(number_value(a) is not None for a in self.accepted)
+
+    def asked(self) -> set[str]:
+        words = {self.norm(w) for w in _WORD.findall(self.question)}
+        return words | {w.rsplit(".", 1)[-1] for w in words} | {w.split(".", 1)[0] for w in words}
+
+    def is_accepted(self, name: str) -> bool:
+        return any(self.same(name, a) for a in self.accepted)
+
+    def same(self, name: str, expected: str) -> bool:
+        """``name`` (a bare or qualified name, or a number) names ``expected``."""
+        nv, ev = number_value(name), number_value(expected)
+        if nv is not None or ev is not None:
+            return nv is not None and ev is not None and nv == ev
+        n, e = self.norm(name), self.norm(expected)
+        if not n or not e:
+            return False
+        if n == e:
+            return True
+        return self.qualified == "either" and "." in e and (e.endswith("." + n) or n.endswith("." + e))
+
+
+def _related(qualifier: str, path: str) -> bool:
+    q = [s for s in qualifier.lower().split(".") if s]
+    p = [s for s in path.lower().split(".") if s]
+    if not q:
+        return True
+    return any(p[i : i + len(q)] == q for i in range(len(p) - len(q) + 1)) or q[-1] in p
+
+
+def qualifier_agrees(qualifier: str, name: str, ctx: Context) -> bool:
+    """A qualifier (``json`` of ``json.dumps``) agrees with the question: it is the owner the gold documents give the
+    name (``json.dumps`` -> ``json``), one the question names, or an instance (``agent.run_async``) where the owner is a
+    class; a module or builtin type the question and the gold never name contradicts (``pickle.dumps``,
+    ``str.split`` for ``shlex.split``)."""
+    q = re.sub(r"\(.*?\)", "", qualifier).strip(".")
+    if not q:
+        return True
+    bare = ctx.norm(name).rsplit(".", 1)[-1]
+    owners = [g[: -len(bare) - 1] for g in ctx.gold if g.lower().endswith("." + bare.lower())]
+    first = q.split(".", 1)[0]
+    if owners:
+        if any(_related(q, o) for o in owners):
+            return True
+        module_owner = all(o.rsplit(".", 1)[-1][:1].islower() for o in owners)
+        return not module_owner and first not in _MODULES and first not in _TYPES
+    if first.lower() in ctx.asked() or any(_related(q, g) for g in ctx.gold):
+        return True
+    if not ctx.gold:  # no documents to say whose name it is: only a module the question names can contradict
+        named = {w for w in ctx.asked() if w in _MODULES}
+        return not named or (first not in _MODULES and first not in _TYPES)
+    return first not in _MODULES and first not in _TYPES
+
+
+# -- what a mention claims ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One name (or value) a mention puts forward: ``role`` is ``asserted`` (the name it gives: a call's function, a
+    decorator, a bare name), ``param`` (a keyword argument or ``name=`` of ``name=value``), ``value`` (a number or the
+    value of ``name=value``) or ``import``."""
+
+    name: str
+    qualifier: str
+    role: str
+    owner: str = ""  # the call a keyword argument belongs to
+
+
+def _split(dotted: str) -> tuple[str, str]:
+    dotted = dotted.lstrip("@")
+    return (dotted.rsplit(".", 1)[1], dotted.rsplit(".", 1)[0]) if "." in dotted else (dotted, "")
+
+
+def claims(m: Mention) -> list[Claim]:
+    """What a mention puts forward (see :class:`Claim`), in order."""
+    if m.value is not None:
+        return [Claim(m.text, "", "value")]
+    if m.text in _CONSTANTS:
+        return [Claim(m.text, "", "value")]
+    cn = m.code
+    if cn is None:
+        if m.kind in ("spot", "line", "bold", "plain") and m.text.strip():
+            name, qual = _split(m.text.strip().strip("`*"))
+            return [Claim(name, qual, "asserted")]
+        return []
+    out: list[Claim] = []
+    for d in cn.decorators:
+        out.append(Claim(*_split(d), "asserted"))
+    for func, kwargs in cn.calls:
+        name, qual = _split(func)
+        out.append(Claim(name, qual, "asserted"))
+        out += [Claim(k, "", "param", owner=func) for k in kwargs]
+    for name in cn.names:
+        out.append(Claim(*_split(name), "asserted"))
+    for name, value in cn.assigned:
+        out.append(Claim(name, "", "param"))
+        if value:
+            out.append(Claim(value, "", "value", owner=name))
+    for ann in cn.annotations:
+        if ann.rsplit(".", 1)[-1] not in _TYPES:
+            out.append(Claim(*_split(ann), "annotation"))
+    for k, v in cn.kwarg_values:
+        if v:
+            out.append(Claim(v, "", "value", owner=k))
+    for imp in cn.imports:
+        out.append(Claim(*_split(imp), "import"))
+    return out
+
+
+class _Judge:
+    """Decides, for one reply and one context, what each mention says about the reference."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.asked = ctx.asked()
+
+    def restated(self, name: str) -> bool:
+        n = self.ctx.norm(name)
+        return bool(n) and not self.ctx.is_accepted(name) and (n in self.asked or n.rsplit(".", 1)[-1] in self.asked)
+
+    def open_call(self, func: str) -> bool:
+        """A call whose keyword arguments are answers: its function is the question's, a builtin, or a class the gold
+        documents name."""
+        name, _ = _split(func)
+        return self.restated(func) or name in BUILTINS or any(g.rsplit(".", 1)[-1] == name for g in self.ctx.gold)
+
+    def hit(self, c: Claim) -> bool:
+        """The claim names an accepted answer: a qualified accepted answer compares with the whole qualified name (its
+        tail under ``either``), a bare one with the name (and only an unqualified name under ``exact``)."""
+        full = f"{c.qualifier}.{c.name}" if c.qualifier else c.name
+        for a in self.ctx.accepted:
+            if "." in self.ctx.norm(a):
+                if self.ctx.qualified == "exact" and self.ctx.norm(full) == self.ctx.norm(a):
+                    return True
+                if self.ctx.qualified == "either" and self.ctx.same(full, a):
+                    return True
+            elif self.ctx.same(c.name, a) and (self.ctx.qualified == "either" or not c.qualifier):
+                return True
+        return False
+
+    def matches(self, m: Mention) -> bool | None:
+        """``True``: the mention gives the reference; ``False``: it gives another answer; ``None``: it gives none
+        (restated names, builtins only, nothing name-like)."""
+        cl = claims(m)
+        if self.ctx.numeric:  # a number question: its numbers (and the values of the question's parameters) count
+            for c in cl:
+                if c.role == "value" and (not c.owner or self.restated(c.owner) or len(cl) <= 2):
+                    return any(self.ctx.same(c.name, a) for a in self.ctx.accepted)
+            return None
+        verdict: bool | None = None
+        for c in cl:
+            if c.role == "value" or (c.role == "param" and c.owner and not self.open_call(c.owner)):
+                continue
+            if self.hit(c):
+                bare = not any("." in self.ctx.norm(a) for a in self.ctx.accepted)
+                return not (bare and c.qualifier and not qualifier_agrees(c.qualifier, c.name, self.ctx))
+            if c.role in ("import", "annotation") or self.restated(c.name) or c.name in _CONSTANTS:
+                continue
+            if _DUNDER.fullmatch(c.name):
+                continue
+            if c.name in BUILTINS and sum(x.role == "asserted" for x in cl) > 1:
+                continue  # print(json.dumps(d)): the builtin is the wrapping, not the answer
+            verdict = False
+        return verdict
+
+    def contradicted(self, m: Mention) -> bool:
+        return any(
+            c.qualifier
+            and any(self.ctx.same(c.name, a) for a in self.ctx.accepted)
+            and not qualifier_agrees(c.qualifier, c.name, self.ctx)
+            for c in claims(m)
+            if c.role == "asserted"
+        )
+
+    def label(self, m: Mention) -> str:
+        for c in claims(m):
+            if c.role in ("asserted", "value", "param") and not self.restated(c.name) and c.name not in BUILTINS:
+                return f"{c.qualifier}.{c.name}" if c.qualifier else c.name
+        return m.text
+
+
+# -- identifier answers ------------------------------------------------------------------------------------------
+
+_VERB_USE = re.compile(
+    r"\b(?:to|can|will|the|a|an|this|that|these|those|its|your|their|our|my|of|for|with|in|on|by)\s*$", re.I
+)
+_VERB_OBJECT = re.compile(r"^\s+(?:the|them|it|a|an|your|these|those|this|that|each|all|up|out|into|together)\b", re.I)
+_ABBREVIATION = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]?\.?|etc|vs")
+
+
+def _mentions(text: str, ctx: Context) -> list[Mention]:
+    """The reply's mentions, with the accepted answers' own words (``ans-a``, ``Barack Obama``) added where they
+    stand, and plain English uses of an accepted word (``to split``, ``join them``) left out."""
+    spotted = {ctx.norm(a) for a in ctx.accepted}
+    found = [
+        m
+        for m in mentions(text, lambda w: ctx.norm(w) in spotted, numbers=ctx.numeric)
+        if not _ABBREVIATION.fullmatch(m.text)
+        and not (re.fullmatch(r"[A-Za-z]\(.*\)", m.text) and m.kind == "plain")  # C(52, 5), O(n): notation
+        and not (
+            m.kind == "spot" and (_VERB_USE.search(text[: m.start]) or _VERB_OBJECT.match(text[m.end : m.end + 12]))
+        )
+    ]
+    flags = 0 if ctx.case_sensitive else re.I
+    for a in ctx.accepted:
+        word = a.strip()
+        if not word or re.fullmatch(r"[A-Za-z_]\w*", word) or number_value(word) is not None:
+            continue
+        for hit in re.finditer(r"(?<![\w.-])" + re.escape(word) + r"(?![\w-]|\.\w)", text, flags):
+            if not any(m.start < hit.end() and hit.start() < m.end for m in found):
+                sent = next((s.index for s in sentences(text) if s.start <= hit.start() < s.end), 0)
+                found.append(Mention(hit.group(0), hit.start(), hit.end(), sent, "spot", None))
+    found.sort(key=lambda m: m.start)
+    return found
+
+
+def _flag(text: str, found: list[Mention]) -> None:
+    """Mark each mention ``negated`` / ``contrasted`` / ``rejected`` from the words around it in its sentence."""
+    sents = {s.index: s for s in sentences(text)}
+    for i, m in enumerate(found):
+        sent = sents.get(m.sentence)
+        s_start, s_end = (sent.start, sent.end) if sent else (0, len(text))
+        prev = found[i - 1].end if i and found[i - 1].sentence == m.sentence else s_start
+        nxt = found[i + 1].start if i + 1 < len(found) and found[i + 1].sentence == m.sentence else s_end
+        before, after = text[max(prev, s_start) : m.start], text[m.end : max(nxt, m.end)]
+        if _NEG_BEFORE.search(before):
+            m.flags.add("negated")
+        if _OWN.search(before):  # ``your comparison function `mycmp` ``: the user's own code, not an answer
+            m.flags.add("own")
+        if _CONTRAST_OPEN.match(text[s_start : m.start]):
+            m.flags.add("contrasted")
+        if _REJECT_AFTER.match(after):
+            m.flags.add("rejected")
+
+
+def _set_aside(m: Mention) -> bool:
+    return bool(m.flags & {"negated", "contrasted", "rejected", "own"})
+
+
+def _bullet_answers(text: str, found: list[Mention], judge: _Judge) -> list[Mention]:
+    """The answers of a list: one per bullet line, or one per line of a run of lines that are each one name."""
+    lines: list[tuple[int, int, bool]] = []
+    pos = 0
+    for line in text.split("\n"):
+        lines.append((pos, pos + len(line), bool(_BULLET.match(line))))
+        pos += len(line) + 1
+    out: list[Mention] = []
+    run: list[Mention] = []
+    for a, b, bullet in lines:
+        inside = [m for m in found if a <= m.start < b and judge.matches(m) is not None and not _set_aside(m)]
+        only = len(inside) == 1 and not text[a:b].replace(inside[0].text, "").strip(" \t*_`'\".,;:!?()[]-")
+        if bullet and inside and not _BULLET.sub("", text[a : inside[0].start]).strip(" \t*_`'\"([#>"):
+            out.append(inside[0])  # an item that opens with a name (``- `nsmallest` — …``), not a step of prose
+        if only and not bullet:
+            run.append(inside[0])
+        elif text[a:b].strip():
+            if len(run) >= 2:
+                out += run
+            run = []
+    if len(run) >= 2:
+        out += run
+    return out
+
+
+def _distinct(ms: Sequence[Mention], judge: _Judge) -> list[str]:
+    labels: list[str] = []
+    for m in ms:
+        label = judge.label(m)
+        if not any(judge.ctx.same(label, x) or judge.ctx.norm(label) == judge.ctx.norm(x) for x in labels):
+            labels.append(label)
+    return labels
+
+
+def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> Reading | None:
+    """``several`` / ``alternatives`` when another answer is joined to the answer or offered after it."""
+    listed = _bullet_answers(text, found, judge)
+    if answer in listed:
+        names = _distinct(listed, judge)
+        if len(names) >= 2:
+            return Reading(None, "several", f"several: a list of {len(names)} candidates {names[:6]}", tuple(names))
+    sent = next((x for x in sentences(text) if x.index == answer.sentence), None)
+    if sent is not None and _BARE_LIST.fullmatch(sent.text.strip()) and number_value(sent.text) is None:
+        items = [w for w in re.split(r"\s*(?:,|/|\bor\b|\band\b|\bnor\b)\s*", sent.text.strip(" .!?")) if w]
+        if len({judge.ctx.norm(w) for w in items}) >= 2:
+            return Reading(None, "several", f"several: the reply lists {items[:6]}", tuple(items))
+    for m in found:
+        verdict = judge.matches(m)
+        if m is answer or _set_aside(m) or judge.label(m) == judge.label(answer):
+            continue
+        if verdict is True and judge.matches(answer) is True:
+            continue  # the same answer twice (``product`` and `itertools.product`)
+        a, b = (answer, m) if answer.start < m.start else (m, answer)
+        second = verdict is not None or (m.code is not None and not judge.ctx.numeric)
+        if m.sentence == answer.sentence and _LIST_GAP.match(text[a.end : b.start]) and second:
+            names = [judge.label(answer), m.text]  # a restated name in a list is still a second answer
+            return Reading(None, "several", f"several: the reply names {names} together", tuple(names))
+        if (
+            m.start > answer.end
+            and verdict is None
+            and m.kind == "code"
+            and not judge.ctx.numeric
+            and not _DUNDER.fullmatch(m.text)
+        ):
+            prev = max((x.end for x in found if x.end <= m.start), default=0)
+            if _ALT_CUE.search(text[max(prev, answer.end) : m.start]):  # ``X, or maybe just `a + b` ``
+                return Reading(
+                    None, "alternatives", f"alternatives: after {judge.label(answer)!r} the reply offers {m.text!r}"
+                )
+        if verdict is not False:
+            continue
+        if m.start > answer.end:
+            prev = max((x.end for x in found if x.end <= m.start), default=0)
+            window = text[max(prev, answer.end) : m.start]
+            alone = [s for s in sentences(text) if s.index == m.sentence and s.text.strip(" .?!") == m.text]
+            offered = _ALT_AFTER.match(text[m.end : m.end + 80])  # ``though `fill` might also be what you mean``
+            if _ALT_CUE.search(window) or offered or (alone and m.sentence != answer.sentence):
+                names = [judge.label(answer), judge.label(m)]
+                return Reading(None, "alternatives", f"alternatives: after {names[0]!r} the reply offers {names[1]!r}")
+    return None
+
+
+def _cued_first(text: str, found: list[Mention], judge: _Judge) -> list[Mention]:
+    """The mentions in reading order, except that one an answer cue introduces (``but the right choice is `X```)
+    comes before the others of its sentence."""
+    live = [m for m in found if judge.matches(m) is not None and not _set_aside(m)]
+    if not live:
+        return found
+    first = live[0]
+    for m in live[1:]:
+        if m.sentence != first.sentence:
+            break
+        prev = max((x.end for x in found if x.end <= m.start), default=0)
+        if _ANSWER_CUE.search(text[prev : m.start]):
+            return [m, *(x for x in found if x is not m)]
+    return found
+
+
+def _decide(text: str, found: list[Mention], judge: _Judge, where: str) -> Reading:
+    """The reading of ``text`` (the whole reply, or a declared answer's value) from its mentions."""
+    sents = sentences(text)
+    set_aside: list[Mention] = []
+    for m in _cued_first(text, found, judge):
+        verdict = judge.matches(m)
+        if verdict is None:
+            continue
+        if _set_aside(m):
+            set_aside.append(m)
+            continue
+        upto = max((s.end for s in sents if s.index == m.sentence), default=len(text))
+        if _DISCLAIM.search(text[:upto]):
+            return Reading(None, "hedge", f"hedge: the reply disclaims knowing the answer before {judge.label(m)!r}")
+        other = _others(text, m, found, judge)
+        if other is not None:
+            return other
+        if verdict:
+            return Reading(judge.label(m), "ok", f"answer {m.text!r}{where}", (m.text,))
+        if judge.contradicted(m):
+            return Reading(
+                None,
+                "contradiction",
+                f"contradiction: {m.text!r} qualifies the name with an owner the question and its documents do not "
+                f"give it ({', '.join(judge.ctx.gold) or 'none'})",
+                (m.text,),
+            )
+        return Reading(judge.label(m), "wrong", f"wrong: the answer {judge.label(m)!r}{where}", (judge.label(m),))
+    rejected = [m for m in set_aside if judge.matches(m)]
+    if rejected:
+        how = "rejected" if any("rejected" in m.flags for m in rejected) else "negated"
+        return Reading(None, how, f"{how}: the reply names {rejected[0].text!r} only to set it aside", ())
+    if _DISCLAIM.search(text):
+        return Reading(None, "hedge", "hedge: the reply disclaims knowing the answer and names none")
+    if _REFUSAL.search(text):
+        return Reading(None, "refusal", "refusal: the reply says it cannot answer")
+    if set_aside:
+        return Reading(None, "negated", f"negated: the reply only sets aside {[m.text for m in set_aside][:4]}", ())
+    restated = [
+        m
+        for m in found
+        if not judge.ctx.numeric and any(c.role == "asserted" and judge.restated(c.name) for c in claims(m))
+    ]
+    if restated:  # ``The `fnmatch` function translates …`` for *Which fnmatch function …*: an answer, the wrong one
+        name = judge.label(restated[0])
+        return Reading(name, "wrong", f"wrong: the answer {restated[0].text!r}{where} only repeats the question", ())
+    return Reading(None, "no answer", f"no answer: no candidate name{where} in {text.strip()[:80]!r}", ())
+
+
+def _declared_clause(value: str) -> str:
+    """A declared answer up to its first explanation (``insort (an alias of insort_right)`` -> ``insort``); never cut
+    inside code (backticks, or the parentheses of a call)."""
+    depth, tick = 0, False
+    for i, ch in enumerate(value):
+        if ch == "`":
+            tick = not tick
+        elif not tick and ch in "([":
+            if depth == 0 and i and value[i - 1] == " ":  # `` (an alias ...)``: an aside after the answer
+                return value[:i].strip()
+            depth += 1
+        elif not tick and ch in ")]":
+            depth = max(0, depth - 1)
+        elif not tick and depth == 0:
+            rest = value[i:]
+            if re.match(
+                r"[\u2014\u2013]|\s-+\s|;\s|\.\s|,\s+(?:because|since|which|as|it|this|that|but|so)\b|\s+because\b",
+                rest,
+            ):
+                return value[:i].strip()
+    return value.strip()
+
+
+def read_identifier(reply: str | None, ctx: Context, protocol: bool = False) -> Reading:
+    """Read the one answer a reply gives to an identifier question (the module docstring; ``protocol``: only a
+    declared answer counts)."""
+    text = clean_reply(reply)
+    if not text:
+        return Reading(None, "empty", "empty answer")
+    judge = _Judge(ctx)
+    declared = declared_answer(text)
+    if declared is not None:
+        head = text[: text.rfind(declared)] if declared in text else ""
+        if _DISCLAIM.search(head):
+            return Reading(None, "hedge", "hedge: the reply disclaims knowing the answer before declaring it")
+        value = _declared_clause(declared)
+        found = _mentions(value, ctx)
+        _flag(value, found)
+        reading = _decide(value, found, judge, " (declared)")
+        if reading.rule == "no answer":
+            return Reading(None, "no answer", f"no answer: the declared answer {declared[:80]!r} names nothing")
+        return reading
+    if protocol:
+        return Reading(None, "no declared answer", "no declared answer: the reply has no 'Answer: ...' line")
+    found = _mentions(text, ctx)
+    _flag(text, found)
+    return _decide(text, found, judge, "")
+
+
+# -- option letters ----------------------------------------------------------------------------------------------
+
+#: words after a capital letter that make it an option letter, not the article (``A is wrong`` vs ``A function``)
+_VERBISH = frozenset(
+    "is was would seems looks appears and or nor are because since as but then matches fits describes best correctly "
+    "can could should will might may only alone too also here instead needs need sorts gives returns".split()
+)
+_OPTION_WORD = re.compile(r"\b(?:option|choice|letter)\s*$", re.I)
+_CONCLUSION = re.compile(
+    r"(?:\b(?:so|thus|therefore|hence)\b[\s,:]*(?:(?:the\s+)?(?:correct\s+|right\s+|best\s+)?(?:answer|option|choice)"
+    r"\s+(?:is|must\s+be|would\s+be)\s*:?\s*|it(?:'s|\s+is|\s+must\s+be)\s+)?|"
+    r"\b(?:which|that|this)\s+leaves\s+(?:us\s+with\s+)?(?:only\s+)?|\bleaving\s+(?:only\s+)?|"
+    r"\b(?:the\s+)?(?:correct|right|best)\s+(?:answer|option|choice)\s+(?:is|would\s+be|must\s+be)\s*:?\s*|"
+    r"\b(?:the\s+)?answer\s+(?:is|would\s+be|must\s+be)\s*:?\s*|"
+    r"\bI(?:'d|\s+would)\s+(?:go\s+with|choose|pick|say)\s+|\bI\s+(?:choose|pick|go\s+with)\s+)"
+    r"[\s*(\[`\"']*(?:option\s+)?(?P<letter>[A-Za-z])(?=$|[)\].:,;!*`'\"\u2014\u2013-]|\s+(?:because|since|as|\(|"
+    r"\u2014|\u2013|-)|\s*\n)",
+    re.I,
+)
+_MARKER_LINE = re.compile(r"^[ \t>*-]*\(?(?P<letter>[A-Za-z])[).:][ \t]+(?P<text>.*)$", re.M)
+_INLINE_MARKERS = re.compile(r"(?:^|(?<=\s))\(?([A-Za-z])\)\s+")
+
+
+@dataclass
+class _Option:
+    key: str
+    start: int
+    end: int
+    form: str  # letter | text
+    negated: bool = False
+
+
+def _norm_text(s: str) -> str:
+    return re.sub(r"\s+", " ", s.strip().strip("`*'\"_").rstrip(".,;:!?").strip("`*'\"_")).lower()
+
+
+def _own_text(rest: str, text: str) -> bool:
+    """``rest`` (what follows a marker) starts with ``text`` (an option's text), or with what is left of it where the
+    reply was cut off."""
+    r, t = _norm_text(rest), _norm_text(text)
+    return bool(t) and (r.startswith(t[: max(1, min(len(t), 24))]) or (len(r) >= 3 and t.startswith(r)))
+
+
+def _drop_echo(text: str, options: Mapping[str, str]) -> tuple[str, int]:
+    """``text`` without an echo of the option list (two or more ``X) <text of X>`` markers), and how many were
+    dropped."""
+    keys = {k.upper(): k for k in options}
+    spans: list[tuple[int, int, str]] = []
+    for m in _MARKER_LINE.finditer(text):
+        key = keys.get(m.group("letter").upper())
+        if key is not None and _own_text(m.group("text"), options[key]):
+            spans.append((m.start(), m.end(), key))
+    for line in re.finditer(r"[^\n]+", text):  # one line holding several markers: ``A) foo B) bar``
+        parts = list(_INLINE_MARKERS.finditer(line.group(0)))
+        if len(parts) < 2:
+            continue
+        echoed = []
+        for i, p in enumerate(parts):
+            key = keys.get(p.group(1).upper())
+            end = parts[i + 1].start() if i + 1 < len(parts) else len(line.group(0))
+            if key is not None and _own_text(line.group(0)[p.end() : end], options[key]):
+                echoed.append(key)
+        if len(set(echoed)) == len(parts):
+            spans.append((line.start(), line.end(), echoed[0]))
+            spans += [(line.start(), line.start(), k) for k in echoed[1:]]
+    if len({k for _, _, k in spans}) < 2:
+        return text, 0
+    out, last = [], 0
+    for a, b, _ in sorted(spans):
+        out.append(text[last:a])
+        last = max(last, b)
+    out.append(text[last:])
+    return "".join(out), len({k for _, _, k in spans})
+
+
+def _option_mentions(text: str, options: Mapping[str, str]) -> list[_Option]:
+    keys = {k.upper(): k for k in options}
+    out: list[_Option] = []
+    for m in re.finditer(r"(?<![\w\\-])(?<!\w['\u2019])([A-Za-z])(?![\w-])(?!['\u2019]\w)", text):
+        key = keys.get(m.group(1).upper())
+        if key is None:
+            continue
+        s, e = m.start(), m.end()
+        before, after = text[max(0, s - 2) : s], text[e : e + 2]
+        wrapped = (before.endswith(("(", "[", "`")) and after[:1] in (")", "]", "`")) or (
+            before == "**" and after[:1] in ("*", ".", ")", ":")
+        )
+        line_start = not text[text.rfind("\n", 0, s) + 1 : s].strip(" \t>([*-")
+        marker = after.startswith(")") or (line_start and after[:1] in (".", ":"))
+        named = bool(_OPTION_WORD.search(text[max(0, s - 12) : s]))
+        following = re.match(r"[)\].:*`\"']*[ \t]+([A-Za-z']+)", text[e:])
+        word = following.group(1) if following else None
+        article = m.group(1) in "AI" and word is not None and word[:1].islower() and word.lower() not in _VERBISH
+        if m.group(1).islower():
+            alone = not text.strip(" \t\n()[]*`'\".,:;!?").replace(m.group(1), "", 1).strip()
+            if not (alone or (marker and after.startswith(")")) or named or wrapped):
+                continue
+        elif article and not (wrapped or marker or named):
+            if not _own_text(text[s:], options[key]):
+                continue
+        out.append(_Option(key, s, e, "letter"))
+    for key, value in options.items():
+        t = _norm_text(str(value))
+        if not t:
+            continue
+        pattern = r"(?<![\w-])(?:[A-Za-z_][\w]*\.)*" + re.escape(t) + r"(?![\w-])"
+        for m in re.finditer(pattern, text, re.I):
+            if not any(o.start <= m.start() < o.end or m.start() <= o.start < m.end() for o in out):
+                out.append(_Option(key, m.start(), m.end(), "text"))
+    out.sort(key=lambda o: o.start)
+    for o in out:
+        sent_start = max(text.rfind(c, 0, o.start) for c in ".;!?\n") + 1
+        prev = max((x.end for x in out if x.end <= o.start), default=0)
+        before = text[max(sent_start, prev) : o.start]
+        after = text[o.end : o.end + 40]
+        o.negated = bool(_NEG_BEFORE.search(before)) or bool(
+            re.match(r"^[)\].:*`'\"]*\s*(?:is|was|would\s+be|seems)\s+(?:wrong|incorrect|false|not\b)", after, re.I)
+        )
+    return out
+
+
+def _declared_option(value: str, options: Mapping[str, str]) -> Reading:
+    keys = {k.upper(): k for k in options}
+    v = value.strip().strip("*_`'\" ").rstrip(".")
+    m = re.match(r"^\(?(?:option\s+)?([A-Za-z])\)?(?:\s*[).:\-\u2014]\s*(?P<text>.+)|\s*)$", v, re.I)
+    if m and keys.get(m.group(1).upper()) and not re.search(r"\banswer\b", v, re.I):
+        key = keys[m.group(1).upper()]
+        rest = _norm_text(m.group("text") or "")
+        others = [k for k, t in options.items() if k != key and rest and _norm_text(str(t)) == rest]
+        if others and _norm_text(str(options[key])) != rest:
+            return Reading(None, "contradiction", f"contradiction: option {key} with the text of option {others[0]}")
+        return Reading(key, "ok", f"option {key} (declared)", (key,))
+    found = [o for o in _option_mentions(v, options) if not o.negated]
+    distinct = list(dict.fromkeys(o.key for o in found))
+    if len(distinct) == 1:
+        return Reading(distinct[0], "ok", f"option {distinct[0]} (declared)", (distinct[0],))
+    if len(distinct) >= 2:
+        return Reading(None, "several", f"several: the declared answer names options {', '.join(distinct)}")
+    return Reading(None, "no answer", f"no answer: the declared answer {value[:60]!r} names no option")
+
+
+def _leading(text: str, options: Mapping[str, str], found: list[_Option]) -> Reading | None:
+    """The option a reply opens with (``B``, ``(B)``, ``**B** —``, ``Option B``, ``B) fill``), or a contradiction
+    (``B) wrap`` where ``wrap`` is another option's text)."""
+    first = next((o for o in found if o.form == "letter" and not o.negated), None)
+    if first is None or text[: first.start].strip(" \t\n*_([`'\">#-").lower() not in ("", "option", "choice"):
+        return None
+    rest = text[first.end :].lstrip(" \t)*].:\u2014\u2013-`")
+    line = _norm_text(re.split(r"\n|\s[\u2014\u2013-]\s|[.;]\s|,\s", rest, maxsplit=1)[0])
+    own = _norm_text(str(options[first.key]))
+    others = [k for k, t in options.items() if k != first.key and line and _norm_text(str(t)) == line]
+    if others and line != own:
+        return Reading(None, "contradiction", f"contradiction: option {first.key} with the text of option {others[0]}")
+    return Reading(first.key, "ok", f"option {first.key}", (first.key,))
+
+
+def read_option(reply: str | None, options: Mapping[str, str], protocol: bool = False) -> Reading:
+    """Read the one option a reply chooses (the module docstring, rule 5; ``protocol``: only a declared answer)."""
+    text = clean_reply(reply)
+    if not text:
+        return Reading(None, "empty", "empty answer")
+    declared = declared_answer(text)
+    if declared is not None:
+        head = text[: text.rfind(declared)] if declared in text else ""
+        if _DISCLAIM.search(head):
+            return Reading(None, "hedge", "hedge: the reply disclaims knowing the answer before declaring it")
+        return _declared_option(declared, options)
+    if protocol:
+        return Reading(None, "no declared answer", "no declared answer: the reply has no 'Answer: ...' line")
+    text, echoed = _drop_echo(text, options)
+    if not text.strip(" \t\n-*"):
+        return Reading(None, "echo", f"echo: the reply repeats the option list ({echoed} options) without choosing")
+    found = _option_mentions(text, options)
+    concl = _CONCLUSION.search(text)
+    chosen: Reading | None = None
+    at = len(text)
+    if concl and {k.upper(): k for k in options}.get(concl.group("letter").upper()):
+        if concl.group("letter").isupper() or not re.match(r"\s+[a-z]", text[concl.end() :]):
+            key = {k.upper(): k for k in options}[concl.group("letter").upper()]
+            chosen, at = Reading(key, "ok", f"option {key} (concluded)", (key,)), concl.end()
+    if chosen is None:
+        chosen = _leading(text, options, found)
+        at = found[0].end if chosen is not None and found else at
+    if chosen is None:
+        positive = [o for o in found if not o.negated]
+        if positive:
+            sent_end = min((i for i in (text.find(c, positive[0].end) for c in ".;!?\n") if i >= 0), default=len(text))
+            keys = list(dict.fromkeys(o.key for o in positive if o.start < sent_end))
+            if len(keys) >= 2:
+                return Reading(None, "several", f"several: the reply names options {', '.join(keys)}", tuple(keys))
+            chosen, at = Reading(keys[0], "ok", f"option {keys[0]}", (keys[0],)), sent_end
+    if chosen is None or chosen.rule != "ok":
+        if chosen is not None:
+            return chosen
+        if _DISCLAIM.search(text):
+            return Reading(None, "hedge", "hedge: the reply disclaims knowing the answer and names no option")
+        if any(o.negated for o in found):
+            negated = ", ".join(dict.fromkeys(o.key for o in found if o.negated))
+            return Reading(None, "negated", f"negated: the reply rejects option(s) {negated} and names no other")
+        return Reading(None, "no answer", "no answer: no option letter or option text in the reply")
+    if _DISCLAIM.search(text[:at]) or _DISCLAIM.search(text[: text.find("\n", at)] if "\n" in text[at:] else text):
+        return Reading(None, "hedge", f"hedge: the reply disclaims knowing the answer ({chosen.answer})")
+    chain = [o for o in found if o.start >= at - 2 or o.key == chosen.answer]
+    start = next((i for i, o in enumerate(chain) if o.key == chosen.answer), None)
+    if start is not None:  # ``A, B`` / ``A or B``: options joined to the chosen one
+        for prev_o, o in zip(chain[start:], chain[start + 1 :], strict=False):
+            gap = text[prev_o.end : o.start]
+            if "\n" in gap or not _LIST_GAP.match(gap):
+                break
+            if o.key != chosen.answer and not o.negated:
+                return Reading(None, "several", f"several: the reply names options {chosen.answer} and {o.key}")
+    for o in found:
+        if o.start >= at and o.key != chosen.answer and not o.negated:
+            prev = max((x.end for x in found if x.end <= o.start), default=at)
+            if _ALT_CUE.search(text[max(prev, at - 1) : o.start]):
+                return Reading(None, "alternatives", f"alternatives: after {chosen.answer} the reply offers {o.key}")
+    return chosen

@@ -1,0 +1,419 @@
+"""A model's reply as a grader reads it: cleaned, its declared answer, its sentences and the names it mentions.
+
+The text layer of the ``grader`` answer grammar (:mod:`deltap.checkers.grader`, rules in ``docs/answer-grammar.md``):
+
+* :func:`clean_reply` — chat-template residue (``<|im_end|>``, ``</s>``, ``<|im_start|>assistant``, a leading
+  ``assistant:``) and reasoning blocks (``<think>…</think>``) removed; the reply ends at the first end-of-turn token.
+* :func:`declared_answer` — the answer protocol's final line, ``Answer: …`` (also ``**Answer:**``, ``Final answer:``),
+  or a JSON ``answer`` field.
+* :func:`sentences` — the reply cut into sentences (ends of sentences, line breaks, ``;``), fenced code blocks kept
+  whole, so each mention knows its sentence.
+* :func:`mentions` — the names a reply mentions, in order: backticked and bold spans, code blocks, dotted /
+  underscored / camel-case / call tokens, numbers (thousands separators read: ``2,598,960``), a line that is one
+  token, and the accepted answers' own words. Code is read as code (:func:`code_names`): a call names its function
+  and its keyword arguments, a decorator its function, an import the names it brings in, ``name=value`` its parameter
+  and its value.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+__all__ = [
+    "BUILTINS",
+    "LABELS",
+    "CodeNames",
+    "Mention",
+    "clean_reply",
+    "code_names",
+    "declared_answer",
+    "mentions",
+    "number_value",
+    "sentences",
+]
+
+_END_OF_TURN = re.compile(r"<\|im_end\|>|<\|endoftext\|>|</s>|<\|eot_id\|>|<\|end\|>|<end_of_turn>|\[/INST\]")
+_START_TOKENS = re.compile(
+    r"<\|im_start\|>\s*(?:assistant|system|user)?\s*|<\|start_header_id\|>\s*\w*\s*<\|end_header_id\|>\s*|"
+    r"<\|(?:assistant|user|system)\|>\s*|<s>\s*|<start_of_turn>\s*(?:model|user)?\s*|\[INST\]"
+)
+_ROLE = re.compile(r"^\s*(?:assistant|model|ai)\s*:\s*", re.I)
+_THINK = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.S | re.I)
+_DECLARED = re.compile(
+    r"^[ \t>#*_`-]*(?:the\s+)?(?:final\s+|correct\s+)?answer[ \t*_`]*[:\uff1a][ \t*_]*(?P<value>[^\n]*)$",
+    re.I | re.M,
+)
+_FENCE = re.compile(r"```[ \t]*[\w+.-]*[ \t]*\n(.*?)(?:\n[ \t]*```|\Z)", re.S)
+_JSON_KEYS = ("answer", "final_answer", "identifier", "option", "choice", "letter")
+
+#: builtins a call may use without naming an answer (``print(json.dumps(d))`` answers ``json.dumps``)
+BUILTINS = frozenset(
+    "print list dict set tuple str int float bool bytes len range sorted reversed enumerate zip map filter sum min "
+    "max any all abs round repr iter next open isinstance issubclass type super object getattr setattr hasattr "
+    "vars dir id hash format input callable".split()
+)
+
+
+def clean_reply(reply: str | None) -> str:
+    """The reply without chat-template residue and reasoning blocks, cut at the first end-of-turn token."""
+    text = reply or ""
+    text = _THINK.sub("", text)
+    text = _START_TOKENS.sub("", text)
+    end = _END_OF_TURN.search(text)
+    if end:
+        text = text[: end.start()]
+    text = _ROLE.sub("", text, count=1)
+    return text.strip()
+
+
+def _json_answer(text: str) -> str | None:
+    body = text.strip()
+    fence = _FENCE.fullmatch(body) if body.startswith("```") else None
+    if fence:
+        body = fence.group(1).strip()
+    if not body.startswith("{"):
+        return None
+    try:
+        obj = json.loads(body)
+    except json.JSONDecodeError:
+        return None
+    if isinstance(obj, dict):
+        for key in _JSON_KEYS:
+            value = obj.get(key)
+            if isinstance(value, str | int | float) and not isinstance(value, bool):
+                return str(value)
+    return None
+
+
+def declared_answer(text: str) -> str | None:
+    """The answer the reply declares: a JSON ``answer`` field, else the value of its last ``Answer: …`` line (the
+    answer protocol; decorations kept), else ``None``. A declared line with nothing after the colon declares the
+    next non-empty line (``**Answer:**`` on a line of its own)."""
+    js = _json_answer(text)
+    if js is not None:
+        return js
+    found = list(_DECLARED.finditer(text))
+    if not found:
+        return None
+    last = found[-1]
+    value = last.group("value").strip()
+    if value.strip("*_` "):
+        return value
+    rest = [line for line in text[last.end() :].split("\n") if line.strip()]
+    return rest[0].strip() if rest else None
+
+
+# -- numbers -------------------------------------------------------------------------------------------------------
+
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+_GROUPED = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[-+]?\d{1,3}(?:[ \u00a0\u202f\u2009]\d{3})+(?:\.\d+)?")
+
+
+def number_value(text: str) -> float | None:
+    """``text`` as a number (``0.60``, ``1e-9``, ``2,598,960``, ``2 598 960``), else ``None``."""
+    s = text.strip().strip("`*'\"").rstrip(".,;:!?")
+    if _GROUPED.fullmatch(s):
+        s = re.sub(r"[, \u00a0\u202f\u2009]", "", s)
+    if _NUMBER.fullmatch(s):
+        try:
+            return float(s)
+        except ValueError:
+            return None
+    return None
+
+
+# -- code ----------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CodeNames:
+    """What a piece of code names.
+
+    Attributes:
+        calls: ``(function, keyword argument names)`` of every call, in source order (``a.b.f`` dotted).
+        decorators: Decorator functions (dotted).
+        imports: Names an import brings in (``from m import n`` -> ``m.n``; ``import m`` -> ``m``).
+        assigned: ``(name, value)`` of ``name=value`` / ``name: type = value`` / ``name: type`` (value ``""``) whose
+            value is not a call (``i = f(x)`` is the call's).
+        names: A bare expression's names (``json.dumps``, ``nsmallest``).
+        kwarg_values: ``(keyword, value)`` of the calls' keyword arguments.
+        annotations: The types of annotated names (``tool_context: ToolContext`` -> ``ToolContext``).
+    """
+
+    calls: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    decorators: list[str] = field(default_factory=list)
+    imports: list[str] = field(default_factory=list)
+    assigned: list[tuple[str, str]] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    kwarg_values: list[tuple[str, str]] = field(default_factory=list)
+    annotations: list[str] = field(default_factory=list)
+
+    def empty(self) -> bool:
+        return not (self.calls or self.decorators or self.imports or self.assigned or self.names)
+
+
+def _dotted(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else node.attr
+    if isinstance(node, ast.Call):  # SequenceMatcher(...).ratio: the qualifier is the class
+        return _dotted(node.func)
+    if isinstance(node, ast.Constant) and node.value is not None:  # ' '.join: a method of the literal's type
+        return type(node.value).__name__
+    if isinstance(node, ast.List | ast.Dict | ast.Set | ast.Tuple):
+        return type(node).__name__.lower()
+    return None
+
+
+def _literal(node: ast.AST | None) -> str:
+    if node is None:
+        return ""
+    if isinstance(node, ast.Constant):
+        return repr(node.value) if isinstance(node.value, str) else str(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        return f"-{node.operand.value!s}"
+    return _dotted(node) or ""
+
+
+class _Visitor(ast.NodeVisitor):
+    def __init__(self) -> None:
+        self.out = CodeNames()
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = _dotted(node.func)
+        if func:
+            self.out.calls.append((func, tuple(k.arg for k in node.keywords if k.arg)))
+            self.out.kwarg_values += [(k.arg, _literal(k.value)) for k in node.keywords if k.arg]
+        self.generic_visit(node)
+
+    def _decorated(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        for d in node.decorator_list:
+            name = _dotted(d.func if isinstance(d, ast.Call) else d)
+            if name:
+                self.out.decorators.append(name)
+            if isinstance(d, ast.Call):
+                self.out.kwarg_values += [(k.arg, _literal(k.value)) for k in d.keywords if k.arg]
+                for a in [*d.args, *(k.value for k in d.keywords)]:
+                    self.visit(a)
+        for stmt in node.body:
+            self.visit(stmt)
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _decorated
+
+    def visit_Import(self, node: ast.Import) -> None:
+        self.out.imports += [a.name for a in node.names]
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        self.out.imports += [f"{node.module}.{a.name}" if node.module else a.name for a in node.names]
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if not isinstance(node.value, ast.Call | ast.Await | ast.Subscript):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    self.out.assigned.append((t.id, _literal(node.value)))
+        self.visit(node.value)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if isinstance(node.target, ast.Name):
+            self.out.assigned.append((node.target.id, _literal(node.value)))
+            annotation = _dotted(node.annotation)
+            if annotation:  # ``tool_context: ToolContext`` names the class too
+                self.out.annotations.append(annotation)
+        if node.value is not None:
+            self.visit(node.value)
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Name | ast.Attribute):
+            name = _dotted(node.value)
+            if name:
+                self.out.names.append(name)
+        self.generic_visit(node)
+
+
+_CALL_RE = re.compile(r"@?([A-Za-z_][\w.]*)\s*\(")
+_KWARG_RE = re.compile(r"(?<![=!<>])\b([A-Za-z_]\w*)\s*=(?!=)\s*([^,()\s]*)")
+_DECORATOR_RE = re.compile(r"^\s*@([A-Za-z_][\w.]*)", re.M)
+_NAME_RE = re.compile(r"^[A-Za-z_][\w.]*$")
+
+
+def code_names(code: str) -> CodeNames | None:
+    """The names ``code`` uses (see :class:`CodeNames`); ``None`` when it is not code (prose, a number)."""
+    text = code.strip()
+    if not text or number_value(text) is not None:
+        return None
+    tree: ast.AST | None = None
+    for attempt in (text, text.rstrip(":") + "\n    pass", text + "\n    pass", text + " pass"):
+        try:
+            tree = compile(attempt, "<reply>", "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+            break
+        except (SyntaxError, ValueError):
+            continue
+    if tree is not None:
+        visitor = _Visitor()
+        visitor.visit(tree)
+        return visitor.out
+    out = CodeNames()  # not parseable (``@total_ordering``, ``key=``, a cut-off call): read it with patterns
+    out.decorators = _DECORATOR_RE.findall(text)
+    out.calls = [(m.group(1), ()) for m in _CALL_RE.finditer(text) if not m.group(0).startswith("@")]
+    kwargs = [(m.group(1), m.group(2)) for m in _KWARG_RE.finditer(text)]
+    if out.calls:
+        out.calls[0] = (out.calls[0][0], tuple(k for k, _ in kwargs))
+        out.kwarg_values = kwargs
+    else:
+        out.assigned = kwargs
+    stripped = text.rstrip(",( ")
+    if out.empty() and _NAME_RE.match(stripped):
+        out.names.append(stripped)
+    return out if not out.empty() else None
+
+
+# -- sentences and mentions ----------------------------------------------------------------------------------------
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]*_]*\s+|\n+|;\s*|\s+[\u2014\u2013]\s+|\s+--?\s+")
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One sentence of a reply (a fenced code block is one sentence)."""
+
+    index: int
+    start: int
+    end: int
+    text: str
+    code: bool = False
+
+
+def sentences(text: str) -> list[Sentence]:
+    """``text`` cut into sentences: ends of sentences, line breaks, ``;`` and dashes between spaces; fenced code
+    blocks and backticked spans are never cut."""
+    out: list[Sentence] = []
+    protected = [(m.start(), m.end()) for m in _FENCE.finditer(text)]
+    protected += [(m.start(), m.end()) for m in re.finditer(r"`[^`\n]+`", text)]
+    last = 0
+    pieces: list[tuple[int, int, bool]] = []
+    for m in _SENTENCE_END.finditer(text):
+        if any(a < m.start() < b for a, b in protected):
+            continue
+        pieces.append((last, m.start(), False))
+        last = m.end()
+    pieces.append((last, len(text), False))
+    fences = [(m.start(), m.end()) for m in _FENCE.finditer(text)]
+    for a, b, _ in pieces:
+        for fa, fb in fences:  # a fence inside a piece: the piece before, the fence, the piece after
+            if a <= fa < b:
+                if text[a:fa].strip():
+                    out.append(Sentence(len(out), a, fa, text[a:fa]))
+                out.append(Sentence(len(out), fa, fb, text[fa:fb], code=True))
+                a = fb
+        if text[a:b].strip():
+            out.append(Sentence(len(out), a, b, text[a:b]))
+    return out
+
+
+@dataclass
+class Mention:
+    """One thing a reply mentions that may be an answer.
+
+    Attributes:
+        text: The text as written (decorations removed).
+        start, end: Its place in the cleaned reply.
+        sentence: The index of its sentence.
+        kind: ``code`` (backticked or fenced), ``bold``, ``plain`` (a name-like token), ``number``, ``line`` (a line
+            that is one token) or ``spot`` (an accepted answer's own words).
+        code: What it names when read as code (``None``: not code).
+        value: Its number (``None``: not a number).
+    """
+
+    text: str
+    start: int
+    end: int
+    sentence: int
+    kind: str
+    code: CodeNames | None = None
+    value: float | None = None
+    flags: set[str] = field(default_factory=set)
+
+
+_TOKEN = re.compile(
+    r"```[ \t]*[\w+.-]*[ \t]*\n(?P<fence>.*?)(?:\n[ \t]*```|\Z)"
+    r"|\*\*`(?P<boldcode>[^`\n]+)`\*\*"
+    r"|`(?P<bt>[^`\n]+)(?:`|$)"
+    r"|\*\*(?P<bold>[^*\n]+?)\*\*"
+    r"|(?P<num>(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:[\u00a0\u202f\u2009 ]\d{3})+(?![\d.])|"
+    r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)(?![\w.]*\w))"
+    r"|(?P<ident>@?[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*(?:\([^()\n]*\))?)",
+    re.S,
+)
+
+
+def _name_like(token: str) -> bool:
+    """A dotted, underscored, called, decorated or camel-case name (``ADK``-style acronyms are prose)."""
+    t = token.lstrip("@")
+    if "_" in t or "." in t.strip(".") or "(" in t or token.startswith("@"):
+        return True
+    if t.isupper():
+        return False
+    return any(ch.isupper() for ch in t[1:])
+
+
+def mentions(text: str, spotted: Callable[[str], bool], numbers: bool = True) -> Iterator[Mention]:
+    """The mentions of ``text`` in order (see :class:`Mention`). ``spotted(word)``: the word is an accepted answer
+    (a candidate even unformatted); ``numbers``: numbers in prose are candidates."""
+    sents = sentences(text)
+
+    def sentence_of(pos: int) -> int:
+        for s in sents:
+            if s.start <= pos < s.end:
+                return s.index
+        return sents[-1].index if sents else 0
+
+    lines = {m.start(): m.group(0) for m in re.finditer(r"[^\n]+", text)}
+    for m in _TOKEN.finditer(text):
+        s, e = m.start(), m.end()
+        if m.group("fence") is not None:
+            body = m.group("fence")
+            yield Mention(body.strip(), s, e, sentence_of(s), "code", code_names(body), number_value(body))
+        elif m.group("boldcode") is not None or m.group("bt") is not None:
+            body = m.group("boldcode") if m.group("boldcode") is not None else m.group("bt")
+            yield Mention(body.strip(), s, e, sentence_of(s), "code", code_names(body), number_value(body))
+        elif m.group("bold") is not None:
+            body = m.group("bold").strip()
+            value = number_value(body)
+            if value is not None or _name_like(body) or spotted(body) or _one_token_line(text, lines, s, e):
+                yield Mention(body, s, e, sentence_of(s), "bold", code_names(body), value)
+        elif m.group("num") is not None:
+            if numbers or _one_token_line(text, lines, s, e):
+                yield Mention(m.group("num"), s, e, sentence_of(s), "number", None, number_value(m.group("num")))
+        else:
+            tok = m.group("ident")
+            if _name_like(tok):
+                yield Mention(tok, s, e, sentence_of(s), "plain", code_names(tok))
+            elif spotted(tok):
+                yield Mention(tok, s, e, sentence_of(s), "spot", code_names(tok))
+            elif _one_token_line(text, lines, s, e):
+                yield Mention(tok, s, e, sentence_of(s), "line", code_names(tok))
+
+
+#: words that label or open a reply, never answers on a line of their own (``**Answer**``, ``Sure!``)
+LABELS = frozenset(
+    "answer answers function functions class method parameter argument solution explanation options option details "
+    "why note summary code example response result output sure certainly yes no ok okay absolutely hello hi thanks "
+    "question reasoning analysis conclusion correct final short reply here well hmm great".split()
+)
+
+
+def _one_token_line(text: str, lines: dict[int, str], s: int, e: int) -> bool:
+    """The token at ``s:e`` is the only thing on its line (decorations and end punctuation aside) and not a label
+    word (:data:`LABELS`)."""
+    if text[s:e].strip("*_`'\" ").lower() in LABELS:
+        return False
+    start = text.rfind("\n", 0, s) + 1
+    line = lines.get(start, "")
+    rest = (line[: s - start] + line[e - start :]).strip(" \t*_`'\".,;:!?()[]#>-")
+    return not rest

@@ -1,0 +1,219 @@
+"""The ``grader`` answer grammar (issue 34): the default reading of string_match and multiple_choice.
+
+The issue-24 attack and right-answer tables (tests/unit/checkers/test_answer_grammar.py) hold for it too (outcomes;
+the rule names differ where the grader reads more), plus the rules of docs/answer-grammar.md, one example each. The
+labelled reply corpus (tests/data/replies, tests/unit/checkers/test_reply_corpus.py) is the larger measure.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from deltap.cases import Case, CheckerSpec
+from deltap.checkers import is_unreadable, make_checker
+from deltap.checkers.grader import Context, qualifier_agrees, read_identifier, read_option
+from deltap.checkers.reply import clean_reply, code_names, declared_answer, number_value
+from tests.unit.checkers import test_answer_grammar as old
+
+CASE = Case("c", "q")
+OPTIONS = old.OPTIONS
+
+
+def _sm(expected: str, **params: object):  # type: ignore[no-untyped-def]
+    return make_checker(CheckerSpec("string_match", {"answers": [expected], **params}))
+
+
+def _mc(correct: str, options: dict[str, str] | None = None, **params: object):  # type: ignore[no-untyped-def]
+    spec = {"correct": correct, "options": options or OPTIONS, **params}
+    return make_checker(CheckerSpec("multiple_choice", spec))
+
+
+# -- the issue-24 tables hold -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("expected", "reply", "rule"), old.STRING_ATTACKS)
+def test_issue_24_string_attacks_still_fail(expected: str, reply: str, rule: str) -> None:
+    assert _sm(expected).check(CASE, reply).outcome == "fail", reply
+
+
+@pytest.mark.parametrize(("expected", "reply"), old.STRING_RIGHT)
+def test_issue_24_right_answers_still_pass(expected: str, reply: str) -> None:
+    result = _sm(expected).check(CASE, reply)
+    assert result.outcome == "pass", (reply, result.detail)
+
+
+@pytest.mark.parametrize(("correct", "reply", "rule"), old.CHOICE_ATTACKS)
+def test_issue_24_choice_attacks_still_fail(correct: str, reply: str, rule: str) -> None:
+    assert _mc(correct).check(CASE, reply).outcome == "fail", reply
+
+
+@pytest.mark.parametrize(("correct", "reply"), old.CHOICE_RIGHT)
+def test_issue_24_right_options_still_pass(correct: str, reply: str) -> None:
+    result = _mc(correct).check(CASE, reply)
+    assert result.outcome == "pass", (reply, result.detail)
+
+
+@old.SETTINGS
+@given(names=old._two_names, template=st.sampled_from(old.WITH_ANOTHER))
+def test_property_the_right_answer_with_another_candidate_fails(names: tuple[str, str], template: str) -> None:
+    a, b = names
+    reply = template.format(a=a, b=b)
+    assert _sm(a).check(CASE, reply).outcome == "fail", reply
+
+
+@old.SETTINGS
+@given(names=old._two_names, template=st.sampled_from(old.RIGHT_ALONE + ["Sure! It's `{a}`.", "### Answer\n`{a}`"]))
+def test_property_the_right_answer_alone_passes(names: tuple[str, str], template: str) -> None:
+    a, _ = names
+    reply = template.format(a=a)
+    assert _sm(a).check(CASE, reply).outcome == "pass", reply
+
+
+@old.SETTINGS
+@given(names=old._two_names, template=st.sampled_from(old.NEGATED + ["`{a}` won't help here.", "Avoid `{a}`."]))
+def test_property_a_negated_or_rejected_right_answer_fails(names: tuple[str, str], template: str) -> None:
+    a, _ = names
+    reply = template.format(a=a)
+    assert _sm(a).check(CASE, reply).outcome == "fail", reply
+
+
+@old.SETTINGS
+@given(pair=st.tuples(old._letters, old._letters).filter(lambda t: t[0] != t[1]))
+def test_property_options(pair: tuple[str, str]) -> None:
+    c, w = pair
+    for template in old.CHOICE_RIGHT_ALONE + ["{c}\n\nOption {w} is wrong because it does something else."]:
+        reply = template.format(c=c, w=w, text=OPTIONS[c])
+        assert _mc(c).check(CASE, reply).outcome == "pass", reply
+    for template in old.CHOICE_WITH_ANOTHER + ["I'm not sure between {c} and {w}.", "I don't know. Maybe {c}."]:
+        reply = template.format(c=c, w=w)
+        assert _mc(c).check(CASE, reply).outcome == "fail", reply
+
+
+@pytest.mark.parametrize("kind", ["string_match", "multiple_choice"])
+@given(reply=st.text(max_size=200))
+def test_property_any_reply_gets_a_verdict(kind: str, reply: str) -> None:
+    checker = _sm("run_async") if kind == "string_match" else _mc("B")
+    assert checker.check(CASE, reply).outcome in ("pass", "fail")
+
+
+# -- the rules of docs/answer-grammar.md, one example each -------------------------------------------------------
+
+JSON_Q = Case(
+    "j", "How do I turn a Python dictionary into a text string?", ("json.dumps",), CheckerSpec("string_match")
+)
+SORT_Q = Case("s", "Which keyword argument of json.dumps sorts dictionary keys?", ("json.dumps",))
+AGENT_Q = Case("a", "What is the mandatory parameter required by the `BaseAgent` constructor?", ("x.BaseAgent",))
+
+
+@pytest.mark.parametrize(
+    ("case", "expected", "reply", "outcome"),
+    [
+        pytest.param(CASE, "nsmallest", "Sure! The function you're looking for is `nsmallest`.", "pass", id="lead-in"),
+        pytest.param(CASE, "nsmallest", "nsmallest<|im_end|>", "pass", id="residue"),
+        pytest.param(CASE, "dedent", "assistant: dedent", "pass", id="role-label"),
+        pytest.param(CASE, "heapify", "<think>maybe heappush?</think>\n`heapify`", "pass", id="reasoning-block"),
+        pytest.param(CASE, "sort_keys", "### Answer\n`sort_keys`", "pass", id="heading"),
+        pytest.param(CASE, "nsmallest", "**Answer**\n\nnsmallest", "pass", id="bold-label"),
+        pytest.param(SORT_Q, "sort_keys", "You asked about `json.dumps`.\n\nIt is `sort_keys`.", "pass", id="restated"),
+        pytest.param(SORT_Q, "sort_keys", "`json.dumps(data, sort_keys=True)`", "pass", id="call-keyword"),
+        pytest.param(SORT_Q, "sort_keys", "`json.dumps(data, indent=2)`", "fail", id="call-other-keyword"),
+        pytest.param(
+            CASE, "total_ordering", "```python\n@functools.total_ordering\nclass V: ...\n```", "pass", id="deco"
+        ),
+        pytest.param(
+            CASE, "nsmallest", "```python\nfrom heapq import nsmallest\nnsmallest(3, xs)\n```", "pass", id="imp"
+        ),
+        pytest.param(CASE, "128", "`maxsize=128`", "pass", id="name-value"),
+        pytest.param(CASE, "2598960", "There are **2,598,960** hands.", "pass", id="thousands"),
+        pytest.param(CASE, "nsmallest", "`nsmallest` won't help here; sort and slice.", "fail", id="rejected"),
+        pytest.param(CASE, "dedent", "`dedent` is not what you want; use `indent`.", "fail", id="not-what-you-want"),
+        pytest.param(CASE, "indent", "While `dedent` strips, the one you want is `indent`.", "pass", id="contrast"),
+        pytest.param(CASE, "quote", "`quote` is deprecated; use `join`.", "fail", id="deprecated"),
+        pytest.param(CASE, "nsmallest", "I'm not sure, maybe `nsmallest`?", "fail", id="hedge"),
+        pytest.param(JSON_Q, "dumps", "`pickle.dumps(d)`", "fail", id="contradicting-qualifier"),
+        pytest.param(JSON_Q, "dumps", "`json.dumps(d)`", "pass", id="agreeing-qualifier"),
+        pytest.param(AGENT_Q, "name", "`LlmAgent(name='x', model='m')`", "fail", id="call-of-another-class"),
+        pytest.param(CASE, "nsmallest", "`nsmallest`. For the largest there is `nlargest`.", "pass", id="explanation"),
+        pytest.param(CASE, "chain", "Answer: itertools.chain", "pass", id="declared"),
+        pytest.param(CASE, "chain", "Use `chain`.\n\nAnswer: `product`", "fail", id="declared-wins"),
+    ],
+)
+def test_identifier_rules(case: Case, expected: str, reply: str, outcome: str) -> None:
+    result = _sm(expected).check(case, reply)
+    assert result.outcome == outcome, (reply, result.detail)
+
+
+FILL = {"A": "wrap", "B": "fill", "C": "shorten", "D": "indent"}
+
+
+@pytest.mark.parametrize(
+    ("correct", "reply", "outcome"),
+    [
+        pytest.param("B", "B\n\nExplanation: option A describes `wrap`.", "pass", id="letter-then-explanation"),
+        pytest.param("B", "**B** — Option A returns a list.", "pass", id="bold-then-other-option"),
+        pytest.param("B", "I'd eliminate A, C and D, which leaves B.", "pass", id="elimination"),
+        pytest.param("B", "Answer: b) fill", "pass", id="declared-letter-and-text"),
+        pytest.param("B", "B) wrap", "fail", id="letter-with-another-options-text"),
+        pytest.param("A", "D\n\nOption A would only hold for lists.", "fail", id="wrong-letter-names-key"),
+        pytest.param("B", "I'm not sure between A and B.", "fail", id="hedge-between"),
+        pytest.param("B", "fill", "pass", id="option-text"),
+        pytest.param("B", "A. wrap\nB. fill\nC. shorten", "fail", id="echo"),
+        pytest.param("B", "Probably A, but it could be B.", "fail", id="alternative"),
+    ],
+)
+def test_option_rules(correct: str, reply: str, outcome: str) -> None:
+    result = _mc(correct, FILL).check(CASE, reply)
+    assert result.outcome == outcome, (reply, result.detail)
+
+
+def test_an_echo_and_an_empty_reply_are_unreadable_a_wrong_one_is_not() -> None:
+    checker = _mc("B", FILL)
+    assert is_unreadable(checker.check(CASE, "A. wrap\nB. fill\nC. shorten\nD. indent").detail)
+    assert is_unreadable(checker.check(CASE, "").detail)
+    assert not is_unreadable(checker.check(CASE, "C").detail)
+    assert is_unreadable(_sm("x_y").check(CASE, "I will think about this question.").detail)
+    assert not is_unreadable(_sm("x_y").check(CASE, "`y_z`").detail)
+
+
+def test_the_protocol_grammar_reads_only_a_declared_answer() -> None:
+    sm = _sm("sort_keys", grammar="protocol")
+    assert sm.id.endswith("grammar=protocol)")
+    assert sm.check(CASE, "Answer: sort_keys").passed
+    assert is_unreadable(sm.check(CASE, "`sort_keys`").detail)
+    mc = _mc("B", FILL, grammar="protocol")
+    assert mc.check(CASE, "fill does it.\nAnswer: B").passed
+    assert is_unreadable(mc.check(CASE, "B").detail)
+
+
+def test_the_text_layer() -> None:
+    assert clean_reply("<|im_start|>assistant\nX<|im_end|>\n<|im_start|>user\nmore") == "X"
+    assert declared_answer("Because.\n\n**Answer:** `B`") == "`B`"
+    assert declared_answer('{"answer": "C"}') == "C"
+    assert declared_answer("no line here") is None
+    assert number_value("2,598,960") == 2598960 and number_value("1e-9") == 1e-9 and number_value("1,5") is None
+    names = code_names("json.dumps(data, sort_keys=True)")
+    assert names is not None and names.calls == [("json.dumps", ("sort_keys",))]
+    deco = code_names("@total_ordering")
+    assert deco is not None and deco.decorators == ["total_ordering"]
+
+
+def test_qualifiers_agree_with_the_gold_documents_or_the_question() -> None:
+    ctx = Context(("dumps",), gold=("json.dumps",))
+    assert qualifier_agrees("json", "dumps", ctx) and not qualifier_agrees("pickle", "dumps", ctx)
+    method = Context(("ratio",), gold=("difflib.SequenceMatcher.ratio",))
+    assert qualifier_agrees("matcher", "ratio", method) and not qualifier_agrees("str", "ratio", method)
+    no_gold = Context(("BaseAgent",))
+    assert qualifier_agrees("google.adk.agents", "BaseAgent", no_gold)
+    asked = Context(("split",), question="Which shlex function splits a command line?")
+    assert not qualifier_agrees("str", "split", asked) and qualifier_agrees("shlex", "split", asked)
+
+
+def test_readings_name_their_rule() -> None:
+    ctx = Context(("nsmallest",))
+    assert read_identifier("`nlargest` or `nsmallest`", ctx).rule == "several"
+    assert read_identifier("`nsmallest` won't help.", ctx).rule == "rejected"
+    assert read_identifier("I don't know.", ctx).rule == "hedge"
+    assert read_option("A, B", FILL).rule == "several"
+    assert read_option("", FILL).unreadable
