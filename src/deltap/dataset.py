@@ -34,7 +34,10 @@ from deltap.qrels import Qrels, QrelsRecord, write_beir_qrels, write_qrels_jsonl
 __all__ = [
     "VERDICTS",
     "VerifiedDataset",
+    "candidate_graded",
     "candidate_verdict",
+    "dataset_graded_gains",
+    "dataset_graded_qrels",
     "dataset_signed_gains",
     "dataset_qrels",
     "dataset_qrels_records",
@@ -289,3 +292,47 @@ def dataset_signed_gains(
         if out:
             coalitions[pid] = out
     return gains, coalitions, unknown
+
+
+def candidate_graded(candidate: Mapping[str, Any], prior: str = "gold") -> dict[str, Any] | None:
+    """A candidate's graded label under ``prior`` (``gold`` or ``no_gold``): ``{utility, ci, lfsr, grade}`` from its
+    optional ``graded`` field (issue 35; :mod:`deltap.mining.shrinkage`), or ``None`` when it has none."""
+    graded = candidate.get("graded")
+    if not isinstance(graded, Mapping):
+        return None
+    label = graded.get(prior)
+    if not isinstance(label, Mapping) or _finite(label.get("utility")) is None:
+        return None
+    return dict(label)
+
+
+def dataset_graded_qrels(dataset: VerifiedDataset, prior: str = "gold") -> Qrels:
+    """``{query_id: {doc_id: grade}}`` of the graded labels (every candidate with a graded label is judged: its
+    ``grade``, 0 when it does not likely help); candidates without one are unjudged, pairs without any are left out."""
+    qrels: Qrels = {}
+    for pair in dataset.pairs:
+        row: dict[str, int] = {}
+        for c in pair["candidates"]:
+            label = candidate_graded(c, prior)
+            if label is not None:
+                g = label.get("grade")
+                row[str(c.get("doc_id") or c.get("fqn"))] = int(g) if isinstance(g, int) and g > 0 else 0
+        if row:
+            qrels[str(pair["id"])] = row
+    return qrels
+
+
+def dataset_graded_gains(dataset: VerifiedDataset, prior: str = "gold") -> dict[str, dict[str, float]]:
+    """The signed gains of the graded labels: every graded candidate's shrunken utility (negative for a document that
+    likely hurts), non-zero ones only — what ``signed_utility@K`` sums with ``--labels graded``."""
+    gains: dict[str, dict[str, float]] = {}
+    for pair in dataset.pairs:
+        row: dict[str, float] = {}
+        for c in pair["candidates"]:
+            label = candidate_graded(c, prior)
+            u = _finite(label.get("utility")) if label is not None else None
+            if u:
+                row[str(c.get("doc_id") or c.get("fqn"))] = u
+        if row:
+            gains[str(pair["id"])] = row
+    return gains

@@ -31,7 +31,7 @@ __all__ = [
 
 
 #: choices of :attr:`MiningConfig.null`
-NULLS = ("zero", "placebo", "topic")
+NULLS = ("zero", "placebo", "topic", "auto")
 #: choices of :attr:`MiningConfig.design` (:mod:`deltap.mining.design`)
 DESIGNS = ("orthogonal", "bernoulli")
 #: choices of :attr:`MiningConfig.context_order` (:func:`deltap.mining.design.canonical_order`)

@@ -15,8 +15,16 @@ from deltap.mining.verdicts import EMPIRICAL, VerdictPolicy
 if TYPE_CHECKING:
     from deltap.dataset import VerifiedDataset
     from deltap.documents import Corpus
+    from deltap.run_layout import RunDir
 
-__all__ = ["build_dataset", "placebo_warning", "run_summary", "summary_lines", "write_run_directory"]
+__all__ = [
+    "build_dataset",
+    "placebo_warning",
+    "run_summary",
+    "summary_lines",
+    "write_graded_qrels",
+    "write_run_directory",
+]
 
 
 def _base_rate(r: CaseResult) -> float | None:
@@ -33,7 +41,9 @@ def build_dataset(
     placebo: dict[str, Any],
     version: str,
     started: float,
+    graded: dict[str, Any] | None = None,
 ) -> VerifiedDataset:
+    """The verified dataset of a run; ``graded`` is ``metadata.graded`` (:func:`deltap.mining.labels.graded_step`)."""
     import datetime as dt
 
     from deltap.dataset import VerifiedDataset
@@ -80,6 +90,7 @@ def build_dataset(
             " trials (m = the case's candidates); each case's own looks are in its metadata"
         ),
         "placebo_calibration": placebo,
+        **({"graded": graded} if graded else {}),
         # how the run was executed (workers, cases in flight) is not what the dataset is: it goes to run.json only
         "config": {k: v for k, v in cfg.to_dict().items() if k not in MiningConfig.EXECUTION_KEYS},
     }
@@ -174,7 +185,38 @@ def write_run_directory(out: Path, dataset: VerifiedDataset, run: dict[str, Any]
         )
     }
     write_dataset_qrels(dataset, rd.root, prov)
+    write_graded_qrels(dataset, rd)
     rd.write_json(rd.run_json, run, sort_keys=False)
+
+
+def write_graded_qrels(dataset: VerifiedDataset, rd: RunDir) -> dict[str, Path]:
+    """The graded qrels of both priors (``qrels/graded_<prior>.tsv|.trec|.jsonl``, :meth:`RunDir.graded_qrels`),
+    each grade from the shrunken utility (``metadata.graded.grade_mapping``); the JSONL records carry the mapping as
+    their ``provenance``. Nothing is written for a dataset without graded labels. Returns the paths written."""
+    from deltap.dataset import dataset_graded_qrels, dataset_qrels_records
+    from deltap.qrels import QrelsRecord, write_beir_qrels, write_qrels_jsonl, write_trec_qrels
+    from deltap.run_layout import GRADED_PRIORS
+
+    meta = dataset.metadata.get("graded") or {}
+    out: dict[str, Path] = {}
+    queries = {r.query_id: r for r in dataset_qrels_records(dataset)}
+    by_id = {str(p["id"]): p for p in dataset.pairs}
+    for prior in GRADED_PRIORS:
+        qrels = dataset_graded_qrels(dataset, prior)
+        if not qrels:
+            continue
+        prov = {"tool": "deltap", "labels": f"graded ({prior} prior)", "grade_mapping": meta.get("grade_mapping")}
+        records = []
+        for qid, docs in qrels.items():
+            pair = by_id[qid]
+            known = queries.get(qid)
+            extra = dict(known.extra) if known is not None else {}
+            extra["provenance"] = prov
+            records.append(QrelsRecord(qid, str(pair.get("query", "")), docs, pair.get("reference_answer"), extra))
+        out[f"{prior}/beir"] = write_beir_qrels(qrels, rd.graded_qrels(prior, "beir"))
+        out[f"{prior}/trec"] = write_trec_qrels(qrels, rd.graded_qrels(prior, "trec"))
+        out[f"{prior}/jsonl"] = write_qrels_jsonl(records, rd.graded_qrels(prior, "jsonl"))
+    return out
 
 
 def placebo_warning(placebo: dict[str, Any], null_info: dict[str, Any]) -> str:
@@ -347,4 +389,6 @@ def _candidate(row: dict[str, Any], corpus: Corpus) -> dict[str, Any]:
         entry["regression_effect"] = row["regression_effect"]
     if "verdict_interval" in row:
         entry["verdict_interval"] = row["verdict_interval"]
+    if row.get("graded"):
+        entry["graded"] = row["graded"]
     return entry

@@ -21,7 +21,7 @@ Designs compared:
 * ``fixed:N`` — the engine with one look at N trials, no preflight and no coalition search.
 * ``adaptive`` / ``adaptive:BUDGET`` — ``deltap mine``'s defaults (:class:`~deltap.mining.config.MiningConfig`).
 
-Options after a ``/``: ``bernoulli``/``orthogonal`` (inclusion design), ``zero``/``placebo``/``topic`` (the null), ``gwW``
+Options after a ``/``: ``bernoulli``/``orthogonal`` (inclusion design), ``zero``/``placebo``/``topic``/``auto`` (the null), ``lw`` (the learned gold weight), ``gwW``
 (prior weight ``W`` of gold candidates in the weighted BH step); ``@q`` sets the FDR level. Mixtures shuffle their
 components' cases together (seeded) before cutting datasets; ``dataset_size=1`` gives per-case BH.
 
@@ -247,6 +247,34 @@ SCENARIOS: dict[str, Scenario] = {
         similar_placebos=True,
         description="logprob_tilted with placebos drawn from the case's topic (--placebo-kind similar)",
     ),
+    "logprob_missed": Scenario(
+        "logprob_missed",
+        20,
+        {0: 4.0, 1: 3.0, 2: 3.0},
+        base=-6.0,
+        outcome="logprob",
+        noise=0.3,
+        text_effect_sd=1.5,
+        text_effect_share=0.2,
+        placebos=5,
+        gold=(0, 1),
+        description="logprob_sparse plus a relevant document the gold misses (+3.0 nats, retrieved first): what a "
+        "null or gold weight costs on missed positives",
+    ),
+    "logprob_tilted_missed": Scenario(
+        "logprob_tilted_missed",
+        20,
+        {0: 4.0, 1: 3.0, 2: 3.0},
+        base=-6.0,
+        outcome="logprob",
+        noise=0.3,
+        text_effect_sd=1.5,
+        text_effect_share=0.2,
+        placebos=5,
+        topic_scale=1.75,
+        gold=(0, 1),
+        description="logprob_tilted plus a relevant document the gold misses (+3.0 nats, retrieved first)",
+    ),
     "m60": Scenario("m60", 60, {0: 0.4, 1: 0.3}, base=0.1, description="S1 with 60 candidates"),
     "null": Scenario("null", 20, {}, base=0.3, description="no relevant document (global null), base 0.3"),
 }
@@ -270,6 +298,8 @@ class DesignResult:
     seconds: float
     calls_by_kind: dict[str, float] = field(default_factory=dict)
     coalition_null_share: float = float("nan")
+    #: recall on the relevant documents the gold misses (``nan`` when the scenario has none)
+    recall_outside_gold: float = float("nan")
     counts: dict[str, float] = field(default_factory=dict, repr=False)
     cases: list[dict[str, Any]] | None = field(default=None, repr=False)
 
@@ -441,7 +471,7 @@ def _parse_design(design: str, config: MiningConfig | None) -> tuple[str, Mining
         pass
     raise ValueError(
         f"unknown design {design!r}; expected naive:N, fixed:N, adaptive or adaptive:BUDGET, optionally followed by "
-        "/bernoulli or /orthogonal (the inclusion design), /zero or /placebo (the null), /gwW (gold weight) and @q "
+        "/bernoulli or /orthogonal (the inclusion design), /zero, /placebo, /topic or /auto (the null), /lw (learned gold weight), /gwW (gold weight) and @q "
         "(the FDR level)"
     )
 
@@ -524,6 +554,7 @@ def _summarise(
 ) -> DesignResult:
     nan = float("nan")
     tp = labels = relevant = null_labels = nulls = harm_tp = harmful = 0
+    out_tp = out_relevant = 0
     calls, skipped = [], []
     by_kind: dict[str, float] = {"preflight": 0.0, "design": 0.0, "coalition": 0.0}
     coal_total = coal_null = 0
@@ -537,6 +568,9 @@ def _summarise(
         tp += int((rel & (truth == 1)).sum())
         labels += int(rel.sum())
         relevant += int((truth == 1).sum())
+        outside = (truth == 1) & ~np.isin(np.arange(reps.sc.m), reps.sc.gold_indices)
+        out_tp += int((rel & outside).sum())
+        out_relevant += int(outside.sum())
         null_labels += int(((lab != 0) & (truth == 0)).sum())
         nulls += int((truth == 0).sum())
         harm_tp += int(((lab == -1) & (truth == -1)).sum())
@@ -582,6 +616,7 @@ def _summarise(
         seconds=seconds,
         calls_by_kind={k: v / max(R, 1) for k, v in by_kind.items()},
         coalition_null_share=coal_null / coal_total if coal_total else nan,
+        recall_outside_gold=out_tp / out_relevant if out_relevant else nan,
         cases=cases if keep_cases else None,
     )
 
