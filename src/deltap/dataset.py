@@ -34,7 +34,9 @@ from deltap.qrels import Qrels, QrelsRecord, write_beir_qrels, write_qrels_jsonl
 __all__ = [
     "VERDICTS",
     "VerifiedDataset",
+    "GRADED_LIKELY_LFSR",
     "candidate_graded",
+    "graded_call",
     "candidate_verdict",
     "dataset_graded_gains",
     "dataset_graded_qrels",
@@ -292,6 +294,21 @@ def dataset_signed_gains(
         if out:
             coalitions[pid] = out
     return gains, coalitions, unknown
+
+
+#: a graded label "likely helps" (or hurts) when its local false sign rate is at most this (issue 35)
+GRADED_LIKELY_LFSR = 0.1
+
+
+def graded_call(label: Mapping[str, Any] | None) -> str | None:
+    """A graded label in words: ``likely helps`` / ``likely hurts`` (lfsr ≤ :data:`GRADED_LIKELY_LFSR`, by the
+    utility's sign) or ``unclear``; ``None`` without a label."""
+    if not label:
+        return None
+    u, lfsr = _finite(label.get("utility")), _finite(label.get("lfsr"))
+    if u is None or lfsr is None or lfsr > GRADED_LIKELY_LFSR or u == 0:
+        return "unclear"
+    return "likely helps" if u > 0 else "likely hurts"
 
 
 def candidate_graded(candidate: Mapping[str, Any], prior: str = "gold") -> dict[str, Any] | None:

@@ -230,9 +230,7 @@ def _graded_judgements(path: Path, labels: str) -> Judgements:
     prior = "no_gold" if labels == "graded_no_gold" else "gold"
     qrels = dataset_graded_qrels(dataset, prior)
     if not qrels:
-        raise DeltapError(
-            f"{source} has no graded labels (mined before runs were graded: relabel it, deltap relabel)"
-        )
+        raise DeltapError(f"{source} has no graded labels (mined before runs were graded: relabel it, deltap relabel)")
     _, coalition_values, _ = dataset_signed_gains(dataset)
     unit = outcome_kind(str(dataset.metadata.get("outcome", "pass"))).unit
     out = Judgements(qrels=qrels, source=str(source))

@@ -359,7 +359,13 @@ def graded_step(
             owners.append((r, j))
             estimates.append(
                 CandidateEstimate(
-                    r.case.case_id, c.doc_id, tuple(c.sources), c.retrieval_rank, float(eff["coef"]), float(eff["se"]), df
+                    r.case.case_id,
+                    c.doc_id,
+                    tuple(c.sources),
+                    c.retrieval_rank,
+                    float(eff["coef"]),
+                    float(eff["se"]),
+                    df,
                 )
             )
     kind = outcome_kind(cfg.outcome)

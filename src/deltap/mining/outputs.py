@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "build_dataset",
+    "graded_line",
+    "graded_summary",
     "placebo_warning",
     "run_summary",
     "summary_lines",
@@ -79,6 +81,11 @@ def build_dataset(
             if placebo.get("null", {}).get("used") == "placebo"
             else "zero: each effect tested against no effect"
             + (f" ({placebo['null']['reason']})" if placebo.get("null", {}).get("reason") else "")
+        )
+        + (
+            f"; chosen by --null auto before any label: {placebo['null']['auto']['reason']}"
+            if placebo.get("null", {}).get("auto")
+            else ""
         ),
         "estimator": (
             "OLS on all inclusion indicators (linear probability model for pass); tests use the classical OLS SE with t tails,"
@@ -123,6 +130,7 @@ def run_summary(
             for row in r.candidates:
                 verdicts[row["verdict"]] += 1
     iso = lambda t: dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="seconds")  # noqa: E731
+    graded = graded_summary(results)
     return {
         "tool": "deltap",
         "tool_version": version,
@@ -140,6 +148,7 @@ def run_summary(
         "cases": len(results),
         "cases_by_status": by_status,
         "verdicts": verdicts,
+        **({"graded": graded} if graded else {}),
         **({"pytest_checks": processes} if any(p["cases"] for p in processes.values()) else {}),
         "placebo": {
             k: placebo[k]
@@ -158,6 +167,69 @@ def run_summary(
             if k in placebo
         },
     }
+
+
+#: "likely helps, not proven" candidates listed by name in run.json (the rest are counted)
+LISTED_LIKELY = 5
+
+
+def graded_summary(results: list[CaseResult]) -> dict[str, Any]:
+    """What the graded labels add to the verdicts, per prior (``run.json`` → ``graded``): candidates that likely help
+    or hurt (lfsr ≤ :data:`~deltap.mining.shrinkage.LFSR_LIKELY`), how many of those the gate left undecided, and the
+    strongest "likely helps, not proven" ones by name. Empty when no candidate is graded."""
+    from deltap.mining.shrinkage import LFSR_LIKELY
+
+    out: dict[str, Any] = {}
+    for prior in ("gold", "no_gold"):
+        helps = hurts = helps_open = gold_open = graded = 0
+        listed: list[dict[str, Any]] = []
+        for r in results:
+            for row in r.candidates:
+                label = (row.get("graded") or {}).get(prior)
+                if not label or label.get("utility") is None:
+                    continue
+                graded += 1
+                likely = float(label["lfsr"]) <= LFSR_LIKELY
+                helps += likely and label["utility"] > 0
+                hurts += likely and label["utility"] < 0
+                if likely and label["utility"] > 0 and row["verdict"] == "undecided":
+                    helps_open += 1
+                    gold_open += "gold" in row["sources"]
+                    listed.append(
+                        {"case_id": r.case.case_id, "doc_id": row["doc_id"], "sources": list(row["sources"]), **label}
+                    )
+        if graded:
+            listed.sort(key=lambda d: -float(d["utility"]))
+            out[prior] = {
+                "graded": graded,
+                "likely_helps": helps,
+                "likely_hurts": hurts,
+                "likely_helps_undecided": helps_open,
+                "gold_likely_helps_undecided": gold_open,
+                "examples": listed[:LISTED_LIKELY],
+            }
+    return out
+
+
+def graded_line(run: dict[str, Any], unit: str = "") -> str | None:
+    """One line on the graded labels of a run (from ``run.json``'s ``graded``), or ``None`` without them."""
+    g = (run.get("graded") or {}).get("gold")
+    if not g:
+        return None
+    line = (
+        f"graded labels (gold prior): {g['likely_helps']} of {g['graded']} candidates likely help and "
+        f"{g['likely_hurts']} likely hurt (lfsr <= 0.1); {g['likely_helps_undecided']} likely help but are not proven "
+        f"(undecided; {g['gold_likely_helps_undecided']} of them gold)"
+    )
+    ex = g.get("examples") or []
+    if ex:
+        e = ex[0]
+        lo, hi = e["ci"]
+        line += (
+            f", e.g. {e['doc_id']} for {e['case_id']}: {float(e['utility']):+.2f}{(' ' + unit) if unit else ''} "
+            f"[{float(lo):+.2f}, {float(hi):+.2f}], lfsr {float(e['lfsr']):.3f}"
+        )
+    return line
 
 
 def write_run_directory(out: Path, dataset: VerifiedDataset, run: dict[str, Any]) -> None:
@@ -264,6 +336,11 @@ def summary_lines(run: dict[str, Any]) -> list[tuple[str, str]]:
             )
         )
     out.append((f"verdicts: {run['verdicts']}", ""))
+    from deltap.outcomes import outcome_kind
+
+    graded = graded_line(run, outcome_kind(str(run.get("outcome") or "pass")).unit)
+    if graded:
+        out.append((graded, ""))
     if run.get("spend"):
         out.append((spend_line(run["spend"]), ""))
     if run.get("plan_vs_spent"):
@@ -294,6 +371,8 @@ def summary_lines(run: dict[str, Any]) -> list[tuple[str, str]]:
             )
         )
     nl = pl.get("null") or {}
+    if nl.get("auto"):
+        out.append((f"null: --null auto — {nl['auto']['reason']}", ""))
     if nl.get("used") == "placebo":
         out.append((f"null: placebo effects, {describe_null(nl)}", ""))
         topic = describe_topic_null(nl)

@@ -67,6 +67,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
+from deltap.dataset import GRADED_LIKELY_LFSR
+
 __all__ = [
     "CASE_SCALES",
     "LEVEL",
@@ -91,8 +93,8 @@ __all__ = [
 PRIORS = ("gold", "no_gold")
 #: level of the credible intervals
 LEVEL = 0.95
-#: a graded label "likely helps" (or hurts) when its lfsr is at most this
-LFSR_LIKELY = 0.1
+#: a graded label "likely helps" (or hurts) when its lfsr is at most this (the dataset's readers use the same value)
+LFSR_LIKELY = GRADED_LIKELY_LFSR
 #: ashr's null penalty (its ``nullweight`` − 1): pseudo-counts on the point mass of the pooled fit
 NULL_PENALTY = 9.0
 #: a group's mixture weights are drawn toward its parent's by a Dirichlet prior worth this many candidates
@@ -212,7 +214,9 @@ class ShrinkageFit:
 
     def prior_mean(self, group: str) -> float:
         """The prior mean of a group's effects (the slab's mode times its share; case scales average 1)."""
-        return float((1.0 - self.null_share(group)) * self.modes[group] * np.dot(self.case_scale_weights, self.case_scales))
+        return float(
+            (1.0 - self.null_share(group)) * self.modes[group] * np.dot(self.case_scale_weights, self.case_scales)
+        )
 
     def prior_sd(self, group: str) -> float:
         """The prior's standard deviation in a group (the case scales averaged in)."""
@@ -234,7 +238,9 @@ class ShrinkageFit:
                 }
                 for g in self.weights
             },
-            "case_scales": {f"{s:g}": round(w, 4) for s, w in zip(self.case_scales, self.case_scale_weights, strict=True)},
+            "case_scales": {
+                f"{s:g}": round(w, 4) for s, w in zip(self.case_scales, self.case_scale_weights, strict=True)
+            },
             "loglik": round(self.loglik, 3),
             "estimates": self.n,
         }
@@ -263,7 +269,11 @@ class GradedLabels:
             "level": self.level,
             "groups": (
                 "source: gold / retrieved by rank band (1-3, 4-10, 11+) / placebo"
-                + (", each split by the sign of the single-document lift (endtoend --single-doc)" if self.covariates else "")
+                + (
+                    ", each split by the sign of the single-document lift (endtoend --single-doc)"
+                    if self.covariates
+                    else ""
+                )
             ),
             "covariates": self.covariates,
             "priors": {
@@ -276,19 +286,32 @@ class GradedLabels:
         }
 
 
-def prior_group(sources: Sequence[str], rank: int | None, *, gold_flag: bool = True) -> str:
+def prior_group(sources: Sequence[str], rank: int | None, *, gold_flag: bool = True) -> str | None:
     """The source group of a candidate's prior: ``gold`` (with ``gold_flag``), ``retrieved:1-3`` / ``retrieved:4-10``
-    / ``retrieved:11+`` by rank, ``placebo``. Without ``gold_flag`` a gold candidate is grouped by its rank band (the
-    last one when it was not retrieved)."""
+    / ``retrieved:11+`` by rank, ``placebo``. Without ``gold_flag`` a retrieved gold candidate is grouped by its rank
+    band, and one that was not retrieved has no group (``None``): a user without a benchmark would not have it, so
+    :func:`graded_labels` leaves it out of the fit and grades it under the deepest rank band's prior."""
     s = set(sources)
     if "placebo" in s and not (s - {"placebo"}):
         return "placebo"
     if gold_flag and "gold" in s:
         return "gold"
+    if "retrieved" not in s or rank is None:
+        return None
     a, b = RANK_BANDS
-    if rank is None or rank > b or "retrieved" not in s:
+    if rank > b:
         return f"retrieved:{b + 1}+"
     return f"retrieved:1-{a}" if rank <= a else f"retrieved:{a + 1}-{b}"
+
+
+def _deepest_band(groups: Sequence[str | None]) -> str:
+    """The prior group of an on-topic candidate without a rank under the no-gold prior: the deepest rank band the
+    run has (``placebo`` when it retrieved nothing)."""
+    a, b = RANK_BANDS
+    for band in (f"retrieved:{b + 1}+", f"retrieved:{a + 1}-{b}", f"retrieved:1-{a}"):
+        if band in groups:
+            return band
+    return "placebo"
 
 
 def covariate_bin(value: float | None) -> str:
@@ -588,7 +611,7 @@ def graded_labels(
     empty: dict[str, list[GradedLabel | None]] = {p: [None] * len(estimates) for p in PRIORS}
     if int(keep.sum()) < 2:
         return GradedLabels(empty, {}, mapping, 0, level)
-    idx = np.flatnonzero(keep)
+    idx = [int(i) for i in np.flatnonzero(keep)]
     bk, sk = b[idx], _widened(s[idx], df[idx])
     cases = [estimates[i].case_id for i in idx]
     cov = covariates or {}
@@ -597,12 +620,20 @@ def graded_labels(
     out: dict[str, list[GradedLabel | None]] = {}
     fits: dict[str, ShrinkageFit] = {}
     for prior in PRIORS:
-        groups = [prior_group(estimates[i].sources, estimates[i].rank, gold_flag=prior == "gold") for i in idx]
-        levels: list[list[str]] = [groups]
+        raw = [prior_group(estimates[i].sources, estimates[i].rank, gold_flag=prior == "gold") for i in idx]
+        fitted = np.array([g is not None for g in raw])  # no-gold prior: unretrieved gold documents left out
+        if int(fitted.sum()) < 2:
+            fitted[:] = True
+        groups = [g if g is not None else _deepest_band(raw) for g in raw]
+        levels: list[list[str]] = [[g for g, f in zip(groups, fitted, strict=True) if f]]
+        final = groups
         if n_cov:
-            levels.append([f"{g}|{c}" for g, c in zip(groups, bins, strict=True)])
-        fit, _ = fit_shrinkage(bk, sk, levels, cases)
-        final = levels[-1]
+            final = [f"{g}|{c}" for g, c in zip(groups, bins, strict=True)]
+            levels.append([g for g, f in zip(final, fitted, strict=True) if f])
+        fit, _ = fit_shrinkage(bk[fitted], sk[fitted], levels, [c for c, f in zip(cases, fitted, strict=True) if f])
+        # a held-out candidate's (sub)group may be missing from the fit: its source group's, else the deepest band's
+        final = [g if g in fit.weights else g.split("|")[0] for g in final]
+        final = [g if g in fit.weights else next(iter(fit.weights)) for g in final]
         mean, lfsr, low, high = _posterior(bk, sk, cases, fit, final, level)
         labels: list[GradedLabel | None] = [None] * len(estimates)
         for a, i in enumerate(idx):

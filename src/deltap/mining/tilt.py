@@ -308,5 +308,8 @@ def auto_null(tilt: Tilt) -> tuple[bool, str]:
             )
             if on
         )
-        return True, f"{shown}: {why}, so the on-topic null and the learned gold weight (--null topic --gold-weight-learned)"
+        return (
+            True,
+            f"{shown}: {why}, so the on-topic null and the learned gold weight (--null topic --gold-weight-learned)",
+        )
     return False, f"{shown}: below {AUTO_TILT:g} and p >= {AUTO_ALPHA:g}, so the placebo null"

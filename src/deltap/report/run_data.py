@@ -92,6 +92,27 @@ class CandidateResult:
     adjusted: float | None = None
     adjusted_low: float | None = None
     adjusted_high: float | None = None
+    #: the graded label under the gold prior (``{utility, ci, lfsr, grade}``; issue 35), ``None`` when not graded
+    graded: Mapping[str, Any] | None = None
+
+    @property
+    def graded_call(self) -> str | None:
+        """``likely helps`` / ``likely hurts`` / ``unclear`` from the graded label (``None``: not graded)."""
+        from deltap.dataset import graded_call
+
+        return graded_call(self.graded)
+
+    def graded_text(self, unit: str = "") -> str:
+        """The graded label in words, e.g. ``likely helps: +1.20 nats [+0.31, +2.05], lfsr 0.012`` (``""`` without)."""
+        g = self.graded
+        if not g or g.get("utility") is None:
+            return ""
+        lo, hi = (list(g.get("ci") or []) + [None, None])[:2]
+        interval = f" [{float(lo):+.2f}, {float(hi):+.2f}]" if lo is not None and hi is not None else ""
+        return (
+            f"{self.graded_call}: {float(g['utility']):+.2f}{(' ' + unit) if unit else ''}{interval}, "
+            f"lfsr {float(g.get('lfsr') or 0.0):.3f}"
+        )
 
     @property
     def effect(self) -> tuple[float | None, float | None, float | None]:
@@ -353,7 +374,14 @@ def _candidate(raw: Mapping[str, Any], where: str) -> CandidateResult:
         adjusted_low=_num(reg.get("ci_low")),
         adjusted_high=_num(reg.get("ci_high")),
         text=str(raw.get("text") or ""),
+        graded=_graded_label(raw),
     )
+
+
+def _graded_label(raw: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    from deltap.dataset import candidate_graded
+
+    return candidate_graded(raw, "gold")
 
 
 def _case(raw: Mapping[str, Any], where: str) -> CaseRecord:
