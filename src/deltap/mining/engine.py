@@ -226,8 +226,7 @@ def mine(
             lambda item: _mine_case(item[1], item[0], corpus, solver, factory, retriever, log, cfg, rule, lanes),
             list(enumerate(cases)),
         )
-        labelled = label_dataset(results, cfg, policy)
-        null_info = labelled["null"]
+        null_info = (labelled := label_dataset(results, cfg, policy))["null"]
         if cfg.coalitions:
             lanes.map(
                 lambda res: _coalition_case(res, corpus, solver, factory, log, cfg, policy, lanes),
@@ -236,10 +235,8 @@ def mine(
         spend = _account_spend(results, log, prices)
         placebo = {**placebo_calibration(results, cfg, corpus), "null": null_info}
         tilt = _tilt(results, cfg)
-        ended = time.time()
-        dataset = build_dataset(
-            results, corpus, cfg, policy, solver_name, placebo, __version__, started, labelled["graded"]
-        )
+        graded, ended = labelled["graded"], time.time()
+        dataset = build_dataset(results, corpus, cfg, policy, solver_name, placebo, __version__, started, graded)
         run = run_summary(results, cfg, policy, solver_name, placebo, __version__, started, ended)
         run["calls_this_process"] = log.count() - calls_before_run
         run["spend"] = spend
