@@ -85,7 +85,10 @@ class MiningConfig:
             and the dataset says so), or ``topic`` (the placebo null, and for every gold or retrieved candidate also
             the distribution of the run's retrieved non-gold candidates' effects — "moves the outcome more than random
             text *and* more than other documents on the topic"; the larger p-value counts: see
-            :func:`deltap.mining.labels.placebo_null`). Default: ``placebo`` for ``logprob``, ``zero`` for ``pass``.
+            :func:`deltap.mining.labels.placebo_null`), or ``auto`` (the run's own tilt test decides before any label
+            is made: ``topic`` with the learned gold weight when the retrieved non-gold documents move the outcome
+            clearly more than the placebos, else ``placebo``; :func:`deltap.mining.labels.choose_null`). Default:
+            ``placebo`` for ``logprob``, ``zero`` for ``pass``.
             *result*
         context_order: Order of the documents in every prompt of a case: ``length`` (longest first, ties by id — the
             fewest prompt tokens for the local solver's prefix reuse) or ``id``. Never depends on provenance. *result*
