@@ -8,8 +8,9 @@ single-document values, the single-document lifts. Grades every candidate under 
 :func:`deltap.mining.shrinkage.graded_labels` — with and without the lifts — and prints per prior: each group's fit,
 the verdicts against the graded calls, how many gold documents the gate left undecided that likely help (and how
 many have a positive utility at all), and how far the placebos shrink. A run mined before graded labels existed is
-graded here as ``deltap mine`` would have graded it (retrieval ranks come from the pool order: gold, then retrieved by
-rank, then placebos).
+graded here as ``deltap mine`` would have graded it: the classical standard error ``mine`` uses
+(``regression_effect.se_classical``) is refitted from the design trials of its trial log (read-only), and retrieval ranks
+come from the pool order (gold, then retrieved by rank, then placebos).
 """
 
 from __future__ import annotations
@@ -29,26 +30,51 @@ from deltap.mining.verdicts import default_policy
 from deltap.run_layout import RunDir
 
 
+def _classical_se(path: Path) -> dict[str, np.ndarray]:
+    """Per case, the classical OLS standard error of every candidate, refitted from the design trials of the trial
+    log (columns in pool order), as ``mine`` computes it; ``{}`` without a readable log."""
+    from deltap.mining.estimate import ols_hc
+    from deltap.mining.trials import TrialLogReader
+
+    rd = RunDir(path)
+    if not rd.trials.is_file():
+        return {}
+    by_case: dict[str, tuple[list[list[bool]], list[float]]] = {}
+    with TrialLogReader(rd.trials) as log:
+        for t in log.trials():
+            r = t.record
+            if r.kind != "design" or r.is_error or r.value is None:
+                continue
+            X, y = by_case.setdefault(r.case_id, ([], []))
+            X.append([ch == "1" for ch in r.inclusion])
+            y.append(float(r.value))
+    return {c: ols_hc(np.array(X), np.array(y), hc="classical").se for c, (X, y) in by_case.items() if len(y) > 2}
+
+
 def _estimates(path: Path) -> tuple[list[CandidateEstimate], list[dict[str, Any]], Any]:
     ds = read_dataset(RunDir(path).dataset)
+    classical = _classical_se(path)
     est, rows = [], []
     for pair in ds.pairs:
         cands = pair["candidates"]
         trials = int((pair.get("metadata") or {}).get("trials") or 0)
         df = float(trials - len(cands) - 1)
         rank = 0
-        for c in cands:
+        refit = classical.get(str(pair["id"]))
+        for j, c in enumerate(cands):
             src = tuple(c.get("source") or ())
             r = None
             if "retrieved" in src:
                 rank += 1
                 r = rank
             eff = c.get("regression_effect") or {}
-            if eff.get("coef") is None or eff.get("se") is None:
+            se = eff.get("se_classical")
+            if se is None and refit is not None and len(refit) == len(cands):
+                se = float(refit[j])  # a run mined before graded labels: refitted from its trial log
+            se = se if se is not None else eff.get("se")  # no log either: the robust HC2 one
+            if eff.get("coef") is None or se is None:
                 continue
-            est.append(
-                CandidateEstimate(str(pair["id"]), str(c["doc_id"]), src, r, float(eff["coef"]), float(eff["se"]), df)
-            )
+            est.append(CandidateEstimate(str(pair["id"]), str(c["doc_id"]), src, r, float(eff["coef"]), float(se), df))
             rows.append(c)
     return est, rows, ds
 

@@ -352,21 +352,19 @@ def graded_step(
         if r.X is None or r.y is None or not r.candidates:
             continue
         df = float(len(r.y) - len(r.pool.candidates) - 1)
+        # the classical OLS standard error: the one the tests use (deltap.mining.estimate.z_statistics says why it is
+        # the better-calibrated and far less noisy one under the randomised design); kept beside HC2 in the dataset
+        classical = ols_hc(r.X, r.y, hc="classical").se
         for j, (c, row) in enumerate(zip(r.pool.candidates, r.candidates, strict=True)):
             eff = row.get("regression_effect") or {}
-            if eff.get("coef") is None or eff.get("se") is None:
+            se = _f(classical[j])
+            if eff.get("coef") is None or se is None:
                 continue
+            eff["se_classical"] = se
             owners.append((r, j))
+            src = tuple(c.sources)
             estimates.append(
-                CandidateEstimate(
-                    r.case.case_id,
-                    c.doc_id,
-                    tuple(c.sources),
-                    c.retrieval_rank,
-                    float(eff["coef"]),
-                    float(eff["se"]),
-                    df,
-                )
+                CandidateEstimate(r.case.case_id, c.doc_id, src, c.retrieval_rank, float(eff["coef"]), se, df)
             )
     kind = outcome_kind(cfg.outcome)
     graded = graded_labels(

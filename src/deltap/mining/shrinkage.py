@@ -39,10 +39,12 @@ gives:
   wrong (0.02: 98% sure the document helps, or hurts; near 0.5 or above: the data do not say);
 * ``grade``: the integer grade of the graded qrels (:class:`GradeMapping`).
 
-**The standard error.** ``s_i`` is the regression's robust (HC2) standard error, the one ``regression_effect``
-reports. With few trials per case (``df`` = trials − candidates − 1 small) a normal likelihood would trust a
-noisy ``s_i`` too much, so ``s_i`` is widened by ``sqrt(df / (df − 2))`` (the standard deviation of a ``t_df``
-relative to its scale; ``df`` is floored at 3): a variance-matched normal approximation of the ``t`` likelihood.
+**The standard error.** ``s_i`` is the regression's classical OLS standard error, the one the verdicts' tests use
+(``regression_effect.se_classical`` in the dataset; :func:`deltap.mining.estimate.z_statistics` says why it is better
+calibrated than the robust HC2 one under the randomised design, and far less noisy at few trials). With few trials per
+case (``df`` = trials − candidates − 1 small) a normal likelihood would trust it too much, so ``s_i`` is widened by
+``sqrt(df / (df − 2))`` (the standard deviation of a ``t_df`` relative to its scale; ``df`` is floored at 3): a
+variance-matched normal approximation of the ``t`` likelihood.
 
 **Assumptions** (docs/graded-labels.md discusses each): the estimates are approximately normal around the true
 effect with known ``s_i``; candidates are independent given their case's scale (the orthogonal design makes the
@@ -120,7 +122,8 @@ class CandidateEstimate:
             has both).
         rank: Its retrieval rank (1 = first), ``None`` when it was not retrieved.
         coef: The regression effect ``β̂`` (outcome unit).
-        se: Its standard error (HC2); ``inf`` or ``nan`` when the design could not estimate it.
+        se: Its standard error (the classical OLS one the tests use); ``inf`` or ``nan`` when the design could not
+            estimate it.
         df: Residual degrees of freedom of its case's regression (trials − candidates − 1); ``None``: large.
     """
 
