@@ -27,7 +27,7 @@ from deltap.mining.config import MiningConfig
 from deltap.mining.simulation import GRADED_SCORES, MIXTURES, SCENARIOS, run_design, run_graded, run_mixture
 
 # "/bernoulli": independent coin flips per candidate and trial; no suffix: deltap's orthogonal blocks. "/zero",
-# "/placebo": the null (default: zero for pass, placebo for logprob). "/gwW": prior weight W of gold candidates in
+# "/placebo", "/topic", "/auto": the null (default: zero for pass, placebo for logprob); "/lw": learned gold weight. "/gwW": prior weight W of gold candidates in
 # the weighted BH step (default 8; gw1 = unweighted). "adaptive:B": budget B (default 90). "@q": another FDR level.
 PLAN: list[tuple[str, list[str]]] = [
     (
@@ -54,9 +54,22 @@ PLAN: list[tuple[str, list[str]]] = [
     ("logprob_text", ["fixed:128/zero", "fixed:96", "adaptive:128/gw1", "adaptive"]),
     (
         "logprob_sparse",
-        ["fixed:128/zero", "fixed:96", "adaptive:128/gw1", "adaptive", "adaptive/topic", "adaptive/topic/lw"],
+        [
+            "fixed:128/zero",
+            "fixed:96",
+            "adaptive:128/gw1",
+            "adaptive",
+            "adaptive/topic",
+            "adaptive/topic/lw",
+            "adaptive/auto",
+        ],
     ),
-    ("logprob_tilted", ["fixed:96", "adaptive", "adaptive/topic", "adaptive/topic/lw", "adaptive/topic/gw32"]),
+    (
+        "logprob_tilted",
+        ["fixed:96", "adaptive", "adaptive/topic", "adaptive/topic/lw", "adaptive/topic/gw32", "adaptive/auto"],
+    ),
+    ("logprob_missed", ["adaptive/placebo", "adaptive/topic/lw", "adaptive/auto"]),
+    ("logprob_tilted_missed", ["adaptive/placebo", "adaptive/topic/lw", "adaptive/auto"]),
     ("logprob_tilted_similar", ["fixed:96", "adaptive"]),
     ("m60", ["fixed:128/gw1", "fixed:96", "adaptive:128/gw1", "adaptive"]),
     ("null", ["fixed:96", "adaptive:128/gw1", "adaptive"]),
