@@ -1,7 +1,10 @@
 """From estimates to labels, over the whole dataset: the null (zero, or the placebo null fitted from every placebo
-of the run), the p-values over the looks (group-sequential repeated p-values against zero, Simes over the looks
-against a fitted null), the prior weights and the dataset-wide weighted Benjamini–Hochberg step, verdicts
-with the interval each rests on, grades, the placebo check, and the winning coalitions of each case."""
+of the run; with ``--null auto`` chosen by the run's own tilt before any label, :func:`choose_null`), the p-values
+over the looks (group-sequential repeated p-values against zero, Simes over the looks against a fitted null), the
+prior weights and the dataset-wide weighted Benjamini–Hochberg step, verdicts with the interval each rests on,
+grades, the graded utility labels (:func:`graded_step`, :mod:`deltap.mining.shrinkage`), the placebo check, and the
+winning coalitions of each case. :func:`label_dataset` is the one labelling step ``mine()`` runs (and a relabelled
+run: it reads nothing but the per-case results and the configuration)."""
 
 from __future__ import annotations
 
