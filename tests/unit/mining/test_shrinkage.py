@@ -254,3 +254,11 @@ def test_mine_writes_graded_labels_graded_qrels_and_the_readers_use_them(tmp_pat
     with pytest.raises(SystemExit):
         main(["evaluate", "--qrels", str(rd.qrels_trec), "--labels", "graded", "--run", str(tmp_path / "run.json")])
     assert "reads a deltap verified dataset" in capsys.readouterr().err
+    # relabelling with single-document lifts (what the relabel verb passes when the run has endtoend --single-doc)
+    from deltap.mining.labels import label_dataset
+
+    lifts = {(r.case.case_id, c.doc_id): 1.0 for r in res.cases for c in r.pool.candidates if "gold" in c.sources}
+    cfg = design_config(sc, "adaptive", 2)
+    again = label_dataset(res.cases, cfg, cfg.policy(), covariates=lifts)
+    assert again["graded"]["covariates"] == len(lifts) and "gold|lift>0" in again["graded"]["fits"]["gold"]["groups"]
+    assert again["null"]["used"] == "placebo"
