@@ -110,7 +110,7 @@ def mine_command(
             help="What effects are tested against: zero (no effect), placebo (the placebo documents' effects: 'moves the outcome "
             "more than random text does') or topic (also the run's retrieved non-gold documents' effects: 'more than an "
             "on-topic document does'; for a tilted solver) or auto (the run's own tilt test decides, before any label: topic "
-            "with the learned gold weight when tilted, else placebo). Default: placebo for --outcome logprob, zero for pass.",
+            "with the learned gold weight when tilted, else placebo). Default: auto for --outcome logprob, zero for pass.",
         ),
     ] = _CFG.null,
     design: Annotated[

@@ -46,8 +46,9 @@ PILOT_CASES = 8
 
 
 def default_null(outcome: str, placebos: int = 1) -> str:
-    """``placebo`` for ``logprob`` (a deterministic score moves with any text), ``zero`` for ``pass`` or without
-    placebo documents."""
+    """``auto`` for ``logprob`` (a deterministic score moves with any text: the placebo null, or the on-topic null when
+    the run's own tilt test says on-topic text moves it more; :func:`deltap.mining.labels.choose_null`), ``zero`` for
+    ``pass`` or without placebo documents."""
     return outcome_kind(outcome).default_null if placebos > 0 else "zero"
 
 
@@ -88,7 +89,8 @@ class MiningConfig:
             :func:`deltap.mining.labels.placebo_null`), or ``auto`` (the run's own tilt test decides before any label
             is made: ``topic`` with the learned gold weight when the retrieved non-gold documents move the outcome
             clearly more than the placebos, else ``placebo``; :func:`deltap.mining.labels.choose_null`). Default:
-            ``placebo`` for ``logprob``, ``zero`` for ``pass``.
+            ``auto`` for ``logprob`` (issue 35 item 6: the placebo null alone lets FDR exceed q on tilted data),
+            ``zero`` for ``pass``.
             *result*
         context_order: Order of the documents in every prompt of a case: ``length`` (longest first, ties by id — the
             fewest prompt tokens for the local solver's prefix reuse) or ``id``. Never depends on provenance. *result*

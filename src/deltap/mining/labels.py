@@ -352,8 +352,8 @@ def graded_step(
     owners: list[tuple[CaseResult, int]] = []
     estimates: list[CandidateEstimate] = []
     for r in results:
-        if r.X is None or r.y is None or not r.candidates:
-            continue
+        if r.X is None or r.y is None or not r.candidates or len(r.y) <= len(r.pool.candidates) + 1:
+            continue  # no residual degrees of freedom: no standard error to shrink with
         df = float(len(r.y) - len(r.pool.candidates) - 1)
         # the classical OLS standard error: the one the tests use (deltap.mining.estimate.z_statistics says why it is
         # the better-calibrated and far less noisy one under the randomised design); kept beside HC2 in the dataset
