@@ -232,7 +232,8 @@ def measure_tilt(
             f" — on-topic text moves this solver more than random text: the placebo null is too narrow for the retrieved "
             f"candidates and their labels may be false beyond q (the simulation's FDR exceeds q from a tilt of about "
             f"{warn_at:g}); use --null topic (each candidate must also beat the run's other on-topic documents; with "
-            f"--gold-weight-learned it keeps most gold labels: benchmarks/README.md), --placebo-kind similar, or a "
+            f"--gold-weight-learned it keeps most gold labels: benchmarks/README.md; the default --null auto does "
+            f"both when its own tilt test fires), --placebo-kind similar, or a "
             f"--min-effect above {_finite_str(r.high)} {unit}"
         )
     return Tilt(ratio, lo, hi, level, centre, unit, spreads, large, msg, p_value)
