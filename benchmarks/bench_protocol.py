@@ -41,9 +41,9 @@ DECLARED = re.compile(r"(?im)^\W*answer\W*:")
 def generate(out: Path, limit: int | None = None) -> None:
     """Ask the local model every (case, context, protocol setting) once and score the reference; one JSON line each."""
     from deltap.demo import build_demo_corpus, load_demo_cases
-    from deltap.trials.request import request_from_case
     from deltap.solvers import make_solver
     from deltap.solvers.prompts import PromptTemplate
+    from deltap.trials.request import request_from_case
 
     corpus = build_demo_corpus()
     cases = load_demo_cases(corpus)[:limit]

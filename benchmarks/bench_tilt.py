@@ -1,9 +1,15 @@
 """The tilt (issue 28): how much more retrieved non-gold documents move the outcome than random placebos.
 
-Two modes:
+Three modes:
 
     python benchmarks/bench_tilt.py sim -r 400 --dataset-size 10     # logprob_tilted at topic scales 1-1.75
     python benchmarks/bench_tilt.py runs RUN_DIR [RUN_DIR ...]         # the tilt of finished runs
+    python benchmarks/bench_tilt.py auto -r 400 --dataset-size 10    # the rule of --null auto (issue 35 item 6)
+
+``auto`` runs the engine's own code path (:func:`deltap.mining.simulation.run_design`) on tilted and untilted
+scenarios, with and without a relevant document the gold misses, for the placebo null, ``--null topic
+--gold-weight-learned`` and ``--null auto`` under each rule given by ``--rule ALPHA:TILT`` (tilted when the tilt
+test's p < ALPHA or the tilt estimate >= TILT; ``0:inf`` never switches, ``1:0`` always does).
 
 ``sim`` mines simulated datasets through ``mine()`` (the engine, :func:`deltap.mining.simulation.engine_inputs`) of
 ``logprob_tilted`` with its topic scale replaced (1 = no tilt, as ``logprob_sparse``), one dataset per seed, and
@@ -89,6 +95,33 @@ def _runs(paths: list[Path], exclude_relevant: bool = False) -> None:
         print(f"  large: {t.large}")
 
 
+AUTO_SCENARIOS = ("logprob_sparse", "logprob_tilted", "logprob_missed", "logprob_tilted_missed")
+
+
+def _auto(replications: int, dataset_size: int, rules: list[str], seed: int, scenarios: list[str]) -> None:
+    import deltap.mining.tilt as tilt_mod
+    from deltap.mining.simulation import run_design
+
+    print("| scenario | design | rule (p < α or tilt ≥ t) | FDR | recall | recall, gold misses | null FPR | s |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
+    f = lambda x: "—" if x != x else f"{x:.3f}"  # noqa: E731
+    for name in scenarios:
+        runs: list[tuple[str, str]] = [("adaptive/placebo", "—"), ("adaptive/topic/lw", "—")]
+        runs += [("adaptive/auto", rule) for rule in rules]
+        for design, rule in runs:
+            if rule != "—":
+                a, t = rule.split(":")
+                tilt_mod.AUTO_ALPHA, tilt_mod.AUTO_TILT = float(a), float(t)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                r = run_design(SCENARIOS[name], design, replications, seed, dataset_size=dataset_size)
+            print(
+                f"| {name} | {design} | {rule} | {f(r.fdr)} | {f(r.recall)} | {f(r.recall_outside_gold)} "
+                f"| {r.null_fpr:.4f} | {r.seconds:.0f} |",
+                flush=True,
+            )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="mode", required=True)
@@ -104,8 +137,22 @@ def main() -> None:
         action="store_true",
         help="leave out non-gold candidates the run labelled relevant (the tilt counts them; a sensitivity check)",
     )
+    a = sub.add_parser("auto")
+    a.add_argument("-r", "--replications", type=int, default=400)
+    a.add_argument("--dataset-size", type=int, default=10)
+    a.add_argument("--seed", type=int, default=3)
+    a.add_argument("--rule", action="append", default=None, help="ALPHA:TILT (repeatable)")
+    a.add_argument("--scenario", action="append", default=None)
     args = ap.parse_args()
-    if args.mode == "sim":
+    if args.mode == "auto":
+        _auto(
+            args.replications,
+            args.dataset_size,
+            args.rule or ["0.05:1.35"],
+            args.seed,
+            args.scenario or list(AUTO_SCENARIOS),
+        )
+    elif args.mode == "sim":
         _sim(args.replications, args.dataset_size, args.scale or [1.0, 1.25, 1.5, 1.75], args.seed)
     else:
         _runs(args.paths, args.exclude_relevant)

@@ -48,7 +48,12 @@ __all__ = [
     "CaseRecord",
     "GradedUtility",
     "VerifiedDataset",
+    "GRADED_LIKELY_LFSR",
+    "candidate_graded",
+    "graded_call",
     "candidate_verdict",
+    "dataset_graded_gains",
+    "dataset_graded_qrels",
     "dataset_qrels",
     "dataset_qrels_records",
     "dataset_signed_gains",
@@ -249,6 +254,27 @@ class CandidateRecord:
     adjusted_low: float | None = _read(_regression("ci_low"), default=None)
     adjusted_high: float | None = _read(_regression("ci_high"), default=None)
     graded: Mapping[str, GradedUtility] | None = _read(_graded, default=None)
+
+    @property
+    def graded_utility(self) -> float | None:
+        """The shrunken utility of the graded label under the gold prior (``None``: not graded)."""
+        g = candidate_graded(self, "gold")
+        return None if g is None else g.utility
+
+    @property
+    def graded_call(self) -> str | None:
+        """``likely helps`` / ``likely hurts`` / ``unclear`` from the graded label under the gold prior (``None``: not
+        graded)."""
+        return graded_call(candidate_graded(self, "gold"))
+
+    def graded_text(self, unit: str = "") -> str:
+        """The gold-prior graded label in words, e.g. ``likely helps: +1.20 nats [+0.31, +2.05], lfsr 0.012`` (``""``
+        without)."""
+        g = candidate_graded(self, "gold")
+        if g is None or g.utility is None:
+            return ""
+        interval = f" [{g.ci_low:+.2f}, {g.ci_high:+.2f}]" if g.ci_low is not None and g.ci_high is not None else ""
+        return f"{self.graded_call}: {g.utility:+.2f}{(' ' + unit) if unit else ''}{interval}, lfsr {g.lfsr or 0.0:.3f}"
 
     @classmethod
     def from_yaml(cls, raw: Mapping[str, Any]) -> CandidateRecord:
@@ -578,3 +604,55 @@ def dataset_signed_gains(
         if out:
             coalitions[pid] = out
     return gains, coalitions, unknown
+
+
+#: a graded label "likely helps" (or hurts) when its local false sign rate is at most this (issue 35)
+GRADED_LIKELY_LFSR = 0.1
+
+
+def graded_call(label: GradedUtility | None) -> str | None:
+    """A graded label in words: ``likely helps`` / ``likely hurts`` (lfsr ≤ :data:`GRADED_LIKELY_LFSR`, by the
+    utility's sign) or ``unclear``; ``None`` without a label."""
+    if label is None or label.utility is None:
+        return None
+    u, lfsr = label.utility, label.lfsr
+    if lfsr is None or lfsr > GRADED_LIKELY_LFSR or u == 0:
+        return "unclear"
+    return "likely helps" if u > 0 else "likely hurts"
+
+
+def candidate_graded(candidate: CandidateRecord, prior: str = "gold") -> GradedUtility | None:
+    """A candidate's graded label under ``prior`` (``gold`` or ``no_gold``; issue 35, :mod:`deltap.mining.shrinkage`),
+    or ``None`` when it has none (or its utility is not a finite number)."""
+    label = (candidate.graded or {}).get(prior)
+    return label if label is not None and label.utility is not None else None
+
+
+def dataset_graded_qrels(dataset: VerifiedDataset, prior: str = "gold") -> Qrels:
+    """``{query_id: {doc_id: grade}}`` of the graded labels (every candidate with a graded label is judged: its
+    ``grade``, 0 when it does not likely help); candidates without one are unjudged, pairs without any are left out."""
+    qrels: Qrels = {}
+    for case in dataset.cases:
+        row: dict[str, int] = {}
+        for c in case.candidates:
+            label = candidate_graded(c, prior)
+            if label is not None:
+                row[c.doc_id] = label.grade if label.grade is not None and label.grade > 0 else 0
+        if row:
+            qrels[case.case_id] = row
+    return qrels
+
+
+def dataset_graded_gains(dataset: VerifiedDataset, prior: str = "gold") -> dict[str, dict[str, float]]:
+    """The signed gains of the graded labels: every graded candidate's shrunken utility (negative for a document that
+    likely hurts), non-zero ones only — what ``signed_utility@K`` sums with ``--labels graded``."""
+    gains: dict[str, dict[str, float]] = {}
+    for case in dataset.cases:
+        row = {
+            c.doc_id: label.utility
+            for c in case.candidates
+            if (label := candidate_graded(c, prior)) is not None and label.utility
+        }
+        if row:
+            gains[case.case_id] = row
+    return gains

@@ -294,6 +294,11 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
     t0 = time.perf_counter()
     _mine(config, corpus, cases, settings, dense, rd, mining, say)
     _stage(say, timings, "mining", t0, f"verified dataset -> {rd.dataset}")
+    from deltap.mining.outputs import graded_line
+
+    graded = graded_line(rd.summary(), outcome_kind(config.outcome).unit)  # "likely helps, not proven"
+    if graded:
+        say(f"  {graded}")
 
     comparison = _evaluate(config, cases, retrievers, rd, say, timings)
 

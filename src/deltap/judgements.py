@@ -30,9 +30,20 @@ from deltap.errors import FormatError
 from deltap.outcomes import outcome_kind
 from deltap.qrels import Qrels, read_beir_qrels, read_qrels_jsonl, read_trec_qrels
 
-__all__ = ["Judgements", "SignedGains", "QrelsFormat", "detect_qrels_format", "load_judgements", "load_qrels"]
+__all__ = [
+    "LABELS",
+    "Judgements",
+    "SignedGains",
+    "QrelsFormat",
+    "detect_qrels_format",
+    "load_judgements",
+    "load_qrels",
+]
 
 QrelsFormat = Literal["beir", "trec", "jsonl", "dataset"]
+#: which labels of a deltap verified dataset :func:`load_judgements` reads: the verdicts (grades of proven effects),
+#: or the graded labels (the shrunken utility of every candidate, issue 35) under the gold or the no-gold prior
+LABELS = ("verdict", "graded", "graded_no_gold")
 
 
 def detect_qrels_format(path: str | Path) -> QrelsFormat:
@@ -150,9 +161,19 @@ def _coalition_list(value: Any) -> list[frozenset[str]]:
     return [frozenset(str(d) for d in c) for c in value if c]
 
 
-def load_judgements(path: str | Path, split: str = "test") -> Judgements:
-    """Load qrels and side information from any supported qrels source (see the module docstring)."""
+def load_judgements(path: str | Path, split: str = "test", labels: str = "verdict") -> Judgements:
+    """Load qrels and side information from any supported qrels source (see the module docstring).
+
+    ``labels`` (:data:`LABELS`) applies to a deltap verified dataset (its YAML, or a run directory): ``graded`` and
+    ``graded_no_gold`` read the graded labels instead of the verdicts — qrels from their grades, signed gains from
+    their shrunken utilities (every graded document counts, with its sign).
+
+    Raises:
+        DeltapError: ``labels`` unknown, or graded labels asked of a source that is not a deltap dataset or has none.
+    """
     path = Path(path)
+    if labels != "verdict":
+        return _graded_judgements(path, labels)
     fmt = detect_qrels_format(path) if path.exists() else None
     qrels = load_qrels(path, split=split)
     out = Judgements(qrels=qrels, source=str(path))
@@ -183,4 +204,43 @@ def load_judgements(path: str | Path, split: str = "test") -> Judgements:
             bad = {c.doc_id for c in case.candidates if c.verdict == "harmful"}
             if bad:
                 out.harmful[case.case_id] = bad
+    return out
+
+
+def _graded_judgements(path: Path, labels: str) -> Judgements:
+    """:func:`load_judgements` with ``labels`` ``graded`` / ``graded_no_gold``."""
+    from deltap.dataset import dataset_graded_gains, dataset_graded_qrels, dataset_signed_gains, read_dataset
+    from deltap.errors import DeltapError
+
+    if labels not in LABELS:
+        raise DeltapError(f"--labels must be one of {', '.join(LABELS)}, got {labels!r}")
+    source = path / "retrieval_dataset.yaml" if path.is_dir() else path
+    if not source.is_file() or detect_qrels_format(source) != "dataset":
+        raise DeltapError(
+            f"--labels {labels} reads a deltap verified dataset (a run directory or its retrieval_dataset.yaml), "
+            f"got {path}"
+        )
+    dataset = read_dataset(source)
+    prior = "no_gold" if labels == "graded_no_gold" else "gold"
+    qrels = dataset_graded_qrels(dataset, prior)
+    if not qrels:
+        raise DeltapError(f"{source} has no graded labels (mined before runs were graded: relabel it, deltap relabel)")
+    _, coalition_values, _ = dataset_signed_gains(dataset)
+    unit = outcome_kind(str(dataset.metadata.get("outcome", "pass"))).unit
+    out = Judgements(qrels=qrels, source=str(source))
+    out.gains = SignedGains(dataset_graded_gains(dataset, prior), coalition_values, (), unit)
+    for pair in dataset.pairs:
+        pid = str(pair.get("id"))
+        if pair.get("query"):
+            out.queries[pid] = str(pair["query"])
+        coal = _coalition_list(pair.get("coalitions") or pair.get("coalition"))
+        if coal:
+            out.coalitions[pid] = coal
+        bad = {  # the failure buckets' distractors: the proven ones (graded labels do not prove)
+            str(c.get("doc_id") or c.get("fqn"))
+            for c in pair.get("candidates", [])
+            if str(c.get("verdict") or "").lower() == "harmful"
+        }
+        if bad:
+            out.harmful[pid] = bad
     return out

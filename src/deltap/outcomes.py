@@ -40,8 +40,9 @@ class OutcomeKind:
             naive threshold the simulation compares against).
         margin_factor: The default equivalence margin is ``margin_factor × min_effect``.
         grade_steps: Effects from which grades 2 and 3 are given (grade 1 from the minimum effect).
-        default_null: The null hypothesis a run tests by default when it has placebo documents (``zero`` or
-            ``placebo``: a deterministic score moves with any text, so only placebos tell what "no effect" is).
+        default_null: The null hypothesis a run tests by default when it has placebo documents (``zero``, or
+            ``auto``: a deterministic score moves with any text, so only placebos tell what "no effect" is, and the
+            run's own tilt test decides whether on-topic text must be beaten too — issue 35 item 6).
         prior_scale: Scale of the stopping rule's prior on effects, in :attr:`unit`.
         answered: The solver answers and a checker judges the answer (``pass``); otherwise the solver scores the
             case's reference answer (``logprob``) and no checker is built.
@@ -110,7 +111,7 @@ LOGPROB = OutcomeKind(
     default_min_effect=0.5,
     margin_factor=1.0,
     grade_steps=(1.5, 3.0),
-    default_null="placebo",
+    default_null="auto",
     prior_scale=1.5,
     answered=False,
     label="mean log-probability of the reference (nats)",

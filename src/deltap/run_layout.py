@@ -8,6 +8,8 @@ Every module that reads or writes a run directory asks :class:`RunDir` where a f
     RUN_DIR/trials.sqlite                   the trial log (mining; read-only reader: deltap.trials.log)
     RUN_DIR/qrels/test.tsv                  BEIR qrels, qrels/provenance.json beside them
     RUN_DIR/qrels.trec, qrels.jsonl         TREC qrels, qrels JSON Lines
+    RUN_DIR/qrels/graded_<prior>.tsv|.trec|.jsonl
+                                            graded qrels from the shrunken utility (prior ``gold`` or ``no_gold``)
     RUN_DIR/evaluation/compare.json         a retriever comparison (``deltap evaluate --into``, the demo)
     RUN_DIR/evaluation/runs/<name>.trec     the compared runs
     RUN_DIR/endtoend/                       the end-to-end evaluation (its own trials.sqlite, results.json...)
@@ -30,10 +32,14 @@ from typing import Any
 from deltap._io import write_text_atomic
 from deltap.errors import DeltapError, json_error_detail
 
-__all__ = ["TRIAL_LOG", "AuditDir", "EndToEndDir", "RunDir"]
+__all__ = ["GRADED_FORMATS", "GRADED_PRIORS", "TRIAL_LOG", "AuditDir", "EndToEndDir", "RunDir"]
 
 #: the trial log's file name, in a run directory and in its ``endtoend/`` folder
 TRIAL_LOG = "trials.sqlite"
+#: the priors of the graded labels (:mod:`deltap.mining.shrinkage`), each with its own graded qrels
+GRADED_PRIORS = ("gold", "no_gold")
+#: the graded qrels' formats and their file suffixes (BEIR TSV with a header, TREC, qrels JSON Lines)
+GRADED_FORMATS = {"beir": ".tsv", "trec": ".trec", "jsonl": ".jsonl"}
 
 
 def _write_json(path: Path, data: Any, **dumps: Any) -> Path:
@@ -156,6 +162,20 @@ class RunDir:
     def qrels_jsonl(self) -> Path:
         return self.root / "qrels.jsonl"
 
+    def graded_qrels(self, prior: str, fmt: str = "beir") -> Path:
+        """The graded qrels of ``prior`` (:data:`GRADED_PRIORS`) in ``fmt`` (:data:`GRADED_FORMATS`):
+        ``qrels/graded_<prior>.tsv`` / ``.trec`` / ``.jsonl``. The BEIR file is a split of the run directory read as
+        a BEIR folder (``--qrels RUN_DIR --split graded_gold``).
+
+        Raises:
+            ValueError: an unknown prior or format.
+        """
+        if prior not in GRADED_PRIORS:
+            raise ValueError(f"unknown graded prior {prior!r}; expected one of {', '.join(GRADED_PRIORS)}")
+        if fmt not in GRADED_FORMATS:
+            raise ValueError(f"unknown graded qrels format {fmt!r}; expected one of {', '.join(GRADED_FORMATS)}")
+        return self.qrels_dir / f"graded_{prior}{GRADED_FORMATS[fmt]}"
+
     # -- evaluation, end to end, audit, exports, reports ---------------------------------------------------------
     @property
     def evaluation(self) -> Path:
@@ -205,6 +225,7 @@ class RunDir:
             "qrels (BEIR)": self.qrels_beir,
             "qrels (TREC)": self.qrels_trec,
             "qrels (JSONL)": self.qrels_jsonl,
+            "graded qrels": self.graded_qrels("gold"),
             "run summary": self.run_json,
         }
 

@@ -28,7 +28,7 @@ def test_the_vocabulary() -> None:
         "nats",
         False,
         0.5,
-        "placebo",
+        "auto",
         False,
     )
     assert outcome_kind("logprob") is LOGPROB and outcome_kind(PASS) is PASS and str(LOGPROB) == "logprob"
@@ -55,7 +55,7 @@ def test_default_policy_follows_the_outcome_kind(
 
 
 def test_config_defaults_come_from_the_outcome_kind() -> None:
-    assert default_null("logprob", 3) == "placebo" and default_null("logprob", 0) == "zero"
+    assert default_null("logprob", 3) == "auto" and default_null("logprob", 0) == "zero"
     assert default_null("pass", 3) == "zero"
     assert MiningConfig(outcome="logprob").rule().prior_scale == 1.5
     assert MiningConfig(outcome="pass").rule().prior_scale == 0.3

@@ -44,13 +44,15 @@ def test_every_path_of_a_run_directory(tmp_path: Path) -> None:
     rd = RunDir(tmp_path)
     assert {k: v.relative_to(tmp_path).as_posix() for k, v in rd.layout().items()} == {
         "dataset": "retrieval_dataset.yaml", "trial log": "trials.sqlite", "qrels (BEIR)": "qrels/test.tsv",
-        "qrels (TREC)": "qrels.trec", "qrels (JSONL)": "qrels.jsonl", "run summary": "run.json",
+        "qrels (TREC)": "qrels.trec", "qrels (JSONL)": "qrels.jsonl", "graded qrels": "qrels/graded_gold.tsv",
+        "run summary": "run.json",
     }  # fmt: skip
     rel = {
         rd.comparison: "evaluation/compare.json", rd.run_file("bm25"): "evaluation/runs/bm25.trec",
         rd.endtoend.trials: "endtoend/trials.sqlite", rd.endtoend.results: "endtoend/results.json",
         rd.endtoend.manifest: "endtoend/manifest.json", rd.audit.csv: "audit/audit.csv", rd.audit.json: "audit/audit.json",
         rd.export("parquet"): "trials.parquet", rd.report_html: "report.html", rd.qrels_provenance: "qrels/provenance.json",
+        rd.graded_qrels("no_gold", "trec"): "qrels/graded_no_gold.trec", rd.graded_qrels("gold", "jsonl"): "qrels/graded_gold.jsonl",
     }  # fmt: skip
     assert {p.relative_to(tmp_path).as_posix(): want for p, want in rel.items()} == {w: w for w in rel.values()}
 

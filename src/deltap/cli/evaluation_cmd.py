@@ -61,6 +61,15 @@ Confidence = Annotated[float, typer.Option("--confidence", help="CI coverage.")]
 Seed = Annotated[int, typer.Option("--seed", help="Seed for bootstrap, tests and random retrievers.")]
 Failures = Annotated[int, typer.Option("--failures", min=0, help="Also bucket failures at this K (0 = off).")]
 Split = Annotated[str, typer.Option("--split", help="BEIR qrels split.")]
+Labels = Annotated[
+    str,
+    typer.Option(
+        "--labels",
+        help="With a deltap run directory or verified dataset as --qrels: verdict (proven effects only, the default), "
+        "graded (every candidate's shrunken utility: grades for the qrels, signed utilities for signed_utility@K) or "
+        "graded_no_gold (the same under the prior without the gold flag). docs/graded-labels.md.",
+    ),
+]
 Into = Annotated[
     Path | None,
     typer.Option(
@@ -227,6 +236,7 @@ def _run_command(
     qrels: Path, run: list[str], corpus: Path | None, queries: Path | None, retrieval: RetrievalSettings,
     save_runs: Path | None, settings: EvaluationSettings, comparison: ComparisonSettings | None, fmt: str,
     output: Path | None, per_query: Path | None, failures: int, split: str, into: Path | None = None,
+    labels: str = "verdict",
 ) -> None:  # fmt: skip
     from deltap.errors import DeltapError
     from deltap.evaluation.comparison import score_runs
@@ -238,7 +248,7 @@ def _run_command(
         from deltap.run_layout import RunDir
 
         RunDir(into).require_mined()  # before any scoring
-    judgements = load_judgements(qrels, split=split)
+    judgements = load_judgements(qrels, split=split, labels=labels)
     runs = _gather_runs(qrels, run, corpus, queries, retrieval, save_runs, judgements)
     result = score_runs(judgements, runs, settings, comparison)
     if per_query is not None:
@@ -307,12 +317,13 @@ def register(app: typer.Typer) -> None:
         failures: Failures = 0,
         split: Split = "test",
         into: Into = None,
+        labels: Labels = "verdict",
     ) -> None:
         """Score one run (per-query values, means, bootstrap CIs); with several runs, a comparison report."""
         _run_command(
             qrels, run, corpus, queries, _retrieval(retriever, depth, store, embedder, seed), save_runs,
             _settings(metrics, on_missing, on_empty, bootstrap, confidence, seed), None, fmt, output, per_query,
-            failures, split, into,
+            failures, split, into, labels,
         )  # fmt: skip
 
     @app.command("compare")
@@ -352,11 +363,12 @@ def register(app: typer.Typer) -> None:
         failures: Failures = 0,
         split: Split = "test",
         into: Into = None,
+        labels: Labels = "verdict",
     ) -> None:
         """Compare runs against a baseline: means, CIs, paired t and randomization tests (Holm), win/tie/loss."""
         _run_command(
             qrels, run, corpus, queries, _retrieval(retriever, depth, store, embedder, seed), save_runs,
             _settings(metrics, on_missing, on_empty, bootstrap, confidence, seed),
             ComparisonSettings(baseline, test, alpha, permutations),  # type: ignore[arg-type]
-            fmt, output, per_query, failures, split, into,
+            fmt, output, per_query, failures, split, into, labels,
         )  # fmt: skip

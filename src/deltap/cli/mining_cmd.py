@@ -90,6 +90,14 @@ def mine_command(
             "(benchmarks/README.md).",
         ),
     ] = _CFG.gold_weight_learned,
+    grade_lfsr: Annotated[
+        float,
+        typer.Option(
+            "--grade-lfsr",
+            help="Graded qrels: grade a positive shrunken utility only when its local false sign rate is at most this "
+            "(1: every positive utility, in proportion to it; docs/graded-labels.md). Changeable later by deltap relabel.",
+        ),
+    ] = _CFG.grade_lfsr,
     seed: options.Seed = _CFG.seed,
     q: Q = _CFG.q,
     pi: Annotated[
@@ -102,7 +110,8 @@ def mine_command(
             "--null",
             help="What effects are tested against: zero (no effect), placebo (the placebo documents' effects: 'moves the outcome "
             "more than random text does') or topic (also the run's retrieved non-gold documents' effects: 'more than an "
-            "on-topic document does'; for a tilted solver). Default: placebo for --outcome logprob, zero for pass.",
+            "on-topic document does'; for a tilted solver) or auto (the run's own tilt test decides, before any label: topic "
+            "with the learned gold weight when tilted, else placebo). Default: auto for --outcome logprob, zero for pass.",
         ),
     ] = _CFG.null,
     design: Annotated[
@@ -233,7 +242,7 @@ def mine_command(
         outcome=outcome,  # type: ignore[arg-type]
         budget=budget, seed=seed, q=q, pi=pi, design=design, null=null, min_effect=min_effect, context_order=context_order,
         k=k, n_placebo=placebo, placebo_kind=placebo_kind, max_candidates=max_candidates, force=force,
-        require_separate=require_separate, coalitions=not no_coalitions, verify_trials=verify_trials, gold_weight=gold_weight, gold_weight_learned=gold_weight_learned,
+        require_separate=require_separate, coalitions=not no_coalitions, verify_trials=verify_trials, gold_weight=gold_weight, gold_weight_learned=gold_weight_learned, grade_lfsr=grade_lfsr,
         cases_in_flight=cases_in_flight, price_in=price_in, price_out=price_out, pilot=pilot,
     )  # fmt: skip
     run = setup.prepare_run(

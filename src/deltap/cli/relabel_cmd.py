@@ -56,6 +56,14 @@ def relabel_command(
         float | None,
         typer.Option("--margin", help="Equivalence margin of 'irrelevant' (default: the run's, or --min-effect)."),
     ] = None,
+    grade_lfsr: Annotated[
+        float | None,
+        typer.Option(
+            "--grade-lfsr",
+            help="Grade a positive shrunken utility in the graded qrels only when its local false sign rate is at most "
+            "this (1: every positive utility, the default; default: the run's).",
+        ),
+    ] = None,
     cases_path: Annotated[
         Path | None,
         typer.Option(
@@ -84,7 +92,7 @@ def relabel_command(
     """Relabel a mined run with other labelling options, at no cost: no solver call.
 
     Re-derives the labels, grades, qrels, retrieval_dataset.yaml, run.json and report of RUN_DIR from a copy of its
-    trial log, with another --q, --null, --gold-weight, --gold-weight-learned, --min-effect or --margin, into a new
+    trial log, with another --q, --null, --gold-weight, --gold-weight-learned, --min-effect, --margin or --grade-lfsr, into a new
     run directory (RUN_DIR is never written). Each case's looks are the run's own: its per-case procedure is replayed
     from the log, and a trial the log does not hold is never asked. A stopped run relabels too (each case from its
     last complete look; give --cases and --corpus when it wrote no dataset). Options that change which trials are
@@ -104,7 +112,7 @@ def relabel_command(
 
     console = Console(stderr=True)
     given = {"q": q, "null": null, "gold_weight": gold_weight, "gold_weight_learned": gold_weight_learned,
-             "min_effect": min_effect, "margin": margin, "budget": budget, "outcome": outcome, "seed": seed, "k": k,
+             "min_effect": min_effect, "margin": margin, "grade_lfsr": grade_lfsr, "budget": budget, "outcome": outcome, "seed": seed, "k": k,
              "n_placebo": placebo, "placebo_kind": placebo_kind, "max_candidates": max_candidates, "pi": pi,
              "design": design, "context_order": context_order, "solver": solver}  # fmt: skip
     options: dict[str, Any] = {key: v for key, v in given.items() if v is not None}

@@ -6,6 +6,8 @@ For every question of a verified dataset (``retrieval_dataset.yaml``) and in tot
   verdict: ``relevant`` (confirmed: they measurably help), ``irrelevant`` (proven not to matter), ``harmful``
   (they measurably hurt) and ``undecided`` (not enough evidence either way);
 * gold documents the benchmark names but the run could not try (``metadata.missing_gold``: not in the corpus);
+* gold documents the gate left ``undecided`` whose graded label (the shrunken utility, gold prior; issue 35) says
+  they **likely help** (utility > 0, local false sign rate ≤ 0.1): not proven, but the evidence leans their way;
 * documents **outside the gold** found ``relevant`` — missing judgements: the benchmark's qrels score a retriever
   that returns them as wrong — and outside-gold documents found ``harmful`` (distractors), each with the pool it
   came from (``retrieved`` or ``placebo``).
@@ -40,6 +42,7 @@ AUDIT_COLUMNS = (
     "gold_not_tried",
     "found_relevant_outside_gold",
     "found_harmful_outside_gold",
+    "gold_undecided_likely_helps",
 )
 
 
@@ -54,6 +57,8 @@ class QuestionAudit:
         found_relevant: ``{doc_id: source}`` of documents outside the gold found relevant (missing judgements).
         found_harmful: ``{doc_id: source}`` of documents outside the gold found harmful (distractors).
         status: The case's mining status (``mined``, ``saturated``, ``unsolvable``...).
+        gold_likely_helps: Gold documents left ``undecided`` whose graded label likely helps (utility > 0, lfsr ≤
+            0.1, gold prior).
     """
 
     query_id: str
@@ -62,6 +67,7 @@ class QuestionAudit:
     found_relevant: dict[str, str] = field(default_factory=dict)
     found_harmful: dict[str, str] = field(default_factory=dict)
     status: str = "mined"
+    gold_likely_helps: tuple[str, ...] = ()
 
     def counts(self) -> dict[str, int]:
         """The question's row of counts (the :data:`AUDIT_COLUMNS` after ``query_id``)."""
@@ -71,6 +77,7 @@ class QuestionAudit:
         out["gold_not_tried"] = len(self.gold_not_tried)
         out["found_relevant_outside_gold"] = len(self.found_relevant)
         out["found_harmful_outside_gold"] = len(self.found_harmful)
+        out["gold_undecided_likely_helps"] = len(self.gold_likely_helps)
         return {c: out[c] for c in AUDIT_COLUMNS[1:]}
 
     def to_dict(self) -> dict[str, Any]:
@@ -82,6 +89,7 @@ class QuestionAudit:
             "gold_not_tried": list(self.gold_not_tried),
             "found_relevant_outside_gold": dict(self.found_relevant),
             "found_harmful_outside_gold": dict(self.found_harmful),
+            "gold_undecided_likely_helps": list(self.gold_likely_helps),
         }
 
 
@@ -118,6 +126,11 @@ class QrelsAudit:
                 f"Of {t['gold']} gold documents tried over {n} questions, {t['gold_relevant']} were confirmed relevant "
                 f"({pct:.0f}%), {t['gold_irrelevant']} proven irrelevant, {t['gold_harmful']} found harmful and "
                 f"{t['gold_undecided']} left undecided."
+            )
+        if t["gold_undecided_likely_helps"]:
+            head += (
+                f" Of the undecided ones, {t['gold_undecided_likely_helps']} likely help by their graded label "
+                "(shrunken utility > 0, lfsr <= 0.1): not proven."
             )
         if t["gold_not_tried"]:
             head += f" {t['gold_not_tried']} gold documents could not be tried (not in the corpus)."
@@ -181,9 +194,13 @@ class QrelsAudit:
             "not tried",
             "+relevant",
             "+harmful",
+            "likely helps",
         ]
         body = [[str(c) for c in row] for row in self.rows()]
-        legend = "+relevant / +harmful: documents outside the gold found relevant (missing judgements) / harmful."
+        legend = (
+            "+relevant / +harmful: documents outside the gold found relevant (missing judgements) / harmful; likely "
+            "helps: undecided gold documents whose graded label likely helps."
+        )
         return f"{to_text(header, body)}\n{legend}\n{self.summary()}"
 
     def write(self, out_dir: str | Path) -> dict[str, Path]:
@@ -226,13 +243,16 @@ def audit_qrels(source: VerifiedDataset | str | Path) -> QrelsAudit:
         gold: dict[str, str] = {}
         rel: dict[str, str] = {}
         harm: dict[str, str] = {}
+        likely: list[str] = []
         for c in case.candidates:
             if c.is_gold:
                 gold[c.doc_id] = c.verdict
+                if c.verdict == "undecided" and c.graded_call == "likely helps":
+                    likely.append(c.doc_id)
             elif c.verdict == "relevant":
                 rel[c.doc_id] = "/".join(c.sources) or "unknown"
             elif c.verdict == "harmful":
                 harm[c.doc_id] = "/".join(c.sources) or "unknown"
         missing = tuple(str(d) for d in case.metadata.get("missing_gold") or () if str(d) not in gold)
-        questions.append(QuestionAudit(case.case_id, gold, missing, rel, harm, case.status))
+        questions.append(QuestionAudit(case.case_id, gold, missing, rel, harm, case.status, tuple(likely)))
     return QrelsAudit(tuple(questions), where)

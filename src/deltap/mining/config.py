@@ -37,7 +37,7 @@ __all__ = [
 
 
 #: choices of :attr:`MiningConfig.null`
-NULLS = ("zero", "placebo", "topic")
+NULLS = ("zero", "placebo", "topic", "auto")
 
 
 class DesignError(DeltapError, ValueError):
@@ -140,8 +140,9 @@ PILOT_CASES = 8
 
 
 def default_null(outcome: str, placebos: int = 1) -> str:
-    """``placebo`` for ``logprob`` (a deterministic score moves with any text), ``zero`` for ``pass`` or without
-    placebo documents."""
+    """``auto`` for ``logprob`` (a deterministic score moves with any text: the placebo null, or the on-topic null when
+    the run's own tilt test says on-topic text moves it more; :func:`deltap.mining.labels.choose_null`), ``zero`` for
+    ``pass`` or without placebo documents."""
     return outcome_kind(outcome).default_null if placebos > 0 else "zero"
 
 
@@ -179,7 +180,11 @@ class MiningConfig:
             and the dataset says so), or ``topic`` (the placebo null, and for every gold or retrieved candidate also
             the distribution of the run's retrieved non-gold candidates' effects — "moves the outcome more than random
             text *and* more than other documents on the topic"; the larger p-value counts: see
-            :func:`deltap.mining.labels.placebo_null`). Default: ``placebo`` for ``logprob``, ``zero`` for ``pass``.
+            :func:`deltap.mining.labels.placebo_null`), or ``auto`` (the run's own tilt test decides before any label
+            is made: ``topic`` with the learned gold weight when the retrieved non-gold documents move the outcome
+            clearly more than the placebos, else ``placebo``; :func:`deltap.mining.labels.choose_null`). Default:
+            ``auto`` for ``logprob`` (issue 35 item 6: the placebo null alone lets FDR exceed q on tilted data),
+            ``zero`` for ``pass``.
             *result*
         context_order: Order of the documents in every prompt of a case: ``length`` (longest first, ties by id — the
             fewest prompt tokens for the local solver's prefix reuse) or ``id``. Never depends on provenance. *result*
@@ -205,6 +210,11 @@ class MiningConfig:
         gold_weight_learned: Learn each case's gold weight from the other cases' gold candidates: the prior weight
             divided by their estimated null share (:func:`deltap.mining.labels.learned_gold_weights`; never below
             ``gold_weight``, at most 10×). *result*
+        grade_lfsr: The local false sign rate up to which a positive shrunken utility gets a graded-qrels grade
+            (:class:`deltap.mining.shrinkage.GradeMapping`). Default 1.0: every positive utility is graded, in
+            proportion to it — on the stdlib end-to-end benchmark the graded qrels then order the systems within a
+            question as success does better than the gold qrels (τ +0.42 vs +0.26), while a 0.1 gate kept too little
+            (+0.32; ``benchmarks/README.md``). A labelling option (``deltap relabel --grade-lfsr``), not a result.
         price_in: USD per million prompt tokens, for the cost in ``run.json`` (default: the local model is free, a hosted
             model's list price from the solver registry (:func:`deltap.trials.prices.prices_for`) when listed, else no cost). Not a result.
         price_out: USD per million completion tokens (as ``price_in``). Not a result.
@@ -244,6 +254,7 @@ class MiningConfig:
     futility_power: float = 0.02
     gold_weight: float = 8.0
     gold_weight_learned: bool = False
+    grade_lfsr: float = 1.0
     price_in: float | None = None
     price_out: float | None = None
     pilot: int = 0
@@ -261,7 +272,7 @@ class MiningConfig:
     #: options of how logged trials are labelled, never of which trials are made: ``deltap relabel`` changes them
     #: with no solver call (:mod:`deltap.mining.relabel`); every other option, but the execution keys, decides which
     #: trials a run makes, so changing it needs calls
-    LABEL_KEYS = ("q", "null", "gold_weight", "gold_weight_learned", "min_effect", "margin")
+    LABEL_KEYS = ("q", "null", "gold_weight", "gold_weight_learned", "min_effect", "margin", "grade_lfsr")
     RESULT_KEYS = (
         "outcome",
         "budget",
@@ -289,6 +300,8 @@ class MiningConfig:
             raise DeltapError(f"budget must be at least 4 trials per case, got {self.budget}")
         if not 0 < self.q < 1:
             raise DeltapError(f"q must be in (0, 1), got {self.q}")
+        if not 0 < self.grade_lfsr <= 1:
+            raise DeltapError(f"grade_lfsr must be in (0, 1], got {self.grade_lfsr}")
         if not 0 < self.pi < 1:
             raise DeltapError(f"pi must be in (0, 1), got {self.pi}")
         if self.null is not None and self.null not in NULLS:

@@ -65,7 +65,7 @@ from deltap.errors import DeltapError
 from deltap.mining.adaptive import StoppingRule
 from deltap.mining.config import MiningConfig
 from deltap.mining.design import InclusionDesign
-from deltap.mining.labels import dataset_verdicts, placebo_calibration, record_coalitions
+from deltap.mining.labels import label_dataset, placebo_calibration, record_coalitions
 from deltap.mining.manifest import check_writable_ids, prepare_resume, solver_model_digest
 from deltap.mining.outputs import build_dataset, placebo_warning, run_summary, write_run_directory
 from deltap.mining.plan import RunPlan, plan_calls, plan_vs_spent
@@ -230,7 +230,7 @@ def mine(
             lambda item: _mine_case(item[1], item[0], corpus, solver, factory, retriever, log, cfg, rule, lanes),
             list(enumerate(cases)),
         )
-        null_info = dataset_verdicts(results, cfg, policy)
+        null_info = (labelled := label_dataset(results, cfg, policy))["null"]
         if cfg.coalitions:
             lanes.map(
                 lambda res: _coalition_case(res, corpus, solver, factory, log, cfg, policy, lanes),
@@ -239,8 +239,8 @@ def mine(
         spend = _account_spend(results, log, prices)
         placebo = {**placebo_calibration(results, cfg, corpus), "null": null_info}
         tilt = _tilt(results, cfg)
-        ended = time.time()
-        dataset = build_dataset(results, corpus, cfg, policy, solver_name, placebo, __version__, started)
+        graded, ended = labelled["graded"], time.time()
+        dataset = build_dataset(results, corpus, cfg, policy, solver_name, placebo, __version__, started, graded)
         run = run_summary(results, cfg, policy, solver_name, placebo, __version__, started, ended)
         run["calls_this_process"] = log.count() - calls_before_run
         run["spend"] = spend

@@ -1,13 +1,16 @@
 """From estimates to labels, over the whole dataset: the null (zero, or the placebo null fitted from every placebo
-of the run), the p-values over the looks (group-sequential repeated p-values against zero, Simes over the looks
-against a fitted null), the prior weights and the dataset-wide weighted Benjamini–Hochberg step, verdicts
-with the interval each rests on, grades, the placebo check, and the winning coalitions of each case."""
+of the run; with ``--null auto`` chosen by the run's own tilt before any label, :func:`choose_null`), the p-values
+over the looks (group-sequential repeated p-values against zero, Simes over the looks against a fitted null), the
+prior weights and the dataset-wide weighted Benjamini–Hochberg step, verdicts with the interval each rests on,
+grades, the graded utility labels (:func:`graded_step`, :mod:`deltap.mining.shrinkage`), the placebo check, and the
+winning coalitions of each case. :func:`label_dataset` is the one labelling step ``mine()`` runs (and a relabelled
+run: it reads nothing but the per-case results and the configuration)."""
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -25,7 +28,11 @@ from deltap.mining.verdicts import VerdictPolicy, grade, repeated_interval, sime
 from deltap.outcomes import outcome_kind
 
 __all__ = [
+    "GRADE_STEPS",
+    "choose_null",
     "dataset_verdicts",
+    "graded_step",
+    "label_dataset",
     "learned_gold_weights",
     "placebo_calibration",
     "placebo_null",
@@ -185,13 +192,44 @@ def learned_gold_weights(
     return out
 
 
+def choose_null(results: Sequence[CaseResult], cfg: MiningConfig) -> tuple[MiningConfig, dict[str, Any] | None]:
+    """The null and gold weight a run's labels use: ``cfg`` itself, unless its null is ``auto`` (item 6 of issue 35).
+
+    ``auto`` is decided by the run's own tilt test (:func:`deltap.mining.tilt.auto_null`) on the regression estimates
+    of its mined candidates, before any label is made: a tilted run is labelled with ``--null topic
+    --gold-weight-learned``, any other with ``--null placebo`` (and ``cfg.gold_weight_learned`` as given). The
+    decision is a function of the trial log and the configuration alone, so relabelling an old run reaches the
+    same one. Returns the configuration to label with and the decision (``None`` when ``cfg.null`` is not ``auto``).
+    """
+    from deltap.mining.tilt import auto_null, run_tilt
+
+    if cfg.resolved_null() != "auto":
+        return cfg, None
+    rows = []
+    for r in results:
+        if r.X is None or r.y is None or not len(r.y):
+            continue
+        reg = ols_hc(r.X, r.y)
+        for j, c in enumerate(r.pool.candidates):
+            rows.append((c.sources, {"regression_effect": {"coef": float(reg.coef[j]), "se": float(reg.se[j])}}))
+    tilt = run_tilt(rows, unit=outcome_kind(cfg.outcome).unit, seed=cfg.seed)
+    tilted, why = auto_null(tilt)
+    null, learned = ("topic", True) if tilted else ("placebo", cfg.gold_weight_learned)
+    decision = {"null": null, "gold_weight_learned": learned, "tilted": tilted, "reason": why}
+    return replace(cfg, null=null, gold_weight_learned=learned), decision
+
+
 def dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: VerdictPolicy) -> dict[str, Any]:
     """Dataset-wide BH (one family per direction) over every mined candidate, then verdicts, grades, estimates.
 
-    Returns the summary of the null the candidates were tested against.
+    Returns the summary of the null the candidates were tested against (with ``auto``: ``auto``, the decision of
+    :func:`choose_null`).
     """
     mined = [r for r in results if r.X is not None and r.y is not None and len(r.y) and r.p_rep is not None]
+    cfg, decision = choose_null(mined, cfg)
     null_info = placebo_null(mined, cfg)
+    if decision is not None:
+        null_info["auto"] = decision
     qv_sides = []
     # Weighted BH in the relevant family (p / w; all weights 1 unless gold_weight != 1); the harmful family stays
     # unweighted: there is no prior that gold documents are distractors.
@@ -268,6 +306,82 @@ def dataset_verdicts(results: list[CaseResult], cfg: MiningConfig, policy: Verdi
         r.candidates = rows
         r.info["intercept"] = float(reg.intercept)
     return null_info
+
+
+#: grades of the graded qrels per minimum effect: the grade step is ``min_effect / GRADE_STEPS`` (0.1 nats for
+#: logprob, 0.02 for pass), so a proven minimum effect is grade 5 and nDCG's linear gain follows the utility
+GRADE_STEPS = 5
+
+
+def label_dataset(
+    results: list[CaseResult],
+    cfg: MiningConfig,
+    policy: VerdictPolicy,
+    covariates: Mapping[tuple[str, str], float] | None = None,
+) -> dict[str, Any]:
+    """Every label of a run from its per-case results: the verdicts (:func:`dataset_verdicts`: the null, BH, verdict
+    intervals and grades) and the graded utility labels (:func:`graded_step`). The one dataset-wide labelling step of
+    ``mine()`` (and of a relabelled run: it reads nothing but ``results`` and the configuration).
+
+    Args:
+        results: The per-case results (statistics from the trial log).
+        cfg: The run's configuration.
+        policy: The verdict thresholds.
+        covariates: Optional single-document lifts ``{(case_id, doc_id): lift}`` (``endtoend --single-doc``; see
+            :func:`deltap.mining.shrinkage.single_doc_lifts`) for the graded labels' prior.
+
+    Returns:
+        ``{"null": the null's summary, "graded": metadata.graded}``.
+    """
+    null_info = dataset_verdicts(results, cfg, policy)
+    return {"null": null_info, "graded": graded_step(results, cfg, policy, covariates)}
+
+
+def graded_step(
+    results: list[CaseResult],
+    cfg: MiningConfig,
+    policy: VerdictPolicy,
+    covariates: Mapping[tuple[str, str], float] | None = None,
+) -> dict[str, Any]:
+    """The graded utility labels (:mod:`deltap.mining.shrinkage`) of every mined candidate, under both priors, into
+    each candidate row's ``graded`` (``{"gold": {utility, ci, lfsr, grade}, "no_gold": {...}}``; rows without an
+    estimate get none). Runs after :func:`dataset_verdicts` (it reads the rows' regression effects). Returns
+    ``metadata.graded``: the model, each prior's fit, the grade mapping."""
+    from deltap.mining.shrinkage import PRIORS, CandidateEstimate, graded_labels
+
+    owners: list[tuple[CaseResult, int]] = []
+    estimates: list[CandidateEstimate] = []
+    for r in results:
+        if r.X is None or r.y is None or not r.candidates or len(r.y) <= len(r.pool.candidates) + 1:
+            continue  # no residual degrees of freedom: no standard error to shrink with
+        df = float(len(r.y) - len(r.pool.candidates) - 1)
+        # the classical OLS standard error: the one the tests use (deltap.mining.estimate.z_statistics says why it is
+        # the better-calibrated and far less noisy one under the randomised design); kept beside HC2 in the dataset
+        classical = ols_hc(r.X, r.y, hc="classical").se
+        for j, (c, row) in enumerate(zip(r.pool.candidates, r.candidates, strict=True)):
+            eff = row.get("regression_effect") or {}
+            se = _f(classical[j])
+            if eff.get("coef") is None or se is None:
+                continue
+            eff["se_classical"] = se
+            owners.append((r, j))
+            src = tuple(c.sources)
+            estimates.append(
+                CandidateEstimate(r.case.case_id, c.doc_id, src, c.retrieval_rank, float(eff["coef"]), se, df)
+            )
+    kind = outcome_kind(cfg.outcome)
+    graded = graded_labels(
+        estimates,
+        step=policy.min_effect / GRADE_STEPS,
+        unit=kind.unit,
+        covariates=covariates or None,
+        lfsr_max=cfg.grade_lfsr,
+    )
+    for a, (r, j) in enumerate(owners):
+        labels = {p: graded.labels[p][a] for p in PRIORS}
+        if all(lab is not None for lab in labels.values()):
+            r.candidates[j]["graded"] = {p: lab.to_dict() for p, lab in labels.items() if lab is not None}
+    return {**graded.describe(), "candidates": sum(1 for lab in graded.labels["gold"] if lab is not None)}
 
 
 def _labelled_placebo(r: CaseResult, doc_id: str, row: dict[str, Any], corpus: Corpus | None) -> dict[str, Any]:

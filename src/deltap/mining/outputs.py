@@ -15,8 +15,18 @@ from deltap.mining.verdicts import EMPIRICAL, VerdictPolicy
 if TYPE_CHECKING:
     from deltap.dataset import VerifiedDataset
     from deltap.documents import Corpus
+    from deltap.run_layout import RunDir
 
-__all__ = ["build_dataset", "placebo_warning", "run_summary", "summary_lines", "write_run_directory"]
+__all__ = [
+    "build_dataset",
+    "graded_line",
+    "graded_summary",
+    "placebo_warning",
+    "run_summary",
+    "summary_lines",
+    "write_graded_qrels",
+    "write_run_directory",
+]
 
 
 def _base_rate(r: CaseResult) -> float | None:
@@ -33,7 +43,9 @@ def build_dataset(
     placebo: dict[str, Any],
     version: str,
     started: float,
+    graded: dict[str, Any] | None = None,
 ) -> VerifiedDataset:
+    """The verified dataset of a run; ``graded`` is ``metadata.graded`` (:func:`deltap.mining.labels.graded_step`)."""
     import datetime as dt
 
     from deltap.dataset import VerifiedDataset
@@ -69,6 +81,11 @@ def build_dataset(
             if placebo.get("null", {}).get("used") == "placebo"
             else "zero: each effect tested against no effect"
             + (f" ({placebo['null']['reason']})" if placebo.get("null", {}).get("reason") else "")
+        )
+        + (
+            f"; chosen by --null auto before any label: {placebo['null']['auto']['reason']}"
+            if placebo.get("null", {}).get("auto")
+            else ""
         ),
         "estimator": (
             "OLS on all inclusion indicators (linear probability model for pass); tests use the classical OLS SE with t tails,"
@@ -80,6 +97,7 @@ def build_dataset(
             " trials (m = the case's candidates); each case's own looks are in its metadata"
         ),
         "placebo_calibration": placebo,
+        **({"graded": graded} if graded else {}),
         # how the run was executed (workers, cases in flight) is not what the dataset is: it goes to run.json only
         "config": {k: v for k, v in cfg.to_dict().items() if k not in MiningConfig.EXECUTION_KEYS},
     }
@@ -112,6 +130,7 @@ def run_summary(
             for row in r.candidates:
                 verdicts[row["verdict"]] += 1
     iso = lambda t: dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="seconds")  # noqa: E731
+    graded = graded_summary(results)
     return {
         "tool": "deltap",
         "tool_version": version,
@@ -129,6 +148,7 @@ def run_summary(
         "cases": len(results),
         "cases_by_status": by_status,
         "verdicts": verdicts,
+        **({"graded": graded} if graded else {}),
         **({"pytest_checks": processes} if any(p["cases"] for p in processes.values()) else {}),
         "placebo": {
             k: placebo[k]
@@ -147,6 +167,69 @@ def run_summary(
             if k in placebo
         },
     }
+
+
+#: "likely helps, not proven" candidates listed by name in run.json (the rest are counted)
+LISTED_LIKELY = 5
+
+
+def graded_summary(results: list[CaseResult]) -> dict[str, Any]:
+    """What the graded labels add to the verdicts, per prior (``run.json`` → ``graded``): candidates that likely help
+    or hurt (lfsr ≤ :data:`~deltap.mining.shrinkage.LFSR_LIKELY`), how many of those the gate left undecided, and the
+    strongest "likely helps, not proven" ones by name. Empty when no candidate is graded."""
+    from deltap.mining.shrinkage import LFSR_LIKELY
+
+    out: dict[str, Any] = {}
+    for prior in ("gold", "no_gold"):
+        helps = hurts = helps_open = gold_open = graded = 0
+        listed: list[dict[str, Any]] = []
+        for r in results:
+            for row in r.candidates:
+                label = (row.get("graded") or {}).get(prior)
+                if not label or label.get("utility") is None:
+                    continue
+                graded += 1
+                likely = float(label["lfsr"]) <= LFSR_LIKELY
+                helps += likely and label["utility"] > 0
+                hurts += likely and label["utility"] < 0
+                if likely and label["utility"] > 0 and row["verdict"] == "undecided":
+                    helps_open += 1
+                    gold_open += "gold" in row["sources"]
+                    listed.append(
+                        {"case_id": r.case.case_id, "doc_id": row["doc_id"], "sources": list(row["sources"]), **label}
+                    )
+        if graded:
+            listed.sort(key=lambda d: -float(d["utility"]))
+            out[prior] = {
+                "graded": graded,
+                "likely_helps": helps,
+                "likely_hurts": hurts,
+                "likely_helps_undecided": helps_open,
+                "gold_likely_helps_undecided": gold_open,
+                "examples": listed[:LISTED_LIKELY],
+            }
+    return out
+
+
+def graded_line(run: dict[str, Any], unit: str = "") -> str | None:
+    """One line on the graded labels of a run (from ``run.json``'s ``graded``), or ``None`` without them."""
+    g = (run.get("graded") or {}).get("gold")
+    if not g:
+        return None
+    line = (
+        f"graded labels (gold prior): {g['likely_helps']} of {g['graded']} candidates likely help and "
+        f"{g['likely_hurts']} likely hurt (lfsr <= 0.1); {g['likely_helps_undecided']} likely help but are not proven "
+        f"(undecided; {g['gold_likely_helps_undecided']} of them gold)"
+    )
+    ex = g.get("examples") or []
+    if ex:
+        e = ex[0]
+        lo, hi = e["ci"]
+        line += (
+            f", e.g. {e['doc_id']} for {e['case_id']}: {float(e['utility']):+.2f}{(' ' + unit) if unit else ''} "
+            f"[{float(lo):+.2f}, {float(hi):+.2f}], lfsr {float(e['lfsr']):.3f}"
+        )
+    return line
 
 
 def write_run_directory(out: Path, dataset: VerifiedDataset, run: dict[str, Any]) -> None:
@@ -174,7 +257,38 @@ def write_run_directory(out: Path, dataset: VerifiedDataset, run: dict[str, Any]
         )
     }
     write_dataset_qrels(dataset, rd.root, prov)
+    write_graded_qrels(dataset, rd)
     rd.write_json(rd.run_json, run, sort_keys=False)
+
+
+def write_graded_qrels(dataset: VerifiedDataset, rd: RunDir) -> dict[str, Path]:
+    """The graded qrels of both priors (``qrels/graded_<prior>.tsv|.trec|.jsonl``, :meth:`RunDir.graded_qrels`),
+    each grade from the shrunken utility (``metadata.graded.grade_mapping``); the JSONL records carry the mapping as
+    their ``provenance``. Nothing is written for a dataset without graded labels. Returns the paths written."""
+    from deltap.dataset import dataset_graded_qrels, dataset_qrels_records
+    from deltap.qrels import QrelsRecord, write_beir_qrels, write_qrels_jsonl, write_trec_qrels
+    from deltap.run_layout import GRADED_PRIORS
+
+    meta = dataset.metadata.get("graded") or {}
+    out: dict[str, Path] = {}
+    queries = {r.query_id: r for r in dataset_qrels_records(dataset)}
+    by_id = {str(p["id"]): p for p in dataset.pairs}
+    for prior in GRADED_PRIORS:
+        qrels = dataset_graded_qrels(dataset, prior)
+        if not qrels:
+            continue
+        prov = {"tool": "deltap", "labels": f"graded ({prior} prior)", "grade_mapping": meta.get("grade_mapping")}
+        records = []
+        for qid, docs in qrels.items():
+            pair = by_id[qid]
+            known = queries.get(qid)
+            extra = dict(known.extra) if known is not None else {}
+            extra["provenance"] = prov
+            records.append(QrelsRecord(qid, str(pair.get("query", "")), docs, pair.get("reference_answer"), extra))
+        out[f"{prior}/beir"] = write_beir_qrels(qrels, rd.graded_qrels(prior, "beir"))
+        out[f"{prior}/trec"] = write_trec_qrels(qrels, rd.graded_qrels(prior, "trec"))
+        out[f"{prior}/jsonl"] = write_qrels_jsonl(records, rd.graded_qrels(prior, "jsonl"))
+    return out
 
 
 def placebo_warning(placebo: dict[str, Any], null_info: dict[str, Any]) -> str:
@@ -226,6 +340,11 @@ def summary_lines(run: dict[str, Any]) -> list[tuple[str, str]]:
     unread = readability_line(run.get("checker") or {})
     if unread:
         out.append((unread, "yellow" if run["checker"].get("warning") else ""))
+    from deltap.outcomes import outcome_kind
+
+    graded = graded_line(run, outcome_kind(str(run.get("outcome") or "pass")).unit)
+    if graded:
+        out.append((graded, ""))
     if run.get("spend"):
         out.append((spend_line(run["spend"]), ""))
     if run.get("plan_vs_spent"):
@@ -256,6 +375,8 @@ def summary_lines(run: dict[str, Any]) -> list[tuple[str, str]]:
             )
         )
     nl = pl.get("null") or {}
+    if nl.get("auto"):
+        out.append((f"null: --null auto — {nl['auto']['reason']}", ""))
     if nl.get("used") == "placebo":
         out.append((f"null: placebo effects, {describe_null(nl)}", ""))
         topic = describe_topic_null(nl)
@@ -351,4 +472,6 @@ def _candidate(row: dict[str, Any], corpus: Corpus) -> dict[str, Any]:
         entry["regression_effect"] = row["regression_effect"]
     if "verdict_interval" in row:
         entry["verdict_interval"] = row["verdict_interval"]
+    if row.get("graded"):
+        entry["graded"] = row["graded"]
     return entry

@@ -508,7 +508,7 @@ def _label_and_write(
     """The dataset-wide step of :func:`deltap.mine` with the labelling options ``cfg``, then the files; returns the
     dataset and ``run.json``."""
     from deltap._version import __version__ as version
-    from deltap.mining.labels import dataset_verdicts, placebo_calibration
+    from deltap.mining.labels import label_dataset, placebo_calibration
     from deltap.mining.outputs import build_dataset, placebo_warning, run_summary, write_run_directory
     from deltap.mining.results import PlaceboCalibrationWarning
     from deltap.mining.runner import logged_calls
@@ -519,7 +519,8 @@ def _label_and_write(
 
     policy = cfg.policy()
     solver_name = str(meta.get("solver") or "unknown")
-    null_info = dataset_verdicts(results, cfg, policy)
+    labelled = label_dataset(results, cfg, policy)
+    null_info = labelled["null"]
     unchecked = _coalitions(results, trials, cfg, deterministic) if cfg.coalitions else []
     prices = prices_for(cfg.price_in, cfg.price_out, solver_name, local=solver_name.startswith("llama_cpp:"))
     spend = log_spend(log, [r.case.case_id for r in results], prices)
@@ -538,7 +539,9 @@ def _label_and_write(
     )
     tilt = run_tilt(rows, unit=outcome_kind(cfg.outcome).unit, seed=cfg.seed)
     ended = time.time()
-    dataset = build_dataset(results, inputs.corpus, cfg, policy, solver_name, placebo, version, started)
+    dataset = build_dataset(
+        results, inputs.corpus, cfg, policy, solver_name, placebo, version, started, labelled["graded"]
+    )
     dataset.metadata["spend"] = {k: v for k, v in spend.items() if k not in ("by_case", "solver_seconds")}
     run = run_summary(results, cfg, policy, solver_name, placebo, version, started, ended)
     old_run = src.summary()

@@ -21,7 +21,7 @@ Designs compared:
 * ``fixed:N`` — the engine with one look at N trials, no preflight and no coalition search.
 * ``adaptive`` / ``adaptive:BUDGET`` — ``deltap mine``'s defaults (:class:`~deltap.mining.config.MiningConfig`).
 
-Options after a ``/``: ``bernoulli``/``orthogonal`` (inclusion design), ``zero``/``placebo``/``topic`` (the null), ``gwW``
+Options after a ``/``: ``bernoulli``/``orthogonal`` (inclusion design), ``zero``/``placebo``/``topic``/``auto`` (the null), ``lw`` (the learned gold weight), ``gwW``
 (prior weight ``W`` of gold candidates in the weighted BH step); ``@q`` sets the FDR level. Mixtures shuffle their
 components' cases together (seeded) before cutting datasets; ``dataset_size=1`` gives per-case BH.
 
@@ -51,12 +51,15 @@ from deltap.trials.seeds import trial_seed
 __all__ = [
     "MIXTURES",
     "SCENARIOS",
+    "GRADED_SCORES",
     "DesignResult",
+    "GradedResult",
     "Mixture",
     "Scenario",
     "design_config",
     "engine_inputs",
     "run_design",
+    "run_graded",
     "run_mixture",
     "run_scenario",
     "simulate",
@@ -87,6 +90,11 @@ class Scenario:
             retriever's ranking), so their text effects have ``topic_scale`` as well.
         gold: Candidates the case names as gold (prior information; ``None``: the planted relevant ones). The rest
             (but the placebos) are retrieved candidates.
+        weak_gold: ``(mean, sd)`` of weak effects of the gold candidates, drawn per replication (issue 35: real
+            utilities, most too small to be proven one by one; they count in :meth:`_Replications.true_effects`, not
+            in :meth:`truth`).
+        weak_retrieved: ``(share, sd)``: that share of the retrieved candidates gets a weak effect ``N(0, sd²)``,
+            drawn per replication.
         description: One line for the table.
     """
 
@@ -103,6 +111,8 @@ class Scenario:
     topic_scale: float = 1.0
     similar_placebos: bool = False
     gold: tuple[int, ...] | None = None
+    weak_gold: tuple[float, float] = (0.0, 0.0)
+    weak_retrieved: tuple[float, float] = (0.0, 0.0)
     description: str = ""
 
     def __post_init__(self) -> None:
@@ -131,6 +141,19 @@ class Scenario:
             on_topic = ~self.placebo_mask if not self.similar_placebos else np.ones(self.m, dtype=bool)
             effects = effects * np.where(on_topic, self.topic_scale, 1.0)
         return np.asarray(effects, dtype=float)
+
+    def weak_effects(self, R: int, rng: np.random.Generator) -> NDArray[np.float64] | None:
+        """Per-replication weak effects ``(R, m)`` of the gold and retrieved candidates (``None`` when there are none)."""
+        (g_mean, g_sd), (r_share, r_sd) = self.weak_gold, self.weak_retrieved
+        if not (g_mean or g_sd or (r_share and r_sd)):
+            return None
+        out = np.zeros((R, self.m))
+        gold = np.isin(np.arange(self.m), self.gold_indices)
+        retrieved = ~gold & ~self.placebo_mask
+        out[:, gold] = g_mean + g_sd * rng.standard_normal((R, int(gold.sum())))
+        draw = r_sd * rng.standard_normal((R, int(retrieved.sum())))
+        out[:, retrieved] = np.where(rng.random(draw.shape) < r_share, draw, 0.0)
+        return out
 
     def truth(self) -> NDArray[np.int8]:
         """+1 relevant, −1 harmful, 0 null, per candidate (interaction members count as relevant)."""
@@ -248,6 +271,48 @@ SCENARIOS: dict[str, Scenario] = {
         similar_placebos=True,
         description="logprob_tilted with placebos drawn from the case's topic (--placebo-kind similar)",
     ),
+    "logprob_missed": Scenario(
+        "logprob_missed",
+        20,
+        {0: 4.0, 1: 3.0, 2: 3.0},
+        base=-6.0,
+        outcome="logprob",
+        noise=0.3,
+        text_effect_sd=1.5,
+        text_effect_share=0.2,
+        placebos=5,
+        gold=(0, 1),
+        description="logprob_sparse plus a relevant document the gold misses (+3.0 nats, retrieved first): what a "
+        "null or gold weight costs on missed positives",
+    ),
+    "logprob_tilted_missed": Scenario(
+        "logprob_tilted_missed",
+        20,
+        {0: 4.0, 1: 3.0, 2: 3.0},
+        base=-6.0,
+        outcome="logprob",
+        noise=0.3,
+        text_effect_sd=1.5,
+        text_effect_share=0.2,
+        placebos=5,
+        topic_scale=1.75,
+        gold=(0, 1),
+        description="logprob_tilted plus a relevant document the gold misses (+3.0 nats, retrieved first)",
+    ),
+    "logprob_weak": Scenario(
+        "logprob_weak",
+        12,
+        {},
+        base=-6.0,
+        outcome="logprob",
+        noise=2.0,
+        placebos=4,
+        gold=(0, 1),
+        weak_gold=(0.8, 0.4),
+        weak_retrieved=(0.5, 0.5),
+        description="many weak effects (issue 35): 2 gold documents of N(0.8, 0.4²) nats, half of 6 retrieved ones "
+        "N(0, 0.5²), 4 null placebos; noise SD 2 (a regression SE of ~0.4 nats at 90 trials)",
+    ),
     "m60": Scenario("m60", 60, {0: 0.4, 1: 0.3}, base=0.1, description="S1 with 60 candidates"),
     "null": Scenario("null", 20, {}, base=0.3, description="no relevant document (global null), base 0.3"),
 }
@@ -271,6 +336,8 @@ class DesignResult:
     seconds: float
     calls_by_kind: dict[str, float] = field(default_factory=dict)
     coalition_null_share: float = float("nan")
+    #: recall on the relevant documents the gold misses (``nan`` when the scenario has none)
+    recall_outside_gold: float = float("nan")
     counts: dict[str, float] = field(default_factory=dict, repr=False)
     cases: list[dict[str, Any]] | None = field(default=None, repr=False)
 
@@ -299,6 +366,7 @@ class _Replications:
         m = sc.m
         rng = np.random.default_rng([seed, zlib.crc32(sc.name.encode())])
         self.text = sc.document_effects(R, rng)
+        self.weak = sc.weak_effects(R, rng)
         gold = list(sc.gold_indices)
         placebo = [int(j) for j in np.flatnonzero(sc.placebo_mask)]
         retrieved = [j for j in range(m) if j not in set(gold) | set(placebo)]
@@ -319,13 +387,26 @@ class _Replications:
     def case_id(self, r: int) -> str:
         return f"{self.sc.name}-{r}"
 
+    def true_effects(self, r: int) -> NDArray[np.float64]:
+        """Replication ``r``'s true main effect of every candidate ``(m,)`` in scenario order: planted, text and weak
+        effects (interactions left out) — what a graded label estimates."""
+        out = np.zeros(self.sc.m)
+        for j, e in self.sc.effects.items():
+            out[j] += e
+        if self.text is not None:
+            out += self.text[r]
+        if self.weak is not None:
+            out += self.weak[r]
+        return out
+
     def truth(self, r: int) -> Any:
         from deltap.solvers.simulated import SimulatedTruth
 
         effects = {_doc_id(j): float(e) for j, e in self.sc.effects.items()}
-        if self.text is not None:
+        extra = (self.text[r] if self.text is not None else 0.0) + (self.weak[r] if self.weak is not None else 0.0)
+        if self.text is not None or self.weak is not None:
             for j in range(self.sc.m):
-                effects[_doc_id(j)] = effects.get(_doc_id(j), 0.0) + float(self.text[r, j])
+                effects[_doc_id(j)] = effects.get(_doc_id(j), 0.0) + float(np.broadcast_to(extra, (self.sc.m,))[j])
         inter = {(_doc_id(i), _doc_id(j)): float(e) for (i, j), e in self.sc.interactions.items()}
         return SimulatedTruth(self.sc.base, effects, inter, answer=f"answer-{self.case_id(r)}")
 
@@ -442,8 +523,8 @@ def _parse_design(design: str, config: MiningConfig | None) -> tuple[str, Mining
         pass
     raise ValueError(
         f"unknown design {design!r}; expected naive:N, fixed:N, adaptive or adaptive:BUDGET, optionally followed by "
-        f"{' or '.join('/' + d for d in DESIGNS)} (the inclusion design), /zero or /placebo (the null), /gwW (gold "
-        "weight) and @q (the FDR level)"
+        f"{' or '.join('/' + d for d in DESIGNS)} (the inclusion design), /zero, /placebo, /topic or /auto (the null), "
+        "/lw (learned gold weight), /gwW (gold weight) and @q (the FDR level)"
     )
 
 
@@ -466,11 +547,12 @@ def engine_inputs(sc: Scenario, replications: int, seed: int) -> tuple[list[Any]
 
 
 def _mine_replications(
-    parts: Sequence[tuple[_Replications, MiningConfig]], dataset_size: int, seed: int
+    parts: Sequence[tuple[_Replications, MiningConfig]], dataset_size: int, seed: int, graded: bool = False
 ) -> tuple[list[tuple[_Replications, int, CaseResult]], list[NDArray[np.int64]]]:
     """Mine every replication with the engine's per-case procedure, then run the engine's dataset step (null, BH,
-    verdicts) and coalition search on each dataset. Returns the results and the datasets (as result indices)."""
-    from deltap.mining.labels import dataset_verdicts, record_coalitions
+    verdicts; with ``graded`` also the graded labels, :func:`deltap.mining.labels.label_dataset`) and coalition
+    search on each dataset. Returns the results and the datasets (as result indices)."""
+    from deltap.mining.labels import dataset_verdicts, label_dataset, record_coalitions
     from deltap.mining.pool import Pool
     from deltap.mining.procedure import case_weights, run_case
 
@@ -498,7 +580,10 @@ def _mine_replications(
     policy = cfg0.policy()
     for block in blocks:
         members = [results[j][2] for j in block]
-        dataset_verdicts(members, cfg0, policy)
+        if graded:
+            label_dataset(members, cfg0, policy)
+        else:
+            dataset_verdicts(members, cfg0, policy)
         if cfg0.coalitions:
             for j in block:
                 res = results[j][2]
@@ -525,6 +610,7 @@ def _summarise(
 ) -> DesignResult:
     nan = float("nan")
     tp = labels = relevant = null_labels = nulls = harm_tp = harmful = 0
+    out_tp = out_relevant = 0
     calls, skipped = [], []
     by_kind: dict[str, float] = {"preflight": 0.0, "design": 0.0, "coalition": 0.0}
     coal_total = coal_null = 0
@@ -538,6 +624,9 @@ def _summarise(
         tp += int((rel & (truth == 1)).sum())
         labels += int(rel.sum())
         relevant += int((truth == 1).sum())
+        outside = (truth == 1) & ~np.isin(np.arange(reps.sc.m), reps.sc.gold_indices)
+        out_tp += int((rel & outside).sum())
+        out_relevant += int(outside.sum())
         null_labels += int(((lab != 0) & (truth == 0)).sum())
         nulls += int((truth == 0).sum())
         harm_tp += int(((lab == -1) & (truth == -1)).sum())
@@ -583,6 +672,7 @@ def _summarise(
         seconds=seconds,
         calls_by_kind={k: v / max(R, 1) for k, v in by_kind.items()},
         coalition_null_share=coal_null / coal_total if coal_total else nan,
+        recall_outside_gold=out_tp / out_relevant if out_relevant else nan,
         cases=cases if keep_cases else None,
     )
 
@@ -669,6 +759,140 @@ def run_design(
     cfg = _scenario_config(sc, replace(cfg, seed=seed))
     results, blocks = _mine_replications([(_Replications(sc, replications, seed), cfg)], dataset_size, seed)
     return _summarise(sc.name, design, results, blocks, time.perf_counter() - t0, keep_cases)
+
+
+#: the scores :func:`run_graded` compares with the true effects, in table order
+GRADED_SCORES = ("graded (gold prior)", "graded (no-gold prior)", "verdict", "regression effect", "ΔP")
+
+
+@dataclass
+class GradedResult:
+    """How well each score of a candidate orders its true effect (issue 35 item 1), on one scenario and design.
+
+    Attributes:
+        tau: Per score (:data:`GRADED_SCORES`), the mean over cases of the within-case Kendall τ-b between the score
+            and the true effects (a score constant on a case whose true effects are not counts τ = 0: it orders
+            nothing).
+        pairs: Per score, the mean over cases of the share of candidate pairs whose true effects differ that the score
+            orders the same way (a tie in the score counts ½; Harrell's concordance). Unlike τ-b it does not reward
+            a score for tying what the truth ties (the planted exact nulls), which a binary label does by
+            construction.
+        spearman: Per score, Spearman's ρ over every mined candidate of every case (pooled).
+        coverage: Per prior, the share of candidates whose credible interval holds the true effect.
+        coverage_by_group: Per prior and group, the same.
+        placebo_abs: Mean |score| of the placebos: the raw regression effect and each prior's utility.
+        placebo_true_abs: Mean |true effect| of the placebos.
+    """
+
+    scenario: str
+    design: str
+    replications: int
+    tau: dict[str, float]
+    pairs: dict[str, float]
+    spearman: dict[str, float]
+    coverage: dict[str, float]
+    coverage_by_group: dict[str, dict[str, float]]
+    placebo_abs: dict[str, float]
+    placebo_true_abs: float
+    level: float
+    seconds: float
+
+
+def _concordance(score: NDArray[np.float64], truth: NDArray[np.float64]) -> float:
+    """Share of the pairs with different truths that ``score`` orders as the truth does (score ties count ½)."""
+    ds = np.sign(score[:, None] - score[None, :])
+    dt = np.sign(truth[:, None] - truth[None, :])
+    upper = np.triu(dt != 0, 1)
+    n = int(upper.sum())
+    if n == 0:
+        return float("nan")
+    agree = np.where(ds == 0, 0.5, (ds == dt).astype(float))
+    return float(agree[upper].sum() / n)
+
+
+def run_graded(
+    sc: Scenario,
+    design: str,
+    replications: int,
+    seed: int,
+    config: MiningConfig | None = None,
+    dataset_size: int = 40,
+) -> GradedResult:
+    """Mine ``sc`` with ``design`` through the engine's own procedure and labelling step (graded labels included) and
+    measure how well the graded labels, the verdicts, the raw regression effect and the raw ΔP order the true effects
+    of each replication (:meth:`_Replications.true_effects`), the graded intervals' coverage, and how far placebos
+    shrink."""
+    from scipy import stats
+
+    from deltap.mining.shrinkage import LEVEL
+
+    t0 = time.perf_counter()
+    kind, cfg = _parse_design(design, config)
+    if kind == "naive":
+        raise ValueError("run_graded needs an engine design (fixed:N, adaptive...), not the naive one")
+    cfg = _scenario_config(sc, replace(cfg, seed=seed))
+    reps = _Replications(sc, replications, seed)
+    results, _blocks = _mine_replications([(reps, cfg)], dataset_size, seed, graded=True)
+    taus: dict[str, list[float]] = {k: [] for k in GRADED_SCORES}
+    conc: dict[str, list[float]] = {k: [] for k in GRADED_SCORES}
+    pooled: dict[str, list[float]] = {k: [] for k in GRADED_SCORES}
+    truth_all: list[float] = []
+    hits: dict[str, list[tuple[str, bool]]] = {"gold": [], "no_gold": []}
+    plac: dict[str, list[float]] = {"regression effect": [], "gold": [], "no_gold": []}
+    plac_true: list[float] = []
+    for _reps, r, res in results:
+        rows = [row for row in res.candidates if row.get("graded")]
+        if len(rows) < 2:
+            continue
+        true = reps.true_effects(r)
+        t = np.array([true[int(row["doc_id"][1:])] for row in rows])
+        scores = {
+            "graded (gold prior)": [row["graded"]["gold"]["utility"] for row in rows],
+            "graded (no-gold prior)": [row["graded"]["no_gold"]["utility"] for row in rows],
+            "verdict": [{"relevant": 1.0, "harmful": -1.0}.get(row["verdict"], 0.0) for row in rows],
+            "regression effect": [row["regression_effect"]["coef"] for row in rows],
+            "ΔP": [row["delta_p"] for row in rows],
+        }
+        for name, v in scores.items():
+            x = np.asarray(v, dtype=float)
+            if np.ptp(t) == 0:
+                continue
+            taus[name].append(0.0 if np.ptp(x) == 0 else float(stats.kendalltau(x, t).statistic))
+            conc[name].append(_concordance(x, t))
+            pooled[name].extend(x.tolist())
+        truth_all.extend(t.tolist())
+        for row, tj in zip(rows, t, strict=True):
+            placebo = row["sources"] == ["placebo"]
+            for prior in ("gold", "no_gold"):
+                lo, hi = row["graded"][prior]["ci"]
+                group = "placebo" if placebo else "gold" if "gold" in row["sources"] else "retrieved"
+                hits[prior].append((group, bool(lo - 1e-9 <= tj <= hi + 1e-9)))
+            if placebo:
+                plac["regression effect"].append(abs(row["regression_effect"]["coef"]))
+                plac["gold"].append(abs(row["graded"]["gold"]["utility"]))
+                plac["no_gold"].append(abs(row["graded"]["no_gold"]["utility"]))
+                plac_true.append(abs(float(tj)))
+    nan = float("nan")
+    return GradedResult(
+        sc.name,
+        design,
+        replications,
+        {k: float(np.mean(v)) if v else nan for k, v in taus.items()},
+        {k: float(np.mean(v)) if v else nan for k, v in conc.items()},
+        {
+            k: float(stats.spearmanr(v, truth_all).statistic) if len(v) == len(truth_all) and v else nan
+            for k, v in pooled.items()
+        },
+        {p: float(np.mean([h for _, h in v])) if v else nan for p, v in hits.items()},
+        {
+            p: {g: float(np.mean([h for gg, h in v if gg == g])) for g in sorted({gg for gg, _ in v})}
+            for p, v in hits.items()
+        },
+        {k: float(np.mean(v)) if v else nan for k, v in plac.items()},
+        float(np.mean(plac_true)) if plac_true else nan,
+        LEVEL,
+        time.perf_counter() - t0,
+    )
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,9 @@ from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "ALPHA",
+    "AUTO_ALPHA",
+    "AUTO_TILT",
+    "auto_null",
     "LEVEL",
     "SOURCE_GROUPS",
     "WARN_TILT",
@@ -59,6 +62,10 @@ WARN_TILT = 1.35
 ALPHA = 0.05
 #: bootstrap resamples (and permutations)
 N_BOOT = 2000
+#: ``--null auto`` labels with the on-topic null when the permutation test of "no tilt" gives p below this ...
+AUTO_ALPHA = 0.05
+#: ... or when the tilt estimate is at least this (see :func:`auto_null`)
+AUTO_TILT = 1.35
 
 
 class TiltWarning(UserWarning):
@@ -225,7 +232,8 @@ def measure_tilt(
             f" — on-topic text moves this solver more than random text: the placebo null is too narrow for the retrieved "
             f"candidates and their labels may be false beyond q (the simulation's FDR exceeds q from a tilt of about "
             f"{warn_at:g}); use --null topic (each candidate must also beat the run's other on-topic documents; with "
-            f"--gold-weight-learned it keeps most gold labels: benchmarks/README.md), --placebo-kind similar, or a "
+            f"--gold-weight-learned it keeps most gold labels: benchmarks/README.md; the default --null auto does "
+            f"both when its own tilt test fires), --placebo-kind similar, or a "
             f"--min-effect above {_finite_str(r.high)} {unit}"
         )
     return Tilt(ratio, lo, hi, level, centre, unit, spreads, large, msg, p_value)
@@ -276,3 +284,33 @@ def run_tilt(rows: Iterable[tuple[Sequence[str], Mapping[str, Any]]], unit: str,
         groups[src][0].append(float(eff["coef"]))
         groups[src][1].append(float(eff["se"]))
     return measure_tilt({s: (np.array(c), np.array(e)) for s, (c, e) in groups.items()}, seed=seed, unit=unit)
+
+
+def auto_null(tilt: Tilt) -> tuple[bool, str]:
+    """The rule of ``--null auto`` (issue 35 item 6): ``(tilted, why)``; a tilted run is labelled with the on-topic null
+    and the learned gold weight (:func:`deltap.mining.labels.choose_null`).
+
+    Tilted when the permutation test rejects "no tilt" at :data:`AUTO_ALPHA` or the estimate is at least
+    :data:`AUTO_TILT`. A tilt that cannot be measured (fewer than 2 retrieved non-gold or placebo estimates) is not
+    tilted. The rule reads module constants at call time (the benchmark varies them).
+    """
+    ratio, p = tilt.ratio, tilt.p_value
+    if not (np.isfinite(p) or np.isinf(ratio)):
+        return False, f"tilt not measured: {tilt.message}"
+    by_test = bool(np.isfinite(p) and p < AUTO_ALPHA)
+    by_size = bool(ratio >= AUTO_TILT)
+    shown = f"tilt {ratio:.2f}, permutation p = {p:.3g}"
+    if by_test or by_size:
+        why = " and ".join(
+            x
+            for x, on in (
+                (f"p < {AUTO_ALPHA:g}", by_test),
+                (f"the tilt is at least {AUTO_TILT:g}", by_size),
+            )
+            if on
+        )
+        return (
+            True,
+            f"{shown}: {why}, so the on-topic null and the learned gold weight (--null topic --gold-weight-learned)",
+        )
+    return False, f"{shown}: below {AUTO_TILT:g} and p >= {AUTO_ALPHA:g}, so the placebo null"

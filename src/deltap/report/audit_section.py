@@ -14,11 +14,23 @@ from deltap.run_layout import RunDir
 
 __all__ = ["audit_html", "audit_markdown"]
 
-_HEADER = ("question", "gold", "relevant", "irrelevant", "harmful", "undecided", "not tried", "+relevant", "+harmful")
+_HEADER = (
+    "question",
+    "gold",
+    "relevant",
+    "irrelevant",
+    "harmful",
+    "undecided",
+    "not tried",
+    "+relevant",
+    "+harmful",
+    "likely helps",
+)
 _LEGEND = (
     "Gold: the benchmark's own judgements, split by the verdict mining reached. Not tried: gold documents absent "
     "from the corpus. +relevant / +harmful: documents outside the gold found relevant (judgements the benchmark's "
-    "qrels miss) / harmful (distractors)."
+    "qrels miss) / harmful (distractors). Likely helps: undecided gold documents whose graded label (shrunken "
+    "utility > 0, local false sign rate <= 0.1) says they likely help — not proven."
 )
 
 

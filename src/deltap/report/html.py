@@ -631,6 +631,7 @@ def _case(data: RunData, case: CaseRecord, margin: float | None, min_effect: flo
         f"wall time {_seconds(case.wall_seconds)}",
     ]
     body.append("<p>" + " · ".join(facts) + "</p>")
+    body.append(_likely_not_proven(data, case))
     if case.coalition:
         body.append("<p>Winning coalition: " + ", ".join(f"<code>{_e(d)}</code>" for d in case.coalition) + "</p>")
     elif case.coalition is not None:
@@ -656,6 +657,22 @@ def _case(data: RunData, case: CaseRecord, margin: float | None, min_effect: flo
         + "".join(body)
         + "</div></details>"
     )
+
+
+def _likely_not_proven(data: RunData, case: CaseRecord) -> str:
+    """The case's graded labels beside the verdicts: the undecided candidates that likely help or hurt (issue 35)."""
+    rows = [
+        c for c in case.candidates if c.verdict == "undecided" and c.graded_call in ("likely helps", "likely hurts")
+    ]
+    if not rows:
+        return ""
+    rows.sort(key=lambda c: -abs(c.graded_utility or 0.0))
+    unit = data.outcome_kind.unit
+    items = "".join(
+        f"<li><code>{_e(c.doc_id)}</code> ({_e(c.primary_source)}): <b>{_e(c.graded_text(unit))}</b>, not proven</li>"
+        for c in rows
+    )
+    return f"<p>Graded labels of undecided candidates (shrunken utility, gold prior):</p><ul>{items}</ul>"
 
 
 MAX_TRIAL_ROWS = 400
@@ -685,6 +702,8 @@ def _trials(data: RunData, case: CaseRecord) -> str:
     for doc_id in pool:
         cand = by_doc.get(doc_id)
         tag = f" — {_e(cand.primary_source)}, <i>{_e(cand.verdict)}</i>" if cand is not None else ""
+        if cand is not None and cand.graded_call:
+            tag += f" · graded: {_e(cand.graded_text(data.outcome_kind.unit))}"
         legend.append(f"<li><code>{_e(doc_id)}</code>{tag}</li>")
     legend.append("</ol>")
     table = ['<div class="trialwrap"><table class="trials"><tr><th>call</th><th>kind</th>']

@@ -58,7 +58,8 @@ def render_markdown(data: RunData, top_docs: int = 3) -> str:
     lines += _retriever_lines(data)
     lines += endtoend_markdown(data.path)
     lines += _case_lines(data, top_docs)
-    lines += ["", *audit_markdown(data)]
+    lines += ["", *_graded_lines(data)]
+    lines += audit_markdown(data)
     if data.notes:
         lines += ["", "## Notes", *(f"- {n}" for n in data.notes)]
     return "\n".join(lines) + "\n"
@@ -212,6 +213,33 @@ def _case_lines(data: RunData, top_docs: int) -> list[str]:
             f"{_cell(shown) or '–'} | {counts.get('harmful', 0)} | {counts.get('undecided', 0)} |"
         )
     return lines
+
+
+def _graded_lines(data: RunData) -> list[str]:
+    """The graded labels beside the verdicts (issue 35): undecided candidates whose shrunken utility likely helps."""
+    rows = [
+        (case.case_id, c)
+        for case in data.cases
+        for c in case.candidates
+        if c.verdict == "undecided" and c.graded_call == "likely helps"
+    ]
+    graded = sum(1 for case in data.cases for c in case.candidates if c.graded_call is not None)
+    if not graded:
+        return []
+    unit = data.outcome_kind.unit
+    lines = [
+        "## Likely helps, not proven",
+        f"{len(rows)} undecided candidates of {graded} graded likely help by their graded label (shrunken utility > 0, "
+        "local false sign rate <= 0.1, gold prior; docs/graded-labels.md).",
+    ]
+    if rows:
+        rows.sort(key=lambda r: -(r[1].graded_utility or 0.0))
+        lines += ["", "| case | document | source | graded label |", "|---|---|---|---|"]
+        for case_id, c in rows[:20]:
+            lines.append(f"| {_cell(case_id)} | `{c.doc_id}` | {c.primary_source} | {_cell(c.graded_text(unit))} |")
+        if len(rows) > 20:
+            lines.append(f"| … | {len(rows) - 20} more | | |")
+    return [*lines, ""]
 
 
 def write_markdown_report(run_dir: str | Path, out: str | Path | None = None) -> Path:

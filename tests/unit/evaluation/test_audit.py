@@ -35,15 +35,18 @@ def test_counts_per_question_and_total(run_dir: Path) -> None:
     assert q1.counts() == {
         "gold": 4, "gold_relevant": 1, "gold_irrelevant": 1, "gold_harmful": 1, "gold_undecided": 1,
         "gold_not_tried": 1, "found_relevant_outside_gold": 1, "found_harmful_outside_gold": 0,
+        "gold_undecided_likely_helps": 0,
     }  # fmt: skip
     assert q1.found_relevant == {"r": "retrieved"} and q1.gold_not_tried == ("gone.Symbol",)
     assert q2.counts() == {
         "gold": 3, "gold_relevant": 1, "gold_irrelevant": 0, "gold_harmful": 1, "gold_undecided": 1,
         "gold_not_tried": 0, "found_relevant_outside_gold": 0, "found_harmful_outside_gold": 0,
+        "gold_undecided_likely_helps": 0,
     }  # fmt: skip
     assert audit.totals == {
         "gold": 7, "gold_relevant": 2, "gold_irrelevant": 1, "gold_harmful": 2, "gold_undecided": 2,
         "gold_not_tried": 1, "found_relevant_outside_gold": 1, "found_harmful_outside_gold": 0,
+        "gold_undecided_likely_helps": 0,
     }  # fmt: skip
     assert audit.questions_with_missing_judgements == 1
     assert audit.summary().startswith(
@@ -51,6 +54,27 @@ def test_counts_per_question_and_total(run_dir: Path) -> None:
         "harmful and 2 left undecided. 1 gold documents could not be tried (not in the corpus). Outside the gold, 1 "
         "documents were found relevant in 1 questions"
     )
+
+
+def test_undecided_gold_that_likely_helps_by_its_graded_label_is_counted() -> None:
+    # issue 35 item 5: the gate left gold u undecided; its graded label (gold prior) says it likely helps. A graded
+    # label with a high lfsr, or on a decided or non-gold document, is not counted.
+    ds = hand_dataset()
+    likely = {"gold": {"utility": 0.8, "ci": [0.1, 1.5], "lfsr": 0.02, "grade": 8}}
+    unclear = {"gold": {"utility": 0.3, "ci": [-0.4, 1.0], "lfsr": 0.3, "grade": 0}}
+    for c in ds.pairs[0]["candidates"]:
+        if c["doc_id"] in ("u", "a", "c1"):
+            c["graded"] = likely
+    for c in ds.pairs[1]["candidates"]:
+        if c.get("verdict") == "undecided" and "gold" in c.get("source", []):
+            c["graded"] = unclear
+    audit = audit_qrels(ds)
+    assert audit.questions[0].gold_likely_helps == ("u",) and audit.questions[1].gold_likely_helps == ()
+    assert audit.totals["gold_undecided_likely_helps"] == 1
+    assert "Of the undecided ones, 1 likely help by their graded label" in audit.summary()
+    assert "likely helps" in audit.to_table() and audit.to_dict()["questions"][0]["gold_undecided_likely_helps"] == [
+        "u"
+    ]
 
 
 def test_outside_gold_harmful_is_counted(run_dir: Path) -> None:
@@ -68,9 +92,9 @@ def test_export_csv_and_json(run_dir: Path) -> None:
     paths = audit.write(run_dir / "audit")
     assert paths["csv"].read_text(encoding="utf-8").splitlines() == [
         ",".join(AUDIT_COLUMNS),
-        "q1,4,1,1,1,1,1,1,0",
-        "q2,3,1,0,1,1,0,0,0",
-        "TOTAL,7,2,1,2,2,1,1,0",
+        "q1,4,1,1,1,1,1,1,0,0",
+        "q2,3,1,0,1,1,0,0,0,0",
+        "TOTAL,7,2,1,2,2,1,1,0,0",
     ]
     data = json.loads(paths["json"].read_text(encoding="utf-8"))
     assert data["totals"]["gold_harmful"] == 2

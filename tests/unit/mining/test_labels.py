@@ -124,7 +124,7 @@ def test_similar_placebos_see_what_retrieved_nulls_do() -> None:
         text = {d: float((1.0 if d in topic else 0.5) * rng.standard_normal()) for d in big.ids}
         truths[c.case_id] = SimulatedTruth(-6.0, {**text, "x0000": 8.0})
 
-    def run(kind: str) -> tuple[int, int, float, bool]:
+    def run(kind: str, null: str | None = "placebo") -> tuple[int, int, float, bool]:
         import warnings
 
         from deltap.mining.results import PlaceboCalibrationWarning
@@ -144,6 +144,7 @@ def test_similar_placebos_see_what_retrieved_nulls_do() -> None:
                 placebo_kind=kind,
                 retriever=_Ranked(order),
                 coalitions=False,
+                null=null,
             )
         rows = [c for p in res.dataset.pairs for c in p["candidates"]]
         false = sum(1 for c in rows if c["source"] == ["retrieved"] and c["verdict"] in ("relevant", "harmful"))
@@ -158,6 +159,9 @@ def test_similar_placebos_see_what_retrieved_nulls_do() -> None:
     assert spread_similar > 1.4 * spread_random
     assert false_random >= 3 and false_similar <= 1
     assert gold_similar == 6
+    # the default, --null auto (issue 35 item 6): the run's own tilt picks the on-topic null for random placebos
+    false_auto, gold_auto, _, tilt_auto = run("random", None)
+    assert tilt_auto and false_auto <= 1, (false_auto, gold_auto)
 
 
 def test_learned_gold_weight_comes_from_the_other_cases_and_falls_back_to_the_prior() -> None:

@@ -266,3 +266,29 @@ def test_the_cli_relabels_writes_reports_and_refuses_calls_in_one_line(
     code, out, _ = run_cli(capsys, "relabel", "--help")
     assert code == 0 and "no solver call" in " ".join(out.split()) and "--gold-weight-learned" in out
     assert "--budget" not in out.split("Options:")[-1]  # hidden: only there to be refused
+
+
+def test_relabel_regrades_with_another_grade_lfsr(logprob_run: Path, tmp_path: Path) -> None:
+    """The graded labels are relabelled too: the run's own utilities, lfsr and intervals, with the grade gate asked."""
+    from deltap.dataset import dataset_graded_qrels, read_dataset
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        strict = relabel(logprob_run, tmp_path / "strict", grade_lfsr=0.1)
+    assert strict.run["relabel"]["changed"] == {"grade_lfsr": [1.0, 0.1]} and strict.run["relabel"]["calls"] == 0
+    own, new = (
+        read_dataset(logprob_run / "retrieval_dataset.yaml"),
+        read_dataset(tmp_path / "strict" / "retrieval_dataset.yaml"),
+    )
+    labels = {(c.case_id, d.doc_id): d.graded["gold"] for c in own.cases for d in c.candidates if d.graded}
+    assert labels, "the run has graded labels"
+    again = {(c.case_id, d.doc_id): d.graded["gold"] for c in new.cases for d in c.candidates if d.graded}
+    assert {k: v.utility for k, v in again.items()} == {k: v.utility for k, v in labels.items()}  # same estimates
+    for key, lab in labels.items():  # only the grade gate moved
+        expect = lab.grade if lab.lfsr is not None and lab.lfsr <= 0.1 else 0
+        assert again[key].grade == expect, key
+    assert any(lab.grade and (lab.lfsr or 0) > 0.1 for lab in labels.values()), "the default grades an unsure one"
+    graded_own = dataset_graded_qrels(own)
+    assert sum(g > 0 for row in dataset_graded_qrels(new).values() for g in row.values()) < sum(
+        g > 0 for row in graded_own.values() for g in row.values()
+    )

@@ -91,7 +91,9 @@ def test_placebo_null_controls_labels_when_every_document_moves_the_score() -> N
     discoveries; the placebo null (fitted per dataset from 5 placebos per case) keeps the FDR."""
     zero = run_design(SCENARIOS["logprob_text"], "fixed:128/zero", 400, seed=11)
     placebo = run_design(SCENARIOS["logprob_text"], "fixed:128/placebo", 400, seed=11)
-    adaptive = run_design(SCENARIOS["logprob_text"], "adaptive", 400, seed=11)  # placebo: the logprob default
+    adaptive = run_design(
+        SCENARIOS["logprob_text"], "adaptive/placebo", 400, seed=11
+    )  # the logprob default until issue 35
     assert zero.fdr > 0.3 and zero.null_fpr > 0.1  # measured 0.50 / 0.22
     for r in (placebo, adaptive):
         assert r.fdr <= 0.045 + 0.03 and r.null_fpr <= 0.01  # 10 datasets; measured 0.036-0.049 / 0.004-0.006
@@ -152,8 +154,8 @@ def test_retrieved_nulls_that_move_more_than_random_text_need_similar_placebos()
     # FDR 0.129, null FPR 0.024); placebos drawn from the topic carry the wider null (FDR 0.010, null FPR 0.0017) at
     # a cost in recall (0.17: +4/+3 nats are inside what on-topic text does). At 400 replications and seeds 3 / 4:
     # FDR 0.114 / 0.099 against 0.012 / 0.040. 200 replications = 20 datasets, 3,000 nulls each.
-    random_placebos = run_design(SCENARIOS["logprob_tilted"], "adaptive", 200, seed=3, dataset_size=10)
-    similar = run_design(SCENARIOS["logprob_tilted_similar"], "adaptive", 200, seed=3, dataset_size=10)
+    random_placebos = run_design(SCENARIOS["logprob_tilted"], "adaptive/placebo", 200, seed=3, dataset_size=10)
+    similar = run_design(SCENARIOS["logprob_tilted_similar"], "adaptive/placebo", 200, seed=3, dataset_size=10)
     assert random_placebos.null_fpr >= 0.012  # ~72 of 3,000 nulls labelled
     assert similar.null_fpr <= 0.005  # ~5 of 3,000
     assert similar.null_fpr * 3 <= random_placebos.null_fpr
@@ -166,7 +168,7 @@ def test_the_on_topic_null_holds_the_fdr_that_random_placebos_cannot() -> None:
     # replications, seed 3 (10 datasets of 10 cases, 1,500 nulls): random placebos alone FDR 0.129, null FPR 0.027;
     # the on-topic null FDR 0.000, null FPR 0.000, at recall 0.20 (+4/+3 nats are within what on-topic text does).
     tilted = SCENARIOS["logprob_tilted"]
-    placebo = run_design(tilted, "adaptive", 100, seed=3, dataset_size=10)
+    placebo = run_design(tilted, "adaptive/placebo", 100, seed=3, dataset_size=10)
     topic = run_design(tilted, "adaptive/topic", 100, seed=3, dataset_size=10)
     assert placebo.fdr > 0.08 and placebo.null_fpr >= 0.015
     assert topic.fdr <= 0.05 and topic.null_fpr <= 0.005

@@ -110,3 +110,32 @@ def test_candidate_sources_and_rows() -> None:
     ]
     t = run_tilt(rows, "nats")
     assert t.spreads["retrieved"].n == 1 and t.spreads["placebo"].n == 0  # undecided rows are left out
+
+
+@pytest.mark.parametrize(
+    ("name", "seed", "tilted"),
+    [("logprob_tilted", 0, True), ("logprob_sparse", 0, False)],
+)
+def test_null_auto_lets_the_runs_own_tilt_decide_the_null(name: str, seed: int, tilted: bool) -> None:
+    # --null auto (issue 35 item 6): the tilt of the run's estimates, measured before any label, picks the on-topic
+    # null with the learned gold weight, or the placebo null. 20-case datasets, seeds 0/1: tilted 1.95/1.87 (p 0.016 /
+    # 0.008) -> topic; sparse 1.30/1.08 (p 0.11 / 0.43) -> placebo.
+    from deltap.mining.labels import choose_null
+    from deltap.mining.outputs import summary_lines
+
+    sc = SCENARIOS[name]
+    cases, corpus, solver, retriever = engine_inputs(sc, 20, seed)
+    cfg = design_config(sc, "adaptive/auto", seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = mine(cases, corpus, solver, retriever=retriever, config=cfg)
+    null = res.dataset.metadata["placebo_calibration"]["null"]
+    assert null["auto"]["tilted"] is tilted and null["used"] == "placebo"
+    assert null["auto"]["null"] == ("topic" if tilted else "placebo") and null["requested"] == null["auto"]["null"]
+    assert null["auto"]["gold_weight_learned"] is tilted and ("topic" in null) is tilted
+    assert "chosen by --null auto" in res.dataset.metadata["null"]
+    assert any(line.startswith("null: --null auto") for line, _ in summary_lines(res.run))
+    # a pure function of the trial log and the configuration: the same decision again, and none without auto
+    again, decision = choose_null(res.cases, cfg)
+    assert decision == null["auto"] and again.null == decision["null"]
+    assert choose_null(res.cases, design_config(sc, "adaptive/placebo", seed))[1] is None

@@ -68,7 +68,7 @@ def test_help_keeps_every_word_of_a_long_option_text(
     monkeypatch.setenv("COLUMNS", "80")
     assert cli_exit_code(["mine", "--help"]) == 0
     flat = " ".join(capsys.readouterr().out.split())
-    assert "Default: placebo for --outcome logprob, zero for pass." in flat
+    assert "Default: auto for --outcome logprob, zero for pass." in flat
 
 
 def _runs(tmp_path: Path) -> tuple[Path, list[str]]:

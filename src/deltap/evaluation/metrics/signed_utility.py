@@ -18,7 +18,11 @@ class SignedUtility(Metric):
     grades): a relevant document's gain is its measured :math:`\Delta P` (the lift in success probability, or in
     log-probability of the reference answer for the ``logprob`` outcome), a harmful document's is
     :math:`-|\Delta P|`, and irrelevant, undecided and unjudged documents count 0 — print ``judged@K`` beside it to
-    see how much of the top K the labels actually cover (deltap does so automatically). With :math:`g(d)` the gain
+    see how much of the top K the labels actually cover (deltap does so automatically). **Graded input**
+    (``--labels graded`` / ``graded_no_gold``, :func:`deltap.judgements.load_judgements` with ``labels=``): the gain
+    of every graded candidate is its shrunken utility (issue 35, docs/graded-labels.md) — positive or negative,
+    decided or not, pulled toward zero by as much as its noise warrants — so "likely helps, not proven" counts for
+    what it is estimated to bring instead of 0. With :math:`g(d)` the gain
     and :math:`T_K` the top K of the run:
 
     .. math::
@@ -61,8 +65,9 @@ class SignedUtility(Metric):
         s = ranking.signed
         if s is None:
             raise DeltapError(
-                "signed_utility needs signed gains: give a deltap retrieval_dataset.yaml as the qrels "
-                "(TREC and BEIR qrels cannot carry negative grades), or pass gains= to evaluate/compare"
+                "signed_utility needs signed gains: give a deltap retrieval_dataset.yaml as the qrels (or a run "
+                "directory with --labels graded; TREC and BEIR qrels cannot carry negative grades), or pass gains= "
+                "to evaluate/compare"
             )
         n = ranking.n_queries
         got = s.rank <= k
