@@ -20,6 +20,7 @@ Nothing is downloaded: the embedding model and the LLM come from pip packages.
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -131,13 +132,53 @@ class DemoConfig:
             warnings.warn(BUDGET_DEPRECATED, DeprecationWarning, stacklevel=3)
             object.__setattr__(self, "calls", self.budget)
             object.__setattr__(self, "budget", None)
-        if self.cases < 1:
-            raise DeltapError(f"--cases must be at least 1, got {self.cases}")
-        if self.calls < 2 * self.cases:
-            raise DeltapError(
-                f"--calls {self.calls} is too small for {self.cases} cases; give at least {2 * self.cases}"
-            )
         outcome_kind(self.outcome, "--outcome")  # an unknown outcome is refused here, naming the known ones
+        check_ranges(self.cases, self.calls, self.solver)
+
+
+#: design trials a case needs at the least (fewer cannot decide a label)
+MIN_DESIGN_TRIALS = 8
+
+
+@functools.lru_cache(maxsize=1)
+def benchmark_size(path: Path = BENCHMARK_PATH) -> int:
+    """How many questions the demo's bundled benchmark holds (the most ``--cases`` can ask for)."""
+    from deltap.cases import read_benchmark_yaml
+
+    return len(read_benchmark_yaml(path))
+
+
+def check_ranges(cases: int, calls: int, solver: str) -> None:
+    """Refuse ``--cases`` and ``--calls`` out of range in one line, before any work (no corpus, no index, no call).
+
+    ``--cases`` runs from 1 to the benchmark's size; the calls must give every case its preflight, its coalition
+    checks and at least :data:`MIN_DESIGN_TRIALS` design trials (what a deterministic solver, such as the local
+    model, asks once is asked twice by a stochastic one).
+
+    Raises:
+        DeltapError: the first range that does not hold, saying what to give instead.
+    """
+    from deltap.mining.config import MiningConfig
+    from deltap.mining.procedure import call_ceiling
+    from deltap.solvers import solver_kind
+
+    size = benchmark_size()
+    if not 1 <= cases <= size:
+        raise DeltapError(f"--cases {cases} is out of range: the demo's benchmark has {size} questions; give 1-{size}")
+    deterministic = solver_kind(solver).capabilities.deterministic is True
+    pre, _, coalition = call_ceiling(MiningConfig(preflight=PREFLIGHT, verify_trials=VERIFY_TRIALS), deterministic)
+    if calls // cases - pre - coalition < MIN_DESIGN_TRIALS:
+        raise DeltapError(_calls_range_error(calls, cases, pre, coalition))
+
+
+def _calls_range_error(calls: int, cases: int, pre: int, coalition: int) -> str:
+    need = MIN_DESIGN_TRIALS + pre + coalition
+    most = calls // need
+    fewer = "" if most < 1 else f", or --cases {most}" if most == 1 else f", or --cases {most} or fewer"
+    return (
+        f"--calls {calls} is too few for {cases} cases: each case needs at least {need} calls ({pre} preflight, "
+        f"{MIN_DESIGN_TRIALS} design trials, {coalition} coalition checks); give --calls {need * cases} or more{fewer}"
+    )
 
 
 @dataclass
@@ -279,11 +320,8 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
     det = is_deterministic(solver)
     pre, _, coalition = call_ceiling(MiningConfig(preflight=PREFLIGHT, verify_trials=VERIFY_TRIALS), det)
     per_case = config.calls // len(cases) - pre - coalition
-    if per_case < 8:
-        raise DeltapError(
-            f"--calls {config.calls} leaves {per_case} design trials per case for {len(cases)} cases; "
-            f"give at least {(8 + pre + coalition) * len(cases)} or fewer --cases"
-        )
+    if per_case < MIN_DESIGN_TRIALS:  # DemoConfig checked the ranges first; a plug-in solver may differ in kind
+        raise DeltapError(_calls_range_error(config.calls, len(cases), pre, coalition))
     mining = _mining_config(config, per_case)
     plan = planned_calls(mining, deterministic=det)
     # the calls by phase, tokens, cost and time follow in the plan mine() shows before its first call
