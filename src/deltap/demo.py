@@ -133,7 +133,8 @@ class DemoConfig:
             object.__setattr__(self, "calls", self.budget)
             object.__setattr__(self, "budget", None)
         outcome_kind(self.outcome, "--outcome")  # an unknown outcome is refused here, naming the known ones
-        check_ranges(self.cases, self.calls, self.solver)
+        # --cases and --calls: run_demo's first step (check_ranges reads the benchmark; `deltap --help` builds the
+        # default config and must not)
 
 
 #: design trials a case needs at the least (fewer cannot decide a label)
@@ -196,6 +197,7 @@ class DemoResult:
     comparison: dict[str, Any] = field(default_factory=dict)
     placebo: dict[str, Any] = field(default_factory=dict)  # run.json's placebo summary (its check is printed last)
     endtoend: dict[str, Any] = field(default_factory=dict)  # RUN_DIR/endtoend/results.json (empty: step skipped)
+    headline: list[str] = field(default_factory=list)  # the report's answer first (deltap.report.headline)
 
 
 def build_demo_corpus(modules: Sequence[str] = STDLIB_MODULES, max_chars: int | None = MAX_DOC_CHARS) -> Corpus:
@@ -271,6 +273,7 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
     from deltap.retrieval.hybrid import HybridRetriever
     from deltap.run_layout import RunDir
 
+    check_ranges(config.cases, config.calls, config.solver)  # before any work: nothing written, nothing indexed
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     rd = RunDir(out / "run")
@@ -351,6 +354,10 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
     html = write_html_report(run_dir, corpus=corpus)
     md = write_markdown_report(run_dir)
     _stage(say, timings, "report", t0, f"{html}")
+    from deltap.report.headline import run_headline
+    from deltap.report.run_data import load_run_dir
+
+    headline = run_headline(load_run_dir(run_dir))[0]
     timings["total"] = time.perf_counter() - t_all
     return DemoResult(
         out=out,
@@ -364,6 +371,7 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
         comparison=comparison,
         placebo=dict(rd.summary().get("placebo") or {}),
         endtoend=endtoend,
+        headline=headline,
     )
 
 
@@ -377,7 +385,6 @@ def _evaluate(
 ) -> dict[str, Any]:
     """Stage 4: the retrievers compared on the mined qrels, written into the run directory (``{}`` when no mined
     case has a relevant document)."""
-    from deltap.evaluation.ranking import EMPTY_QUERY_RULE
     from deltap.qrels import read_beir_qrels
 
     say(f"[4/6] evaluation: {', '.join(DEMO_RETRIEVERS)} against the mined qrels")
@@ -392,14 +399,13 @@ def _evaluate(
         runs = {name: _retrieve(r, judged, RUN_DEPTH) for name, r in retrievers.items()}
         comparison = _compare({c.case_id: qrels[c.case_id] for c in judged}, runs, config.seed)
         rd.write_comparison(comparison, runs)
-        rule = f"; {len(empty)} without one: {EMPTY_QUERY_RULE}" if empty else ""
-        _stage(
-            say,
-            timings,
-            "evaluation",
-            t0,
-            f"{len(judged)} questions, {len(judged) - len(empty)} with a relevant document{rule} -> {rd.evaluation}",
+        for line in _score_lines(comparison):
+            say(line)
+        say(
+            f"  scored as deltap evaluate scores them: a question without a relevant document, 0 (here {len(empty)}); "
+            f"one without any judgement, left out (here {len(cases) - len(judged)})"
         )
+        _stage(say, timings, "evaluation", t0, f"{len(judged)} questions -> {rd.evaluation}")
     else:
         _stage(say, timings, "evaluation", t0, "skipped: no mined case has a relevant document (raise --calls)")
     return comparison
@@ -513,6 +519,26 @@ def _mine(
             say(f"  warning: {w.message}")
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def _score_lines(comparison: Mapping[str, Any]) -> list[str]:
+    """The evaluation step's scores: one line per retriever, the mean of every metric with a mark where the paired
+    test against the baseline (Holm) is significant."""
+    measures = [str(m) for m in comparison.get("measures", [])]
+    systems = comparison.get("systems") or {}
+    width = max((len(s) for s in systems), default=0)
+    out = [f"  {'':<{width}}  " + "  ".join(f"{m:>10}" for m in measures)]
+    for name, entry in systems.items():
+        cells = []
+        for m in measures:
+            mean = (entry.get("means") or {}).get(m)
+            test = (entry.get("tests") or {}).get(m) or {}
+            mark = "*" if test.get("significant") else " "
+            cells.append(f"{mean:>9.3f}{mark}" if isinstance(mean, int | float) else f"{'—':>10}")
+        base = " (baseline)" if name == comparison.get("baseline") else ""
+        out.append(f"  {name:<{width}}  " + "  ".join(cells) + base)
+    out.append("  * = significantly different from the baseline (paired randomization test, Holm)")
+    return out
 
 
 def _compare(

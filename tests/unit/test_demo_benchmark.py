@@ -102,10 +102,12 @@ def test_select_cases_spreads_over_modules(corpus: Corpus) -> None:
     ],
 )
 def test_demo_config_rejects_bad_knobs(tmp_path: Path, kwargs: dict[str, Any], message: str) -> None:
+    from deltap.demo import run_demo
     from deltap.errors import DeltapError
 
     with pytest.raises(DeltapError, match=message):
-        DemoConfig(out=tmp_path, **kwargs)
+        run_demo(DemoConfig(out=tmp_path / "demo", **kwargs), say=lambda _: None)
+    assert not (tmp_path / "demo").exists()  # refused before any work: nothing written, nothing indexed
 
 
 def test_long_texts_are_cut_visibly(corpus: Corpus) -> None:

@@ -92,6 +92,9 @@ class CandidateResult:
     adjusted: float | None = None
     adjusted_low: float | None = None
     adjusted_high: float | None = None
+    #: the interval the verdict rests on (``verdict_interval``: corrected for the looks and for testing every
+    #: candidate, so wider than the plain 95% whisker), its level and what it is, when the dataset records one
+    verdict_interval: tuple[float | None, float | None, float | None, str] | None = None
 
     @property
     def effect(self) -> tuple[float | None, float | None, float | None]:
@@ -353,7 +356,14 @@ def _candidate(raw: Mapping[str, Any], where: str) -> CandidateResult:
         adjusted_low=_num(reg.get("ci_low")),
         adjusted_high=_num(reg.get("ci_high")),
         text=str(raw.get("text") or ""),
+        verdict_interval=_verdict_interval(raw.get("verdict_interval")),
     )
+
+
+def _verdict_interval(raw: Any) -> tuple[float | None, float | None, float | None, str] | None:
+    if not isinstance(raw, Mapping):
+        return None
+    return _num(raw.get("low")), _num(raw.get("high")), _num(raw.get("level")), str(raw.get("rests_on") or "")
 
 
 def _case(raw: Mapping[str, Any], where: str) -> CaseRecord:
