@@ -197,7 +197,7 @@ class DemoResult:
     comparison: dict[str, Any] = field(default_factory=dict)
     placebo: dict[str, Any] = field(default_factory=dict)  # run.json's placebo summary (its check is printed last)
     endtoend: dict[str, Any] = field(default_factory=dict)  # RUN_DIR/endtoend/results.json (empty: step skipped)
-    headline: list[str] = field(default_factory=list)  # the report's answer first (deltap.report.headline)
+    headline: list[str] = field(default_factory=list)  # what mining found, then the report's answer (report.headline)
 
 
 def build_demo_corpus(modules: Sequence[str] = STDLIB_MODULES, max_chars: int | None = MAX_DOC_CHARS) -> Corpus:
@@ -354,10 +354,9 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
     html = write_html_report(run_dir, corpus=corpus)
     md = write_markdown_report(run_dir)
     _stage(say, timings, "report", t0, f"{html}")
-    from deltap.report.headline import run_headline
-    from deltap.report.run_data import load_run_dir
+    from deltap.report.headline import answer_lines
 
-    headline = run_headline(load_run_dir(run_dir))[0]
+    headline = answer_lines(run_dir)
     timings["total"] = time.perf_counter() - t_all
     return DemoResult(
         out=out,

@@ -258,16 +258,23 @@ class Comparison:
         return self.results[self.baseline].confidence
 
     def headline(self, measure: str | Measure | None = None) -> list[str]:
-        """The answer first (:func:`deltap.evaluation.headline.headline`) on ``measure`` (default: the first): which
+        """The answer first (:func:`deltap.evaluation.headline.headline`) on ``measure`` (default: the first metric
+        whose means differ between the runs): which
         run is best, whether the paired test (the one that marks significance, Holm-corrected) shows it better, and
         how many questions would settle the difference between the first two; then the scoring rule."""
         from deltap.evaluation.headline import headline
         from deltap.evaluation.ranking import EMPTY_QUERY_RULE
 
-        j = self.measures.index(parse_metrics(measure)[0]) if measure is not None else 0
         n = len(self.query_ids)
         if not n:
             return [f"No question to compare on ({EMPTY_QUERY_RULE})."]
+        if measure is not None:
+            j = self.measures.index(parse_metrics(measure)[0])
+        else:  # the first metric that tells the runs apart (all tie on it: the first)
+            spread = [
+                np.ptp([self.results[s].values[:, i].mean() for s in self.systems]) for i in range(len(self.measures))
+            ]
+            j = next((i for i, x in enumerate(spread) if x > 1e-12), 0)
         values = {s: self.results[s].values[:, j] for s in self.systems}
         means = {s: float(v.mean()) for s, v in values.items()}
         contrasts = [

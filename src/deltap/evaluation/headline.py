@@ -121,7 +121,9 @@ def headline(
             f"than {second} ({second_mean:{fmt}}, {_p(c.p)}), over {n} questions."
         )
     elif c.diff == 0:
-        lines.append(f"None of {names} is shown better on {what} over {n} questions: {top} and {second} tie.")
+        tied = [s for s, m in ranked if m == top_mean]
+        who = "they all tie" if len(tied) == len(ranked) else f"{', '.join(tied[:-1])} and {tied[-1]} tie"
+        lines.append(f"None of {names} is shown better on {what} over {n} questions: {who} at {top_mean:{fmt}}.")
     else:
         lines.append(
             f"None of {names} is shown better on {what} over {n} questions: {top} ranks first, "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deltap.evaluation.headline import Contrast, headline
@@ -18,7 +19,7 @@ from deltap.evaluation.headline import Contrast, headline
 if TYPE_CHECKING:
     from deltap.report.run_data import RunData
 
-__all__ = ["comparison_headline", "endtoend_headline", "run_headline"]
+__all__ = ["answer_lines", "comparison_headline", "endtoend_headline", "run_headline"]
 
 
 def _num(v: Any) -> float | None:
@@ -32,8 +33,17 @@ def comparison_headline(ev: Mapping[str, Any], measure: str | None = None) -> li
     measures = ev.get("measures") or []
     if not isinstance(systems, Mapping) or not systems or not measures:
         return []
-    metric = measure or str(measures[0])
-    means = {str(s): _num((e.get("means") or {}).get(metric)) for s, e in systems.items() if isinstance(e, Mapping)}
+
+    def means_of(m: str) -> dict[str, float | None]:
+        return {str(s): _num((e.get("means") or {}).get(m)) for s, e in systems.items() if isinstance(e, Mapping)}
+
+    def differ(m: str) -> bool:
+        vals = [v for v in means_of(m).values() if v is not None]
+        return len(vals) > 1 and max(vals) - min(vals) > 1e-12
+
+    # the first metric that tells the systems apart (all tie: the first), as Comparison.headline chooses
+    metric = measure or next((str(m) for m in measures if differ(str(m))), str(measures[0]))
+    means = means_of(metric)
     baseline = str(ev.get("baseline") or "")
     key = "p_fisher_holm" if ev.get("test", "fisher") == "fisher" else "p_t_holm"
     contrasts = []
@@ -104,7 +114,7 @@ def _mining_line(data: RunData) -> str:
     if gold:
         parts.append(f"{sum(c.verdict == 'relevant' for c in gold)} of {len(gold)} gold documents confirmed relevant")
     check = (data.placebo() or {}).get("check")
-    if isinstance(check, Mapping) and isinstance(check.get("failed"), bool):
+    if isinstance(check, Mapping) and isinstance(check.get("failed"), bool) and check.get("placebos"):
         parts.append("placebo check FAILED: do not trust the labels" if check["failed"] else "placebo check passed")
     return "; ".join(parts) + "."
 
@@ -128,8 +138,17 @@ def run_headline(data: RunData) -> tuple[list[str], list[str]]:
         details.append(f"Scoring rule: {EMPTY_QUERY_RULE}.")
     if not out:
         out = [
-            "No retriever comparison in this run yet: `deltap compare --qrels RUN_DIR/qrels.jsonl --retriever "
-            "bm25,dense --corpus CORPUS --into RUN_DIR` scores retrievers against these labels, and `deltap endtoend` "
+            f"No retriever comparison in this run yet: deltap compare --qrels {data.path / 'qrels.jsonl'} --retriever "
+            f"bm25,dense --corpus CORPUS --into {data.path} scores retrievers against these labels; deltap endtoend "
             "asks the model with each one's top k."
         ]
     return out, details
+
+
+def answer_lines(run_dir: str | Path) -> list[str]:
+    """The lines ``deltap mine`` and ``deltap demo`` end with (before the placebo check): what mining found, then the
+    answer (:func:`run_headline`) read back from the run directory the command wrote."""
+    from deltap.report.run_data import load_run_dir
+
+    lines, details = run_headline(load_run_dir(run_dir))
+    return [details[0], *lines]
