@@ -248,6 +248,8 @@ def calls_line(run: dict[str, Any]) -> str:
 
 
 def _print(console: Any, result: Any) -> None:
+    import textwrap
+
     from deltap.evaluation.headline import clause_lines
     from deltap.report.headline import endtoend_headline
 
@@ -280,11 +282,14 @@ def _print(console: Any, result: Any) -> None:
         typer.echo(validity_table(v))
         for note in dict.fromkeys(v.get("notes", [])):
             typer.echo(f"note: {note}")
+        from deltap.report.endtoend import VALIDITY_RULE
+
+        typer.echo(textwrap.fill(VALIDITY_RULE, 100))
         for line in clause_lines(str(v["summary"])):  # the validity sentence as short lines
             typer.secho(line, bold=True)
     typer.echo("")
     for line in endtoend_headline(result.to_dict()):  # the answer last: which system makes the model succeed
-        typer.secho(line, bold=True)
+        typer.secho(textwrap.fill(line, 100), bold=True)
 
 
 def validity_table(v: dict[str, Any]) -> str:

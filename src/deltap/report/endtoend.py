@@ -9,7 +9,20 @@ from typing import Any
 
 from deltap.run_layout import RunDir
 
-__all__ = ["endtoend_html", "endtoend_markdown", "read_endtoend"]
+__all__ = ["VALIDITY_RULE", "endtoend_html", "endtoend_markdown", "read_endtoend"]
+
+
+def _rule() -> str:
+    from deltap.evaluation.ranking import EMPTY_QUERY_RULE
+
+    return (
+        f"Scoring rule (as deltap evaluate): {EMPTY_QUERY_RULE}; the validity table uses the questions every qrels "
+        "judges, success per system every question."
+    )
+
+
+#: how the validity table scores questions without judgements, stated under it in every output
+VALIDITY_RULE = _rule()
 
 
 def read_endtoend(run_dir: str | Path) -> dict[str, Any] | None:
@@ -145,7 +158,7 @@ def endtoend_html(run_dir: str | Path) -> str:
            + ("".join(f"; {escape(p['a'])} − {escape(p['b'])} = {_f(p.get('diff'), 3, True)}" for p in sig[:6])) + ".</p>"]  # fmt: skip
     if v.get("rows"):
         out += ["<h3>Which qrels predict success on this data</h3>", table(*_validity(data)), _summary_html(v)]
-        out += [f"<p class='note'>{escape(n)}</p>" for n in v.get("notes", [])]
+        out += [f"<p class='note'>{escape(n)}</p>" for n in [*dict.fromkeys(v.get("notes", [])), VALIDITY_RULE]]
         if _single_doc_note(data):
             out.append(f"<p class='note'>{escape(_single_doc_note(data))}</p>")
     out.append("</section>")
@@ -170,6 +183,8 @@ def endtoend_markdown(run_dir: str | Path) -> list[str]:
             *table(*_validity(data)),
             "",
             *_summary_lines(v),
+            "",
+            *(f"- {n}" for n in [*dict.fromkeys(v.get("notes", [])), VALIDITY_RULE]),
             "",
         ]
         if _single_doc_note(data):

@@ -77,6 +77,8 @@ def endtoend_headline(data: Mapping[str, Any]) -> list[str]:
     summary = data.get("summary") or {}
     kinds = {s.get("name"): s.get("kind") for s in data.get("systems", []) if isinstance(s, Mapping)}
     compared = [s for s in summary if kinds.get(s) != "control"] or list(summary)
+    if len(compared) == 1 and "none" in summary:  # one retriever: the question is whether it beats no context
+        compared.append("none")
     if not compared:
         return []
     means = {s: _num((summary.get(s) or {}).get("mean")) for s in compared}
@@ -97,7 +99,7 @@ def endtoend_headline(data: Mapping[str, Any]) -> list[str]:
         short=f"end-to-end {what}",
     )  # fmt: skip
     none = _num((summary.get("none") or {}).get("mean"))
-    if none is not None and lines:
+    if none is not None and lines and "none" not in compared:
         lines[0] = lines[0].rstrip(".") + f"; no context at all: {none:.2f}."
     return lines
 
