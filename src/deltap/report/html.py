@@ -825,7 +825,20 @@ marks a significant paired difference from the baseline (Holm-corrected); W/T/L 
 won, tied and lost against the baseline. The scoring rule for questions without judgements is stated under the
 answer.</dd>
 <dt>Calls vs plan</dt><dd>The solver calls, tokens and time spent, beside what the plan printed before the first call
-said they would be at most (the ratio spent / planned).</dd>
+said they would be at most (the ratio spent / planned). <i>Solver time</i> sums the calls' latencies over every session
+of a resumed run; <i>wall time</i> is the last session's.</dd>
+<dt>Convergence</dt><dd>The mean hit rate@5 recomputed as questions are added, with a 95% band: if it still moves at the
+right end, there are too few questions to rank retrievers by it.</dd>
+<dt>Failure buckets</dt><dd>Why a retriever missed every relevant document of a question in its top 5:
+<i>vocabulary mismatch</i> (the best relevant document lacks most of the question's words), <i>distractor overlap</i>
+(a non-relevant or harmful document that shares as many of its words ranked above it), <i>specificity gap</i> (a short
+or generic question that many documents match).</dd>
+<dt>End-to-end</dt><dd>Each system's top k put in the prompt and the model asked afresh: success (or the answer's
+log-probability) per system with a 95% bootstrap interval, paired randomization tests (Holm over every pair), and
+whether an IR metric on the gold or on the mined qrels predicts it: Kendall τ across systems, Pearson r across
+questions, each with a bootstrap interval.</dd>
+<dt>Qrels audit</dt><dd>The benchmark's gold documents split by the verdict mining reached, and the documents outside
+the gold found relevant (+relevant: judgements the benchmark's qrels miss) or harmful (+harmful: distractors).</dd>
 </dl></section>
 """
 
