@@ -88,8 +88,10 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"  Markdown summary  {result.report_md}")
         typer.secho(f"  HTML report       {result.report_html}", bold=True)
         typer.echo("")
-        for line in result.headline:  # the answer first (deltap.report.headline), then the placebo check
-            typer.secho(line, bold=True)
+        import textwrap
+
+        for line in result.headline:  # what mining found, the answer (report.headline); the placebo check last
+            typer.secho(textwrap.fill(line, 100), bold=True)
         from deltap.mining.placebo_check import summary_lines
 
         for line, bad in summary_lines(result.placebo):  # last: a failed placebo check is the line a user sees
