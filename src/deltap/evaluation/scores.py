@@ -251,7 +251,7 @@ class EvalResult:
 
     def to_markdown(self) -> str:
         header, rows = self._rows()
-        return to_markdown(header, rows)
+        return to_markdown(header, rows) + "\n\n" + " ".join(self.headline())
 
     def to_latex(self) -> str:
         header, rows = self._rows()
