@@ -56,6 +56,15 @@ def _p(p: float | None) -> str:
     return "corrected p < 0.001" if p < 0.001 else f"corrected p = {p:.2g}"
 
 
+def _tests_of(top: str, ranked: Sequence[tuple[str, float]], contrasts: Sequence[Contrast]) -> str:
+    """The tests made of ``top`` against the others (``vs bm25: corrected p = 0.45``), or ``not tested``: a
+    comparison tests each run against its baseline only, so the first two may not have been tested together."""
+    tested = [(o, c) for o, _ in ranked[1:] if (c := _find(contrasts, top, o)) is not None and c.p is not None]
+    if not tested:
+        return f"{top} and {ranked[1][0]} not tested against each other"
+    return "; ".join(f"{top} vs {o}: {_p(c.p)}" for o, c in tested[:2])
+
+
 def _find(contrasts: Sequence[Contrast], a: str, b: str) -> Contrast | None:
     for c in contrasts:
         if (c.a, c.b) == (a, b):
@@ -125,9 +134,10 @@ def headline(
         who = "they all tie" if len(tied) == len(ranked) else f"{', '.join(tied[:-1])} and {tied[-1]} tie"
         lines.append(f"None of {names} is shown better on {what} over {n} questions: {who} at {top_mean:{fmt}}.")
     else:
+        listed = ", ".join(f"{s} {m:{fmt}}" for s, m in ranked[:4]) + (", …" if len(ranked) > 4 else "")
         lines.append(
-            f"None of {names} is shown better on {what} over {n} questions: {top} ranks first, "
-            f"{top_mean:{fmt}} vs {second} {second_mean:{fmt}}{unit} ({_p(c.p)})."
+            f"None of {names} is shown better on {what} over {n} questions: {listed}{unit} "
+            f"({_tests_of(top, ranked, contrasts)})."
         )
     need = questions_to_settle(c.diff, c.sd)
     if need is not None and c.sd is not None:

@@ -33,6 +33,10 @@ def comparison_headline(ev: Mapping[str, Any], measure: str | None = None) -> li
     measures = ev.get("measures") or []
     if not isinstance(systems, Mapping) or not systems or not measures:
         return []
+    stored = ev.get("headline")  # Comparison.headline(), written with the per-question values the file lacks
+    if measure is None and isinstance(stored, list) and stored and all(isinstance(x, str) for x in stored):
+        lines = [x for x in stored if not x.startswith("Scoring rule")]  # the report states the rule once, below
+        return [lines[0].replace(" over ", " against the mined labels over ", 1), *lines[1:]] if lines else []
 
     def means_of(m: str) -> dict[str, float | None]:
         return {str(s): _num((e.get("means") or {}).get(m)) for s, e in systems.items() if isinstance(e, Mapping)}

@@ -191,7 +191,9 @@ def test_report_shows_the_end_to_end_section(tmp_path: Path) -> None:
     cases, corpus, truth = _toy(4)
     solver = SimulatedSolver(truth, seed=2)
     mine(cases, corpus, solver, out=tmp_path, budget=8, n_placebo=1, coalitions=False)
-    assert "End-to-end" not in write_html_report(tmp_path).read_text(encoding="utf-8")
+    assert 'id="endtoend"' not in write_html_report(tmp_path).read_text(
+        encoding="utf-8"
+    )  # no section (the guide names it)
     res = evaluate_end_to_end(
         tmp_path, cases, corpus, solver, retrievers=("bm25",), config=EndToEndConfig(k=1, repeats=2)
     )
