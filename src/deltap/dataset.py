@@ -221,6 +221,12 @@ def _graded(raw: Mapping[str, Any]) -> Mapping[str, GradedUtility] | None:
     return {str(k): _parse(GradedUtility, v) for k, v in value.items() if isinstance(v, Mapping)}
 
 
+def _verdict_interval(value: Any) -> tuple[float | None, float | None, float | None, str] | None:
+    if not isinstance(value, Mapping):
+        return None
+    return _num(value.get("low")), _num(value.get("high")), _num(value.get("level")), str(value.get("rests_on") or "")
+
+
 def _verdict(raw: Mapping[str, Any]) -> str:
     return candidate_verdict(raw)
 
@@ -254,6 +260,11 @@ class CandidateRecord:
     adjusted_low: float | None = _read(_regression("ci_low"), default=None)
     adjusted_high: float | None = _read(_regression("ci_high"), default=None)
     graded: Mapping[str, GradedUtility] | None = _read(_graded, default=None)
+    #: the interval the verdict rests on (``verdict_interval``: corrected for the looks and for testing every
+    #: candidate, so wider than the plain 95% whisker): ``(low, high, level, rests_on)``, when the dataset records one
+    verdict_interval: tuple[float | None, float | None, float | None, str] | None = _read(
+        lambda raw: _verdict_interval(raw.get("verdict_interval")), default=None
+    )
 
     @property
     def graded_utility(self) -> float | None:

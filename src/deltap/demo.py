@@ -20,6 +20,7 @@ Nothing is downloaded: the embedding model and the LLM come from pip packages.
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -131,13 +132,54 @@ class DemoConfig:
             warnings.warn(BUDGET_DEPRECATED, DeprecationWarning, stacklevel=3)
             object.__setattr__(self, "calls", self.budget)
             object.__setattr__(self, "budget", None)
-        if self.cases < 1:
-            raise DeltapError(f"--cases must be at least 1, got {self.cases}")
-        if self.calls < 2 * self.cases:
-            raise DeltapError(
-                f"--calls {self.calls} is too small for {self.cases} cases; give at least {2 * self.cases}"
-            )
         outcome_kind(self.outcome, "--outcome")  # an unknown outcome is refused here, naming the known ones
+        # --cases and --calls: run_demo's first step (check_ranges reads the benchmark; `deltap --help` builds the
+        # default config and must not)
+
+
+#: design trials a case needs at the least (fewer cannot decide a label)
+MIN_DESIGN_TRIALS = 8
+
+
+@functools.lru_cache(maxsize=1)
+def benchmark_size(path: Path = BENCHMARK_PATH) -> int:
+    """How many questions the demo's bundled benchmark holds (the most ``--cases`` can ask for)."""
+    from deltap.cases import read_benchmark_yaml
+
+    return len(read_benchmark_yaml(path))
+
+
+def check_ranges(cases: int, calls: int, solver: str) -> None:
+    """Refuse ``--cases`` and ``--calls`` out of range in one line, before any work (no corpus, no index, no call).
+
+    ``--cases`` runs from 1 to the benchmark's size; the calls must give every case its preflight, its coalition
+    checks and at least :data:`MIN_DESIGN_TRIALS` design trials (what a deterministic solver, such as the local
+    model, asks once is asked twice by a stochastic one).
+
+    Raises:
+        DeltapError: the first range that does not hold, saying what to give instead.
+    """
+    from deltap.mining.config import MiningConfig
+    from deltap.mining.procedure import call_ceiling
+    from deltap.solvers import solver_kind
+
+    size = benchmark_size()
+    if not 1 <= cases <= size:
+        raise DeltapError(f"--cases {cases} is out of range: the demo's benchmark has {size} questions; give 1-{size}")
+    deterministic = solver_kind(solver).capabilities.deterministic is True
+    pre, _, coalition = call_ceiling(MiningConfig(preflight=PREFLIGHT, verify_trials=VERIFY_TRIALS), deterministic)
+    if calls // cases - pre - coalition < MIN_DESIGN_TRIALS:
+        raise DeltapError(_calls_range_error(calls, cases, pre, coalition))
+
+
+def _calls_range_error(calls: int, cases: int, pre: int, coalition: int) -> str:
+    need = MIN_DESIGN_TRIALS + pre + coalition
+    most = calls // need
+    fewer = "" if most < 1 else f", or --cases {most}" if most == 1 else f", or --cases {most} or fewer"
+    return (
+        f"--calls {calls} is too few for {cases} cases: each case needs at least {need} calls ({pre} preflight, "
+        f"{MIN_DESIGN_TRIALS} design trials, {coalition} coalition checks); give --calls {need * cases} or more{fewer}"
+    )
 
 
 @dataclass
@@ -155,6 +197,7 @@ class DemoResult:
     comparison: dict[str, Any] = field(default_factory=dict)
     placebo: dict[str, Any] = field(default_factory=dict)  # run.json's placebo summary (its check is printed last)
     endtoend: dict[str, Any] = field(default_factory=dict)  # RUN_DIR/endtoend/results.json (empty: step skipped)
+    headline: list[str] = field(default_factory=list)  # what mining found, then the report's answer (report.headline)
 
 
 def build_demo_corpus(modules: Sequence[str] = STDLIB_MODULES, max_chars: int | None = MAX_DOC_CHARS) -> Corpus:
@@ -230,6 +273,7 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
     from deltap.retrieval.hybrid import HybridRetriever
     from deltap.run_layout import RunDir
 
+    check_ranges(config.cases, config.calls, config.solver)  # before any work: nothing written, nothing indexed
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     rd = RunDir(out / "run")
@@ -279,11 +323,8 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
     det = is_deterministic(solver)
     pre, _, coalition = call_ceiling(MiningConfig(preflight=PREFLIGHT, verify_trials=VERIFY_TRIALS), det)
     per_case = config.calls // len(cases) - pre - coalition
-    if per_case < 8:
-        raise DeltapError(
-            f"--calls {config.calls} leaves {per_case} design trials per case for {len(cases)} cases; "
-            f"give at least {(8 + pre + coalition) * len(cases)} or fewer --cases"
-        )
+    if per_case < MIN_DESIGN_TRIALS:  # DemoConfig checked the ranges first; a plug-in solver may differ in kind
+        raise DeltapError(_calls_range_error(config.calls, len(cases), pre, coalition))
     mining = _mining_config(config, per_case)
     plan = planned_calls(mining, deterministic=det)
     # the calls by phase, tokens, cost and time follow in the plan mine() shows before its first call
@@ -318,6 +359,9 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
     html = write_html_report(run_dir, corpus=corpus)
     md = write_markdown_report(run_dir)
     _stage(say, timings, "report", t0, f"{html}")
+    from deltap.report.headline import answer_lines
+
+    headline = answer_lines(run_dir)
     timings["total"] = time.perf_counter() - t_all
     return DemoResult(
         out=out,
@@ -331,6 +375,7 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
         comparison=comparison,
         placebo=dict(rd.summary().get("placebo") or {}),
         endtoend=endtoend,
+        headline=headline,
     )
 
 
@@ -344,7 +389,6 @@ def _evaluate(
 ) -> dict[str, Any]:
     """Stage 4: the retrievers compared on the mined qrels, written into the run directory (``{}`` when no mined
     case has a relevant document)."""
-    from deltap.evaluation.ranking import EMPTY_QUERY_RULE
     from deltap.qrels import read_beir_qrels
 
     say(f"[4/6] evaluation: {', '.join(DEMO_RETRIEVERS)} against the mined qrels")
@@ -359,14 +403,13 @@ def _evaluate(
         runs = {name: _retrieve(r, judged, RUN_DEPTH) for name, r in retrievers.items()}
         comparison = _compare({c.case_id: qrels[c.case_id] for c in judged}, runs, config.seed)
         rd.write_comparison(comparison, runs)
-        rule = f"; {len(empty)} without one: {EMPTY_QUERY_RULE}" if empty else ""
-        _stage(
-            say,
-            timings,
-            "evaluation",
-            t0,
-            f"{len(judged)} questions, {len(judged) - len(empty)} with a relevant document{rule} -> {rd.evaluation}",
+        for line in _score_lines(comparison):
+            say(line)
+        say(
+            f"  scored as deltap evaluate scores them: a question without a relevant document, 0 (here {len(empty)}); "
+            f"one without any judgement, left out (here {len(cases) - len(judged)})"
         )
+        _stage(say, timings, "evaluation", t0, f"{len(judged)} questions -> {rd.evaluation}")
     else:
         _stage(say, timings, "evaluation", t0, "skipped: no mined case has a relevant document (raise --calls)")
     return comparison
@@ -474,6 +517,26 @@ def _mine(
             say(f"  warning: {w.message}")
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def _score_lines(comparison: Mapping[str, Any]) -> list[str]:
+    """The evaluation step's scores: one line per retriever, the mean of every metric with a mark where the paired
+    test against the baseline (Holm) is significant."""
+    measures = [str(m) for m in comparison.get("measures", [])]
+    systems = comparison.get("systems") or {}
+    width = max((len(s) for s in systems), default=0)
+    out = [f"  {'':<{width}}  " + "  ".join(f"{m:>10}" for m in measures)]
+    for name, entry in systems.items():
+        cells = []
+        for m in measures:
+            mean = (entry.get("means") or {}).get(m)
+            test = (entry.get("tests") or {}).get(m) or {}
+            mark = "*" if test.get("significant") else " "
+            cells.append(f"{mean:>9.3f}{mark}" if isinstance(mean, int | float) else f"{'—':>10}")
+        base = " (baseline)" if name == comparison.get("baseline") else ""
+        out.append(f"  {name:<{width}}  " + "  ".join(cells) + base)
+    out.append("  * = significantly different from the baseline (paired randomization test, Holm)")
+    return out
 
 
 def _compare(

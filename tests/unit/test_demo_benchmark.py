@@ -87,16 +87,27 @@ def test_select_cases_spreads_over_modules(corpus: Corpus) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        pytest.param({"cases": 0}, "at least 1", id="no-cases"),
-        pytest.param({"cases": 10, "calls": 5}, "--calls 5 is too small", id="tiny-budget"),
+        pytest.param({"cases": 0}, "--cases 0 is out of range: .* give 1-56", id="no-cases"),
+        pytest.param({"cases": 99}, "--cases 99 is out of range: the demo's benchmark has 56 questions", id="too-many"),
+        pytest.param({"cases": 10, "calls": 5}, "--calls 5 is too few for 10 cases", id="tiny-budget"),
+        # issue 36: 200 calls for 99 cases used to cap at 56 cases, index, then fail with "-9 design trials per case"
+        pytest.param(
+            {"cases": 20, "calls": 200},
+            r"each case needs at least 14 calls \(2 preflight, 8 design trials, 4 coalition checks\); "
+            r"give --calls 280 or more, or --cases 14 or fewer",
+            id="calls-per-case",
+        ),
+        pytest.param({"cases": 10, "calls": 150, "solver": "simulated"}, "at least 20 calls", id="stochastic-solver"),
         pytest.param({"outcome": "accuracy"}, "pass or logprob", id="bad-outcome"),
     ],
 )
 def test_demo_config_rejects_bad_knobs(tmp_path: Path, kwargs: dict[str, Any], message: str) -> None:
+    from deltap.demo import run_demo
     from deltap.errors import DeltapError
 
     with pytest.raises(DeltapError, match=message):
-        DemoConfig(out=tmp_path, **kwargs)
+        run_demo(DemoConfig(out=tmp_path / "demo", **kwargs), say=lambda _: None)
+    assert not (tmp_path / "demo").exists()  # refused before any work: nothing written, nothing indexed
 
 
 def test_long_texts_are_cut_visibly(corpus: Corpus) -> None:

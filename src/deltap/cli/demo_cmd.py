@@ -90,6 +90,11 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"  end to end        {rd.endtoend.results}")
         typer.echo(f"  Markdown summary  {result.report_md}")
         typer.secho(f"  HTML report       {result.report_html}", bold=True)
+        typer.echo("")
+        import textwrap
+
+        for line in result.headline:  # what mining found, the answer (report.headline); the placebo check last
+            typer.secho(textwrap.fill(line, 100), bold=True)
         from deltap.mining.placebo_check import summary_lines
 
         for line, bad in summary_lines(result.placebo):  # last: a failed placebo check is the line a user sees

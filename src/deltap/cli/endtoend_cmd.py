@@ -167,13 +167,29 @@ def endtoend_command(
     typer.echo(str(rd.endtoend.results))
 
 
-def _print(console: Any, result: Any) -> None:
-    run = result.run
-    now = run["calls_this_process"]
-    console.print(
-        f"{run['calls']} solver calls, {run['cached']} trials answered from the same prompt's earlier answer"
-        + (f" ({now} calls made now, the rest read from the trial log)" if now < run["calls"] else "")
+def calls_line(run: dict[str, Any]) -> str:
+    """What each count of the run is: solver calls, trials answered from an identical prompt (no call), and how many
+    of the log's trials this session wrote (the plan's "already logged" counts trials, not calls)."""
+    calls, cached = int(run["calls"]), int(run.get("cached") or 0)
+    trials, now = calls + cached, int(run.get("calls_this_process", calls))
+    written = int(run.get("trials_this_process", trials))
+    text = f"{trials} trials in the log: {calls} solver calls + {cached} answered from an identical prompt's earlier answer"
+    if written >= trials:
+        return text + "; all written by this session"
+    return (
+        text
+        + f"; this session wrote {written} ({now} calls), earlier sessions {trials - written} ({calls - now} calls)"
     )
+
+
+def _print(console: Any, result: Any) -> None:
+    import textwrap
+
+    from deltap.evaluation.headline import clause_lines
+    from deltap.report.headline import endtoend_headline
+
+    run = result.run
+    console.print(calls_line(run), markup=False)
     missing = len(result.case_ids) - len(result.complete)
     if missing:
         skipped = [c for c in result.per_case if c.get("skipped")]
@@ -199,11 +215,19 @@ def _print(console: Any, result: Any) -> None:
     v = result.validity
     if v:
         typer.echo(validity_table(v))
-        for note in v.get("notes", []):
+        for note in dict.fromkeys(v.get("notes", [])):
             typer.echo(f"note: {note}")
-        typer.secho(v["summary"], bold=True)
-        if v.get("summary_within"):
-            typer.secho(v["summary_within"], bold=True)
+        from deltap.report.endtoend import VALIDITY_RULE
+
+        typer.echo(textwrap.fill(VALIDITY_RULE, 100))
+        for line in clause_lines(str(v["summary"])):  # the validity sentence as short lines
+            typer.secho(line, bold=True)
+        if v.get("summary_within"):  # the fair yardstick: within questions, on the systems no labels define
+            for line in clause_lines(str(v["summary_within"])):
+                typer.secho(line, bold=True)
+    typer.echo("")
+    for line in endtoend_headline(result.to_dict()):  # the answer last: which system makes the model succeed
+        typer.secho(textwrap.fill(line, 100), bold=True)
 
 
 def validity_table(v: dict[str, Any]) -> str:

@@ -271,6 +271,10 @@ def mine_command(
         console.print(line, style=style or None, markup=False, highlight=False, soft_wrap=True)
     for w in caught:
         console.print(f"[red]warning:[/red] {w.message}")
+    from deltap.report.headline import answer_lines
+
+    for line in answer_lines(run.run_dir.root if run.run_dir else run.layout["dataset"].parent):  # as the report begins
+        console.print(line, style="bold", markup=False, highlight=False, soft_wrap=True)
     for line, bad in summary_lines(result.run["placebo"]):  # last, so a failed check is the line a user sees
         console.print(line, style="bold red" if bad else "green", markup=False, highlight=False, soft_wrap=True)
     typer.echo(str(run.layout["dataset"]))

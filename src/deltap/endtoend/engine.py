@@ -220,10 +220,12 @@ def end_to_end(
         "config": {**run_config},
     }
     if judgements:
+        from deltap.endtoend.judged import judged_by_all, note_left_out
         from deltap.endtoend.validity import metric_validity
 
+        judged, left_out = judged_by_all(result, judgements)  # the scoring rule of deltap evaluate
         result.validity = metric_validity(
-            result,
+            judged,
             shown_systems(systems, {r.case_id: r.shown for r in runs}),  # scored on what each prompt held
             judgements,
             metrics,
@@ -231,6 +233,7 @@ def end_to_end(
             n_resamples=cfg.n_resamples,
             single_doc=result.erag_labels() if cfg.single_doc else None,
         )
+        note_left_out(result.validity, left_out, judgements)
     if out_path is not None:
         result.write(out_path, {**(manifest or {}), "systems": result.systems_info, "cases": ids, "config": run_config})
     return result

@@ -163,8 +163,11 @@ def run_planted(
     judgements = {"gold": gold, "deltap": dataset_qrels(mining.dataset)}
     metrics = [f"ndcg@{k}", f"hit_rate@{k}", f"recall@{k}"]
     dataset_path = str(RunDir(out).dataset) if out is not None else None
+    from deltap.endtoend.judged import judged_by_all, note_left_out
+
+    judged, left_out = judged_by_all(result, judgements)  # the scoring rule of deltap evaluate
     result.validity = metric_validity(
-        result,
+        judged,
         systems,
         judgements,
         metrics,
@@ -172,4 +175,5 @@ def run_planted(
         extra={"true utility": scenario.true_utility(systems, k)},
         single_doc=result.erag_labels() if single_doc else None,
     )
+    note_left_out(result.validity, left_out, judgements)
     return {"mining": mining, "result": result, "systems": systems, "warnings": [str(w.message) for w in caught]}

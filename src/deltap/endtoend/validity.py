@@ -417,8 +417,11 @@ def revalidate(
     result = EndToEndResult(case_ids, names, values, str(data["outcome"]), k, data.get("summary") or {}, [], complete,
                             float(data.get("confidence", 0.95)), run=data.get("run") or {})  # fmt: skip
     single = (data.get("single_doc") or {}).get("labels")
-    return metric_validity(
-        result,
+    from deltap.endtoend.judged import judged_by_all, note_left_out
+
+    judged, left_out = judged_by_all(result, judgements)  # the end-to-end run's rule: questions every qrels judges
+    out = metric_validity(
+        judged,
         systems,
         judgements,
         list(metrics or (f"ndcg@{k}", f"hit_rate@{k}", f"recall@{k}")),
@@ -428,6 +431,8 @@ def revalidate(
         n_resamples=n_resamples,
         seed=seed,
     )
+    note_left_out(out, left_out, judgements)
+    return out
 
 
 def _num(v: Any) -> float:

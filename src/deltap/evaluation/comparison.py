@@ -21,6 +21,7 @@ import numpy as np
 
 from deltap.errors import DeltapError
 from deltap.evaluation._render import latex_escape, to_latex, to_markdown, to_text
+from deltap.evaluation.headline import Contrast
 from deltap.evaluation.measures import DEFAULT_METRICS, Measure, needs_of, parse_metrics, with_judged
 from deltap.evaluation.ranking import EvaluationWarning, MissingPolicy, align_queries, validate_qrels
 from deltap.evaluation.scores import (
@@ -183,6 +184,7 @@ class Comparison:
             th, tr = self._test_rows()
             parts += ["", f"Paired tests against {self.baseline}:", to_text(th, tr, right=[False, False] + [True] * 6)]
         parts += [f"note: {n}" for n in self.notes]
+        parts += ["", *self.headline()]
         return "\n".join(parts)
 
     def to_compact(self, width: int = 80) -> str:
@@ -249,10 +251,42 @@ class Comparison:
                     )
             parts += ["", to_text(header, rows, right=[False, False, True, True, True])]
         parts += [textwrap.fill(f"note: {x}", width, subsequent_indent="  ") for x in self.notes]
+        parts += ["", *(textwrap.fill(line, width) for line in self.headline())]
         return "\n".join(parts)
 
     def _confidence(self) -> float:
         return self.results[self.baseline].confidence
+
+    def headline(self, measure: str | Measure | None = None) -> list[str]:
+        """The answer first (:func:`deltap.evaluation.headline.headline`) on ``measure`` (default: the first metric
+        whose means differ between the runs): which
+        run is best, whether the paired test (the one that marks significance, Holm-corrected) shows it better, and
+        how many questions would settle the difference between the first two; then the scoring rule."""
+        from deltap.evaluation.headline import headline
+        from deltap.evaluation.ranking import EMPTY_QUERY_RULE
+
+        n = len(self.query_ids)
+        if not n:
+            return [f"No question to compare on ({EMPTY_QUERY_RULE})."]
+        if measure is not None:
+            j = self.measures.index(parse_metrics(measure)[0])
+        else:  # the first metric that tells the runs apart (all tie on it: the first)
+            spread = [
+                np.ptp([self.results[s].values[:, i].mean() for s in self.systems]) for i in range(len(self.measures))
+            ]
+            j = next((i for i, x in enumerate(spread) if x > 1e-12), 0)
+        values = {s: self.results[s].values[:, j] for s in self.systems}
+        means = {s: float(v.mean()) for s, v in values.items()}
+        contrasts = [
+            Contrast(a, b, means[a] - means[b], self.p_value(a, self.measures[j]) if b == self.baseline else None,
+                     _sd(values[a] - values[b]))
+            for a in self.systems for b in self.systems if a != b and a != self.baseline
+        ]  # fmt: skip
+        test = "Fisher randomization test" if self.test == "fisher" else "paired t-test"
+        lines = headline(
+            str(self.measures[j]), n, means, contrasts, alpha=self.alpha, test=f"{test} against {self.baseline}, Holm"
+        )
+        return [*lines, f"Scoring rule: {EMPTY_QUERY_RULE}."]
 
     def to_markdown(self) -> str:
         header, rows = self._means_rows()
@@ -260,6 +294,7 @@ class Comparison:
         if len(self.systems) > 1:
             th, tr = self._test_rows()
             parts += ["", to_markdown(th, tr, right=[False, False] + [True] * 6)]
+        parts += ["", " ".join(self.headline())]
         return "\n".join(parts)
 
     def to_latex(self) -> str:
@@ -326,6 +361,7 @@ class Comparison:
                         "p_t_holm": floats(self.p_t_holm[s])[j],
                         "p_fisher": floats(self.p_fisher[s])[j],
                         "p_fisher_holm": floats(self.p_fisher_holm[s])[j],
+                        "sd_delta": _sd(r.values[:, j] - self.results[self.baseline].values[:, j]),
                         "significant": self.significant(s, m),
                         "wins": int(self.wins[s][j]),
                         "ties": int(self.ties[s][j]),
@@ -346,6 +382,7 @@ class Comparison:
             "confidence": self._confidence(),
             "systems": systems,
             "notes": list(self.notes),
+            "headline": self.headline(),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -353,6 +390,11 @@ class Comparison:
 
     def __str__(self) -> str:
         return self.to_table()
+
+
+def _sd(diffs: np.ndarray) -> float | None:
+    """Sample standard deviation of per-question differences (``None`` with fewer than two)."""
+    return float(np.std(diffs, ddof=1)) if len(diffs) > 1 else None
 
 
 def compare(
@@ -487,7 +529,7 @@ def _common_queries(
             min_grade=min_grade,
             signed=signed,
         )
-    notes = [n for s in run_d for n in system_notes[s]]
+    notes = list(dict.fromkeys(n for s in run_d for n in system_notes[s]))  # a note every run shares: once
     common = set.intersection(*(set(q) for q in per_system.values()))
     query_ids = [q for q in qrels_d if q in common]
     if settings.on_missing == "skip" and any(len(q) != len(query_ids) for q in per_system.values()):

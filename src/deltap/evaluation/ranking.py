@@ -46,8 +46,9 @@ if TYPE_CHECKING:
 #: The rule for qrels queries without a relevant document, in the words every output (CLI notes, demo, report)
 #: uses: one rule, stated once (see the module docstring and :func:`align_queries`).
 EMPTY_QUERY_RULE = (
-    "a question without a relevant document (every grade 0) scores 0 on every metric, as in trec_eval "
-    "(--on-empty skip leaves it out)"
+    "a question the qrels judge without a relevant document (every grade 0) scores 0 on every metric, as in "
+    "trec_eval (--on-empty skip leaves it out); a question the qrels do not judge at all (mined: every candidate "
+    "undecided) is left out"
 )
 
 __all__ = [

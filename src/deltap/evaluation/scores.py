@@ -264,16 +264,29 @@ class EvalResult:
             rows.append([str(m), fmt.format(mean), ci])
         return header, rows
 
+    def headline(self) -> list[str]:
+        """The answer first, for one run: its first measure's mean and interval over the questions, then the scoring
+        rule (the one :meth:`deltap.evaluation.Comparison.headline` states)."""
+        from deltap.evaluation.ranking import EMPTY_QUERY_RULE
+
+        n = len(self.query_ids)
+        if not n or not self.measures:
+            return [f"{self.run_name}: no question scored ({EMPTY_QUERY_RULE})."]
+        lo, hi = self.ci[0]
+        ci = "" if np.isnan(lo) else f" ({self.confidence:.0%} interval {lo:.3f}-{hi:.3f})"
+        first = f"{self.run_name}: {self.measures[0]} {self.values[:, 0].mean():.3f}{ci} over {n} questions."
+        return [first, f"Scoring rule: {EMPTY_QUERY_RULE}."]
+
     def to_table(self) -> str:
-        """Aligned text: one row per measure with mean and confidence interval, then the notes."""
+        """Aligned text: one row per measure with mean and confidence interval, the notes, then the headline."""
         header, rows = self._rows()
         title = f"{self.run_name}: {len(self.query_ids)} queries"
         notes = "".join(f"\nnote: {n}" for n in self.notes)
-        return f"{title}\n{to_text(header, rows)}{notes}"
+        return f"{title}\n{to_text(header, rows)}{notes}\n\n" + "\n".join(self.headline())
 
     def to_markdown(self) -> str:
         header, rows = self._rows()
-        return to_markdown(header, rows)
+        return to_markdown(header, rows) + "\n\n" + " ".join(self.headline())
 
     def to_latex(self) -> str:
         header, rows = self._rows()

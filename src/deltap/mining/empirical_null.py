@@ -146,7 +146,14 @@ def describe_null(info: Mapping[str, Any], texts: str = "random texts", fitted_f
     """The fitted placebo null in words, from its summary dict (``PlaceboNull.to_dict()`` plus ``unit``); ``texts``
     and ``fitted_from`` name what it describes (the on-topic null: :func:`describe_topic_null`)."""
     unit = f" {info['unit']}" if info.get("unit") else ""
-    text = f"center {float(info['center']):+.2f}, spread {float(info['spread']):.2f}{unit}"
+    spread = float(info["spread"])
+    if round(spread, 2) > 0:
+        text = f"center {float(info['center']):+.2f}, spread {spread:.2f}{unit}"
+    else:  # "spread 0.00" would say nothing a reader can check: say what a zero spread means
+        text = (
+            f"center {float(info['center']):+.2f}{unit}, no spread beyond sampling noise: {texts} move the outcome "
+            "no more than their estimates' own noise"
+        )
     if float(info.get("tail_weight") or 0.0) > 0:
         text += (
             f", and a heavy tail: {100 * float(info['tail_weight']):.0f}% of {texts} with spread "

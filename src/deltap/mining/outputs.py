@@ -92,16 +92,28 @@ def build_dataset(
             " regression_effect reports the robust HC2 SE; delta_p/CI = difference in means (Newcombe hybrid score CI for"
             " pass, Welch for logprob)"
         ),
-        "looks": (
-            f"every {cfg.batch} trials from {cfg.first_look} to the budget {cfg.budget}, interim looks only from 2m + 1"
-            " trials (m = the case's candidates); each case's own looks are in its metadata"
-        ),
+        "looks": look_schedule(cfg),
         "placebo_calibration": placebo,
         **({"graded": graded} if graded else {}),
         # how the run was executed (workers, cases in flight) is not what the dataset is: it goes to run.json only
         "config": {k: v for k, v in cfg.to_dict().items() if k not in MiningConfig.EXECUTION_KEYS},
     }
     return VerifiedDataset(metadata, pairs)
+
+
+def look_schedule(cfg: MiningConfig) -> str:
+    """The looks in words, never past the budget: ``every 8 trials from 16 to the budget 90, ...``, or one look at the
+    budget when the first interim look would come after it."""
+    tail = "; each case's own looks are in its metadata"
+    if cfg.first_look >= cfg.budget:
+        return (
+            f"one look, at the budget of {cfg.budget} trials (the first interim look, at {cfg.first_look} trials, is past "
+            f"it)" + tail
+        )
+    return (
+        f"every {cfg.batch} trials from {cfg.first_look} to the budget {cfg.budget}, interim looks only from 2m + 1"
+        " trials (m = the case's candidates)" + tail
+    )
 
 
 def run_summary(
@@ -325,7 +337,11 @@ def summary_lines(run: dict[str, Any]) -> list[tuple[str, str]]:
     from deltap.mining.spend import spend_line
 
     new_calls = run.get("calls_this_process", run["calls"])
-    resumed = f" ({new_calls} made now, the rest read from the trial log)" if new_calls < run["calls"] else ""
+    resumed = (  # say what each count is: the log's calls for these cases, split by the session that made them
+        f" in the trial log ({new_calls} made by this session, {run['calls'] - new_calls} by earlier sessions)"
+        if new_calls < run["calls"]
+        else ""
+    )
     out = [(f"mined {run['cases']} case(s) in {run['wall_seconds']:.1f}s, {run['calls']} calls{resumed}: "
             f"{run['cases_by_status']}", "bold")]  # fmt: skip
     ex = run.get("execution") or {}

@@ -33,6 +33,8 @@ plan and what was spent against it (:func:`plan_vs_spent`: the ratios).
 from __future__ import annotations
 
 import math
+import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -277,9 +279,9 @@ class RunPlan:
         resuming = self.resuming_line()
         if resuming:
             out.append(resuming)
-        out.append(f"{'case':<30} {'cands':>5} {'calls ≤':>8} {'tokens/call (range)':>20} {'tokens in ≤':>12}")
-        for c in self.cases[:max_cases]:
-            cid = c.case_id if len(c.case_id) <= 30 else c.case_id[:10] + "…" + c.case_id[-19:]  # ids share prefixes
+        ids, head = case_id_column([c.case_id for c in self.cases[:max_cases]], 30)  # whole words, never cut mid-word
+        out.append(f"{head:<30} {'cands':>5} {'calls ≤':>8} {'tokens/call (range)':>20} {'tokens in ≤':>12}")
+        for c, cid in zip(self.cases[:max_cases], ids, strict=True):
             per = f"{c.tokens_expected:,.0f} ({c.tokens_none:,}–{c.tokens_all:,})"
             out.append(f"{cid:<30} {c.candidates:>5} {c.ceiling:>8,} {per:>20} {c.tokens_in()[1]:>12,}")
         if len(self.cases) > max_cases:
@@ -545,3 +547,40 @@ def plan_vs_spent_rows(pvs: Any) -> list[tuple[str, str]]:
 
 def _fmt_ratio(r: float | None) -> str:
     return "—" if r is None else f"{r:.2f}×"
+
+
+_WORD_BREAKS = "_.:/-#"
+
+
+def _shorten_id(cid: str, width: int) -> str:
+    """``cid`` in at most ``width`` characters, cut only between words (at ``_ . : / - #``): its first and last whole
+    words around ``…``; a hard cut only when a single word is longer than the column."""
+    if len(cid) <= width:
+        return cid
+    words = re.split(f"(?<=[{re.escape(_WORD_BREAKS)}])", cid)  # each word keeps the break after it
+    i, j = 0, len(words) - 1
+    head, tail = "", ""
+    if len(words) > 1 and len(words[0]) < width // 2:  # the first word says what the id is about
+        head, i = words[0], 1
+    while i <= j and len(head) + len(tail) + len(words[j]) + 1 <= width:  # then the end: it tells cases apart
+        tail, j = words[j] + tail, j - 1
+    while i <= j and len(head) + len(tail) + len(words[i]) + 1 <= width:
+        head, i = head + words[i], i + 1
+    if not tail and not head:
+        return cid[: width - 1] + "…"
+    return head + "…" + tail
+
+
+def case_id_column(ids: Sequence[str], width: int) -> tuple[list[str], str]:
+    """The case ids of a table column of ``width`` characters and its header: a prefix every id shares (up to a word
+    break) moves to the header (``case (stdlib:p_…)``) when an id would not fit, and the rest is shortened at word
+    breaks only (:func:`_shorten_id`), so no id is cut mid-word."""
+    if all(len(c) <= width for c in ids) or not ids:
+        return list(ids), "case"
+    prefix = os.path.commonprefix(list(ids))
+    cut = max((prefix.rfind(ch) for ch in _WORD_BREAKS), default=-1)
+    prefix = prefix[: cut + 1] if cut >= 3 and len(ids) > 1 else ""
+    head = f"case ({prefix}…)" if prefix and len(prefix) + 8 <= width else "case"
+    if head == "case":
+        prefix = ""
+    return [_shorten_id(c[len(prefix) :], width) for c in ids], head

@@ -224,8 +224,9 @@ def measure_tilt(
         else "move the outcome beyond sampling noise, random placebos do not"
     )
     msg = (
-        f"tilt {ratio:.2f} (bootstrap {level:.0%} interval {lo:.2f}-{hi:.2f}, permutation p = {p_value:.3g}): retrieved "
-        f"non-gold documents {how} (excess spread {r.spread:.3g} vs {p.spread:.3g} {unit}; {r.n} and {p.n} estimates)"
+        f"tilt {_ratio_str(ratio)} (bootstrap {level:.0%} interval {_interval_str(lo, hi)}, permutation p = "
+        f"{p_value:.3g}): retrieved non-gold documents {how} (excess spread {r.spread:.3g} vs {p.spread:.3g} {unit}; "
+        f"{r.n} and {p.n} estimates)"
     )
     if large:
         msg += (
@@ -265,6 +266,24 @@ def _chunks(total: int, width: int, cells: int = 1_000_000) -> list[int]:
     """Replicate counts per chunk so that a chunk's ``(replicates, width)`` arrays hold at most ``cells`` numbers."""
     step = max(1, cells // max(width, 1))
     return [min(step, total - i) for i in range(0, total, step)]
+
+
+def _ratio_str(x: float) -> str:
+    """A tilt a reader can check: a number, or why there is none (the placebos' excess spread is 0: any spread of
+    the retrieved documents is infinitely many times it)."""
+    if np.isfinite(x):
+        return f"{x:.2f}"
+    return "unbounded (the placebos show no spread beyond sampling noise)" if x > 0 else "not defined"
+
+
+def _interval_str(lo: float, hi: float) -> str:
+    """``1.10-2.05``; ``4.63 or more (no upper bound)`` when the upper end is infinite (resamples whose placebos show
+    no excess spread)."""
+    if np.isfinite(lo) and np.isfinite(hi):
+        return f"{lo:.2f}-{hi:.2f}"
+    if np.isfinite(lo):
+        return f"{lo:.2f} or more (no upper bound: some resamples' placebos show no spread beyond noise)"
+    return "not defined"
 
 
 def _finite_str(x: float) -> str:

@@ -9,7 +9,20 @@ from typing import Any
 
 from deltap.run_layout import RunDir
 
-__all__ = ["endtoend_html", "endtoend_markdown", "read_endtoend"]
+__all__ = ["VALIDITY_RULE", "endtoend_html", "endtoend_markdown", "read_endtoend"]
+
+
+def _rule() -> str:
+    from deltap.evaluation.ranking import EMPTY_QUERY_RULE
+
+    return (
+        f"Scoring rule (as deltap evaluate): {EMPTY_QUERY_RULE}; the validity table uses the questions every qrels "
+        "judges, success per system every question."
+    )
+
+
+#: how the validity table scores questions without judgements, stated under it in every output
+VALIDITY_RULE = _rule()
 
 
 def read_endtoend(run_dir: str | Path) -> dict[str, Any] | None:
@@ -99,6 +112,29 @@ def _single_doc_note(data: dict[str, Any]) -> str:
     )
 
 
+def _summary_lines(v: dict[str, Any]) -> list[str]:
+    """The validity sentence as short lines (:func:`deltap.evaluation.headline.clause_lines`; the words are
+    :func:`deltap.endtoend.validity.summary_sentence`'s), Markdown: the lead in bold, one bullet per clause."""
+    from deltap.evaluation.headline import clause_lines
+
+    lines = clause_lines(str(v.get("summary", "")), width=10_000)
+    if len(lines) > 1 and not lines[0].startswith("- "):
+        return [f"**{lines[0]}**", "", *lines[1:]]
+    return [f"**{line}**" for line in lines]
+
+
+def _summary_html(v: dict[str, Any]) -> str:
+    from deltap.evaluation.headline import clause_lines
+
+    lines = clause_lines(str(v.get("summary", "")), width=10_000)
+    lead = [x for x in lines if not x.startswith("- ")]
+    items = [x[2:] for x in lines if x.startswith("- ")]
+    out = "".join(f"<p><strong>{escape(x)}</strong></p>" for x in lead)
+    if items:
+        out += "<ul>" + "".join(f"<li>{escape(x)}</li>" for x in items) + "</ul>"
+    return out
+
+
 def endtoend_html(run_dir: str | Path) -> str:
     """The section (``""`` when the run has no end-to-end results)."""
     data = read_endtoend(run_dir)
@@ -121,9 +157,8 @@ def endtoend_html(run_dir: str | Path) -> str:
            f"<p>Paired randomization tests, Holm-corrected over {len(data.get('pairs', []))} pairs: {len(sig)} significant at 0.05"
            + ("".join(f"; {escape(p['a'])} − {escape(p['b'])} = {_f(p.get('diff'), 3, True)}" for p in sig[:6])) + ".</p>"]  # fmt: skip
     if v.get("rows"):
-        out += ["<h3>Which qrels predict success on this data</h3>", table(*_validity(data)),
-                f"<p><strong>{escape(str(v.get('summary', '')))}</strong></p>"]  # fmt: skip
-        out += [f"<p class='note'>{escape(n)}</p>" for n in v.get("notes", [])]
+        out += ["<h3>Which qrels predict success on this data</h3>", table(*_validity(data)), _summary_html(v)]
+        out += [f"<p class='note'>{escape(n)}</p>" for n in [*dict.fromkeys(v.get("notes", [])), VALIDITY_RULE]]
         if _single_doc_note(data):
             out.append(f"<p class='note'>{escape(_single_doc_note(data))}</p>")
     out.append("</section>")
@@ -147,7 +182,9 @@ def endtoend_markdown(run_dir: str | Path) -> list[str]:
             "",
             *table(*_validity(data)),
             "",
-            f"**{v.get('summary', '')}**",
+            *_summary_lines(v),
+            "",
+            *(f"- {n}" for n in [*dict.fromkeys(v.get("notes", [])), VALIDITY_RULE]),
             "",
         ]
         if _single_doc_note(data):

@@ -68,6 +68,9 @@ details.case > summary::before { content:'▸ '; color:var(--muted); } details.c
 details.case .body { padding:6px 14px 10px; overflow-x:auto; }
 .badge { display:inline-block; border-radius:10px; padding:0 8px; font-size:12px; margin-left:6px; color:#fff; }
 .status { background:#374151; } .status-saturated, .status-unsolvable { background:#b45309; } .status-error { background:#b91c1c; }
+.status-mined { background:#166534; } .status-budget_exhausted { background:#6b7280; }
+.answer { background:#eff6ff; border:1px solid #bfdbfe; border-radius:8px; padding:10px 16px; margin-top:16px; }
+.answer p.headline { font-size:16px; margin:4px 0; } .answer p.sub { color:var(--muted); font-size:13px; margin:4px 0; }
 .q { font-weight:600; } .ref code { background:#f3f4f6; padding:1px 4px; border-radius:4px; }
 .toolbar { display:flex; gap:10px; align-items:center; margin:6px 0; flex-wrap:wrap; }
 .toolbar input, .toolbar select, .toolbar button { font:inherit; padding:3px 8px; border:1px solid #d1d5db; border-radius:6px; background:#fff; }
@@ -166,6 +169,10 @@ def _legend(outcome_is_logprob: bool) -> str:
         " raw ΔP (difference in means)</span>"
     )
     items.append(f"<span>marker + whisker: effect adjusted for the other candidates, 95% CI ({unit})</span>")
+    items.append(
+        '<span><svg width="22" height="8"><line x1="1" y1="4" x2="21" y2="4" stroke="#374151" stroke-dasharray="3 2"/>'
+        "</svg> the interval the verdict rests on (wider: corrected for the looks and for testing every candidate)</span>"
+    )
     return '<div class="legend">' + "".join(items) + "</div>"
 
 
@@ -756,11 +763,53 @@ def _cases(data: RunData) -> str:
     return "".join(out)
 
 
+def _answer(data: RunData) -> str:
+    """The answer first: which retriever is better, by how much, how sure, what would settle it
+    (:func:`deltap.report.headline.run_headline`), then the facts it rests on."""
+    from deltap.report.headline import run_headline
+
+    lines, details = run_headline(data)
+    return (
+        '<section id="answer" class="answer"><h2>The answer</h2>'
+        + "".join(f'<p class="headline">{_e(line)}</p>' for line in lines)
+        + "".join(f'<p class="sub">{_e(line)}</p>' for line in details)
+        + "</section>"
+    )
+
+
+def _design_words(data: RunData) -> str:
+    """How the run put candidates into its trials, read from the dataset's recorded configuration."""
+    config = data.metadata.get("config") if isinstance(data.metadata.get("config"), dict) else {}
+    design = str((config or {}).get("design") or "bernoulli")  # logs written before the option existed: bernoulli
+    pi = data.get("pi", 0.5)
+    if design == "orthogonal":
+        return (
+            "in blocks of balanced, orthogonal inclusion patterns (this run's design: <i>orthogonal</i>, randomised "
+            "Hadamard blocks): each trial's context is a uniformly random half of the candidates, every candidate is "
+            "in exactly half of a block's trials, and no two candidates' in/out patterns are correlated, which makes "
+            "the estimates tighter than independent coin flips would"
+        )
+    return (
+        f"each candidate in or out independently with probability {_fmt(pi, 2)} "
+        f"(this run's design: <i>{_e(design)}</i>, independent coin flips)"
+    )
+
+
+def _guide(data: RunData) -> str:
+    """How to read this report: every term and badge it shows, with the design this run used."""
+    return GUIDE.replace("{design}", _design_words(data))
+
+
 GUIDE = """
 <section id="guide" class="guide"><h2>How to read this report</h2><dl>
+<dt>The answer (top of the page)</dt><dd>One to three sentences: which retriever ranks first on the first metric
+against the mined labels and end to end, whether a paired test (Holm-corrected: several pairs are tested) shows it
+better at α = 0.05, and about how many questions a paired test with 80% power would need to settle the difference
+between the first two, from the spread of their per-question differences (n ≈ 7.85 · s.d.² / Δ²). "None is shown
+better" is not "they are equal": it says these questions cannot tell them apart.</dd>
 <dt>ΔP (the impact score)</dt><dd>How much putting one document in the model's context raises its chance of
-solving the task: P(success with the document) − P(success without it), measured over random trials in which every
-candidate is in or out by a coin flip. With the <i>logprob</i> outcome it is the change in the log-probability of the
+solving the task: P(success with the document) − P(success without it), measured over random trials: {design}.
+With the <i>logprob</i> outcome it is the change in the log-probability of the
 reference answer, in nats (more sensitive than pass/fail for a small model).</dd>
 <dt>Marker, whisker and grey cross</dt><dd>The marker is the document's effect adjusted for the other candidates
 (a regression over all inclusion indicators at once, so a strong document in the same trials does not leak into
@@ -768,7 +817,9 @@ everyone's estimate); the whisker is its 95% confidence interval: the range of e
 A short whisker means many trials; a whisker crossing zero means the data cannot tell the sign yet. The grey cross
 is the raw ΔP (mean with the document minus mean without it). Verdicts also correct for peeking at the data after
 every batch and for testing many documents at once, so a whisker that just clears zero can still be
-<i>undecided</i>.</dd>
+<i>undecided</i>: the thin dashed line under the whisker is the interval the verdict rests on (the dataset's
+<code>verdict_interval</code>; hover a row for its level and test), and only when it clears zero is the document
+labelled.</dd>
 <dt>relevant</dt><dd>The whole interval is above zero and the effect passes the minimum size, after correcting for
 testing many documents at once (false discovery rate q): the document measurably helps.</dd>
 <dt>harmful</dt><dd>Significantly below zero: a distractor that makes the model worse.</dd>
@@ -777,8 +828,41 @@ which is stronger than "no effect found".</dd>
 <dt>undecided</dt><dd>Not enough evidence either way within the trial budget. Not a negative label.</dd>
 <dt>Placebo documents</dt><dd>Random documents added as a control group; the share of them labelled relevant or
 harmful is the false-positive rate the run actually achieved.</dd>
-<dt>Status of a case</dt><dd><i>saturated</i>: solved even with no documents; <i>unsolvable</i>: not solved even with
-every candidate. Neither can show what helps, so they are reported and not mined.</dd>
+<dt>Status of a case (the badge beside its id)</dt><dd><i>mined</i> (green): every candidate was decided before the
+trial budget ran out; <i>budget_exhausted</i> (grey): the case used its whole trial budget with some candidates still
+<i>undecided</i> — the usual ending of a small run, not an error: the decided labels stand, the undecided ones need
+more trials (<code>--budget</code>) or a sharper outcome; <i>saturated</i> (amber): solved even with no documents;
+<i>unsolvable</i> (amber): not solved even with every candidate — neither can show what helps, so they are reported
+and not mined; <i>error</i> (red): too many solver or checker failures.</dd>
+<dt>Marker shapes</dt><dd>◆ a gold document (the benchmark named it), ● a retrieved one (the retriever's top k),
+■ a random placebo.</dd>
+<dt>q-value</dt><dd>A candidate's p-value after the correction for testing every candidate of the dataset
+(Benjamini–Hochberg at the run's FDR level q).</dd>
+<dt>Tilt</dt><dd>How many times more the retrieved non-gold documents move the outcome than the random placebos
+(the spread of their effects beyond sampling noise), with a bootstrap interval. Clearly above 1: on-topic text moves
+this solver more than random text, and the placebo null may be too narrow for the retrieved candidates.</dd>
+<dt>Placebo check</dt><dd>Whether the number of placebos labelled relevant or harmful is what the
+Benjamini–Hochberg procedure allows (an exact binomial test): "passed", or "FAILED" — the labels of this run should
+not be trusted.</dd>
+<dt>Retriever tables</dt><dd>Each metric's mean over the questions with its 95% bootstrap interval; <code>*</code>
+marks a significant paired difference from the baseline (Holm-corrected); W/T/L counts the questions the retriever
+won, tied and lost against the baseline. The scoring rule for questions without judgements is stated under the
+answer.</dd>
+<dt>Calls vs plan</dt><dd>The solver calls, tokens and time spent, beside what the plan printed before the first call
+said they would be at most (the ratio spent / planned). <i>Solver time</i> sums the calls' latencies over every session
+of a resumed run; <i>wall time</i> is the last session's.</dd>
+<dt>Convergence</dt><dd>The mean hit rate@5 recomputed as questions are added, with a 95% band: if it still moves at the
+right end, there are too few questions to rank retrievers by it.</dd>
+<dt>Failure buckets</dt><dd>Why a retriever missed every relevant document of a question in its top 5:
+<i>vocabulary mismatch</i> (the best relevant document lacks most of the question's words), <i>distractor overlap</i>
+(a non-relevant or harmful document that shares as many of its words ranked above it), <i>specificity gap</i> (a short
+or generic question that many documents match).</dd>
+<dt>End-to-end</dt><dd>Each system's top k put in the prompt and the model asked afresh: success (or the answer's
+log-probability) per system with a 95% bootstrap interval, paired randomization tests (Holm over every pair), and
+whether an IR metric on the gold or on the mined qrels predicts it: Kendall τ across systems, Pearson r across
+questions, each with a bootstrap interval.</dd>
+<dt>Qrels audit</dt><dd>The benchmark's gold documents split by the verdict mining reached, and the documents outside
+the gold found relevant (+relevant: judgements the benchmark's qrels miss) or harmful (+harmful: distractors).</dd>
 </dl></section>
 """
 
@@ -806,6 +890,7 @@ def render_html(data: RunData, title: str | None = None, corpus: Any = None) -> 
     nav = "".join(
         f'<a href="#{anchor}">{label}</a>'
         for anchor, label in (
+            ("answer", "Answer"),
             ("summary", "Summary"),
             ("placebo", "Placebo calibration"),
             ("retrievers", "Retrievers"),
@@ -824,6 +909,7 @@ def render_html(data: RunData, title: str | None = None, corpus: Any = None) -> 
         f"<title>{_e(title)}</title><style>{CSS}</style></head><body>",
         f'<header><h1>{_e(title)}</h1><div class="sub">{_e(data.path)} · generated {generated} by deltap {__version__}</div></header>',
         f"<nav>{nav}</nav><main>",
+        _answer(data),
         _summary(data),
         _placebo(data),
         _retrievers(data),
@@ -833,7 +919,7 @@ def render_html(data: RunData, title: str | None = None, corpus: Any = None) -> 
         audit_html(data),
         _cases(data),
         _notes(data),
-        GUIDE,
+        _guide(data),
         "</main>",
         f"<footer>deltap {__version__} · self-contained report: no network requests, plots are inline SVG.</footer>",
         f"<script>{JS}</script></body></html>",

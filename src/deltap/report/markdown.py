@@ -53,7 +53,13 @@ def _spend_rows(data: RunData) -> list[tuple[str, Any]]:
 
 def render_markdown(data: RunData, top_docs: int = 3) -> str:
     """The run as Markdown: summary table, verdicts, placebo calibration, retrievers, one line per case."""
-    lines = [f"# deltap report — {data.path.name}", ""]
+    from deltap.report.headline import run_headline
+
+    answer, details = run_headline(data)
+    lines = [f"# deltap report — {data.path.name}", "", "## The answer", ""]
+    for sentence in answer:  # one paragraph each
+        lines += [f"**{sentence}**", ""]
+    lines += [*(f"- {d}" for d in details), ""]
     lines += _summary_lines(data)
     lines += _retriever_lines(data)
     lines += endtoend_markdown(data.path)

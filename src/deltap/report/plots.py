@@ -176,8 +176,15 @@ def forest_plot(
             if c.adjusted is not None
             else ""
         )
+        vi = c.verdict_interval
+        rests = (
+            f"the verdict rests on its own interval [{_num(vi[0])}, {_num(vi[1])}] (level {_num(vi[2], 4)}: "
+            f"{vi[3]}), not on the whisker: it is corrected for the looks and for testing every candidate\n"
+            if vi is not None and (vi[0] is not None or vi[1] is not None)
+            else ""
+        )
         tip = (
-            f"{c.doc_id}\nverdict: {c.verdict}\nsource: {', '.join(c.sources) or '?'}\n{adjusted}"
+            f"{c.doc_id}\nverdict: {c.verdict}\nsource: {', '.join(c.sources) or '?'}\n{rests}{adjusted}"
             f"ΔP (difference in means) {_num(c.delta_p)} [{_num(c.ci_low)}, {_num(c.ci_high)}]\n"
             f"p_in {_num(c.p_in)} (n={c.n_in if c.n_in is not None else '–'}), "
             f"p_out {_num(c.p_out)} (n={c.n_out if c.n_out is not None else '–'})\n"
@@ -204,6 +211,14 @@ def forest_plot(
                 body.append(
                     f'<line x1="{_f(sx(v))}" y1="{_f(y - 4)}" x2="{_f(sx(v))}" y2="{_f(y + 4)}" stroke="{color}" stroke-width="1.5"/>'
                 )
+        if vi is not None and vi[0] is not None and vi[1] is not None and math.isfinite(vi[0]) and math.isfinite(vi[1]):
+            # the interval the verdict rests on: a thin dashed line under the whisker (wider: corrected for the looks
+            # and for testing every candidate), so a whisker clear of 0 beside "undecided" explains itself
+            vl, vh = max(lo, vi[0]), min(hi, vi[1])
+            body.append(
+                f'<line class="verdict-interval" x1="{_f(sx(vl))}" y1="{_f(y + 6)}" x2="{_f(sx(vh))}" y2="{_f(y + 6)}" '
+                f'stroke="{color}" stroke-width="1" stroke-dasharray="3 2"/>'
+            )
         if c.adjusted is not None and c.delta_p is not None:
             # the raw difference in means, for comparison: a small grey cross
             xr = sx(c.delta_p)

@@ -38,10 +38,12 @@ directly:
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import importlib.util
 import os
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -63,6 +65,21 @@ DEFAULT_MAX_TOKENS: dict[str, int] = default_max_tokens("local")
 
 # A snapshot is restored only when it saves at least this many prompt tokens over the cache (restoring costs ~2 ms).
 _MIN_RESTORE_GAIN = 32
+
+
+def _close_llama_devnull() -> None:
+    """Close the two ``/dev/null`` files llama-cpp-python opens when it is imported (``llama_cpp._utils``'s
+    ``outnull_file`` / ``errnull_file``) and never closes: at interpreter exit Python then warns ``ResourceWarning:
+    unclosed file <... name='/dev/null' ...>`` twice (the two lines after pytest's summary). They silence llama.cpp's
+    output while a model is *built*; nothing writes to them once the process exits, so they are closed then."""
+    utils = sys.modules.get("llama_cpp._utils")
+    for name in ("outnull_file", "errnull_file"):
+        handle = getattr(utils, name, None)
+        if handle is not None and not handle.closed:
+            handle.close()
+
+
+atexit.register(_close_llama_devnull)  # runs before the interpreter's final collection, where the warning is raised
 
 
 def _lcp(a: Sequence[int], b: Sequence[int]) -> int:

@@ -191,7 +191,9 @@ def test_report_shows_the_end_to_end_section(tmp_path: Path) -> None:
     cases, corpus, truth = _toy(4)
     solver = SimulatedSolver(truth, seed=2)
     mine(cases, corpus, solver, out=tmp_path, budget=8, n_placebo=1, coalitions=False)
-    assert "End-to-end" not in write_html_report(tmp_path).read_text(encoding="utf-8")
+    assert 'id="endtoend"' not in write_html_report(tmp_path).read_text(
+        encoding="utf-8"
+    )  # no section (the guide names it)
     res = evaluate_end_to_end(
         tmp_path, cases, corpus, solver, retrievers=("bm25",), config=EndToEndConfig(k=1, repeats=2)
     )
@@ -202,7 +204,11 @@ def test_report_shows_the_end_to_end_section(tmp_path: Path) -> None:
         assert "End-to-end" in text and "ndcg@1 (gold)" in text and "Kendall τ across systems" in text
     gold_row = next(line for line in md.splitlines() if line.startswith("| gold | control |"))
     assert f"{res.summary['gold']['mean']:.3f}" in gold_row
-    assert res.validity["summary"] in md
+    from deltap.evaluation.headline import clause_lines
+
+    # the validity sentence, laid out as short lines (its lead, then one bullet per clause): every word kept
+    assert all(line.removeprefix("- ") in md for line in clause_lines(res.validity["summary"], width=10_000))
+    assert md.splitlines()[2] == "## The answer" and "bm25" in md.splitlines()[4]  # the answer first
 
 
 class _Flaky:

@@ -382,9 +382,11 @@ def test_null_dict_round_trip_and_words() -> None:
         describe_null({"center": -0.123, "spread": 0.456, "placebos": 7.0})
         == "center -0.12, spread 0.46 (from 7 placebos)"
     )
-    assert (
-        describe_null({"center": 0, "spread": 0, "tail_weight": 0.0, "placebos": 3, "unit": ""})
-        == "center +0.00, spread 0.00 (from 3 placebos)"
+    assert describe_null(
+        {"center": 0, "spread": 0, "tail_weight": 0.0, "placebos": 3, "unit": ""}
+    ) == (  # issue 36: "spread 0.00" said nothing a reader can check
+        "center +0.00, no spread beyond sampling noise: random texts move the outcome no more than their "
+        "estimates' own noise (from 3 placebos)"
     )
 
 

@@ -139,3 +139,15 @@ def test_null_auto_lets_the_runs_own_tilt_decide_the_null(name: str, seed: int, 
     again, decision = choose_null(res.cases, cfg)
     assert decision == null["auto"] and again.null == decision["null"]
     assert choose_null(res.cases, design_config(sc, "adaptive/placebo", seed))[1] is None
+
+
+def test_a_tilt_without_placebo_spread_is_written_so_a_reader_can_check_it() -> None:
+    # issue 36: "tilt inf (90% interval 4.63-inf)". Placebos that move nothing beyond their own noise make the ratio
+    # infinite; the message says why instead of printing inf.
+    rng = np.random.default_rng(3)
+    t = measure_tilt(
+        {"retrieved": (rng.normal(0, 1.0, 30), np.full(30, 0.1)), "placebo": (np.zeros(20), np.full(20, 0.1))}
+    )
+    assert not np.isfinite(t.ratio)
+    assert "inf" not in t.message.replace("infinite", "")
+    assert t.message.startswith("tilt unbounded (the placebos show no spread beyond sampling noise)")

@@ -255,10 +255,13 @@ def test_a_resumed_mine_says_its_calls_came_from_the_log(tmp_path: Path, capsys:
     main(args)
     first = capsys.readouterr().err
     calls = json.loads((tmp_path / "run" / "run.json").read_text())["calls"]
-    assert f"{calls} calls:" in first and "made now" not in first
+    assert f"{calls} calls:" in first and "this session" not in first
     main(args)
     again = capsys.readouterr().err
-    assert f"{calls} calls (0 made now, the rest read from the trial log)" in " ".join(again.split())
+    # issue 36: each count says what it is (the log's calls, split by the session that made them)
+    assert f"{calls} calls in the trial log (0 made by this session, {calls} by earlier sessions)" in " ".join(
+        again.split()
+    )
 
 
 def test_report_cli_reads_the_corpus_for_the_failure_analysis(

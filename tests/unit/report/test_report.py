@@ -410,3 +410,27 @@ def test_report_of_a_run_with_no_placebos_and_logprob(tmp_path: Path) -> None:
     html = render_html(load_run_dir(tmp_path))
     assert "Placebo calibration not available: this run has no placebo candidates" in html
     assert "Δ log p(reference) [nats]" in html
+
+
+def test_the_report_answers_first_and_explains_every_badge(run_dir: Path) -> None:
+    # issue 36: a headline before the details; "How to read" explains every status badge and describes the design
+    # the run used, read from its recorded configuration (not "a coin flip" for the orthogonal default)
+    from deltap.report import write_markdown_report
+    from deltap.report.headline import run_headline
+    from deltap.report.run_data import load_run_dir
+
+    html = write_html_report(run_dir).read_text(encoding="utf-8")
+    p = _parse(html)
+    ids = [a.get("id") for t, a in p.tags if t == "section"]
+    assert ids[0] == "answer" and ids.index("answer") < ids.index("summary")
+    lines, details = run_headline(load_run_dir(run_dir))
+    assert 1 <= len(lines) <= 3 and all(line in " ".join(p.text) for line in lines)
+    assert "dense" in lines[0] and "questions" in lines[0]
+    guide = html[html.index('id="guide"') :]
+    for status in ("mined", "budget_exhausted", "saturated", "unsolvable", "error"):
+        assert f"<i>{status}</i>" in guide
+    data = load_run_dir(run_dir)
+    design = str((data.metadata.get("config") or {}).get("design") or "bernoulli")
+    assert f"this run's design: <i>{design}</i>" in guide
+    md = write_markdown_report(run_dir).read_text(encoding="utf-8")
+    assert md.splitlines()[2] == "## The answer" and f"**{lines[0]}**" in md
