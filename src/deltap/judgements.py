@@ -226,21 +226,16 @@ def _graded_judgements(path: Path, labels: str) -> Judgements:
     if not qrels:
         raise DeltapError(f"{source} has no graded labels (mined before runs were graded: relabel it, deltap relabel)")
     _, coalition_values, _ = dataset_signed_gains(dataset)
-    unit = outcome_kind(str(dataset.metadata.get("outcome", "pass"))).unit
+    unit = outcome_kind(dataset.outcome).unit
     out = Judgements(qrels=qrels, source=str(source))
     out.gains = SignedGains(dataset_graded_gains(dataset, prior), coalition_values, (), unit)
-    for pair in dataset.pairs:
-        pid = str(pair.get("id"))
-        if pair.get("query"):
-            out.queries[pid] = str(pair["query"])
-        coal = _coalition_list(pair.get("coalitions") or pair.get("coalition"))
+    for case in dataset.cases:
+        if case.query:
+            out.queries[case.case_id] = case.query
+        coal = [frozenset(c) for c in case.winning_coalitions]  # every winning coalition
         if coal:
-            out.coalitions[pid] = coal
-        bad = {  # the failure buckets' distractors: the proven ones (graded labels do not prove)
-            str(c.get("doc_id") or c.get("fqn"))
-            for c in pair.get("candidates", [])
-            if str(c.get("verdict") or "").lower() == "harmful"
-        }
+            out.coalitions[case.case_id] = coal
+        bad = {c.doc_id for c in case.candidates if c.verdict == "harmful"}  # proven only (graded labels do not prove)
         if bad:
-            out.harmful[pid] = bad
+            out.harmful[case.case_id] = bad
     return out

@@ -7,7 +7,7 @@ stays fast.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -227,8 +227,6 @@ def mine_command(
     from deltap.cli.stopping import stopped, trials_line
     from deltap.errors import DeltapError
     from deltap.mining import setup
-    from deltap.mining.outputs import summary_lines as run_lines
-    from deltap.mining.placebo_check import summary_lines
     from deltap.mining.progress import MiningProgress
     from deltap.mining.results import PlaceboCalibrationWarning
     from deltap.mining.tilt import TiltWarning
@@ -267,15 +265,22 @@ def mine_command(
         warnings.simplefilter("always", PlaceboCalibrationWarning)
         warnings.simplefilter("always", TiltWarning)
         result = run.mine(progress=bar, remine_changed=remine_changed)
-    for line, style in run_lines(result.run):
+    _print_result(console, run, result.run, caught)
+
+
+def _print_result(console: Any, run: Any, summary: dict[str, Any], caught: list[Any]) -> None:
+    """What ``deltap mine`` prints after the run: its summary, the warnings, the answer, the placebo check, the path."""
+    from deltap.mining.outputs import summary_lines as run_lines
+    from deltap.mining.placebo_check import summary_lines
+    from deltap.report.headline import answer_lines
+
+    for line, style in run_lines(summary):
         console.print(line, style=style or None, markup=False, highlight=False, soft_wrap=True)
     for w in caught:
         console.print(f"[red]warning:[/red] {w.message}")
-    from deltap.report.headline import answer_lines
-
     for line in answer_lines(run.run_dir.root if run.run_dir else run.layout["dataset"].parent):  # as the report begins
         console.print(line, style="bold", markup=False, highlight=False, soft_wrap=True)
-    for line, bad in summary_lines(result.run["placebo"]):  # last, so a failed check is the line a user sees
+    for line, bad in summary_lines(summary["placebo"]):  # last, so a failed check is the line a user sees
         console.print(line, style="bold red" if bad else "green", markup=False, highlight=False, soft_wrap=True)
     typer.echo(str(run.layout["dataset"]))
 

@@ -162,7 +162,7 @@ def test_cancel_aborts_the_decode_in_flight_and_the_next_call_is_unchanged(solve
 
     assert isinstance(solver, Cancellable)
     long = SolveRequest(
-        case_id="long", question=QUESTION, documents=tuple(Document(f"L{i}", "agent " * 80) for i in range(9))
+        case_id="long", question=QUESTION, documents=tuple(Document(f"L{i}", "agent " * 80) for i in range(8))
     )
     solver.reset()
     t0 = time.perf_counter()
