@@ -10,7 +10,8 @@ reply answers) and one file per set of replies, each reply with the verdict a pe
 * ``hosted.yaml`` — replies in the styles of hosted chat models, written and labelled before that grammar too;
 * ``fresh.yaml`` — replies written after the grammar was done, blind to its rules (the attack on it; counted apart);
   the rules were then revised on its misses, so
-* ``fresh2.yaml`` — a second set, written blind to the revised rules (counted apart).
+* ``fresh2.yaml`` — a second set, written blind to the revised rules (counted apart);
+* ``fresh3.yaml`` — a third set, written blind to the rules (session 10, counted apart).
 
 Each reply is judged by its case's checker with each reading (``grammar=``): ``strict`` (the default: a declared
 ``Answer:`` line first, then the answer grammar), ``lenient`` (deltap's matching before the grammar of issue 24) and
@@ -43,7 +44,7 @@ from deltap.cases import Case, CheckerSpec  # noqa: E402
 from deltap.checkers import is_unreadable, make_checker  # noqa: E402
 
 DATA = REPO / "tests" / "data" / "replies"
-SETS = ("local", "localbench", "hosted", "fresh", "fresh2")
+SETS = ("local", "localbench", "hosted", "fresh", "fresh2", "fresh3")
 READINGS = ("grader", "protocol", "strict", "lenient")
 
 
