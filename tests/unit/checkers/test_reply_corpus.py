@@ -65,7 +65,7 @@ def _errors(name: str, grammar: str = "grader") -> tuple[list[str], list[str], i
 
 
 def test_every_reply_names_a_known_case_and_a_verdict() -> None:
-    for name in ("local", "localbench", "hosted", "fresh", "fresh2"):
+    for name in ("local", "localbench", "hosted", "fresh", "fresh2", "fresh3"):
         for r in _replies(name):
             assert r["case"] in CASES, r
             assert r["verdict"] in ("pass", "fail"), r
@@ -88,4 +88,15 @@ def test_the_fresh_sets_never_pass_a_wrong_answer(name: str) -> None:
     right_failed, wrong_passed, right, wrong = _errors(name)
     if not right + wrong:
         pytest.skip(f"no {name} set")
+    assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
+
+
+@pytest.mark.xfail(strict=True, reason="fresh3 (written blind to the final rules) holds 2 wrong answers the grader passes")
+def test_the_third_fresh_set_never_passes_a_wrong_answer() -> None:
+    """fresh3 was written blind to the rules as they stand and measured once (benchmarks/README.md): the grader passes
+    a reply that offers an alternative (``Probably heapify, though … heappush … either one will work``) and one that
+    takes its answer back (``That's dedent... hmm, actually no``). Known misses, not fixed here: the test turns green
+    (and, strict, fails) the day they are."""
+    right_failed, wrong_passed, right, wrong = _errors("fresh3")
+    assert right + wrong == 80
     assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
