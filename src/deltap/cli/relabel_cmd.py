@@ -64,6 +64,14 @@ def relabel_command(
             "this (1: every positive utility, the default; default: the run's).",
         ),
     ] = None,
+    single_doc_prior: Annotated[
+        bool,
+        typer.Option(
+            "--single-doc-prior",
+            help="Graded labels: split each source group of the prior by the sign of the document's lift alone, read "
+            "from RUN_DIR/endtoend/ (deltap endtoend --single-doc; docs/graded-labels.md).",
+        ),
+    ] = False,
     cases_path: Annotated[
         Path | None,
         typer.Option(
@@ -128,7 +136,7 @@ def relabel_command(
     with warnings.catch_warnings(record=True) as caught, console.status(f"relabelling {run_dir} (no solver call)..."):
         warnings.simplefilter("always", PlaceboCalibrationWarning)
         warnings.simplefilter("always", TiltWarning)
-        result = relabel(run_dir, out, cases=cases, corpus=corpus, **options)
+        result = relabel(run_dir, out, cases=cases, corpus=corpus, single_doc_prior=single_doc_prior, **options)
     console.print(relabel_line(result.run["relabel"]), markup=False, highlight=False, soft_wrap=True)
     for line, style in run_lines(result.run):
         console.print(line, style=style or None, markup=False, highlight=False, soft_wrap=True)

@@ -328,6 +328,7 @@ def relabel(
     *,
     cases: Sequence[Case] | None = None,
     corpus: Corpus | None = None,
+    single_doc_prior: bool = False,
     **options: Any,
 ) -> MiningResult:
     """Re-derive a run's labels, qrels, dataset and ``run.json`` with other labelling options, without a solver call.
@@ -339,6 +340,10 @@ def relabel(
             stopped before its end); otherwise the questions and document texts come from its dataset. Checked against
             what each case's trials were made from.
         corpus: The corpus the run mined (with ``cases``).
+        single_doc_prior: Give the graded labels' prior the run's single-document lifts (``RUN_DIR/endtoend/`` of
+            ``deltap endtoend --single-doc``) as a covariate (:func:`deltap.mining.shrinkage.single_doc_lifts`):
+            each source group is split by the sign of a document's lift alone. ``mine()`` cannot (the end-to-end
+            run comes after it); a relabel can.
         **options: Labelling options (:attr:`MiningConfig.LABEL_KEYS`: ``q``, ``null``, ``gold_weight``,
             ``gold_weight_learned``, ``min_effect``, ``margin``); any other mining option, or ``solver``, is accepted
             only when it equals the run's.
@@ -349,7 +354,8 @@ def relabel(
 
     Raises:
         DeltapError: no trial log, ``out`` not new, an option that needs solver calls (one line), a run without a
-            dataset and no ``cases``/``corpus``, inputs that differ from the ones the trials were made with.
+            dataset and no ``cases``/``corpus``, inputs that differ from the ones the trials were made with,
+            ``single_doc_prior`` on a run without single-document lifts.
     """
     from deltap.trials.log import TrialLog
 
@@ -360,7 +366,8 @@ def relabel(
     try:
         _copy_log(src.trials, dst.trials)
         log = TrialLog(dst.trials)  # locks the new directory
-        return _relabel(src, dst, log, cases, corpus, options)
+        lifts = _single_doc_lifts(src) if single_doc_prior else None
+        return _relabel(src, dst, log, cases, corpus, options, lifts)
     except BaseException:
         if log is not None:
             log.close()
@@ -384,6 +391,7 @@ def _relabel(
     cases: Sequence[Case] | None,
     corpus: Corpus | None,
     options: Mapping[str, Any],
+    lifts: Mapping[tuple[str, str], float] | None = None,
 ) -> MiningResult:
     from deltap.dataset import read_dataset
     from deltap.mining.results import MiningResult
@@ -413,8 +421,25 @@ def _relabel(
         _replay_case(case, log, trials[case.case_id], collection, det, inputs.original.get(case.case_id))
         for case in inputs.cases
     ]
-    run = _label_and_write(src, dst, log, results, trials, inputs, cfg, collection, det, meta, original, started)
+    run = _label_and_write(src, dst, log, results, trials, inputs, cfg, collection, det, meta, original, started, lifts)
     return MiningResult(run[0], results, run[1], dst.root)
+
+
+def _single_doc_lifts(src: RunDir) -> dict[tuple[str, str], float]:
+    """The single-document lifts of the run's end-to-end evaluation, for the graded labels' prior.
+
+    Raises:
+        DeltapError: the run has no end-to-end results with single-document values (one line, with the command).
+    """
+    from deltap.mining.shrinkage import single_doc_lifts
+
+    lifts = single_doc_lifts(src.endtoend.read_results() or {})
+    if not lifts:
+        raise DeltapError(
+            f"--single-doc-prior needs the single-document lifts of the run's end-to-end evaluation "
+            f"({src.endtoend.results}); there are none: run deltap endtoend {src.root} ... --single-doc first"
+        )
+    return lifts
 
 
 def _replay_case(
@@ -504,6 +529,7 @@ def _label_and_write(
     meta: Mapping[str, Any],
     original: VerifiedDataset | None,
     started: float,
+    lifts: Mapping[tuple[str, str], float] | None = None,
 ) -> tuple[VerifiedDataset, dict[str, Any]]:
     """The dataset-wide step of :func:`deltap.mine` with the labelling options ``cfg``, then the files; returns the
     dataset and ``run.json``."""
@@ -519,7 +545,7 @@ def _label_and_write(
 
     policy = cfg.policy()
     solver_name = str(meta.get("solver") or "unknown")
-    labelled = label_dataset(results, cfg, policy)
+    labelled = label_dataset(results, cfg, policy, covariates=lifts)
     null_info = labelled["null"]
     unchecked = _coalitions(results, trials, cfg, deterministic) if cfg.coalitions else []
     prices = prices_for(cfg.price_in, cfg.price_out, solver_name, local=solver_name.startswith("llama_cpp:"))
@@ -555,6 +581,7 @@ def _label_and_write(
     run["relabel"] = _relabel_record(
         src, results, cfg, collection, original, unchecked, inputs, replayed, sum(len(t) for t in trials.values())
     )
+    run["relabel"]["single_doc_prior"] = len(lifts) if lifts else 0  # documents whose lift alone shaped the prior
     write_run_directory(dst.root, dataset, run)
     if placebo["warning"]:
         warnings.warn(placebo_warning(placebo, null_info), PlaceboCalibrationWarning, stacklevel=3)

@@ -91,7 +91,9 @@ def test_the_fresh_sets_never_pass_a_wrong_answer(name: str) -> None:
     assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
 
 
-@pytest.mark.xfail(strict=True, reason="fresh3 (written blind to the final rules) holds 2 wrong answers the grader passes")
+@pytest.mark.xfail(
+    strict=True, reason="fresh3 (written blind to the final rules) holds 2 wrong answers the grader passes"
+)
 def test_the_third_fresh_set_never_passes_a_wrong_answer() -> None:
     """fresh3 was written blind to the rules as they stand and measured once (benchmarks/README.md): the grader passes
     a reply that offers an alternative (``Probably heapify, though … heappush … either one will work``) and one that

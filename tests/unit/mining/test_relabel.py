@@ -292,3 +292,36 @@ def test_relabel_regrades_with_another_grade_lfsr(logprob_run: Path, tmp_path: P
     assert sum(g > 0 for row in dataset_graded_qrels(new).values() for g in row.values()) < sum(
         g > 0 for row in graded_own.values() for g in row.values()
     )
+
+
+def test_the_single_document_prior_needs_the_runs_lifts_and_uses_them(logprob_run: Path, tmp_path: Path) -> None:
+    """``--single-doc-prior``: refused in one line without ``endtoend --single-doc`` results; with them, the graded
+    labels' prior is split by the sign of each document's lift alone (recorded in the fit and in run.json)."""
+    import shutil
+
+    from deltap.errors import DeltapError
+
+    with pytest.raises(DeltapError, match="--single-doc-prior needs the single-document lifts") as err:
+        relabel(logprob_run, tmp_path / "none", single_doc_prior=True)
+    assert "\n" not in str(err.value) and not (tmp_path / "none").exists()
+    run = tmp_path / "run"
+    shutil.copytree(logprob_run, run)
+    from deltap.dataset import read_dataset
+
+    data = read_dataset(run / "retrieval_dataset.yaml")
+    labels = {  # a lift for every pooled document: the planted sign of its effect (a stand-in for eRAG's values)
+        c.case_id: {d.doc_id: (1.0 if (d.delta_p or 0.0) > 0 else -1.0) for d in c.candidates} for c in data.cases
+    }
+    (run / "endtoend").mkdir()
+    (run / "endtoend" / "results.json").write_text(
+        json.dumps({"outcome": "logprob", "per_case": {}, "single_doc": {"labels": labels}}), encoding="utf-8"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = relabel(run, tmp_path / "plain")
+        lifted = relabel(run, tmp_path / "lifted", single_doc_prior=True)
+    n = sum(len(v) for v in labels.values())
+    assert lifted.run["relabel"]["single_doc_prior"] == n and plain.run["relabel"]["single_doc_prior"] == 0
+    assert lifted.run["relabel"]["calls"] == 0
+    graded = lifted.dataset.metadata["graded"]
+    assert "lift" in json.dumps(graded) and "lift" not in json.dumps(plain.dataset.metadata["graded"])
