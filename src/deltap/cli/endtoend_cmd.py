@@ -122,14 +122,13 @@ def endtoend_command(
     kinds = [r.strip() for r in retrievers.split(",") if r.strip()]
     corpus = load_corpus(corpus_path)
     cases = load_cases(cases_path, corpus=corpus, on_missing="skip")
-    with console.status(f"building the systems ({', '.join(kinds) or 'no retriever'}) over {len(corpus)} documents..."):
-        cases, systems, _ = mined_run_systems(
-            run_dir, cases, corpus, retrievers=kinds, runs=runs, controls=control_names, k=k, store=index, seed=seed
-        )
-    cases = cases[:limit] if limit is not None else cases
     if json_output and not plan:
         raise DeltapError("--json prints the plan: use it with --plan")
-    if plan:  # no solver call, nothing written
+    with console.status(f"building the systems ({', '.join(kinds) or 'no retriever'}) over {len(corpus)} documents..."):
+        cases, systems, _ = mined_run_systems(run_dir, cases, corpus, retrievers=kinds, runs=runs, controls=control_names,
+                                              k=k, store=index, seed=seed, plan_only=plan)  # fmt: skip
+    cases = cases[:limit] if limit is not None else cases
+    if plan:  # no solver or embedding call, nothing written
         from deltap.endtoend.plan import plan_from_options
 
         p = plan_from_options(cases, corpus, systems, cfg, settings, price_in=price_in, price_out=price_out,

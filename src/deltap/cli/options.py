@@ -120,8 +120,9 @@ Plan = Annotated[
     bool,
     typer.Option(
         "--plan",
-        help="Print the run's plan (calls, tokens, cost, time) and stop: no solver call, nothing written. Calls the "
-        "trial log already holds are subtracted.",
+        help="Print the run's plan (calls, tokens, cost, time) and stop: no solver or embedding call, nothing written. "
+        "Calls the trial log already holds are subtracted. A dense or hybrid retriever's candidates are estimated "
+        "(k per case at the corpus's mean length; the plan says so); bm25 is built in memory.",
     ),
 ]
 PlanJson = Annotated[bool, typer.Option("--json", help="--plan: print the plan as JSON on stdout.")]
@@ -133,7 +134,14 @@ Latency = Annotated[
     float | None,
     typer.Option("--latency", help="--plan: seconds per solver call (default: the local model's measured throughput)."),
 ]
-IndexOpt = Annotated[str | None, typer.Option("--index", help="Dense index folder or Qdrant URL (reused across runs).")]
+IndexOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--index",
+        help="Dense index folder or Qdrant URL built by `deltap index` (reused; brought up to date with the corpus). "
+        "One that does not exist is an error. Without it, dense/hybrid embed the corpus into a temporary index.",
+    ),
+]
 Limit = Annotated[int | None, typer.Option("--limit", help="Only the first N cases.")]
 
 

@@ -37,9 +37,11 @@ def mined_run_systems(
     k: int = EndToEndConfig.k,
     store: str | None = None,
     seed: int = 0,
+    plan_only: bool = False,
 ) -> tuple[list[Case], list[System], VerifiedDataset]:
     """The mined cases of ``run_dir`` among ``cases``, the systems and the mined dataset (``controls``: names of
-    :data:`~deltap.endtoend.systems.CONTROLS`, default every registered control).
+    :data:`~deltap.endtoend.systems.CONTROLS`, default every registered control). ``plan_only``: for a plan — no
+    embedding call, nothing written (:func:`~deltap.endtoend.systems.retriever_systems`).
 
     Raises:
         DeltapError: not a run directory, no case of ``cases`` mined there, an unknown control, no system.
@@ -55,7 +57,7 @@ def mined_run_systems(
     if not kept:
         raise DeltapError(f"no case given was mined in {run_dir}: pass the benchmark the run mined")
     systems = [
-        *retriever_systems(list(retrievers), kept, corpus, k, store=store, seed=seed),
+        *retriever_systems(list(retrievers), kept, corpus, k, store=store, seed=seed, plan_only=plan_only),
         *run_systems(list(runs), kept, corpus),
         *control_systems(controls, kept, dataset),
     ]

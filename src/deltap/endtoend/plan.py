@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from deltap.endtoend.config import EndToEndConfig
 from deltap.outcomes import outcome_kind
 from deltap.solvers.base import ReferenceTokens, is_deterministic, solver_id
-from deltap.trials.planning import Pace, cost_lines, plan_pace, time_lines
+from deltap.trials.planning import Pace, cost_lines, note_lines, plan_pace, time_lines
 from deltap.trials.tokens import answer_ceilings, answer_tokens, token_counter
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ class EndToEndPlan:
         out += time_lines(self.seconds(), self.pace)
         if self.skipped:
             out.append(f"skipped {len(self.skipped)} case(s): {next(iter(self.skipped.values()))}")
-        out += [f"note    {n}" for n in self.notes]
+        out += note_lines(self.notes)
         return out
 
 
@@ -249,6 +249,8 @@ def plan_end_to_end(
     )  # fmt: skip
     if deterministic:
         plan.notes.append("deterministic solver: one trial; a case's identical prompts share a call")
+    # a retriever that embeds: its lists are estimated (a plan makes no embedding call)
+    plan.notes += [n for n in dict.fromkeys(n for s in systems for n in s.estimated) if n not in plan.notes]
     return plan
 
 

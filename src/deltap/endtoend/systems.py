@@ -58,6 +58,8 @@ class System:
             retrievers and runs at ``k``; controls keep their whole list (``all`` is every candidate).
         cut: Whether the engine cuts the list at ``k``.
         source: Where the lists came from (for the manifest).
+        estimated: Lines saying why the lists are a plan's stand-in, not the retriever's (empty: they are real); a
+            plan prints them.
     """
 
     name: str
@@ -65,6 +67,7 @@ class System:
     ranking: Mapping[str, Sequence[str]] = field(default_factory=dict)
     cut: bool = True
     source: str = ""
+    estimated: tuple[str, ...] = ()
 
     def top(self, case_id: str, k: int) -> list[str]:
         """The document ids this system puts in the prompt of ``case_id``."""
@@ -138,23 +141,36 @@ def as_run(system: System, k: int) -> dict[str, dict[str, float]]:
 
 
 def retriever_systems(
-    kinds: Sequence[str], cases: Sequence[Case], corpus: Corpus, k: int, *, store: str | None = None, seed: int = 0
+    kinds: Sequence[str],
+    cases: Sequence[Case],
+    corpus: Corpus,
+    k: int,
+    *,
+    store: str | None = None,
+    seed: int = 0,
+    plan_only: bool = False,
 ) -> list[System]:
     """One system per retriever kind (a key of :data:`deltap.retrieval.registry.RETRIEVERS`): its top-``k`` for every
-    case query.
+    case query. ``plan_only``: no embedding call, nothing written — a kind that embeds gets estimated lists
+    (:func:`deltap.retrieval.standin.plan_retriever`; the system's ``estimated`` says so).
 
     Raises:
-        DeltapError: a kind that is not registered (before any retriever is built).
+        DeltapError: a kind that is not registered, or a ``store`` that holds no index (as ``deltap search`` says; a
+            kind that embeds is built on an existing index only) — before any retriever is built.
     """
     from deltap.retrieval import build_retriever
     from deltap.retrieval.base import Closeable, Releasable
-    from deltap.retrieval.registry import RETRIEVERS
+    from deltap.retrieval.factory import existing_index
+    from deltap.retrieval.standin import LengthStandIn, plan_retriever
 
     for kind in kinds:
-        RETRIEVERS.lookup(kind.lower().strip())
+        existing_index(kind, store)
     out = []
     for kind in kinds:
-        retriever = build_retriever(kind, corpus, store=store, seed=seed)
+        if plan_only:
+            retriever = plan_retriever(kind, corpus, store=store, seed=seed)
+        else:
+            retriever = build_retriever(kind, corpus, store=store, seed=seed)
         try:
             hits = retriever.search_batch([c.query for c in cases], k=k)
         finally:  # every top-k is read before the first solver call: the index is free for others during the run
@@ -163,7 +179,8 @@ def retriever_systems(
             elif isinstance(retriever, Releasable):
                 retriever.release()
         ranking = {c.case_id: [h.doc_id for h in row] for c, row in zip(cases, hits, strict=True)}
-        out.append(System(kind, "retriever", ranking, source=f"retriever {kind}"))
+        estimated = tuple(retriever.notes(k)) if isinstance(retriever, LengthStandIn) else ()
+        out.append(System(kind, "retriever", ranking, source=f"retriever {kind}", estimated=estimated))
     return out
 
 

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from deltap.mining.progress import short_count
 from deltap.outcomes import outcome_kind
 from deltap.solvers.base import ReferenceTokens, is_deterministic, solver_id
-from deltap.trials.planning import Pace, clock_text, cost_lines, plan_pace, time_lines
+from deltap.trials.planning import Pace, clock_text, cost_lines, note_lines, plan_pace, time_lines
 from deltap.trials.tokens import answer_ceilings, answer_tokens, token_counter
 
 if TYPE_CHECKING:
@@ -298,7 +298,7 @@ class RunPlan:
             expected_left, most_left = self.tokens_in(left=True)
             out.append(f"left    calls ≤{self.ceiling_left():,}, tokens in ~{expected_left:,} (≤{most_left:,})")
         out += time_lines(self.seconds(left=bool(resuming)), self.pace, " left" if resuming else "")
-        out += [f"note    {n}" for n in self.notes]
+        out += note_lines(self.notes)
         return out
 
 
@@ -427,12 +427,15 @@ def plan_mine(
     out: str | Path | None = None,
 ) -> RunPlan:
     """``deltap mine --plan``: draw each case's pool as the run would (gold, retrieved, placebo; fitted to the
-    solver's context window) and plan its calls with :func:`plan_calls`. No solver call, nothing written.
+    solver's context window) and plan its calls with :func:`plan_calls`. No solver call, nothing written. A
+    :class:`~deltap.retrieval.standin.LengthStandIn` retriever (what a plan uses for a retriever that embeds) gives
+    estimated candidates, and the plan's notes say so.
 
     With ``out`` (the run directory), a case the trial log already pooled keeps its stored pool (the run resumes
     with it) and the calls the log holds are subtracted (:func:`logged_in_run_dir`)."""
     from deltap.mining.pool import Pool, build_pool
     from deltap.mining.runner import fit_context
+    from deltap.retrieval.standin import LengthStandIn
 
     stored, logged = logged_in_run_dir(out) if out is not None else ({}, {})
     pools: dict[str, list[Document]] = {}
@@ -452,7 +455,10 @@ def plan_mine(
             )
             pool, _ = fit_context(pool, case, corpus, solver, cfg)  # a HostedModel has no window: kept whole
         pools[case.case_id] = [corpus[d] for d in pool.doc_ids if d in corpus]
-    return plan_calls(cases, pools, cfg, solver, prices=prices, latency=latency, rpm=rpm, logged=logged)
+    plan = plan_calls(cases, pools, cfg, solver, prices=prices, latency=latency, rpm=rpm, logged=logged)
+    if isinstance(retriever, LengthStandIn) and cfg.k > 0 and any(c.case_id not in stored for c in cases):
+        plan.notes += retriever.notes(cfg.k)
+    return plan
 
 
 def _ratio(spent: float | None, planned: float | None) -> float | None:

@@ -136,7 +136,8 @@ class RetrieverSettings:
     Args:
         kind: A key of :data:`deltap.retrieval.registry.RETRIEVERS` (:func:`deltap.retrieval.build_retriever`), or
             ``none``.
-        index: A dense index folder or Qdrant URL (reused across runs).
+        index: A dense index folder or Qdrant URL built by ``deltap index`` (reused across runs; the run brings it
+            up to date with the corpus). One that does not exist is refused, as ``deltap search`` refuses it.
         retriever: A retriever already built (the demo's); ``kind`` is then ignored.
     """
 
@@ -231,8 +232,11 @@ def prepare_run(
             ``workers`` takes ``executor.workers`` in-process.
         out: The run directory (``None``: in memory). A run directory another process is mining is refused at
             once, before the corpus is read.
-        plan_only: Only a plan is wanted: a hosted solver that cannot be built here (no key) is replaced by a
-            stand-in with its id and answer ceilings, and no executor is started.
+        plan_only: Only a plan is wanted: no model or embedding call, nothing written. A hosted solver that cannot
+            be built here (no key) is replaced by a stand-in with its id and answer ceilings, no executor is started,
+            and a retriever that embeds (``dense``, ``hybrid``) is replaced by a stand-in whose candidates are
+            estimated at the corpus's mean length (:func:`deltap.retrieval.standin.plan_retriever`; the plan says so).
+            The local model is loaded (its tokenizer counts the prompts exactly) but never asked.
         status: ``status(message)`` → a context manager shown while a slow step runs (the CLI's spinner).
 
     Raises:
@@ -251,11 +255,20 @@ def prepare_run(
     solver.check()
     if run_dir is not None:
         TrialLog.check_unlocked(run_dir.trials)  # a second run on this directory stops here, at once
+    wanted = retriever.retriever is None and retriever.kind != "none" and config.k > 0
+    if wanted:
+        from deltap.retrieval.factory import existing_index
+
+        existing_index(retriever.kind, retriever.index)  # a mistyped --index stops here, as `deltap search` does
     loaded, corpus, notes = cases.load()
     if any(checker_kind(c.checker.kind).sandboxed for c in loaded):
         notes += _sandbox_gaps()
     built = retriever.retriever
-    if built is None and retriever.kind != "none" and config.k > 0:
+    if wanted and plan_only:  # no embedding call, nothing written: a retriever that embeds is estimated
+        from deltap.retrieval.standin import plan_retriever
+
+        built = plan_retriever(retriever.kind, corpus, store=retriever.index, seed=config.seed)
+    elif wanted:
         from deltap.retrieval import build_retriever
 
         with (status or _quiet)(f"building the {retriever.kind} retriever over {len(corpus)} documents..."):

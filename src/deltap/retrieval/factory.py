@@ -22,9 +22,9 @@ from typing import Any, Literal
 from deltap.documents import Corpus
 from deltap.errors import DeltapError
 from deltap.retrieval.base import Retriever
-from deltap.retrieval.stores import EdgeStore, QdrantClientStore, VectorStore
+from deltap.retrieval.stores import EdgeStore, IndexInfo, QdrantClientStore, VectorStore
 
-__all__ = ["DEFAULT_COLLECTION", "build_retriever", "open_index", "open_store"]
+__all__ = ["DEFAULT_COLLECTION", "build_retriever", "check_index", "existing_index", "open_index", "open_store"]
 
 DEFAULT_COLLECTION = "deltap"
 Backend = Literal["edge", "qdrant-local"]
@@ -130,9 +130,7 @@ def open_index(
 
     vs = open_store(store, collection, url=url, api_key=api_key)
     try:
-        info = vs.read_info()
-        if info is None:
-            raise DeltapError(f"no deltap index at {vs.location}; build it with `deltap index`")
+        info = _index_info(vs)
         model = load_embedder(embedder if embedder is not None else info.embedder)
         retriever = DenseRetriever(vs, model, exact=exact, allow_incomplete=allow_incomplete)
     except BaseException:
@@ -140,6 +138,45 @@ def open_index(
         raise
     weakref.finalize(retriever, vs.close)
     return retriever
+
+
+def _index_info(vs: VectorStore) -> IndexInfo:
+    info = vs.read_info()
+    if info is None:
+        raise DeltapError(f"no deltap index at {vs.location}; build it with `deltap index`")
+    return info
+
+
+def check_index(store: str | Path, collection: str | None = None, *, api_key: str | None = None) -> IndexInfo:
+    """What the index at ``store`` was built with (:class:`~deltap.retrieval.stores.IndexInfo`), read without
+    embedding, writing or locking anything (an embedded store's description file is read; a server is asked).
+
+    Raises:
+        DeltapError: the one-line errors of ``deltap search`` (:func:`open_index`): ``index not found: PATH does not
+            exist; build it with `deltap index CORPUS --store PATH```, a folder without a deltap index, a server that
+            does not answer.
+    """
+    vs = open_store(store, collection, api_key=api_key)
+    try:
+        return _index_info(vs)
+    finally:
+        vs.close()
+
+
+def existing_index(kind: str, store: str | Path | None) -> IndexInfo | None:
+    """The index ``--index`` names for a retriever ``kind`` that embeds into one (``uses_index`` in the registry), read
+    by :func:`check_index`; ``None`` when no store is given or the kind uses none. ``deltap mine`` and ``deltap
+    endtoend`` call it before anything else: a mistyped ``--index`` is refused as ``deltap search`` refuses it, never
+    silently built anew (``deltap index`` builds an index).
+
+    Raises:
+        DeltapError: an unknown kind, or see :func:`check_index`.
+    """
+    from deltap.retrieval.registry import RETRIEVERS
+
+    if store is None or kind == "none" or not RETRIEVERS.lookup(kind.lower().strip()).uses_index:
+        return None
+    return check_index(store)
 
 
 def _release(vs: VectorStore, tmp: str | None) -> None:

@@ -17,6 +17,8 @@ from deltap._ticker import clock_text
 from deltap.errors import DeltapError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from deltap.trials.prices import Prices
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "clock_text",
     "cost_lines",
     "local_latency",
+    "note_lines",
     "plan_pace",
     "time_lines",
     "time_range",
@@ -152,4 +155,16 @@ def time_lines(secs: tuple[float, float] | None, pace: Pace, what: str = "") -> 
     out = [f"time    {clock_text(secs[0])}–{clock_text(secs[1])}{what} ({rate}{pace.workers} worker(s){limit})"]
     if pace.source:
         out.append(f"        latency: {pace.source}")
+    return out
+
+
+def note_lines(notes: Sequence[str], width: int = 80) -> list[str]:
+    """A plan's notes, each ``note    …`` wrapped at ``width`` columns (continued under its text)."""
+    import textwrap
+
+    out: list[str] = []
+    for note in notes:
+        out += textwrap.wrap(
+            note, width, initial_indent="note    ", subsequent_indent="        ", break_on_hyphens=False
+        )
     return out
