@@ -53,6 +53,7 @@ __all__ = [
     "graded_call",
     "candidate_verdict",
     "dataset_graded_gains",
+    "finite_number",
     "dataset_graded_qrels",
     "dataset_qrels",
     "dataset_qrels_records",
@@ -75,7 +76,7 @@ _FROM_EMPIRICAL = {"YES": "relevant", "NO": "irrelevant", "HARMFUL": "harmful", 
 # --- reading one value ------------------------------------------------------------------------------------------
 
 
-def _num(value: Any) -> float | None:
+def finite_number(value: Any) -> float | None:
     """A finite float, or ``None`` for anything absent or not a finite number (``nan`` is "no estimate")."""
     if value is None or isinstance(value, bool):
         return None
@@ -87,7 +88,7 @@ def _num(value: Any) -> float | None:
 
 
 def _int(value: Any) -> int | None:
-    out = _num(value)
+    out = finite_number(value)
     return None if out is None else int(out)
 
 
@@ -159,7 +160,7 @@ def _read(reader: Callable[[Mapping[str, Any]], Any], *, default: Any = ..., def
 
 
 def _number(key: str) -> Callable[[Mapping[str, Any]], float | None]:
-    return lambda raw: _num(raw.get(key))
+    return lambda raw: finite_number(raw.get(key))
 
 
 def _count(key: str) -> Callable[[Mapping[str, Any]], int | None]:
@@ -171,7 +172,7 @@ def _regression(key: str) -> Callable[[Mapping[str, Any]], float | None]:
 
     def read(raw: Mapping[str, Any]) -> float | None:
         reg = raw.get("regression_effect")
-        return _num(reg.get(key)) if isinstance(reg, Mapping) else None
+        return finite_number(reg.get(key)) if isinstance(reg, Mapping) else None
 
     return read
 
@@ -201,8 +202,8 @@ class GradedUtility:
     rate and the grade it maps to (``graded: {<label set>: {utility, ci: [lo, hi], lfsr, grade}}``)."""
 
     utility: float | None = _read(_number("utility"), default=None)
-    ci_low: float | None = _read(lambda r: _num(_pair_of(r.get("ci"))[0]), default=None)
-    ci_high: float | None = _read(lambda r: _num(_pair_of(r.get("ci"))[1]), default=None)
+    ci_low: float | None = _read(lambda r: finite_number(_pair_of(r.get("ci"))[0]), default=None)
+    ci_high: float | None = _read(lambda r: finite_number(_pair_of(r.get("ci"))[1]), default=None)
     lfsr: float | None = _read(_number("lfsr"), default=None)
     grade: int | None = _read(_count("grade"), default=None)
 
@@ -224,7 +225,12 @@ def _graded(raw: Mapping[str, Any]) -> Mapping[str, GradedUtility] | None:
 def _verdict_interval(value: Any) -> tuple[float | None, float | None, float | None, str] | None:
     if not isinstance(value, Mapping):
         return None
-    return _num(value.get("low")), _num(value.get("high")), _num(value.get("level")), str(value.get("rests_on") or "")
+    return (
+        finite_number(value.get("low")),
+        finite_number(value.get("high")),
+        finite_number(value.get("level")),
+        str(value.get("rests_on") or ""),
+    )
 
 
 def _verdict(raw: Mapping[str, Any]) -> str:
@@ -364,10 +370,10 @@ class CaseRecord:
     coalition: tuple[str, ...] | None = _read(_coalition)
     status: str = _read(lambda raw: str(_metadata(raw).get("status") or "mined"), default="mined")
     trials: int | None = _read(_meta("trials", _int), default=None)
-    base_success_rate: float | None = _read(_meta("base_success_rate", _num), default=None)
-    placebo_false_positive_rate: float | None = _read(_meta("placebo_false_positive_rate", _num), default=None)
+    base_success_rate: float | None = _read(_meta("base_success_rate", finite_number), default=None)
+    placebo_false_positive_rate: float | None = _read(_meta("placebo_false_positive_rate", finite_number), default=None)
     calls: int | None = _read(_meta("calls", _int), default=None)
-    wall_seconds: float | None = _read(_meta("wall_seconds", _num), default=None)
+    wall_seconds: float | None = _read(_meta("wall_seconds", finite_number), default=None)
     coalitions: tuple[tuple[str, ...], ...] = _read(_coalitions, default=())  # as written (``coalitions:``)
     metadata: Mapping[str, Any] = _read(_metadata, default_factory=dict)
 
@@ -605,7 +611,7 @@ def dataset_signed_gains(
         measured: dict[frozenset[str], float] = {}
         for check in case.metadata.get("coalition_check") or []:
             if isinstance(check, Mapping) and check.get("verified") and check.get("docs"):
-                cm, nm = _num(check.get("coalition_mean")), _num(check.get("none_mean"))
+                cm, nm = finite_number(check.get("coalition_mean")), finite_number(check.get("none_mean"))
                 if cm is not None and nm is not None and cm > nm:
                     measured[frozenset(str(d) for d in check["docs"])] = cm - nm
         out: list[tuple[frozenset[str], float]] = []

@@ -195,15 +195,7 @@ def load_judgements(path: str | Path, split: str = "test", labels: str = "verdic
         docs, coalition_values, unknown = dataset_signed_gains(dataset)
         unit = outcome_kind(dataset.outcome).unit
         out.gains = SignedGains(docs, coalition_values, tuple(unknown), unit)
-        for case in dataset.cases:
-            if case.query:
-                out.queries[case.case_id] = case.query
-            coal = [frozenset(c) for c in case.winning_coalitions]  # every winning coalition
-            if coal:
-                out.coalitions[case.case_id] = coal
-            bad = {c.doc_id for c in case.candidates if c.verdict == "harmful"}
-            if bad:
-                out.harmful[case.case_id] = bad
+        _case_extras(out, dataset)
     return out
 
 
@@ -229,13 +221,19 @@ def _graded_judgements(path: Path, labels: str) -> Judgements:
     unit = outcome_kind(dataset.outcome).unit
     out = Judgements(qrels=qrels, source=str(source))
     out.gains = SignedGains(dataset_graded_gains(dataset, prior), coalition_values, (), unit)
+    _case_extras(out, dataset)
+    return out
+
+
+def _case_extras(out: Judgements, dataset: Any) -> None:
+    """A verified dataset's questions, winning coalitions and proven distractors (harmful verdicts: graded labels do not
+    prove) into ``out``."""
     for case in dataset.cases:
         if case.query:
             out.queries[case.case_id] = case.query
         coal = [frozenset(c) for c in case.winning_coalitions]  # every winning coalition
         if coal:
             out.coalitions[case.case_id] = coal
-        bad = {c.doc_id for c in case.candidates if c.verdict == "harmful"}  # proven only (graded labels do not prove)
+        bad = {c.doc_id for c in case.candidates if c.verdict == "harmful"}
         if bad:
             out.harmful[case.case_id] = bad
-    return out

@@ -19,7 +19,6 @@ are absent or not numeric are ``None``, never a made-up 0.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from deltap.dataset import CandidateRecord, CaseRecord
+from deltap.dataset import finite_number as _num
 from deltap.errors import DeltapError
 from deltap.outcomes import OUTCOMES, PASS, OutcomeKind
 from deltap.run_layout import RunDir
@@ -44,17 +44,6 @@ __all__ = [
 
 #: the verdict words in the order the report lists them
 VERDICTS = ("relevant", "harmful", "irrelevant", "undecided")
-
-
-def _num(value: Any) -> float | None:
-    """A finite float, or ``None`` for anything absent or not a finite number."""
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return out if math.isfinite(out) else None
 
 
 def _int(value: Any) -> int | None:
