@@ -165,6 +165,11 @@ def note_lines(notes: Sequence[str], width: int = 80) -> list[str]:
     out: list[str] = []
     for note in notes:
         out += textwrap.wrap(
-            note, width, initial_indent="note    ", subsequent_indent="        ", break_on_hyphens=False
+            note,
+            width,
+            initial_indent="note    ",
+            subsequent_indent="        ",
+            break_on_hyphens=False,
+            break_long_words=False,
         )
     return out

@@ -166,7 +166,11 @@ def test_a_spec_that_builds_another_solver_is_refused() -> None:
 def test_one_limiter_actor_paces_every_replica() -> None:
     """Two replicas call one OpenAI-compatible endpoint that allows 600 requests/min (a provider-style bucket of 2):
     they share one limiter actor, so none of the 56 calls is refused, and they cannot take less than 5 s (10 a
-    second); two private limiters would send twice as fast and be refused."""
+    second); two private limiters would send twice as fast and be refused about every other call.
+
+    On a loaded machine a paced request can reach the server late and land beside the next one (twice in two
+    ci-local runs with a model job beside them: one and two refusals, each retried): up to 3 refusals are jitter,
+    not a second limiter."""
     from tests.fake_openai import FakeOpenAIServer
 
     with FakeOpenAIServer(requests_per_minute=600) as server:
@@ -175,7 +179,7 @@ def test_one_limiter_actor_paces_every_replica() -> None:
         cases, corpus, _ = job(4)
         result = mine(cases, corpus, spec.build(), config=CFG, executor=executor, cases_in_flight=2)
     assert result.run["cases_by_status"] == {"unsolvable": 4}  # 2 preflight + 12 confirming calls each
-    assert server.refused == [] and len(server.accepted) == 56
+    assert len(server.refused) <= 3 and len(server.accepted) == 56  # every refused call retried and answered
     assert server.accepted[-1] - server.accepted[0] >= 5.0
 
 
