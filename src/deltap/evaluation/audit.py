@@ -29,7 +29,7 @@ from deltap.dataset import VERDICTS, VerifiedDataset, read_dataset
 from deltap.errors import DeltapError
 from deltap.run_layout import RunDir
 
-__all__ = ["AUDIT_COLUMNS", "QrelsAudit", "QuestionAudit", "audit_qrels"]
+__all__ = ["AUDIT_COLUMNS", "AUDIT_HEADINGS", "QrelsAudit", "QuestionAudit", "audit_qrels"]
 
 #: Columns of the audit table and CSV, in order (``query_id`` first).
 AUDIT_COLUMNS = (
@@ -43,6 +43,19 @@ AUDIT_COLUMNS = (
     "found_relevant_outside_gold",
     "found_harmful_outside_gold",
     "gold_undecided_likely_helps",
+)
+#: the same columns as a reader's table headings (the text table, the report's HTML and Markdown)
+AUDIT_HEADINGS = (
+    "question",
+    "gold",
+    "relevant",
+    "irrelevant",
+    "harmful",
+    "undecided",
+    "not tried",
+    "+relevant",
+    "+harmful",
+    "likely helps",
 )
 
 
@@ -184,24 +197,12 @@ class QrelsAudit:
         """Aligned text with the summary below it."""
         from deltap.evaluation._render import to_text
 
-        header = [
-            "question",
-            "gold",
-            "relevant",
-            "irrelevant",
-            "harmful",
-            "undecided",
-            "not tried",
-            "+relevant",
-            "+harmful",
-            "likely helps",
-        ]
         body = [[str(c) for c in row] for row in self.rows()]
         legend = (
             "+relevant / +harmful: documents outside the gold found relevant (missing judgements) / harmful; likely "
             "helps: undecided gold documents whose graded label likely helps."
         )
-        return f"{to_text(header, body)}\n{legend}\n{self.summary()}"
+        return f"{to_text(list(AUDIT_HEADINGS), body)}\n{legend}\n{self.summary()}"
 
     def write(self, out_dir: str | Path) -> dict[str, Path]:
         """Write ``audit.csv`` and ``audit.json`` under ``out_dir``; returns their paths."""

@@ -8,24 +8,12 @@ from __future__ import annotations
 
 from html import escape
 
-from deltap.evaluation.audit import QrelsAudit, audit_qrels
+from deltap.evaluation.audit import AUDIT_HEADINGS, QrelsAudit, audit_qrels
 from deltap.report.run_data import RunData
 from deltap.run_layout import RunDir
 
 __all__ = ["audit_html", "audit_markdown"]
 
-_HEADER = (
-    "question",
-    "gold",
-    "relevant",
-    "irrelevant",
-    "harmful",
-    "undecided",
-    "not tried",
-    "+relevant",
-    "+harmful",
-    "likely helps",
-)
 _LEGEND = (
     "Gold: the benchmark's own judgements, split by the verdict mining reached. Not tried: gold documents absent "
     "from the corpus. +relevant / +harmful: documents outside the gold found relevant (judgements the benchmark's "
@@ -49,7 +37,7 @@ def audit_html(data: RunData) -> str:
         out.append(f'<p class="na">Qrels audit not available: {escape(why)}</p></section>')
         return "".join(out)
     out.append(f"<p>{escape(audit.summary())}</p>")
-    out.append("<table><tr>" + "".join(f"<th>{escape(h)}</th>" for h in _HEADER) + "</tr>")
+    out.append("<table><tr>" + "".join(f"<th>{escape(h)}</th>" for h in AUDIT_HEADINGS) + "</tr>")
     for row in audit.rows():
         cells = "".join(f"<td>{escape(str(c))}</td>" for c in row)
         out.append(f'<tr style="font-weight:600">{cells}</tr>' if row[0] == "TOTAL" else f"<tr>{cells}</tr>")
@@ -71,7 +59,7 @@ def audit_markdown(data: RunData) -> list[str]:
     lines = ["## Qrels audit"]
     if audit is None:
         return [*lines, f"Qrels audit not available: {why}", ""]
-    lines += [audit.summary(), "", "| " + " | ".join(_HEADER) + " |", "|---" * len(_HEADER) + "|"]
+    lines += [audit.summary(), "", "| " + " | ".join(AUDIT_HEADINGS) + " |", "|---" * len(AUDIT_HEADINGS) + "|"]
     for row in audit.rows():
         cells = [str(c).replace("|", "\\|") for c in row]
         if row[0] == "TOTAL":
