@@ -94,7 +94,7 @@ class RunArrays:
         """Document ids of ``rows`` (a zero-copy slice when they are consecutive, as a query's rows are)."""
         if len(rows) and int(rows[-1]) - int(rows[0]) == len(rows) - 1 and bool((np.diff(rows) == 1).all()):
             return self.docs.slice(int(rows[0]), len(rows)).to_pylist()
-        return self.docs.take(_int64_array(rows)).to_pylist()
+        return _take(self.docs, rows).to_pylist()
 
 
 # ``pa.array`` is avoided throughout: its first call imports pandas when installed (half a second here) to check
@@ -107,6 +107,33 @@ def _int64_array(values: Any) -> Any:
 
     data = np.ascontiguousarray(values, dtype=np.int64)
     return pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])
+
+
+def _take(values: Any, rows: np.ndarray) -> Any:
+    """``values[rows]`` as one Arrow array, for an Arrow (chunked) array and some row numbers, taken chunk by chunk:
+    ``ChunkedArray.take`` concatenates every chunk first (measured 0.38 s for 7,500 rows of a 10M-line run's
+    doc ids, against milliseconds here)."""
+    import pyarrow as pa
+
+    rows = np.asarray(rows, dtype=np.int64)
+    if not isinstance(values, pa.ChunkedArray):
+        return values.take(_int64_array(rows))
+    bounds = np.cumsum([0] + [len(c) for c in values.chunks], dtype=np.int64)
+    which = np.searchsorted(bounds, rows, side="right") - 1
+    order = np.argsort(which, kind="stable")
+    grouped, chunk_of = rows[order], which[order]
+    cuts = np.flatnonzero(np.diff(chunk_of)) + 1
+    parts = [
+        values.chunk(int(chunk_of[a])).take(_int64_array(grouped[a:b] - bounds[chunk_of[a]]))
+        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(rows)], strict=True)
+        if b > a
+    ]
+    if not parts:
+        return values.slice(0, 0).combine_chunks()
+    taken = pa.concat_arrays(parts)
+    inverse = np.empty(len(rows), dtype=np.int64)
+    inverse[order] = np.arange(len(rows), dtype=np.int64)
+    return taken.take(_int64_array(inverse))
 
 
 def _numpy(values: Any, dtype: Any) -> np.ndarray:
@@ -570,7 +597,7 @@ def rank_from_arrays(
         if not (run.exact_keys and target_exact) and len(found):  # confirm matches on the strings (fingerprints)
             import pyarrow.compute as pc
 
-            matched = run.docs.take(_int64_array(row_of(offsets[q_arr[found]] + pos[found])))
+            matched = _take(run.docs, row_of(offsets[q_arr[found]] + pos[found]))
             wrong = found[~_numpy(pc.equal(matched, _string_array([docs[i] for i in found.tolist()])), bool)]
             for i in wrong.tolist():
                 q = int(q_arr[i])
