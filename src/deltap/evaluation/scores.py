@@ -33,6 +33,8 @@ from deltap.evaluation.ranking import (
 )
 from deltap.evaluation.settings import EvaluationSettings, merge_settings
 from deltap.evaluation.stats import bootstrap_ci
+from deltap.frames import is_dataframe, qrels_from_dataframe  # light (pandas only when a frame is built): imported
+# here, not in evaluate(), whose first call would compile it
 
 if TYPE_CHECKING:
     from deltap.judgements import SignedGains
@@ -46,8 +48,6 @@ Coalitions = Mapping[str, Sequence[Collection[str]]]
 
 def load_qrels_like(qrels: QrelsLike) -> Mapping[str, Mapping[str, int]]:
     """Qrels dict as given, or loaded from a path with :func:`deltap.judgements.load_qrels` (any supported format)."""
-    from deltap.frames import is_dataframe, qrels_from_dataframe
-
     if is_dataframe(qrels):
         return qrels_from_dataframe(qrels)
     if isinstance(qrels, str | Path):
@@ -61,8 +61,6 @@ def load_qrels_like(qrels: QrelsLike) -> Mapping[str, Mapping[str, int]]:
 
 def load_run_like(run: RunLike) -> Mapping[str, Mapping[str, float]]:
     """Run dict as given, or loaded from a TREC run / JSON file or a DataFrame with :func:`deltap.qrels.load_run`."""
-    from deltap.frames import is_dataframe
-
     if isinstance(run, str | Path) or is_dataframe(run):
         from deltap.qrels import load_run
 
