@@ -33,8 +33,7 @@ from deltap.evaluation.ranking import (
 )
 from deltap.evaluation.settings import EvaluationSettings, merge_settings
 from deltap.evaluation.stats import bootstrap_ci
-from deltap.frames import is_dataframe, qrels_from_dataframe  # light (pandas only when a frame is built): imported
-# here, not in evaluate(), whose first call would compile it
+from deltap.frames import is_dataframe, qrels_from_dataframe
 
 if TYPE_CHECKING:
     from deltap.judgements import SignedGains
