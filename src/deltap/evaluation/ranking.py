@@ -187,12 +187,14 @@ class QrelsColumns:
         counts: ``(Q,)`` judged documents per query.
         docs: Every judged document id, query by query.
         grades: Their grades, as given (checked by :func:`validate_qrels`).
+        str_docs: Whether every doc id is a ``str`` (``None``: not counted yet).
     """
 
     query_ids: list[str]
     counts: np.ndarray
     docs: list[str]
     grades: list[Any]
+    str_docs: bool | None = None
 
     @classmethod
     def of(cls, qrels: Mapping[str, Mapping[str, int]]) -> QrelsColumns | None:
@@ -202,7 +204,15 @@ class QrelsColumns:
             return None
         counts = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
         grades = list(chain.from_iterable(map(_DICT_VALUES, rows)))
-        return cls(list(qrels), counts, list(chain.from_iterable(rows)), grades)
+        # the doc ids' types are counted block by block as the list grows, while the id objects are in cache (each
+        # pass over half a million ids scattered in memory costs ~50 ms of cache misses)
+        docs: list[str] = []
+        n_str = 0
+        for a in range(0, len(rows), _ROW_BLOCK):
+            block = list(chain.from_iterable(rows[a : a + _ROW_BLOCK]))
+            n_str += operator.countOf(map(type, block), str)
+            docs += block
+        return cls(list(qrels), counts, docs, grades, n_str == len(docs))
 
     @cached_property
     def grade_array(self) -> np.ndarray:
@@ -265,7 +275,8 @@ def validate_qrels(
     cols = columns if columns is not None else QrelsColumns.of(qrels)
     if cols is not None:  # fast path: C-level counts of exact types, one min
         n = len(cols.grades)
-        if operator.countOf(map(type, cols.grades), int) == n == operator.countOf(map(type, cols.docs), str):
+        str_docs = cols.str_docs if cols.str_docs is not None else operator.countOf(map(type, cols.docs), str) == n
+        if operator.countOf(map(type, cols.grades), int) == n and str_docs:
             if min(cols.grades, default=0) >= 0:
                 return
     bad: list[str] = []
@@ -584,13 +595,16 @@ def _ranks_by_block(
     rows: Sequence[Mapping[str, float]],
     query_ids: Sequence[str],
     run_name: str,
-    t_query: np.ndarray,
-    t_doc: Sequence[str],
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(documents retrieved per query, rank of each target)``: the run rows converted ``_ROW_BLOCK`` at a time
-    (each block's targets, query index ``t_query`` sorted and doc id ``t_doc``, looked up while its dicts are in
-    cache) into a buffer reused for every ``_RANK_BLOCKS`` blocks, which are then ranked together. No run-sized
-    array is made (fresh memory faults in slowly).
+    p_query: np.ndarray,
+    p_doc: Sequence[str],
+    keep: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """``(documents retrieved per query, rank of each target, the targets' doc ids)``: the run rows converted
+    ``_ROW_BLOCK`` at a time (each block's targets looked up while its dicts are in cache) into a buffer reused for
+    every ``_RANK_BLOCKS`` blocks, which are then ranked together. No run-sized array is made (fresh memory faults
+    in slowly). The targets are the pairs (query index ``p_query``, sorted, and doc id ``p_doc``) where ``keep``
+    holds (all when ``None``); their ids are picked block by block, so each id object is fetched from memory once
+    for the pick and the lookup.
 
     Raises:
         DeltapError: a score that is not a number, or NaN / infinite, with the messages of :func:`_run_scores`.
@@ -601,10 +615,17 @@ def _ranks_by_block(
     np.cumsum(lens, out=offsets[1:])
     values_of = _values_of(rows)
     get: Callable[[Any, str, float], Any] = dict.get if values_of is _DICT_VALUES else _mapping_get
+    t_query = p_query if keep is None else p_query[keep]
     per_query = np.bincount(t_query, minlength=n) if len(t_query) else np.zeros(n, dtype=np.int64)
     t_start = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(per_query, out=t_start[1:])
-    rank = np.full(len(t_doc), NOT_RETRIEVED, dtype=np.int64)
+    p_start = t_start
+    if keep is not None:
+        p_start = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(p_query, minlength=n) if len(p_query) else np.zeros(n, dtype=np.int64), out=p_start[1:])
+    picks = keep.tolist() if keep is not None else None
+    t_doc: list[str] = []
+    rank = np.full(len(t_query), NOT_RETRIEVED, dtype=np.int64)
     cuts = np.append(np.arange(0, n, _ROW_BLOCK * _RANK_BLOCKS), n)
     buffer = np.empty(int(np.diff(offsets[cuts]).max(initial=0)), dtype=np.float64)
     t_buffer = np.empty(int(np.diff(t_start[cuts]).max(initial=0)), dtype=np.float64)
@@ -616,17 +637,19 @@ def _ranks_by_block(
             block, tc, td = rows[c:d], int(t_start[c]), int(t_start[d])
             out = buffer[int(offsets[c]) - lo : int(offsets[d]) - lo]
             _block_scores(block, values_of, out, rows, query_ids, run_name)
+            docs = p_doc[int(p_start[c]) : int(p_start[d])]
+            t_doc += docs if picks is None else compress(docs, picks[int(p_start[c]) : int(p_start[d])])
             holders = chain.from_iterable(map(repeat, block, per_query[c:d].tolist()))
             found = map(get, holders, t_doc[tc:td], repeat(nan))
             t_buffer[tc - ta : td - ta] = np.fromiter(found, dtype=np.float64, count=td - tc)
         scores = buffer[: int(offsets[b]) - lo]
         if not bool(np.isfinite(scores).all()):
-            _run_scores(rows, query_ids, run_name, t_query, t_doc)  # raises: names the run's bad scores, in order
+            _run_scores(rows, query_ids, run_name, p_query, p_doc)  # raises: names the run's bad scores, in order
         if tb > ta:
             local = offsets[a : b + 1] - lo
             names = partial(_row_names, rows[a:b], local)
             rank[ta:tb] = _ranks(scores, local, t_query[ta:tb] - a, t_buffer[: tb - ta], t_doc[ta:tb], names)
-    return lens, rank
+    return lens, rank, t_doc
 
 
 def _row_names(rows: Sequence[Mapping[str, float]], offsets: np.ndarray, positions: np.ndarray) -> list[str]:
@@ -738,11 +761,12 @@ def rank_from_dicts(
     empty: Mapping[str, float] = {}
     rows = list(map(run.get, query_ids, repeat(empty)))
     if not coalitions and gains is None:  # every target known up front: ranked block by block, no run-sized array
-        j_q, j_doc, j_grade = judged_pairs(qrels, query_ids, relevant_only=not judged, columns=columns)
-        n_retrieved, j_rank = _ranks_by_block(rows, query_ids, run_name, j_q, j_doc)
-        if not judged:
-            return _ranking(query_ids, n_retrieved, j_q, j_doc, j_grade, j_rank)
+        j_q, j_doc, j_grade = judged_pairs(qrels, query_ids, relevant_only=False, columns=columns)
         keep = j_grade > 0
+        if not judged:  # the relevant pairs' ids are picked block by block, just before they are looked up
+            n_retrieved, t_rank, t_doc = _ranks_by_block(rows, query_ids, run_name, j_q, j_doc, keep)
+            return _ranking(query_ids, n_retrieved, j_q[keep], t_doc, j_grade[keep], t_rank)
+        n_retrieved, j_rank, _ = _ranks_by_block(rows, query_ids, run_name, j_q, j_doc)
         return _ranking(
             query_ids,
             n_retrieved,
