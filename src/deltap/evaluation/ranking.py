@@ -55,6 +55,7 @@ EMPTY_QUERY_RULE = (
 __all__ = [
     "EMPTY_QUERY_RULE",
     "NOT_RETRIEVED",
+    "DeferredIds",
     "EvaluationWarning",
     "MissingPolicy",
     "JudgedRanks",
@@ -137,6 +138,37 @@ class JudgedRanks:
 
 
 @dataclass(frozen=True)
+class DeferredIds:
+    """Doc ids a :class:`Ranking` builds on first read: ``ids`` taken in ``order``."""
+
+    ids: Sequence[str]
+    order: np.ndarray
+
+    def build(self) -> tuple[str, ...]:
+        return tuple(map(self.ids.__getitem__, self.order.tolist()))
+
+
+class _DocIds:
+    """The ``doc_ids`` field of :class:`Ranking`: a tuple, given as one or as :class:`DeferredIds`, built on first
+    read. Building it touches every id object once more (a cache miss each, ~60 ms for 375,000 ids scattered in
+    memory), which only failure analysis needs; the metrics never read it."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, obj: object, owner: type | None = None) -> tuple[str, ...]:
+        if obj is None:
+            raise AttributeError(self.slot[1:])  # no class-level default: the dataclass field stays required
+        value = obj.__dict__[self.slot]
+        if isinstance(value, DeferredIds):
+            value = obj.__dict__[self.slot] = value.build()
+        return value
+
+    def __set__(self, obj: object, value: tuple[str, ...] | DeferredIds) -> None:
+        obj.__dict__[self.slot] = value
+
+
+@dataclass(frozen=True)
 class Ranking:
     """Ranks of the judged-relevant documents of every evaluated query.
 
@@ -146,7 +178,8 @@ class Ranking:
         query: ``(T,)`` query index of each judged pair with grade > 0, sorted by (query, rank, doc id desc).
         rank: ``(T,)`` 1-based rank in the run, ``NOT_RETRIEVED`` when the run does not contain the document.
         grade: ``(T,)`` relevance grade (> 0).
-        doc_ids: ``(T,)`` document ids (for failure analysis and debugging).
+        doc_ids: ``(T,)`` document ids (for failure analysis and debugging; may be given as :class:`DeferredIds`,
+            built on first read).
         coalitions: Member ranks of recorded winning coalitions, when any were given.
         signed: Ranks of the documents with a signed gain, when signed gains were given (``signed_utility``).
         judged: Ranks of every judged document, when asked for (``judged@K``).
@@ -157,7 +190,7 @@ class Ranking:
     query: np.ndarray
     rank: np.ndarray
     grade: np.ndarray
-    doc_ids: tuple[str, ...]
+    doc_ids: _DocIds = _DocIds()
     coalitions: CoalitionRanks | None = None
     signed: SignedRanks | None = None
     judged: JudgedRanks | None = None
@@ -865,7 +898,7 @@ def _ranking(
         query=tq[order],
         rank=rank[order],
         grade=tg[order],
-        doc_ids=tuple(map(t_doc.__getitem__, order.tolist())),
+        doc_ids=DeferredIds(t_doc, order),
         coalitions=coalitions,
         signed=signed,
         judged=judged,

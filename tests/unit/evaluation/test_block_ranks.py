@@ -162,3 +162,12 @@ def test_take_goes_chunk_by_chunk_and_keeps_the_order() -> None:
     for rows in (np.array([8, 0, 3, 7, 3, 2]), rng.integers(0, len(flat), 40), np.array([], dtype=np.int64)):
         assert _take(values, rows).to_pylist() == [flat[i] for i in rows.tolist()]
     assert _take(pa.array(["x", "y"]), np.array([1, 0])).to_pylist() == ["y", "x"]
+
+
+def test_doc_ids_are_built_on_first_read_and_kept() -> None:
+    qrels = {"q": {"a": 1, "b": 2, "z": 1}, "r": {"c": 3}}
+    r = rank_from_dicts(qrels, {"q": {"a": 1.0, "b": 2.0}, "r": {"c": 0.0}}, list(qrels))
+    assert isinstance(r.__dict__["_doc_ids"], rk.DeferredIds)  # the metrics never pay for the tuple
+    assert r.doc_ids == ("b", "a", "z", "c") and r.doc_ids is r.doc_ids
+    given = rk.Ranking(("q",), np.zeros(1), np.zeros(0), np.zeros(0), np.zeros(0), ("x",))
+    assert given.doc_ids == ("x",)
