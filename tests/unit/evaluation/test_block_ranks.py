@@ -171,3 +171,14 @@ def test_doc_ids_are_built_on_first_read_and_kept() -> None:
     assert r.doc_ids == ("b", "a", "z", "c") and r.doc_ids is r.doc_ids
     given = rk.Ranking(("q",), np.zeros(1), np.zeros(0), np.zeros(0), np.zeros(0), ("x",))
     assert given.doc_ids == ("x",)
+
+
+def test_the_ideal_order_is_lexsorts() -> None:
+    from deltap.evaluation.metrics.base import by_query_then_grade_desc
+
+    rng = np.random.default_rng(5)
+    for n, grades in ((0, (0, 1)), (50, (0, 4)), (5000, (1, 4)), (300, (-2, 3))):
+        query = np.sort(rng.integers(0, max(1, n // 3), n))
+        grade = rng.integers(*grades, n)
+        for g in (grade, grade.astype(np.float64)):  # negative or float grades take lexsort itself
+            assert np.array_equal(by_query_then_grade_desc(query, g), np.lexsort((-g, query)))

@@ -14,7 +14,7 @@ import numpy as np
 
 from deltap.evaluation.ranking import Ranking
 
-__all__ = ["Metric", "group_position", "hits_within"]
+__all__ = ["Metric", "by_query_then_grade_desc", "group_position", "hits_within"]
 
 
 class Metric(ABC):
@@ -63,3 +63,14 @@ def group_position(sorted_query: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     start = np.searchsorted(sorted_query, sorted_query, side="left")
     return np.arange(1, len(sorted_query) + 1, dtype=np.int64) - start
+
+
+def by_query_then_grade_desc(query: np.ndarray, grade: np.ndarray) -> np.ndarray:
+    """The stable order of entries by query, then grade descending (``np.lexsort((-grade, query))``), as one stable
+    sort of one integer key when the grades are integers >= 0 (measured several times faster on 375,000 entries)."""
+    if len(query) == 0:
+        return np.zeros(0, dtype=np.int64)
+    top = int(grade.max())
+    if grade.dtype.kind not in "iu" or int(grade.min()) < 0 or (int(query.max()) + 1) * (top + 1) >= 1 << 62:
+        return np.lexsort((-grade, query))
+    return np.argsort(query * (top + 1) + (top - grade), kind="stable")

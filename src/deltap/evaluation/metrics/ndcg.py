@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from deltap.evaluation.metrics.base import Metric, group_position
+from deltap.evaluation.metrics.base import Metric, by_query_then_grade_desc, group_position
 from deltap.evaluation.ranking import NOT_RETRIEVED, Ranking
 
 
@@ -39,7 +39,7 @@ class NDCG(Metric):
         dcg = np.bincount(
             ranking.query[got], weights=gain[got] / np.log2(ranking.rank[got].astype(np.float64) + 1.0), minlength=n
         )
-        order = np.lexsort((-grade, ranking.query))
+        order = by_query_then_grade_desc(ranking.query, ranking.grade)
         q_sorted = ranking.query[order]
         pos = group_position(q_sorted)
         keep = pos <= cut
