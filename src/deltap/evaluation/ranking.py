@@ -655,8 +655,6 @@ def _ranks_by_block(
     lens = np.fromiter(map(len, rows), dtype=np.int64, count=n)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lens, out=offsets[1:])
-    values_of = _values_of(rows)
-    get: Callable[[Any, str, float], Any] = dict.get if values_of is _DICT_VALUES else _mapping_get
     t_query = p_query if keep is None else p_query[keep]
     per_query = np.bincount(t_query, minlength=n) if len(t_query) else np.zeros(n, dtype=np.int64)
     t_start = np.zeros(n + 1, dtype=np.int64)
@@ -677,6 +675,9 @@ def _ranks_by_block(
         for c in range(a, b, _ROW_BLOCK):
             d = min(b, c + _ROW_BLOCK)
             block, tc, td = rows[c:d], int(t_start[c]), int(t_start[d])
+            plain = operator.countOf(map(type, block), dict) == len(block)  # per block: its dicts are read next
+            values_of = _DICT_VALUES if plain else _VALUES
+            get: Callable[[Any, str, float], Any] = dict.get if plain else _mapping_get
             out = buffer[int(offsets[c]) - lo : int(offsets[d]) - lo]
             _block_scores(block, values_of, out, rows, query_ids, run_name)
             docs = p_doc[int(p_start[c]) : int(p_start[d])]

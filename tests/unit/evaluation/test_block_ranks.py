@@ -182,3 +182,17 @@ def test_the_ideal_order_is_lexsorts() -> None:
         grade = rng.integers(*grades, n)
         for g in (grade, grade.astype(np.float64)):  # negative or float grades take lexsort itself
             assert np.array_equal(by_query_then_grade_desc(query, g), np.lexsort((-g, query)))
+
+
+@pytest.mark.parametrize("block", [1, 2, 256])
+def test_rows_that_are_mappings_but_not_dicts_are_read_the_same(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import MappingProxyType
+
+    monkeypatch.setattr(rk, "_ROW_BLOCK", block)
+    qrels, run = _case(3)
+    mixed = {q: (MappingProxyType(row) if i % 3 == 0 else row) for i, (q, row) in enumerate(run.items())}
+    query_ids = list(qrels)
+    r = rank_from_dicts(qrels, mixed, query_ids)
+    assert list(zip(r.query.tolist(), r.doc_ids, r.rank.tolist(), strict=True)) == sorted(
+        _brute(qrels, run, query_ids), key=lambda t: (t[0], t[2])
+    )
