@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special, stats
+from scipy import special
 
 __all__ = [
     "MIN_PLACEBOS",
@@ -352,7 +352,10 @@ def _log_sf(
             nu = np.where(a + c2 > 0, np.minimum((a + c2 + s2) ** 2 / ((a**2 + c2**2) / nu_c + s2**2 / d), d), d)
             t = np.abs(b) / np.sqrt(a + c2 + s2)
             t = np.where(np.isnan(t), 0.0, t)
-        return np.asarray(stats.t.logsf(t, np.where(np.isfinite(nu), nu, d)), dtype=float)
+        # log(stdtr(ν, −t)) is what stats.t.logsf computes (bit for bit), without its per-call argument checks:
+        # this tail is evaluated thousands of times per case by the verdict bisections.
+        with np.errstate(divide="ignore"):
+            return np.asarray(np.log(special.stdtr(np.where(np.isfinite(nu), nu, d), -t)), dtype=float)
 
     log_sf = component(spread, core_df)
     w = np.asarray(tail_weight, dtype=float)
