@@ -44,7 +44,7 @@ from deltap.cases import Case, CheckerSpec  # noqa: E402
 from deltap.checkers import is_unreadable, make_checker  # noqa: E402
 
 DATA = REPO / "tests" / "data" / "replies"
-SETS = ("local", "localbench", "hosted", "fresh", "fresh2", "fresh3", "classes", "attacks")
+SETS = ("local", "localbench", "hosted", "fresh", "fresh2", "fresh3", "classes", "attacks", "attacks2")
 READINGS = ("grader", "protocol", "strict", "lenient")
 
 

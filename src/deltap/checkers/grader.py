@@ -42,7 +42,7 @@ from deltap.checkers.reply import (
     number_value,
     sentences,
 )
-from deltap.checkers.tables import ANSWER_HEADER, LABEL_ROW, Row, Table, tables, without_tables
+from deltap.checkers.tables import ANSWER_HEADER, LABEL_ROW, Row, Table, cell_mark, tables, without_tables
 
 __all__ = ["UNREADABLE_RULES", "Context", "Reading", "read_identifier", "read_option"]
 
@@ -69,7 +69,7 @@ _DISCLAIM = re.compile(
     r"\b(?:i(?:'m|\s+am)\s+not\s+(?:sure|certain)|not\s+(?:sure|certain)|unsure|uncertain|"
     r"(?:i\s+)?(?:do\s+not|don'?t|dont)\s+(?:know|have\s+enough)|no\s+idea|(?:can'?t|cannot|can\s+not)\s+"
     r"(?:tell|say|be\s+sure|determine|check|recall|remember)|(?:don'?t|do\s+not)\s+(?:recall|remember)|"
-    r"not\s+enough\s+information|hard\s+to\s+say|(?:i'?m|i\s+am)\s+guessing)\b",
+    r"not\s+enough\s+information|hard\s+to\s+say|(?:i'?m|i\s+am)\s+guessing|(?:it|that)\s+depends)\b",
     re.I,
 )
 _REFUSAL = re.compile(
@@ -154,6 +154,8 @@ _SAME_THING = re.compile(
     r"call)|an?\s+alias|another\s+name)",
     re.I,
 )
+#: a sentence scoped to another situation (``For numpy arrays, …``, ``If you write to a file, …``)
+_SCOPED = re.compile(r"^\W*(?:for|if|when|with|in|on|on\s+a|under)\s+[^,.;\n]{2,60},", re.I)
 #: the reply takes back what it just said (``hmm, actually no``, ``wait, that's wrong``, ``sorry, I mean``)
 _RETRACT = re.compile(
     r"\b(?:actually|hmm+|wait|oh|um+|uh+|er+|hold\s+on)\b[\s,.!\u2014\u2013-]*(?:actually[\s,]*)?(?:no|nope|not\s+quite)"
@@ -164,6 +166,10 @@ _RETRACT = re.compile(
     r"\bI\s+(?:mixed|got)\s+(?:them|those|it|that|these)\s+(?:up|wrong|backwards)\b|\b(?:oops|whoops)\b|"
     r"\blet\s+me\s+correct\s+(?:that|myself)\b",
     re.I,
+)
+#: a correction that may be of a detail, not of the answer: it retracts only when an answer follows it
+_WEAK_RETRACT = re.compile(
+    r"correction|sorry|rather|on\s+(?:second\s+thought|reflection)|oops|whoops|let\s+me\s+correct", re.I
 )
 #: a conclusion right before a name (``So the function is X``, ``Therefore X``, ``That makes it X``, ``which leaves
 #: X``, ``In short: X``, ``→ X``, ``…, the answer is X``, ``it must be X``)
@@ -535,8 +541,17 @@ def _equal_alternative(text: str, answer: Mention, m: Mention, found: list[Menti
     verdict = judge.matches(m)
     if verdict is True or (verdict is None and (m.code is None or judge.ctx.numeric)):
         return False
-    if all(c.role in ("param", "value") for c in claims(m)) and not _ASKS_PARAMETER.search(judge.ctx.question):
+    cl = claims(m)
+    if all(c.role in ("param", "value") for c in cl) and not _ASKS_PARAMETER.search(judge.ctx.question):
         return False  # ``… it also works with `n` and `cutoff` ``: the answer's own arguments
+    if any(
+        c.qualifier and any(judge.ctx.same(part, a) for part in c.qualifier.split(".") for a in judge.ctx.accepted)
+        for c in cl
+    ):
+        return False  # ``itertools.chain.from_iterable works too``: the answer's own method
+    sent = next((x for x in sentences(text) if x.index == m.sentence), None)
+    if sent is not None and _SCOPED.match(text[sent.start : m.start]):
+        return False  # ``For numpy arrays, `numpy.isclose` does the same``: another situation, not another answer
     after = text[m.end : _sentence_end(text, m.sentence)]
     equal = _EQUAL_AFTER.match(after)
     if equal and not _DOWNGRADE.search(after[equal.end() :]):
@@ -772,6 +787,8 @@ def _read_prose(text: str, judge: _Judge) -> Reading:
         return _read_plain(text, judge)
     start, answer, cue = back
     after = _read_plain(text[start:], judge)
+    if after.answer is None and _WEAK_RETRACT.match(cue):
+        return _read_plain(text, judge)  # ``X. Correction: it returns None, …``: a detail corrected, not the answer
     if after.answer is None and after.rule in ("no answer", "negated", "rejected", "hedge", "refusal"):
         return Reading(
             None, "retracted", f"retracted: the reply takes back {answer!r} ({cue!r}) and commits to no other"
@@ -809,6 +826,22 @@ def _table_rows(t: Table, judge: _Judge) -> tuple[list[Row], int, str]:
     return live, col, ("the table's one row" if len(rows) == 1 else "the table's rows")
 
 
+def _marked_column(t: Table, judge: _Judge) -> str | None:
+    """A table whose candidates head its columns (``| | `heappushpop` | `heapreplace` |``) and whose row marks one
+    of them (``| Right for you | no | yes |``): that column's header."""
+    heads = [
+        i for i, h in enumerate(t.header) if i and any(judge.matches(m) is not None for m in _mentions(h, judge.ctx))
+    ]
+    if len(heads) < 2:
+        return None
+    for r in t.rows:
+        marks = {i: cell_mark(r.cells[i]) for i in heads if i < len(r.cells)}
+        right = [i for i, mark in marks.items() if mark == "positive"]
+        if len(right) == 1 and any(mark == "negative" for mark in marks.values()):
+            return t.header[right[0]]
+    return None
+
+
 def _read_tables(text: str, judge: _Judge) -> Reading | None:
     """A reply with Markdown tables: its prose when the prose gives an answer (``| … |\n\nSo for your case: X``),
     else the answer of its first table that gives one (:func:`_table_rows`; several rows are a list); ``None`` when
@@ -821,6 +854,9 @@ def _read_tables(text: str, judge: _Judge) -> Reading | None:
     if prose is not None and prose.rule not in ("no answer", "negated"):
         return prose
     for t in found:
+        across = _marked_column(t, judge)
+        if across is not None:
+            return _read_plain(across, judge, " (the column the table marks)")
         rows, col, how = _table_rows(t, judge)
         if not rows:
             names = [c for r in t.rows for c in r.cells[:1]]
@@ -1030,6 +1066,8 @@ def _read_options_prose(text: str, options: Mapping[str, str]) -> Reading:
         if len(letters) == 1
         else _read_options_text(rest, options)
     )
+    if after.answer is None and _WEAK_RETRACT.match(taken[1]):
+        return _read_options_text(text, options)
     if after.answer is None and after.rule in ("no answer", "negated", "hedge", "echo", "empty"):
         return Reading(
             None, "retracted", f"retracted: the reply takes back {taken[0]} ({taken[1]!r}) and chooses no other"

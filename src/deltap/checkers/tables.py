@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["ANSWER_HEADER", "LABEL_ROW", "Row", "Table", "tables", "without_tables"]
+__all__ = ["ANSWER_HEADER", "LABEL_ROW", "Row", "Table", "cell_mark", "tables", "without_tables"]
 
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _ROW = re.compile(r"^\s*\|.*\|\s*$")
@@ -85,15 +85,21 @@ def _cells(line: str, offset: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
     return tuple(cells), tuple(starts)
 
 
-def _mark(cells: tuple[str, ...]) -> str:
-    """``positive`` when a cell after the first marks the row right (``✓``, ``yes``), ``negative`` when one marks it
-    wrong (``✗``, ``no``), else ``""``."""
-    marks = [_plain(c) for c in cells[1:]]
-    if any(_NEGATIVE.search(m) for m in marks):
+def cell_mark(cell: str) -> str:
+    """``positive`` when a cell marks its row (or column) right (``✓``, ``yes``), ``negative`` when it marks it wrong
+    (``✗``, ``no``), else ``""``."""
+    text = _plain(cell)
+    if _NEGATIVE.search(text):
         return "negative"
-    if any(_POSITIVE.search(m) for m in marks):
+    if _POSITIVE.search(text):
         return "positive"
     return ""
+
+
+def _mark(cells: tuple[str, ...]) -> str:
+    """The row's mark: ``negative`` when a cell after the first is, else ``positive`` when one is, else ``""``."""
+    marks = [cell_mark(c) for c in cells[1:]]
+    return "negative" if "negative" in marks else "positive" if "positive" in marks else ""
 
 
 def tables(text: str) -> list[Table]:

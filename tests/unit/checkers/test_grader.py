@@ -448,3 +448,76 @@ def test_session_11_rules(case: Case, expected: str, reply: str, outcome: str) -
 def test_session_11_option_rules(correct: str, reply: str, outcome: str) -> None:
     result = _mc(correct, FILL).check(CASE, reply)
     assert result.outcome == outcome, (reply, result.detail)
+
+
+# -- session 11: refinements from attacks2.yaml (its replies were written before these refinements) ---------------
+
+ISCLOSE_Q = Case("i", "How do I test whether two floats are equal up to a rounding error?", ("math.isclose",))
+
+
+@pytest.mark.parametrize(
+    ("case", "expected", "reply", "outcome"),
+    [
+        pytest.param(
+            ISCLOSE_Q,
+            "isclose",
+            "Use `math.isclose(a, b)`. For numpy arrays, `numpy.isclose` does the same.",
+            "pass",
+            id="alt-scoped-to-another-situation",
+        ),
+        pytest.param(
+            ISCLOSE_Q, "isclose", "Use `math.isclose(a, b)`. `numpy.isclose` does the same.", "fail", id="alt-unscoped"
+        ),
+        pytest.param(
+            CASE,
+            "chain",
+            "`itertools.chain(a, b)`; `itertools.chain.from_iterable([a, b])` works too.",
+            "pass",
+            id="alt-the-answers-own-method",
+        ),
+        pytest.param(
+            CASE,
+            "heapify",
+            "`heapq.heapify(x)`. Correction: it returns None, so don't assign it.",
+            "pass",
+            id="correction-of-a-detail",
+        ),
+        pytest.param(
+            CASE, "comb", "`math.perm(n, k)`. Correction: `math.comb(n, k)`.", "pass", id="correction-of-the-answer"
+        ),
+        pytest.param(
+            HEAPQ_Q,
+            "heapreplace",
+            "| | `heappushpop` | `heapreplace` |\n|---|---|---|\n| Order | push, pop | pop, push |\n"
+            "| Right for you | no | yes |",
+            "pass",
+            id="table-marked-column",
+        ),
+        pytest.param(
+            CASE,
+            "nsmallest",
+            "In short: it depends — `nsmallest` for small n, `sorted` for large n.",
+            "fail",
+            id="it-depends",
+        ),
+    ],
+)
+def test_session_11_refinements(case: Case, expected: str, reply: str, outcome: str) -> None:
+    result = _sm(expected).check(case, reply)
+    assert result.outcome == outcome, (reply, result.detail)
+
+
+def test_the_table_layer() -> None:
+    from deltap.checkers.tables import cell_mark, tables, without_tables
+
+    text = "Here:\n\n| Function | Right? |\n|---|---|\n| `a_b` | ✗ no |\n| **`c_d`** | ✓ |\n\nDone."
+    (t,) = tables(text)
+    assert t.header == ("Function", "Right?")
+    assert [r.cells[0] for r in t.rows] == ["`a_b`", "**`c_d`**"]
+    assert [r.mark for r in t.rows] == ["negative", "positive"] and t.rows[1].bold
+    assert text[t.rows[1].starts[0] :].startswith("**`c_d`**")
+    blank = without_tables(text, [t])
+    assert len(blank) == len(text) and "a_b" not in blank and blank.endswith("Done.")
+    assert cell_mark("yes") == "positive" and cell_mark("no — slow") == "negative" and cell_mark("no sorting") == ""
+    assert tables("a | b\nnot a table") == [] and tables("| a | b |\n| c | d |") == []
+    assert tables("| `x|y` | z |\n|---|---|\n| 1 | 2 |")[0].header == ("`x|y`", "z")
