@@ -13,10 +13,15 @@ are in ``docs/answer-grammar.md``; in short:
    ``X doesn't exist``, ``X is not what you want``, ``X should be avoided``). Lead-ins, headings, bold labels and
    restated questions name nothing, so they are passed over. Code is read as code: a call names its function (and,
    when the function is the one the question names, its keyword arguments), a decorator its function, an import the
-   names it brings in, ``name=value`` its parameter and its value.
+   names it brings in, ``name=value`` its parameter and its value. Reasoning is read by its **conclusion** (``So the
+   function is X``, ``Therefore X``, ``That makes it X``, ``which leaves X``); a **retraction** (``X. Hmm, actually
+   no, …``, ``X — wait, that's wrong``) takes the answer back and the reply is read from there on; a **Markdown
+   table** is read as a table (:mod:`deltap.checkers.tables`: the prose around it, else the row it marks right, the
+   ``Function`` row, the question's parameter row, its one row; else its rows are a list).
 4. **Fails**: a disclaimer up to the answer (``I'm not sure``, ``I don't know``: ``hedge``); another candidate joined
    to the answer (``X or Y``, ``X, Y``, a bullet list, one name per line: ``several``) or offered after it
-   (``Or maybe Y``, ``it could be Y``: ``alternatives``); a qualifier that contradicts the question or its gold
+   (``Or maybe Y``, ``it could be Y``, an equal alternative: ``Y works just as well``, ``either one will work``:
+   ``alternatives``); an answer taken back with nothing after it (``retracted``); a qualifier that contradicts the question or its gold
    documents (``pickle.dumps`` for ``json.dumps``: ``contradiction``); the reference only negated or rejected
    (``negated`` / ``rejected``); another answer (``wrong``); nothing to read (``unreadable``: empty, an echo of the
    options, no candidate at all).
