@@ -764,25 +764,24 @@ def _read_plain(text: str, judge: _Judge, where: str = "") -> Reading:
 
 def _retraction(text: str, judge: _Judge) -> tuple[int, str, str] | None:
     """Where the reply goes on after taking back its answer (``X. Hmm, actually no, …``, ``X — wait, that's wrong``,
-    ``X — sorry, I mean Y``): the end of the last retraction whose nearest name before it is the answer read so far,
-    with that answer and the retraction's words; ``None`` when nothing is taken back (``X. Actually, X also takes a
-    key argument`` retracts nothing; ``Y — that's wrong`` after an answer X takes back Y, not X)."""
-    start, taken = 0, None
-    for cue in _RETRACT.finditer(text):
-        if cue.start() < start:
-            continue
-        prefix = text[start : cue.start()]
-        found = _mentions(prefix, judge.ctx)
-        _flag(prefix, found)
+    ``X — sorry, I mean Y``): the end of the last retraction whose stretch of text before it (back to the previous
+    retraction) gives an answer and ends with it, with that answer and the retraction's words; ``None`` when nothing
+    is taken back (``X. Actually, X also takes a key argument`` retracts nothing; ``Y — that's wrong`` after an answer
+    X takes back Y, not X). Each stretch is read once."""
+    cues = list(_RETRACT.finditer(text))
+    for i in range(len(cues) - 1, -1, -1):
+        cue = cues[i]
+        stretch = text[cues[i - 1].end() if i else 0 : cue.start()]
+        found = _mentions(stretch, judge.ctx)
+        _flag(stretch, found)
         live = [m for m in found if judge.matches(m) is not None and not _set_aside(m)]
         if not live:
             continue
-        so_far = _decide(prefix, found, judge, "")
+        so_far = _decide(stretch, found, judge, "")
         last = judge.label(live[-1])
-        if so_far.answer is None or not (last == so_far.answer or judge.ctx.same(last, so_far.answer)):
-            continue
-        start, taken = cue.end(), (so_far.answer, cue.group(0).strip())
-    return (start, *taken) if taken else None
+        if so_far.answer is not None and (last == so_far.answer or judge.ctx.same(last, so_far.answer)):
+            return cue.end(), so_far.answer, cue.group(0).strip()
+    return None
 
 
 def _read_prose(text: str, judge: _Judge) -> Reading:
@@ -1052,14 +1051,14 @@ def _read_options_prose(text: str, options: Mapping[str, str]) -> Reading:
     """The option a reply's text chooses, after its last retraction if it takes its choice back (``A. Hmm, actually
     no — wrap returns a list. B.``): after it, the one letter it names, else the reading of what follows."""
     start, taken = 0, None
-    for cue in _RETRACT.finditer(text):
-        if cue.start() < start:
-            continue
-        prefix = text[start : cue.start()]
-        so_far = _read_options_text(prefix, options)
-        named = [o for o in _option_mentions(prefix, options) if not o.negated]
+    cues = list(_RETRACT.finditer(text))
+    for i in range(len(cues) - 1, -1, -1):  # as for identifiers (_retraction): each stretch read once
+        stretch = text[cues[i - 1].end() if i else 0 : cues[i].start()]
+        so_far = _read_options_text(stretch, options)
+        named = [o for o in _option_mentions(stretch, options) if not o.negated]
         if so_far.answer is not None and named and named[-1].key == so_far.answer:
-            start, taken = cue.end(), (so_far.answer, cue.group(0).strip())
+            start, taken = cues[i].end(), (so_far.answer, cues[i].group(0).strip())
+            break
     if taken is None:
         return _read_options_text(text, options)
     rest = text[start:]
