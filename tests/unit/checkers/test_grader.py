@@ -521,3 +521,18 @@ def test_the_table_layer() -> None:
     assert cell_mark("yes") == "positive" and cell_mark("no — slow") == "negative" and cell_mark("no sorting") == ""
     assert tables("a | b\nnot a table") == [] and tables("| a | b |\n| c | d |") == []
     assert tables("| `x|y` | z |\n|---|---|\n| 1 | 2 |")[0].header == ("`x|y`", "z")
+
+
+def test_a_long_reply_is_read_in_linear_time() -> None:
+    """A 6,000-character reply with 120 retraction cues and a 300-mention reply took 5 s each before the sentences were
+    cached and each stretch between retractions read once; now they take well under a tenth of that (bound generous
+    for a shared machine)."""
+    import time
+
+    ctx = Context(("nsmallest",), question="Which heapq function finds the n smallest?", gold=("heapq.nsmallest",))
+    para = "Use `heapq.heapify`, or `sorted(xs)[:n]`; hmm, actually no. Wait, no, that is wrong. So `heapq.nsmallest`. "
+    many = "Use `nsmallest`. " + " ".join(f"Also `f_{i}` is nice." for i in range(300))
+    start = time.perf_counter()
+    assert read_identifier(para * 40, ctx).rule == "ok"
+    assert read_identifier(many, ctx).rule == "ok"
+    assert time.perf_counter() - start < 2.5
