@@ -3,20 +3,20 @@
 For every run directory given (mined with ``--outcome pass``, so every trial keeps the model's reply):
 
 1. **Verdicts.** Every stored reply of a ``string_match`` / ``multiple_choice`` case is checked again with this
-   code's checkers — ``grammar=grader`` (the default since issue 34), ``grammar=strict`` (issue 24's, the default
-   the logs of 2026-11 were judged by) and ``grammar=lenient`` (before issue 24) — with the checker spec the run
-   recorded in its manifest. No solver call. Counts: replies, how many strict verdicts equal the logged ones
-   (``strict=log``: a sanity check for logs judged by it), pass->fail and fail->pass from the log to the grader, and
-   ``unreadable`` (grader fails whose detail says the checker found no answer in the reply).
-2. **Labels.** The run's ``trials.sqlite`` is copied to a scratch directory twice: once as logged, once with every
-   trial's outcome replaced by the grader's re-check; and the library's own mining (:func:`deltap.mine`: preflight,
-   stopping rule, dataset-wide BH, verdicts, coalitions) resumes on each copy with a *replay solver* that answers
-   each prompt with the reply the log holds for it (the run's local model is greedy: the same prompt gets the same
-   reply; prompts are rendered without the answer protocol line, as the logs were). A prompt the log never saw (the
-   procedure takes another path when outcomes change) cannot be replayed: it is an ``error`` trial, counted in the
-   table (``unseen``) — or, with ``--model``, asked of the run's local model. The replay of the log as it is must
-   give back the run's own labels (checked and printed: ``replay=run``); the re-checked one's labels are compared
-   with it.
+   code's checkers — ``grammar=lenient`` (before issue 24), ``grammar=strict`` (issue 24's, the default the logs of
+   2026-11-25/26 were judged by) and ``grammar=grader`` (the default since issue 34) — with the checker spec the run
+   recorded in its manifest. No solver call. One table row per grammar: replies, how many verdicts equal the logged
+   ones (``=log``: the grammar a log was judged by must give back all of them), pass->fail and fail->pass from the
+   log, and (grader) ``unreadable`` replies (fails whose detail says the checker found no answer).
+2. **Labels.** The run's ``trials.sqlite`` is copied to a scratch directory once as logged and once per grammar with
+   every trial's outcome replaced by that grammar's re-check; the library's own mining (:func:`deltap.mine`:
+   preflight, stopping rule, dataset-wide BH, verdicts, coalitions) resumes on each copy with a *replay solver* that
+   answers each prompt with the reply the log holds for it (the run's local model is greedy: the same prompt gets the
+   same reply; prompts are rendered without the answer protocol line, as the logs were). A prompt the log never saw
+   (the procedure takes another path when outcomes change, or the run was stopped before it) cannot be replayed: it
+   is an ``error`` trial, counted in the table (``unseen``) — or, with ``--model``, asked of the run's local model.
+   The replay of the log as it is must give back the run's own labels (``replay=run``; ``n/a`` for a stopped run
+   without a dataset); each grammar's labels and case statuses are compared with it and every change is printed.
 
 Run (after mining, needs the cases and corpus the run was mined with)::
 
@@ -62,47 +62,49 @@ def _with_grammar(spec: CheckerSpec, grammar: str) -> CheckerSpec:
     return CheckerSpec(spec.kind, {**dict(spec.params), "grammar": grammar}) if spec.kind in GRAMMAR_KINDS else spec
 
 
+GRAMMARS = ("lenient", "strict", "grader")
+
+
 def recheck_verdicts(run: Path, cases: dict[str, Case], show: bool = False) -> dict[str, Any]:
-    """Re-check every stored reply with this code's grader, strict and lenient readings (no solver call); ``cases``
+    """Re-check every stored reply with this code's lenient, strict and grader readings (no solver call); ``cases``
     give the questions and gold documents (the grader reads names a question mentions as restated and checks
-    qualifiers against the gold documents)."""
+    qualifiers against the gold documents). Per grammar: replies whose verdict equals the logged one, pass->fail and
+    fail->pass from the log, and (grader) unreadable replies; ``examples`` lists each distinct changed reply."""
     from deltap.checkers import is_unreadable
 
     db = sqlite3.connect(f"file:{run / 'trials.sqlite'}?mode=ro", uri=True)
     specs = _specs(db)
     checkers = {
-        cid: {g: make_checker(_with_grammar(s, g)) for g in ("lenient", "strict", "grader")}
+        cid: {g: make_checker(_with_grammar(s, g)) for g in GRAMMARS}
         for cid, s in specs.items()
         if s.kind in GRAMMAR_KINDS
     }
     counts: Counter[str] = Counter()
-    details: Counter[str] = Counter()
-    examples: list[tuple[str, str, str, str]] = []
+    details: dict[str, Counter[str]] = {g: Counter() for g in GRAMMARS}
+    examples: list[tuple[str, str, str, str, str]] = []
     rows = db.execute(
         "SELECT case_id, answer, outcome FROM trials WHERE answer IS NOT NULL AND outcome IN ('pass', 'fail')"
     ).fetchall()
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, str, str]] = set()
     for case_id, answer, logged in rows:
         if case_id not in checkers:
             continue
         case = cases.get(case_id) or Case(case_id, "")
-        old = checkers[case_id]["lenient"].check(case, answer)
-        strict = checkers[case_id]["strict"].check(case, answer)
-        new = checkers[case_id]["grader"].check(case, answer)
         counts["replies"] += 1
         counts[f"kind:{specs[case_id].kind}"] += 1
-        counts["logged == strict"] += int(logged == strict.status)
         counts["logged pass"] += int(logged == "pass")
-        counts["lenient pass"] += int(old.passed)
-        counts["strict pass"] += int(strict.passed)
-        counts["grader pass"] += int(new.passed)
-        counts["unreadable"] += int(is_unreadable(new.detail))
-        if logged != new.status:
-            counts[f"{logged}->{new.status}"] += 1
-            details[new.detail.split(":", 1)[0] if new.detail else "?"] += 1
-            if (case_id, answer) not in seen:
-                seen.add((case_id, answer))
-                examples.append((case_id, logged, new.status, f"{answer[:160]!r} [{new.detail}]"))
+        for g in GRAMMARS:
+            res = checkers[case_id][g].check(case, answer)
+            counts[f"{g} == log"] += int(logged == res.status)
+            counts[f"{g} pass"] += int(res.passed)
+            if g == "grader":
+                counts["unreadable"] += int(is_unreadable(res.detail))
+            if logged != res.status:
+                counts[f"{g} {logged}->{res.status}"] += 1
+                details[g][res.detail.split(":", 1)[0] if res.detail else "?"] += 1
+                if (g, case_id, answer) not in seen:
+                    seen.add((g, case_id, answer))
+                    examples.append((g, case_id, logged, res.status, f"{answer[:160]!r} [{res.detail}]"))
     db.close()
     if show:
         for ex in examples:
@@ -228,6 +230,38 @@ def _original(run: Path) -> dict[tuple[str, str], tuple[str, Any]]:
     }
 
 
+def _relabel_all(run: Path, cases: list[Case], corpus: Any, model: bool) -> dict[str, str]:
+    """Labels of the log as logged and re-checked with each grammar: per grammar the table's label columns (labels,
+    whether the as-logged replay gives back the run's own labels, labels and case statuses that differ from the
+    as-logged replay, prompts the log never saw); every changed label and status is printed."""
+    fallback = None
+    if model:
+        from deltap.solvers import make_solver
+
+        fallback = make_solver("local")
+    out: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="recheck-") as tmp:
+        logged, unseen_l = relabel(run, cases, corpus, None, Path(tmp), fallback)
+        ll, orig, st_l = _labels(logged), _original(run), _status(logged)
+        same_as_run = (
+            "n/a" if not orig else ("yes" if ll == orig else f"no ({sum(orig.get(k) != x for k, x in ll.items())})")
+        )
+        for g in GRAMMARS:
+            result, unseen = relabel(run, cases, corpus, g, Path(tmp), fallback)
+            lg, st_g = _labels(result), _status(result)
+            keys = sorted(ll.keys() | lg.keys())
+            changed = [k for k in keys if ll.get(k, ("absent",))[0] != lg.get(k, ("absent",))[0]]
+            status_changed = [k for k in st_l if st_l[k] != st_g.get(k)]
+            for k in changed:
+                print(f"    {g}: label {k[0]} / {k[1]}: {ll.get(k, ('absent',))[0]} -> {lg.get(k, ('absent',))[0]}")
+            for k in status_changed:
+                print(f"    {g}: case {k}: {st_l[k]} -> {st_g.get(k)}")
+            out[g] = (
+                f" {len(lg):>6} {same_as_run:>10} {len(changed):>14} {len(status_changed):>14} {unseen_l + unseen:>6}"
+            )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("runs", nargs="+", type=Path, help="run directories (each with trials.sqlite)")
@@ -261,49 +295,32 @@ def main(argv: list[str] | None = None) -> int:
         corpus, cases = None, []
         args.verdicts_only = True
     header = (
-        f"{'run':<28} {'replies':>7} {'strict=log':>10} {'pass->fail':>10} {'fail->pass':>10} {'unreadable':>10} "
-        f"{'labels':>6} {'replay=run':>10} {'labels changed':>14} {'status changed':>14} {'unseen':>6}"
+        f"{'run':<24} {'grammar':<8} {'replies':>7} {'=log':>5} {'pass->fail':>10} {'fail->pass':>10} "
+        f"{'unreadable':>10} {'labels':>6} {'replay=run':>10} {'labels changed':>14} {'status changed':>14} "
+        f"{'unseen':>6}"
     )
     lines = [header, "-" * len(header)]
     for run in args.runs:
         v = recheck_verdicts(run, {c.case_id: c for c in cases}, args.show)
         c = v["counts"]
-        row = (
-            f"{run.parent.name + '/' + run.name:<28} {c['replies']:>7} {c['logged == strict']:>10} "
-            f"{c['pass->fail']:>10} {c['fail->pass']:>10} {c['unreadable']:>10}"
-        )
+        name = run.parent.name + "/" + run.name
+        relabelled: dict[str, str] = {}
         if not args.verdicts_only:
-            fallback = None
-            if args.model:
-                from deltap.solvers import make_solver
-
-                fallback = make_solver("local")
-            with tempfile.TemporaryDirectory(prefix="recheck-") as tmp:
-                lenient, unseen_l = relabel(run, cases, corpus, None, Path(tmp), fallback)  # as logged
-                strict, unseen_s = relabel(run, cases, corpus, "grader", Path(tmp), fallback)
-            ll, ls, orig = _labels(lenient), _labels(strict), _original(run)
-            same_as_run = (
-                "n/a" if not orig else ("yes" if ll == orig else f"no ({sum(orig.get(k) != x for k, x in ll.items())})")
+            relabelled = _relabel_all(run, cases, corpus, args.model)
+        for g in GRAMMARS:
+            row = (
+                f"{name:<24} {g:<8} {c['replies']:>7} {c[f'{g} == log']:>5} {c[f'{g} pass->fail']:>10} "
+                f"{c[f'{g} fail->pass']:>10} {c['unreadable'] if g == 'grader' else '':>10}"
             )
-            changed = sum(1 for k in ll.keys() | ls.keys() if ll.get(k, ("absent",))[0] != ls.get(k, ("absent",))[0])
-            st_l, st_s = _status(lenient), _status(strict)
-            status_changed = sum(1 for k in st_l if st_l[k] != st_s.get(k))
-            row += f" {len(ll):>6} {same_as_run:>10} {changed:>14} {status_changed:>14} {unseen_l + unseen_s:>6}"
-            for k in sorted(ll.keys() | ls.keys()):
-                if ll.get(k, ("absent",))[0] != ls.get(k, ("absent",))[0]:
-                    print(f"    label {k[0]} / {k[1]}: {ll.get(k, ('absent',))[0]} -> {ls.get(k, ('absent',))[0]}")
-            for k in st_l:
-                if st_l[k] != st_s.get(k):
-                    print(f"    case {k}: {st_l[k]} -> {st_s.get(k)}")
-        lines.append(row)
-        if v["rules"]:
-            lines.append(f"{'':<28} why the changed verdicts changed (detail): {dict(v['rules'])}")
+            lines.append(row + relabelled.get(g, ""))
+            if v["rules"][g]:
+                lines.append(f"{'':<24} {g}: why the changed verdicts changed (detail): {dict(v['rules'][g])}")
         lines.append(
-            f"{'':<28} passes: logged {c['logged pass']}, lenient {c['lenient pass']}, strict {c['strict pass']}, "
+            f"{'':<24} passes: logged {c['logged pass']}, lenient {c['lenient pass']}, strict {c['strict pass']}, "
             f"grader {c['grader pass']}"
         )
         kinds = {k.split(":", 1)[1]: n for k, n in c.items() if k.startswith("kind:")}
-        lines.append(f"{'':<28} replies by checker: {kinds}")
+        lines.append(f"{'':<24} replies by checker: {kinds}")
     print("\n".join(lines))
     return 0
 

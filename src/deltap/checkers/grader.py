@@ -13,10 +13,15 @@ are in ``docs/answer-grammar.md``; in short:
    ``X doesn't exist``, ``X is not what you want``, ``X should be avoided``). Lead-ins, headings, bold labels and
    restated questions name nothing, so they are passed over. Code is read as code: a call names its function (and,
    when the function is the one the question names, its keyword arguments), a decorator its function, an import the
-   names it brings in, ``name=value`` its parameter and its value.
+   names it brings in, ``name=value`` its parameter and its value. Reasoning is read by its **conclusion** (``So the
+   function is X``, ``Therefore X``, ``That makes it X``, ``which leaves X``); a **retraction** (``X. Hmm, actually
+   no, …``, ``X — wait, that's wrong``) takes the answer back and the reply is read from there on; a **Markdown
+   table** is read as a table (:mod:`deltap.checkers.tables`: the prose around it, else the row it marks right, the
+   ``Function`` row, the question's parameter row, its one row; else its rows are a list).
 4. **Fails**: a disclaimer up to the answer (``I'm not sure``, ``I don't know``: ``hedge``); another candidate joined
    to the answer (``X or Y``, ``X, Y``, a bullet list, one name per line: ``several``) or offered after it
-   (``Or maybe Y``, ``it could be Y``: ``alternatives``); a qualifier that contradicts the question or its gold
+   (``Or maybe Y``, ``it could be Y``, an equal alternative: ``Y works just as well``, ``either one will work``:
+   ``alternatives``); an answer taken back with nothing after it (``retracted``); a qualifier that contradicts the question or its gold
    documents (``pickle.dumps`` for ``json.dumps``: ``contradiction``); the reference only negated or rejected
    (``negated`` / ``rejected``); another answer (``wrong``); nothing to read (``unreadable``: empty, an echo of the
    options, no candidate at all).
@@ -42,6 +47,7 @@ from deltap.checkers.reply import (
     number_value,
     sentences,
 )
+from deltap.checkers.tables import ANSWER_HEADER, LABEL_ROW, Row, Table, cell_mark, tables, without_tables
 
 __all__ = ["UNREADABLE_RULES", "Context", "Reading", "read_identifier", "read_option"]
 
@@ -68,7 +74,7 @@ _DISCLAIM = re.compile(
     r"\b(?:i(?:'m|\s+am)\s+not\s+(?:sure|certain)|not\s+(?:sure|certain)|unsure|uncertain|"
     r"(?:i\s+)?(?:do\s+not|don'?t|dont)\s+(?:know|have\s+enough)|no\s+idea|(?:can'?t|cannot|can\s+not)\s+"
     r"(?:tell|say|be\s+sure|determine|check|recall|remember)|(?:don'?t|do\s+not)\s+(?:recall|remember)|"
-    r"not\s+enough\s+information|hard\s+to\s+say|(?:i'?m|i\s+am)\s+guessing)\b",
+    r"not\s+enough\s+information|hard\s+to\s+say|(?:i'?m|i\s+am)\s+guessing|(?:it|that)\s+depends)\b",
     re.I,
 )
 _REFUSAL = re.compile(
@@ -119,6 +125,75 @@ _ANSWER_CUE = re.compile(
 _ALT_AFTER = re.compile(
     r"^[^.;!?\n]{0,40}?\b(?:might|could|may)\s+(?:also\s+)?(?:be|work|do)\b(?!\s+(?:larger|smaller|slower|faster))",
     re.I,
+)
+#: an equal alternative after another name (``Y works just as well``, ``Y also works``, ``Y is another option``)
+_EQUAL_AFTER = re.compile(
+    r"^[^.;!?\n]{0,60}?\b(?:(?:also\s+)?(?:works?|will\s+work|would\s+(?:also\s+)?work|does|will\s+do|would\s+(?:also\s+)?do)"
+    r"(?:\s+(?:it|the\s+(?:job|trick)))?\s+(?:just\s+as\s+well|equally(?:\s+well)?|as\s+well|too|the\s+same(?:\s+(?:job|thing))?"
+    r"(?:\s+(?:equally\s+well|just\s+as\s+well))?(?=\s*(?:[.;!,]|$)))|also\s+(?:works?|does\s+(?:it|the\s+(?:job|trick))|will\s+do)|"
+    r"(?:is|are|would\s+be)\s+(?:just\s+as|equally)\s+(?:good|fine|accurate|valid|correct|right|efficient|fast)|"
+    r"(?:is|are)\s+(?:another|an\s+equally\s+good|also\s+an?|an\s+equivalent)\s+(?:option|choice|way|alternative|answer)|"
+    r"(?:is|are)\s+equivalent\b)",
+    re.I,
+)
+#: an equal alternative announced before another name (``you could just as well call Y``, ``you could equally use Y``)
+_EQUAL_BEFORE = re.compile(
+    r"\b(?:could|can|might|may)\s+(?:just\s+as\s+well|equally(?:\s+well)?)\s+(?:use|call|pick|go\s+with|do)\b"
+    r"(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$|\b(?:equivalently|equally)\s*,?[\s`*]*$",
+    re.I,
+)
+#: either / both of the names work (``either one will work``, ``both are fine``)
+_EITHER = re.compile(
+    r"\b(?:either\s+(?:one|of\s+(?:them|these|those|the\s+two)\s+)?\s*(?:will|would|works?|is|does|should)\b|"
+    r"both\s+(?:will|would|work|do|are\s+(?:fine|ok|okay|valid|correct|good|right)|of\s+them\s+(?:work|will|are))\b|"
+    r"any\s+of\s+(?:them|these)\s+(?:works?|will)\b)",
+    re.I,
+)
+#: the alternative is offered as worse (``Y also works, but it sorts everything``): not an equal alternative
+_DOWNGRADE = re.compile(
+    r"\b(?:but|though|although|except|however|slower|less\s+\w+|only\s+(?:if|when)|not\s+as|whereas)\b", re.I
+)
+#: the other name is the same function (``or `insort_right`, which is the same function``)
+_SAME_THING = re.compile(
+    r"^[^.;!?\n]{0,30}?\b(?:which\s+is|is|being)\s+(?:just\s+)?(?:the\s+same\s+(?:function|thing|method|class|object|"
+    r"call)|an?\s+alias|another\s+name)",
+    re.I,
+)
+#: a sentence scoped to another situation (``For numpy arrays, …``, ``If you write to a file, …``)
+_SCOPED = re.compile(r"^\W*(?:for|if|when|with|in|on|on\s+a|under)\s+[^,.;\n]{2,60},", re.I)
+#: the reply takes back what it just said (``hmm, actually no``, ``wait, that's wrong``, ``sorry, I mean``)
+_RETRACT = re.compile(
+    r"\b(?:actually|hmm+|wait|oh|um+|uh+|er+|hold\s+on)\b[\s,.!\u2014\u2013-]*(?:actually[\s,]*)?(?:no|nope|not\s+quite)"
+    r"(?=\s*(?:[,.;:!\u2014\u2013-]|$))|\bno[\s,]+wait\b|\bscratch\s+that\b|\bstrike\s+that\b|"
+    r"\bI\s+take\s+(?:that|it)\s+back\b|\bon\s+(?:second\s+thought|reflection)\b|\bcorrection\s*:|"
+    r"\b(?:sorry|rather)\s*,?\s+I\s+mean(?:t)?\b|\bthat(?:'s|\s+is|\s+was)\s+(?:wrong|incorrect|a\s+mistake|not\s+(?:right|"
+    r"correct|it|the\s+(?:right|correct)\s+one))\b|\bI(?:'m|\s+am|\s+was)\s+(?:wrong|mistaken)\b|"
+    r"\bI\s+(?:mixed|got)\s+(?:them|those|it|that|these)\s+(?:up|wrong|backwards)\b|\b(?:oops|whoops)\b|"
+    r"\blet\s+me\s+correct\s+(?:that|myself)\b",
+    re.I,
+)
+#: a correction that may be of a detail, not of the answer: it retracts only when an answer follows it
+_WEAK_RETRACT = re.compile(
+    r"correction|sorry|rather|on\s+(?:second\s+thought|reflection)|oops|whoops|let\s+me\s+correct", re.I
+)
+#: a conclusion right before a name (``So the function is X``, ``Therefore X``, ``That makes it X``, ``which leaves
+#: X``, ``In short: X``, ``→ X``, ``…, the answer is X``, ``it must be X``)
+_WHAT = (
+    r"(?:the\s+)?(?:(?:right|correct|best|only|final)\s+)?(?:function|answer|method|class|one|call|parameter|argument|"
+    r"option|choice|tool|decorator|api)(?:\s+(?:you\s+(?:want|need)|to\s+use|here|for\s+(?:this|you|that)))?\s+"
+    r"(?:is|must\s+be|would\s+be|has\s+to\s+be)\s*:?"
+)
+_CONCLUDE = re.compile(
+    r"(?:(?:\b(?:so|therefore|hence|thus|ergo|that\s+leaves|which\s+leaves|this\s+leaves|leaving|that\s+makes\s+it|"
+    r"which\s+makes\s+it|in\s+short|in\s+summary|in\s+conclusion|to\s+sum\s+up|bottom\s+line|conclusion)\b|"
+    r"[\u2192\u21d2]|->|=>)[\s,:*_-]*(?:" + _WHAT + r"|it(?:'s|\s+is|\s+must\s+be|\s+has\s+to\s+be|\s+would\s+be)|"
+    r"(?:you\s+(?:want|need|should\s+use)|use|go\s+with|pick))?|(?:^|[.;:!?\n,]\s*)" + _WHAT + r"|"
+    r"\bit\s+(?:must|has\s+to)\s+be)[\s*_`(\[\"']*$",
+    re.I,
+)
+#: what may follow a concluded name in its sentence (an end, an aside, a reason), not a predicate (``X gives …``)
+_CLAUSE_END = re.compile(
+    r"^[`*_'\")\]]*\s*(?:$|[.!?,;:)\]\u2014\u2013(-]|(?:since|because|as|which|for|here|instead|if|then)\b)", re.I
 )
 _LIST_GAP = re.compile(r"^[\s,/|*`'\"()\[\]]*(?:(?:and|or|nor|and/or|as\s+well\s+as)\b[\s*`'\"(\[]*)?$", re.I)
 _BARE_LIST = re.compile(
@@ -455,6 +530,43 @@ def _distinct(ms: Sequence[Mention], judge: _Judge) -> list[str]:
     return labels
 
 
+_ASKS_PARAMETER = re.compile(r"\b(?:parameter|argument|keyword|kwarg|option|setting)s?\b", re.I)
+
+
+def _sentence_end(text: str, index: int, more: int = 0) -> int:
+    """Where sentence ``index`` (or, ``more`` > 0, the ``more``-th sentence after it) ends."""
+    sents = [s for s in sentences(text) if s.index >= index]
+    return sents[min(more, len(sents) - 1)].end if sents else len(text)
+
+
+def _equal_alternative(text: str, answer: Mention, m: Mention, found: list[Mention], judge: _Judge) -> bool:
+    """``m`` (after the answer) is offered as an equal alternative to it: ``Y works just as well``, ``Y also works``,
+    ``you could just as well call Y``, ``Y — either one will work`` (not: ``Y also works, but …``, ``Y, which is the
+    same function``, a keyword argument of the answer's call when the question does not ask for a parameter)."""
+    verdict = judge.matches(m)
+    if verdict is True or (verdict is None and (m.code is None or judge.ctx.numeric)):
+        return False
+    cl = claims(m)
+    if all(c.role in ("param", "value") for c in cl) and not _ASKS_PARAMETER.search(judge.ctx.question):
+        return False  # ``… it also works with `n` and `cutoff` ``: the answer's own arguments
+    if any(
+        c.qualifier and any(judge.ctx.same(part, a) for part in c.qualifier.split(".") for a in judge.ctx.accepted)
+        for c in cl
+    ):
+        return False  # ``itertools.chain.from_iterable works too``: the answer's own method
+    sent = next((x for x in sentences(text) if x.index == m.sentence), None)
+    if sent is not None and _SCOPED.match(text[sent.start : m.start]):
+        return False  # ``For numpy arrays, `numpy.isclose` does the same``: another situation, not another answer
+    after = text[m.end : _sentence_end(text, m.sentence)]
+    equal = _EQUAL_AFTER.match(after)
+    if equal and not _DOWNGRADE.search(after[equal.end() :]):
+        return True
+    prev = max((x.end for x in found if x.end <= m.start), default=answer.end)
+    if _EQUAL_BEFORE.search(text[max(prev, answer.end) : m.start]):
+        return True
+    return bool(_EITHER.search(text[m.end : _sentence_end(text, m.sentence, 1)]))
+
+
 def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> Reading | None:
     """``several`` / ``alternatives`` when another answer is joined to the answer or offered after it."""
     listed = _bullet_answers(text, found, judge)
@@ -469,10 +581,19 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
             return Reading(None, "several", f"several: the reply lists {items[:6]}", tuple(items))
     for m in found:
         verdict = judge.matches(m)
-        if m is answer or _set_aside(m) or judge.label(m) == judge.label(answer):
+        if m is answer or judge.label(m) == judge.label(answer) or m.flags - {"contrasted"}:
             continue
         if verdict is True and judge.matches(answer) is True:
             continue  # the same answer twice (``product`` and `itertools.product`)
+        if _SAME_THING.match(text[m.end : m.end + 80]):
+            continue  # ``or `insort_right`, which is the same function``
+        if m.start > answer.end and _equal_alternative(text, answer, m, found, judge):
+            names = [judge.label(answer), judge.label(m)]
+            return Reading(
+                None, "alternatives", f"alternatives: {names[1]!r} is offered as an equal alternative to {names[0]!r}"
+            )
+        if _set_aside(m):
+            continue
         a, b = (answer, m) if answer.start < m.start else (m, answer)
         second = verdict is not None or (m.code is not None and not judge.ctx.numeric)
         if m.sentence == answer.sentence and _LIST_GAP.match(text[a.end : b.start]) and second:
@@ -519,11 +640,27 @@ def _cued_first(text: str, found: list[Mention], judge: _Judge) -> list[Mention]
     return found
 
 
+def _concluded(text: str, found: list[Mention], judge: _Judge) -> Mention | None:
+    """The name a conclusion introduces (``So the function is X.``, ``Therefore X.``, ``That makes it X``, ``which
+    leaves X``, ``In short: X``, ``→ X``): the last such name that ends its clause (``So `X` gives …`` is a use of X,
+    ``Hence `zip(…)` is no longer needed`` a consequence, not conclusions)."""
+    for i in range(len(found) - 1, -1, -1):
+        m = found[i]
+        if judge.matches(m) is None or _set_aside(m):
+            continue
+        prev = found[i - 1].end if i else 0
+        if _CONCLUDE.search(text[prev : m.start]) and _CLAUSE_END.match(text[m.end : _sentence_end(text, m.sentence)]):
+            return m
+    return None
+
+
 def _decide(text: str, found: list[Mention], judge: _Judge, where: str) -> Reading:
     """The reading of ``text`` (the whole reply, or a declared answer's value) from its mentions."""
     sents = sentences(text)
     set_aside: list[Mention] = []
-    for m in _cued_first(text, found, judge):
+    concluded = _concluded(text, found, judge)
+    order = [concluded, *(x for x in found if x is not concluded)] if concluded else _cued_first(text, found, judge)
+    for m in order:
         verdict = judge.matches(m)
         if verdict is None:
             continue
@@ -533,11 +670,14 @@ def _decide(text: str, found: list[Mention], judge: _Judge, where: str) -> Readi
         upto = max((s.end for s in sents if s.index == m.sentence), default=len(text))
         if _DISCLAIM.search(text[:upto]):
             return Reading(None, "hedge", f"hedge: the reply disclaims knowing the answer before {judge.label(m)!r}")
-        other = _others(text, m, found, judge)
+        # a conclusion is weighed against what follows it, not against the reasoning that led to it
+        scope = [x for x in found if x.sentence >= m.sentence] if m is concluded else found
+        other = _others(text, m, scope, judge)
         if other is not None:
             return other
+        how = " (concluded)" if m is concluded else ""
         if verdict:
-            return Reading(judge.label(m), "ok", f"answer {m.text!r}{where}", (m.text,))
+            return Reading(judge.label(m), "ok", f"answer {m.text!r}{where}{how}", (m.text,))
         if judge.contradicted(m):
             return Reading(
                 None,
@@ -546,7 +686,8 @@ def _decide(text: str, found: list[Mention], judge: _Judge, where: str) -> Readi
                 f"give it ({', '.join(judge.ctx.gold) or 'none'})",
                 (m.text,),
             )
-        return Reading(judge.label(m), "wrong", f"wrong: the answer {judge.label(m)!r}{where}", (judge.label(m),))
+        label = judge.label(m)
+        return Reading(label, "wrong", f"wrong: the answer {label!r}{where}{how}", (label,))
     rejected = [m for m in set_aside if judge.matches(m)]
     if rejected:
         how = "rejected" if any("rejected" in m.flags for m in rejected) else "negated"
@@ -612,9 +753,126 @@ def read_identifier(reply: str | None, ctx: Context, protocol: bool = False) -> 
         return reading
     if protocol:
         return Reading(None, "no declared answer", "no declared answer: the reply has no 'Answer: ...' line")
-    found = _mentions(text, ctx)
+    return _read_tables(text, judge) or _read_prose(text, judge)
+
+
+def _read_plain(text: str, judge: _Judge, where: str = "") -> Reading:
+    found = _mentions(text, judge.ctx)
     _flag(text, found)
-    return _decide(text, found, judge, "")
+    return _decide(text, found, judge, where)
+
+
+def _retraction(text: str, judge: _Judge) -> tuple[int, str, str] | None:
+    """Where the reply goes on after taking back its answer (``X. Hmm, actually no, …``, ``X — wait, that's wrong``,
+    ``X — sorry, I mean Y``): the end of the last retraction whose stretch of text before it (back to the previous
+    retraction) gives an answer and ends with it, with that answer and the retraction's words; ``None`` when nothing
+    is taken back (``X. Actually, X also takes a key argument`` retracts nothing; ``Y — that's wrong`` after an answer
+    X takes back Y, not X). Each stretch is read once."""
+    cues = list(_RETRACT.finditer(text))
+    for i in range(len(cues) - 1, -1, -1):
+        cue = cues[i]
+        stretch = text[cues[i - 1].end() if i else 0 : cue.start()]
+        found = _mentions(stretch, judge.ctx)
+        _flag(stretch, found)
+        live = [m for m in found if judge.matches(m) is not None and not _set_aside(m)]
+        if not live:
+            continue
+        so_far = _decide(stretch, found, judge, "")
+        last = judge.label(live[-1])
+        if so_far.answer is not None and (last == so_far.answer or judge.ctx.same(last, so_far.answer)):
+            return cue.end(), so_far.answer, cue.group(0).strip()
+    return None
+
+
+def _read_prose(text: str, judge: _Judge) -> Reading:
+    """The reading of a reply's text: after its last retraction, if it takes its answer back."""
+    back = _retraction(text, judge)
+    if back is None:
+        return _read_plain(text, judge)
+    start, answer, cue = back
+    after = _read_plain(text[start:], judge)
+    if after.answer is None and _WEAK_RETRACT.match(cue):
+        return _read_plain(text, judge)  # ``X. Correction: it returns None, …``: a detail corrected, not the answer
+    if after.answer is None and after.rule in ("no answer", "negated", "rejected", "hedge", "refusal"):
+        return Reading(
+            None, "retracted", f"retracted: the reply takes back {answer!r} ({cue!r}) and commits to no other"
+        )
+    return Reading(
+        after.answer, after.rule, f"{after.detail} (after taking back {answer!r}: {cue!r})", after.candidates
+    )
+
+
+def _table_rows(t: Table, judge: _Judge) -> tuple[list[Row], int, str]:
+    """The rows of a table that hold its answer, the column of the answer in them, and why: the rows it marks right
+    (``✓``, ``yes``, a bold row), else a ``Function | X`` row, else (a number question) the row of the question's
+    parameter, else its one row, else every row not marked wrong (a list of candidates)."""
+    rows = [r for r in t.rows if any(c.strip() for c in r.cells)]
+    width = max((len(r.cells) for r in rows), default=0)
+
+    def named(cell: str) -> bool:
+        return any(judge.matches(m) is not None for m in _mentions(cell, judge.ctx))
+
+    col = t.column(ANSWER_HEADER)
+    if col is None:
+        col = next((i for i in range(width) if any(i < len(r.cells) and named(r.cells[i]) for r in rows)), 0)
+    bold = [r for r in rows if r.bold]
+    marked = [r for r in rows if r.mark == "positive"] or (bold if len(bold) < len(rows) else [])
+    if marked:
+        return marked, col, "the row the table marks"
+    keyed = [r for r in rows if len(r.cells) >= 2 and LABEL_ROW.match(r.cells[0].strip("*_` "))]
+    if keyed:
+        return keyed[:1], 1, f"the table's {keyed[0].cells[0].strip('*_` ')!r} row"
+    if judge.ctx.numeric:
+        own = [r for r in rows if len(r.cells) >= 2 and any(judge.restated(w) for w in _WORD.findall(r.cells[0]))]
+        if own:
+            return own[:1], 1, "the row of the question's parameter"
+    live = [r for r in rows if r.mark != "negative"]
+    return live, col, ("the table's one row" if len(rows) == 1 else "the table's rows")
+
+
+def _marked_column(t: Table, judge: _Judge) -> str | None:
+    """A table whose candidates head its columns (``| | `heappushpop` | `heapreplace` |``) and whose row marks one
+    of them (``| Right for you | no | yes |``): that column's header."""
+    heads = [
+        i for i, h in enumerate(t.header) if i and any(judge.matches(m) is not None for m in _mentions(h, judge.ctx))
+    ]
+    if len(heads) < 2:
+        return None
+    for r in t.rows:
+        marks = {i: cell_mark(r.cells[i]) for i in heads if i < len(r.cells)}
+        right = [i for i, mark in marks.items() if mark == "positive"]
+        if len(right) == 1 and any(mark == "negative" for mark in marks.values()):
+            return t.header[right[0]]
+    return None
+
+
+def _read_tables(text: str, judge: _Judge) -> Reading | None:
+    """A reply with Markdown tables: its prose when the prose gives an answer (``| … |\n\nSo for your case: X``),
+    else the answer of its first table that gives one (:func:`_table_rows`; several rows are a list); ``None`` when
+    the reply has no table."""
+    found = tables(text)
+    if not found:
+        return None
+    outside = without_tables(text, found)
+    prose = _read_prose(outside, judge) if outside.strip() else None
+    if prose is not None and prose.rule not in ("no answer", "negated"):
+        return prose
+    for t in found:
+        across = _marked_column(t, judge)
+        if across is not None:
+            return _read_plain(across, judge, " (the column the table marks)")
+        rows, col, how = _table_rows(t, judge)
+        if not rows:
+            names = [c for r in t.rows for c in r.cells[:1]]
+            refs = [n for n in names if any(judge.matches(m) for m in _mentions(n, judge.ctx))]
+            if refs:
+                return Reading(None, "rejected", f"rejected: the table marks {refs[0]!r} wrong", ())
+            continue
+        cells = " and ".join(r.cells[col] if col < len(r.cells) else "" for r in rows)
+        reading = _read_plain(cells, judge, f" ({how})")
+        if reading.rule != "no answer":
+            return reading
+    return prose
 
 
 # -- option letters ----------------------------------------------------------------------------------------------
@@ -786,6 +1044,67 @@ def read_option(reply: str | None, options: Mapping[str, str], protocol: bool = 
         return _declared_option(declared, options)
     if protocol:
         return Reading(None, "no declared answer", "no declared answer: the reply has no 'Answer: ...' line")
+    return _option_table(text, options) or _read_options_prose(text, options)
+
+
+def _read_options_prose(text: str, options: Mapping[str, str]) -> Reading:
+    """The option a reply's text chooses, after its last retraction if it takes its choice back (``A. Hmm, actually
+    no — wrap returns a list. B.``): after it, the one letter it names, else the reading of what follows."""
+    start, taken = 0, None
+    cues = list(_RETRACT.finditer(text))
+    for i in range(len(cues) - 1, -1, -1):  # as for identifiers (_retraction): each stretch read once
+        stretch = text[cues[i - 1].end() if i else 0 : cues[i].start()]
+        so_far = _read_options_text(stretch, options)
+        named = [o for o in _option_mentions(stretch, options) if not o.negated]
+        if so_far.answer is not None and named and named[-1].key == so_far.answer:
+            start, taken = cues[i].end(), (so_far.answer, cues[i].group(0).strip())
+            break
+    if taken is None:
+        return _read_options_text(text, options)
+    rest = text[start:]
+    letters = list(
+        dict.fromkeys(o.key for o in _option_mentions(rest, options) if o.form == "letter" and not o.negated)
+    )
+    after = (
+        Reading(letters[0], "ok", f"option {letters[0]}", (letters[0],))
+        if len(letters) == 1
+        else _read_options_text(rest, options)
+    )
+    if after.answer is None and _WEAK_RETRACT.match(taken[1]):
+        return _read_options_text(text, options)
+    if after.answer is None and after.rule in ("no answer", "negated", "hedge", "echo", "empty"):
+        return Reading(
+            None, "retracted", f"retracted: the reply takes back {taken[0]} ({taken[1]!r}) and chooses no other"
+        )
+    return Reading(
+        after.answer, after.rule, f"{after.detail} (after taking back {taken[0]}: {taken[1]!r})", after.candidates
+    )
+
+
+def _option_table(text: str, options: Mapping[str, str]) -> Reading | None:
+    """A reply with Markdown tables: its prose when it chooses, else the row its table marks right (``| B fill | ✓ |``);
+    ``None`` when it has no table or no marked row."""
+    found = tables(text)
+    if not found:
+        return None
+    outside = without_tables(text, found)
+    if outside.strip():
+        prose = _read_options_prose(outside, options)
+        if prose.rule not in ("no answer", "negated", "echo", "empty"):
+            return prose
+    for t in found:
+        bold = [r for r in t.rows if r.bold]
+        marked = [r for r in t.rows if r.mark == "positive"] or (bold if len(bold) < len(t.rows) else [])
+        keys = list(dict.fromkeys(k for r in marked for k in [_read_options_text(r.cells[0], options).answer] if k))
+        if len(keys) == 1:
+            return Reading(keys[0], "ok", f"option {keys[0]} (the row the table marks)", (keys[0],))
+        if len(keys) >= 2:
+            return Reading(None, "several", f"several: the table marks options {', '.join(keys)}", tuple(keys))
+    return None
+
+
+def _read_options_text(text: str, options: Mapping[str, str]) -> Reading:
+    """The option a reply's text chooses (rule 5 of the module docstring)."""
     text, echoed = _drop_echo(text, options)
     if not text.strip(" \t\n-*"):
         return Reading(None, "echo", f"echo: the reply repeats the option list ({echoed} options) without choosing")
@@ -833,4 +1152,13 @@ def read_option(reply: str | None, options: Mapping[str, str], protocol: bool = 
             prev = max((x.end for x in found if x.end <= o.start), default=at)
             if _ALT_CUE.search(text[max(prev, at - 1) : o.start]):
                 return Reading(None, "alternatives", f"alternatives: after {chosen.answer} the reply offers {o.key}")
+            sent = next((x for x in sentences(text) if x.start <= o.start < x.end), None)
+            after = text[o.end : sent.end if sent else len(text)]
+            equal = _EQUAL_AFTER.match(after)
+            if (equal and not _DOWNGRADE.search(after[equal.end() :])) or (
+                sent is not None and _EITHER.search(text[o.end : _sentence_end(text, sent.index, 1)])
+            ):
+                return Reading(
+                    None, "alternatives", f"alternatives: {o.key} is offered as an equal alternative to {chosen.answer}"
+                )
     return chosen

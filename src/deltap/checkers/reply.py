@@ -18,6 +18,7 @@ The text layer of the ``grader`` answer grammar (:mod:`deltap.checkers.grader`, 
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -291,14 +292,20 @@ class Sentence:
 
 def sentences(text: str) -> list[Sentence]:
     """``text`` cut into sentences: ends of sentences, line breaks, ``;`` and dashes between spaces; fenced code
-    blocks and backticked spans are never cut."""
+    blocks and backticked spans are never cut. (Cached: the grader asks for the same text's sentences many times.)"""
+    return list(_sentences(text))
+
+
+@functools.lru_cache(maxsize=256)
+def _sentences(text: str) -> tuple[Sentence, ...]:
     out: list[Sentence] = []
-    protected = [(m.start(), m.end()) for m in _FENCE.finditer(text)]
-    protected += [(m.start(), m.end()) for m in re.finditer(r"`[^`\n]+`", text)]
+    inside = bytearray(len(text) + 1)  # 1 where a sentence may not end: inside a fence or a backticked span
+    for m in [*_FENCE.finditer(text), *re.finditer(r"`[^`\n]+`", text)]:
+        inside[m.start() + 1 : m.end()] = b"\x01" * max(0, m.end() - m.start() - 1)
     last = 0
     pieces: list[tuple[int, int, bool]] = []
     for m in _SENTENCE_END.finditer(text):
-        if any(a < m.start() < b for a, b in protected):
+        if inside[m.start()]:
             continue
         pieces.append((last, m.start(), False))
         last = m.end()
@@ -313,7 +320,7 @@ def sentences(text: str) -> list[Sentence]:
                 a = fb
         if text[a:b].strip():
             out.append(Sentence(len(out), a, b, text[a:b]))
-    return out
+    return tuple(out)
 
 
 @dataclass

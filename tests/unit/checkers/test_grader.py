@@ -217,3 +217,322 @@ def test_readings_name_their_rule() -> None:
     assert read_identifier("I don't know.", ctx).rule == "hedge"
     assert read_option("A, B", FILL).rule == "several"
     assert read_option("", FILL).unreadable
+
+
+# -- session 11: alternatives, retractions, tables, conclusions (written before the rules) ------------------------
+
+HEAPQ_Q = Case("h", "Which heapq function pops the smallest item and then pushes a new one?", ("heapq.heapreplace",))
+WIDTH_Q = Case("w", "What is the default value of the width parameter of textwrap.fill?", ("textwrap.fill",))
+
+
+@pytest.mark.parametrize(
+    ("case", "expected", "reply", "outcome"),
+    [
+        # an equal alternative is a hedge, unless every name offered is accepted
+        pytest.param(
+            CASE, "heapify", "Use `heapify`. `heappush` in a loop works just as well.", "fail", id="alt-as-well"
+        ),
+        pytest.param(CASE, "shorten", "`shorten` or `fill`; either does the job.", "fail", id="alt-either"),
+        pytest.param(CASE, "quote", "`quote(s)`; `join([s])` also works.", "fail", id="alt-also-works"),
+        pytest.param(CASE, "dumps", "`json.dumps(d)` — `repr(d)` would do equally well.", "fail", id="alt-equally"),
+        pytest.param(
+            CASE,
+            "nsmallest",
+            "Use `nsmallest`. `sorted(xs)[:10]` also works, but it sorts everything.",
+            "pass",
+            id="alt-worse-is-not-equal",
+        ),
+        pytest.param(
+            CASE,
+            "shorten",
+            "`shorten(t, 40)` or `shorten(t, 40, placeholder='…')`, either works.",
+            "pass",
+            id="alt-same-function",
+        ),
+        pytest.param(
+            CASE, "nsmallest", "`nsmallest` (or `heapq.nsmallest`) — either works.", "pass", id="alt-same-name"
+        ),
+        pytest.param(CASE, "dedent", "`dedent` — it handles tabs or spaces either way.", "pass", id="alt-about-inputs"),
+        # a retraction takes the answer back; a later committed answer is the one read
+        pytest.param(
+            CASE,
+            "dedent",
+            "`dedent`... hmm, actually no — use `str.lstrip` on each line.",
+            "fail",
+            id="retract-to-other",
+        ),
+        pytest.param(
+            HEAPQ_Q,
+            "heapreplace",
+            "`heappushpop`. Wait, no — that pushes first. It's `heapreplace`.",
+            "pass",
+            id="retract-to-right",
+        ),
+        pytest.param(
+            CASE,
+            "isqrt",
+            "`math.isqrt(n)` — wait, that's wrong, use `int(math.sqrt(n))`.",
+            "fail",
+            id="retract-thats-wrong",
+        ),
+        pytest.param(
+            CASE, "tee", "`tee(it, n)`. Hmm, actually no, I'm not sure that's right.", "fail", id="retract-to-nothing"
+        ),
+        pytest.param(CASE, "model", "The `model` parameter — sorry, I mean `llm`.", "fail", id="retract-i-mean"),
+        pytest.param(
+            CASE,
+            "cmp_to_key",
+            "`cmp_to_key(f)`. Actually, `cmp_to_key` also works with `min`.",
+            "pass",
+            id="actually-adds",
+        ),
+        pytest.param(
+            CASE,
+            "nsmallest",
+            "`nsmallest(3, xs)`. Actually, it also takes a `key` argument.",
+            "pass",
+            id="actually-key-argument",
+        ),
+        pytest.param(
+            CASE, "merge", "`heapq.merge(*fs)`. Wait — each input must already be sorted.", "pass", id="wait-is-a-note"
+        ),
+        pytest.param(
+            CASE, "fsum", "`math.fsum(v)`. No, the builtin `sum` is not accurate enough.", "pass", id="no-about-another"
+        ),
+        # a table is read as a table
+        pytest.param(
+            HEAPQ_Q,
+            "heapreplace",
+            "| Function | Pops first? |\n|---|---|\n| `heappushpop` | ✗ |\n| `heapreplace` | ✓ |",
+            "pass",
+            id="table-marked-row",
+        ),
+        pytest.param(
+            HEAPQ_Q,
+            "heapreplace",
+            "| Function | Right? |\n|---|---|\n| `heapreplace` | ✗ |\n| `heappushpop` | ✓ |",
+            "fail",
+            id="table-marked-other-row",
+        ),
+        pytest.param(
+            CASE,
+            "quote",
+            "| Task | Answer |\n|---|---|\n| escape one string | `shlex.quote` |",
+            "pass",
+            id="table-answer-column",
+        ),
+        pytest.param(
+            CASE,
+            "get_close_matches",
+            "| Property | Value |\n|---|---|\n| Function | `get_close_matches` |\n| Returns | a list |",
+            "pass",
+            id="table-key-value",
+        ),
+        pytest.param(
+            WIDTH_Q,
+            "70",
+            "| Parameter | Default |\n|---|---|\n| `width` | 70 |\n| `tabsize` | 8 |",
+            "pass",
+            id="table-parameter-row",
+        ),
+        pytest.param(
+            WIDTH_Q,
+            "70",
+            "| Parameter | Default |\n|---|---|\n| `width` | 80 |\n| `tabsize` | 70 |",
+            "fail",
+            id="table-parameter-row-wrong",
+        ),
+        pytest.param(
+            CASE,
+            "shorten",
+            "| Function | Does |\n|---|---|\n| `wrap` | lines |\n| `fill` | a string |\n| `shorten` | cuts |",
+            "fail",
+            id="table-unmarked-list",
+        ),
+        pytest.param(
+            CASE,
+            "indent",
+            "| Function | Does |\n|---|---|\n| `dedent` | strips |\n| `indent` | prefixes |\n\nSo: `indent`.",
+            "pass",
+            id="table-then-conclusion",
+        ),
+        pytest.param(
+            CASE,
+            "shorten",
+            "| Question | Answer |\n|---|---|\n| truncate | `shorten` or `fill` |",
+            "fail",
+            id="table-hedged-cell",
+        ),
+        pytest.param(
+            CASE,
+            "fsum",
+            "| Function | Accurate? |\n|---|---|\n| `fsum` | ✓ |\n| `sum` | ✓ |",
+            "fail",
+            id="table-every-row-marked",
+        ),
+        # reasoning read by its conclusion
+        pytest.param(
+            CASE,
+            "get_close_matches",
+            "You could write Levenshtein yourself, or use a SequenceMatcher-based ratio. So the function is "
+            "`difflib.get_close_matches(typo, cmds)`.",
+            "pass",
+            id="conclusion-so-the-function-is",
+        ),
+        pytest.param(
+            CASE,
+            "capwords",
+            "`str.title()` breaks on apostrophes. Therefore `string.capwords`.",
+            "pass",
+            id="conclusion-therefore",
+        ),
+        pytest.param(
+            CASE,
+            "SequentialAgent",
+            "A `LoopAgent` repeats. That makes it `SequentialAgent`.",
+            "pass",
+            id="conclusion-that-makes-it",
+        ),
+        pytest.param(
+            CASE, "shorten", "`wrap` and `fill` don't truncate. That leaves `shorten`.", "pass", id="conclusion-leaves"
+        ),
+        pytest.param(
+            CASE,
+            "isqrt",
+            "`isqrt` returns an int, `sqrt` a float. So the function is `math.sqrt`.",
+            "fail",
+            id="conclusion-wrong",
+        ),
+        pytest.param(
+            HEAPQ_Q,
+            "heapreplace",
+            "Use `heapreplace`. So if the heap is empty, it raises `IndexError`.",
+            "pass",
+            id="so-is-a-consequence",
+        ),
+        pytest.param(
+            CASE,
+            "Runner",
+            "`Runner`. That makes `runner.run_async(...)` the call you use.",
+            "pass",
+            id="that-makes-usage",
+        ),
+        pytest.param(
+            CASE,
+            "BaseAgent",
+            "`BaseAgent`. So every `LlmAgent` is a `BaseAgent` too.",
+            "pass",
+            id="so-a-consequence-naming-others",
+        ),
+    ],
+)
+def test_session_11_rules(case: Case, expected: str, reply: str, outcome: str) -> None:
+    result = _sm(expected).check(case, reply)
+    assert result.outcome == outcome, (reply, result.detail)
+
+
+@pytest.mark.parametrize(
+    ("correct", "reply", "outcome"),
+    [
+        pytest.param("B", "B (fill). A would also work if you join the lines — either is fine.", "fail", id="alt"),
+        pytest.param(
+            "B", "B — `fill`. `wrap` plus a join works too, but B is the dedicated one.", "pass", id="alt-worse"
+        ),
+        pytest.param("B", "A. Hmm, actually no — `wrap` returns a list. B.", "pass", id="retract-to-right"),
+        pytest.param("B", "B. Wait, no — I mixed them up, it's A.", "fail", id="retract-to-wrong"),
+        pytest.param("B", "B. Actually, it's worth noting that A returns a list.", "pass", id="actually-note"),
+        pytest.param("B", "| Option | Verdict |\n|---|---|\n| A wrap | ✗ |\n| B fill | ✓ |", "pass", id="table"),
+        pytest.param("B", "| Option | Verdict |\n|---|---|\n| A wrap | ✓ |\n| B fill | ✗ |", "fail", id="table-wrong"),
+    ],
+)
+def test_session_11_option_rules(correct: str, reply: str, outcome: str) -> None:
+    result = _mc(correct, FILL).check(CASE, reply)
+    assert result.outcome == outcome, (reply, result.detail)
+
+
+# -- session 11: refinements from attacks2.yaml (its replies were written before these refinements) ---------------
+
+ISCLOSE_Q = Case("i", "How do I test whether two floats are equal up to a rounding error?", ("math.isclose",))
+
+
+@pytest.mark.parametrize(
+    ("case", "expected", "reply", "outcome"),
+    [
+        pytest.param(
+            ISCLOSE_Q,
+            "isclose",
+            "Use `math.isclose(a, b)`. For numpy arrays, `numpy.isclose` does the same.",
+            "pass",
+            id="alt-scoped-to-another-situation",
+        ),
+        pytest.param(
+            ISCLOSE_Q, "isclose", "Use `math.isclose(a, b)`. `numpy.isclose` does the same.", "fail", id="alt-unscoped"
+        ),
+        pytest.param(
+            CASE,
+            "chain",
+            "`itertools.chain(a, b)`; `itertools.chain.from_iterable([a, b])` works too.",
+            "pass",
+            id="alt-the-answers-own-method",
+        ),
+        pytest.param(
+            CASE,
+            "heapify",
+            "`heapq.heapify(x)`. Correction: it returns None, so don't assign it.",
+            "pass",
+            id="correction-of-a-detail",
+        ),
+        pytest.param(
+            CASE, "comb", "`math.perm(n, k)`. Correction: `math.comb(n, k)`.", "pass", id="correction-of-the-answer"
+        ),
+        pytest.param(
+            HEAPQ_Q,
+            "heapreplace",
+            "| | `heappushpop` | `heapreplace` |\n|---|---|---|\n| Order | push, pop | pop, push |\n"
+            "| Right for you | no | yes |",
+            "pass",
+            id="table-marked-column",
+        ),
+        pytest.param(
+            CASE,
+            "nsmallest",
+            "In short: it depends — `nsmallest` for small n, `sorted` for large n.",
+            "fail",
+            id="it-depends",
+        ),
+    ],
+)
+def test_session_11_refinements(case: Case, expected: str, reply: str, outcome: str) -> None:
+    result = _sm(expected).check(case, reply)
+    assert result.outcome == outcome, (reply, result.detail)
+
+
+def test_the_table_layer() -> None:
+    from deltap.checkers.tables import cell_mark, tables, without_tables
+
+    text = "Here:\n\n| Function | Right? |\n|---|---|\n| `a_b` | ✗ no |\n| **`c_d`** | ✓ |\n\nDone."
+    (t,) = tables(text)
+    assert t.header == ("Function", "Right?")
+    assert [r.cells[0] for r in t.rows] == ["`a_b`", "**`c_d`**"]
+    assert [r.mark for r in t.rows] == ["negative", "positive"] and t.rows[1].bold
+    assert text[t.rows[1].starts[0] :].startswith("**`c_d`**")
+    blank = without_tables(text, [t])
+    assert len(blank) == len(text) and "a_b" not in blank and blank.endswith("Done.")
+    assert cell_mark("yes") == "positive" and cell_mark("no — slow") == "negative" and cell_mark("no sorting") == ""
+    assert tables("a | b\nnot a table") == [] and tables("| a | b |\n| c | d |") == []
+    assert tables("| `x|y` | z |\n|---|---|\n| 1 | 2 |")[0].header == ("`x|y`", "z")
+
+
+def test_a_long_reply_is_read_in_linear_time() -> None:
+    """A 6,000-character reply with 120 retraction cues and a 300-mention reply took 5 s each before the sentences were
+    cached and each stretch between retractions read once; now they take well under a tenth of that (bound generous
+    for a shared machine)."""
+    import time
+
+    ctx = Context(("nsmallest",), question="Which heapq function finds the n smallest?", gold=("heapq.nsmallest",))
+    para = "Use `heapq.heapify`, or `sorted(xs)[:n]`; hmm, actually no. Wait, no, that is wrong. So `heapq.nsmallest`. "
+    many = "Use `nsmallest`. " + " ".join(f"Also `f_{i}` is nice." for i in range(300))
+    start = time.perf_counter()
+    assert read_identifier(para * 40, ctx).rule == "ok"
+    assert read_identifier(many, ctx).rule == "ok"
+    assert time.perf_counter() - start < 2.5

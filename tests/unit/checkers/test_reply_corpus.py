@@ -64,16 +64,24 @@ def _errors(name: str, grammar: str = "grader") -> tuple[list[str], list[str], i
     return right_failed, wrong_passed, right, wrong
 
 
+#: every set of replies; all but the two attack sets are training sets now (their misses were read while writing rules)
+SETS = ("local", "localbench", "hosted", "fresh", "fresh2", "fresh3", "classes", "attacks", "attacks2")
+
+
 def test_every_reply_names_a_known_case_and_a_verdict() -> None:
-    for name in ("local", "localbench", "hosted", "fresh", "fresh2", "fresh3"):
+    for name in SETS:
         for r in _replies(name):
             assert r["case"] in CASES, r
             assert r["verdict"] in ("pass", "fail"), r
             assert isinstance(r["reply"], str)
 
 
-@pytest.mark.parametrize("name", ["local", "localbench", "hosted"])
+@pytest.mark.parametrize("name", ["local", "localbench", "hosted", "fresh", "fresh2", "fresh3", "classes"])
 def test_the_grader_reading_meets_the_goal_on_the_corpus(name: str) -> None:
+    """Right answers failed <= 2 %, wrong answers passed 0. The fresh sets were written blind to the rules of their
+    day and measured once (benchmarks/README.md keeps those figures); the rules were then revised on their misses,
+    so here they are training sets like the others. ``classes`` (session 11) holds the four kinds of reply fresh3's
+    misses stood for — equal alternatives, retractions, tables, conclusions — labelled before their rules."""
     right_failed, wrong_passed, right, wrong = _errors(name)
     if not right + wrong:
         pytest.skip(f"no {name} set")
@@ -81,24 +89,33 @@ def test_the_grader_reading_meets_the_goal_on_the_corpus(name: str) -> None:
     assert len(right_failed) <= 0.02 * right, "right answers failed:\n" + "\n".join(right_failed)
 
 
-@pytest.mark.parametrize("name", ["fresh", "fresh2"])
-def test_the_fresh_sets_never_pass_a_wrong_answer(name: str) -> None:
-    """The fresh sets were written after the rules, blind to them; their right-answer misses are reported, not gated
-    (benchmarks/README.md), but a wrong pass is a bug."""
-    right_failed, wrong_passed, right, wrong = _errors(name)
-    if not right + wrong:
-        pytest.skip(f"no {name} set")
-    assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
-
-
-@pytest.mark.xfail(
-    strict=True, reason="fresh3 (written blind to the final rules) holds 2 wrong answers the grader passes"
-)
-def test_the_third_fresh_set_never_passes_a_wrong_answer() -> None:
-    """fresh3 was written blind to the rules as they stand and measured once (benchmarks/README.md): the grader passes
-    a reply that offers an alternative (``Probably heapify, though … heappush … either one will work``) and one that
-    takes its answer back (``That's dedent... hmm, actually no``). Known misses, not fixed here: the test turns green
-    (and, strict, fails) the day they are."""
+def test_the_third_fresh_set_scores_as_a_person_does() -> None:
+    """fresh3 (80 replies, written blind to session 10's rules) measured 2/41 right failed and 2/39 wrong passed
+    before session 11's rules (benchmarks/README.md); it is a training set since, and scores 0/0."""
     right_failed, wrong_passed, right, wrong = _errors("fresh3")
-    assert right + wrong == 80
+    assert (right, wrong) == (41, 39)
     assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
+    assert not right_failed, "right answers failed:\n" + "\n".join(right_failed)
+
+
+def test_the_attacks_on_session_11s_rules() -> None:
+    """``attacks.yaml``: replies that look like an alternative, a retraction, a table or a conclusion but should go
+    the other way, labelled before the rules (counted apart). No wrong answer passes; one right answer fails, a
+    known miss: ```json.loads` — wait, you're going the other way. `json.dumps(d)` `` (a bare ``wait`` is not read
+    as a retraction, because ``X. Wait — make sure the inputs are sorted`` is not one)."""
+    right_failed, wrong_passed, right, wrong = _errors("attacks")
+    assert right + wrong >= 40
+    assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
+    assert len(right_failed) <= 1, "right answers failed:\n" + "\n".join(right_failed)
+
+
+def test_the_second_attack_on_session_11s_rules() -> None:
+    """``attacks2.yaml`` (30 replies written after the rules by their author, labelled before a checker ran on them;
+    first measured 5/24 right failed and 1/6 wrong passed (benchmarks/README.md), then four of its
+    kinds of miss were mended): no wrong answer passes; one right answer fails, a known miss: ``That leaves
+    `heappushpop` and `heapreplace`; the one that pops first is `heapreplace`.`` (``the one that … is X`` is not read
+    as a conclusion, because after an answer it is usually an explanation of another name)."""
+    right_failed, wrong_passed, right, wrong = _errors("attacks2")
+    assert right + wrong == 30
+    assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
+    assert len(right_failed) <= 1, "right answers failed:\n" + "\n".join(right_failed)
