@@ -103,9 +103,12 @@ def _group_of(item: pytest.Item) -> str | None:
         return "group:" + str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
     info = getattr(item, "_fixtureinfo", None)
     module = item.nodeid.split("::", 1)[0]
-    for defs in info.name2fixturedefs.values() if info is not None else ():
-        fixture = defs[-1]
-        wide = fixture.scope in ("class", "module", "package")
+    fixtures = [defs[-1] for defs in info.name2fixturedefs.values()] if info is not None else []
+    for fixture in fixtures:  # a package fixture (a conftest's) groups the tests of every module that uses it
+        if fixture.scope == "package":
+            return "package:" + fixture.baseid
+    for fixture in fixtures:
+        wide = fixture.scope in ("class", "module")
         if wide or (fixture.scope == "session" and fixture.baseid.split("::", 1)[0] == module):
             return "module:" + module
     return None

@@ -13,15 +13,10 @@ import pytest
 from deltap.cases import Case, CheckerSpec
 from deltap.documents import Corpus, Document
 from deltap.endtoend import EndToEndConfig, System, end_to_end
-from deltap.endtoend.planted import PLANTED_SYSTEMS, planted_scenario, run_planted
+from deltap.endtoend.planted import PLANTED_SYSTEMS, planted_scenario
 from deltap.endtoend.validity import kendall_tau, summary_sentence
 from deltap.errors import DeltapError
 from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
-
-
-@pytest.fixture(scope="module")
-def planted(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    return run_planted(planted_scenario(60, seed=3), repeats=8, seed=3, out=tmp_path_factory.mktemp("planted"))
 
 
 def test_success_ranks_the_planted_systems_exactly(planted: dict) -> None:

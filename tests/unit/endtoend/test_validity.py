@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from deltap.endtoend import EndToEndConfig, System
-from deltap.endtoend.planted import planted_scenario, run_planted
+from deltap.endtoend.planted import planted_scenario
 from deltap.endtoend.results import summarize
 from deltap.endtoend.validity import fair_systems, metric_validity, per_case_metric, within_question_tau
 
@@ -91,11 +91,6 @@ def test_graded_judgements_and_signed_gains_plug_in() -> None:
     diff = cmp[("graded", "gold", "ndcg@2")]
     assert diff["a"] == "the graded qrels" and diff["tau_within_diff"] == pytest.approx(2.0)
     assert "ordering the systems within a question is the graded qrels" in v["summary_within"]
-
-
-@pytest.fixture(scope="module")
-def planted(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    return run_planted(planted_scenario(60, seed=3), repeats=8, seed=3, out=tmp_path_factory.mktemp("planted") / "run")
 
 
 def test_deltap_labels_win_within_questions_where_gold_sets_hold_distractors(planted: dict) -> None:
