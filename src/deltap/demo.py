@@ -509,6 +509,9 @@ def _mine(
             if event.get("phase") == "plan" and not config.progress:  # the display shows it; without one, say it
                 for line in event["plan"].brief():
                     say(line)
+            if event.get("phase") == "pace" and not config.progress:  # the time again, from the first calls
+                for line in event["plan"].time_brief():
+                    say(line)
             bar(event)
 
         run.mine(progress=progress)

@@ -82,6 +82,8 @@ from deltap.retrieval.base import Releasable
 from deltap.run_layout import RunDir
 from deltap.solvers.base import is_deterministic, solver_id
 from deltap.trials.log import TrialLog
+from deltap.trials.pace import MEASURE_AFTER, remember
+from deltap.trials.planning import measured_pace
 from deltap.trials.prices import prices_for
 from deltap.trials.runner import CallTally
 
@@ -92,6 +94,7 @@ if TYPE_CHECKING:
     from deltap.execution.base import Executor
     from deltap.retrieval.base import Retriever
     from deltap.solvers.base import Solver
+    from deltap.trials.pace import Measurement
 
 __all__ = ["mine"]
 
@@ -224,6 +227,7 @@ def mine(
     try:
         # The plan before the first call (the pools drawn here are the ones the cases then mine: no double work)
         plan = _plan(cases, corpus, solver, retriever, log, cfg, prices, lanes)
+        planned_at = time.time()  # the plan's time range covers the calls from here on
         if cfg.pilot > 0 and cases:  # before any design trial; a stop closes the executor and the log below
             pilot_info = _pilot(cases, corpus, solver, factory, retriever, log, cfg, lanes)
         results = lanes.map(
@@ -237,6 +241,9 @@ def mine(
                 [r for r in results if r.X is not None],
             )
         spend = _account_spend(results, log, prices)
+        final = measure_run(lanes.tally, solver)  # every call of this session: the figure the next plan starts from
+        if final is not None and final.calls >= MEASURE_AFTER:
+            remember(final)
         placebo = {**placebo_calibration(results, cfg, corpus), "null": null_info}
         tilt = _tilt(results, cfg)
         graded, ended = labelled["graded"], time.time()
@@ -251,7 +258,7 @@ def mine(
         }
         dataset.metadata["spend"] = {k: v for k, v in spend.items() if k not in ("by_case", "solver_seconds")}
         run["plan"] = {k: v for k, v in plan.to_dict().items() if k != "by_case"}
-        run["plan_vs_spent"] = plan_vs_spent(plan, spend, ended - started)
+        run["plan_vs_spent"] = plan_vs_spent(plan, spend, ended - started, since_plan=ended - planned_at)
         run["resume"] = resumed
         if pilot_info is not None:
             run["pilot"] = pilot_info
@@ -334,6 +341,9 @@ class _Lanes:
         # tokenizer are not made to be called from several threads at once.
         self.prepare_lock = threading.Lock()
         self.drawn: dict[str, tuple[Pool, dict[str, Any] | None]] = {}  # pools drawn for the plan, not stored yet
+        self.plan: RunPlan | None = None  # re-paced once MEASURE_AFTER of this session's calls are timed
+        self.solver: Any = None
+        self._paced = threading.Lock()
 
     def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
         from deltap.execution.concurrent import map_cases
@@ -341,7 +351,24 @@ class _Lanes:
         return map_cases(fn, items, self.limit, self.stop)
 
     def report(self, event: dict[str, Any]) -> None:
-        """Send ``event`` with ``calls``: the solver calls this process made so far, over every case."""
+        """Send ``event`` with ``calls``: the solver calls this process made so far, over every case. Once
+        :data:`~deltap.trials.pace.MEASURE_AFTER` of them are timed, the plan's time is measured from them and sent
+        first (``{"phase": "pace", "plan": RunPlan}``)."""
+        self._measure()
+        self._send(event)
+
+    def _measure(self) -> None:
+        """The plan's pace from this session's first timed calls (once), kept in the user's cache for later plans."""
+        if self.plan is None or len(self.tally.timer) < MEASURE_AFTER or not self._paced.acquire(blocking=False):
+            return  # no plan, too few calls, or already measured (the lock stays taken)
+        m = measure_run(self.tally, self.solver)
+        if m is None:
+            return
+        remember(m)
+        self.plan.measure(m)
+        self._send({"phase": "pace", "plan": self.plan})
+
+    def _send(self, event: dict[str, Any]) -> None:
         if self.progress is not None:
             self.progress(
                 {
@@ -396,9 +423,22 @@ def _plan(
     limits = getattr(getattr(solver, "limiter", None), "limits", None)
     rpm = getattr(limits, "requests_per_minute", None)
     workers = int(getattr(lanes.executor, "slots", cfg.workers) or cfg.workers)
-    plan = plan_calls(cases, pools, cfg, solver, prices=prices, workers=workers, rpm=rpm, logged=logged)
+    # a resumed run: its log's latest calls; else the last measurement kept for this solver, if any
+    measured = measured_pace(solver, log.recent_calls(64, solver_id(solver)))
+    plan = plan_calls(
+        cases, pools, cfg, solver, prices=prices, workers=workers, rpm=rpm, logged=logged, measured=measured
+    )
+    lanes.plan, lanes.solver = plan, solver
     lanes.report({"phase": "plan", "plan": plan})  # with calls (0 so far), as every event
     return plan
+
+
+def measure_run(tally: CallTally, solver: Solver) -> Measurement | None:
+    """This session's timed calls as a :class:`~deltap.trials.pace.Measurement` (``None`` before any)."""
+    from deltap.trials.pace import solver_threads
+    from deltap.trials.planning import scales_with_tokens
+
+    return tally.timer.measurement(solver_id(solver), solver_threads(solver), scales_with_tokens(solver))
 
 
 def _prepare_case(

@@ -214,11 +214,12 @@ class LlamaCppSolver:
         self.template = template
         self.include_eos_in_score = include_eos_in_score
         self.extra_buffers = (not library_has_amx()) if extra_buffers is None else bool(extra_buffers)
+        self.n_threads = int(n_threads or os.cpu_count() or 1)  # read by a plan's pace (deltap.trials.pace)
         with _model_params(use_extra_bufts=self.extra_buffers):
             self.llm = Llama(
                 model_path=str(self.model_path),
                 n_ctx=n_ctx,
-                n_threads=n_threads or os.cpu_count() or 1,
+                n_threads=self.n_threads,
                 n_batch=n_batch,
                 flash_attn=flash_attn,
                 seed=seed,
