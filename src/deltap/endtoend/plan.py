@@ -112,7 +112,9 @@ class EndToEndPlan:
         return None if self.prices is None else self.prices.cost(self.tokens_in(), self.tokens_out())
 
     def seconds(self) -> tuple[float, float] | None:
-        """Wall seconds of the calls, fastest to slowest rate (``None``: no latency and no ``rpm``)."""
+        """Wall seconds of the calls, fastest to slowest rate (``None``: no latency and no ``rpm``; none left: 0)."""
+        if not self.calls():
+            return 0.0, 0.0
         return self.pace.seconds(self.calls(), self.calls())
 
     def to_dict(self) -> dict[str, Any]:
