@@ -78,9 +78,8 @@ def test_a_real_endtoend_prints_its_timed_plan_first(tmp_path: Path, capsys: pyt
     main([*args, "--plan"])  # finished: nothing left
     assert "time    0:00" in capsys.readouterr().out
     from deltap.endtoend.plan import logged_pace
-    from deltap.trials.setup import SolverSettings, build_solver
-
     from deltap.loaders import load_cases, load_corpus
+    from deltap.trials.setup import SolverSettings, build_solver
 
     cases = load_cases(bench, corpus=load_corpus(corpus), on_missing="skip")
     solver = build_solver(SolverSettings("simulated", options={"latency": 0.01}), None, cases, "pass", 0)[0]
