@@ -227,7 +227,6 @@ def mine(
     try:
         # The plan before the first call (the pools drawn here are the ones the cases then mine: no double work)
         plan = _plan(cases, corpus, solver, retriever, log, cfg, prices, lanes)
-        planned_at = time.time()  # the plan's time range covers the calls from here on
         if cfg.pilot > 0 and cases:  # before any design trial; a stop closes the executor and the log below
             pilot_info = _pilot(cases, corpus, solver, factory, retriever, log, cfg, lanes)
         results = lanes.map(
@@ -241,9 +240,6 @@ def mine(
                 [r for r in results if r.X is not None],
             )
         spend = _account_spend(results, log, prices)
-        final = measure_run(lanes.tally, solver)  # every call of this session: the figure the next plan starts from
-        if final is not None and final.calls >= MEASURE_AFTER:
-            remember(final)
         placebo = {**placebo_calibration(results, cfg, corpus), "null": null_info}
         tilt = _tilt(results, cfg)
         graded, ended = labelled["graded"], time.time()
@@ -258,7 +254,7 @@ def mine(
         }
         dataset.metadata["spend"] = {k: v for k, v in spend.items() if k not in ("by_case", "solver_seconds")}
         run["plan"] = {k: v for k, v in plan.to_dict().items() if k != "by_case"}
-        run["plan_vs_spent"] = plan_vs_spent(plan, spend, ended - started, since_plan=ended - planned_at)
+        run["plan_vs_spent"] = plan_vs_spent(plan, spend, ended - started, since_plan=lanes.close_pace(ended))
         run["resume"] = resumed
         if pilot_info is not None:
             run["pilot"] = pilot_info
@@ -342,6 +338,7 @@ class _Lanes:
         self.prepare_lock = threading.Lock()
         self.drawn: dict[str, tuple[Pool, dict[str, Any] | None]] = {}  # pools drawn for the plan, not stored yet
         self.plan: RunPlan | None = None  # re-paced once MEASURE_AFTER of this session's calls are timed
+        self.planned_at = time.time()
         self.solver: Any = None
         self._paced = threading.Lock()
 
@@ -367,6 +364,14 @@ class _Lanes:
         remember(m)
         self.plan.measure(m)
         self._send({"phase": "pace", "plan": self.plan})
+
+    def close_pace(self, ended: float) -> float:
+        """Keep every timed call of this session as the solver's measurement (the figure the next plan starts
+        from); the wall seconds from the plan to ``ended``."""
+        final = measure_run(self.tally, self.solver) if self.solver is not None else None
+        if final is not None and final.calls >= MEASURE_AFTER:
+            remember(final)
+        return ended - self.planned_at
 
     def _send(self, event: dict[str, Any]) -> None:
         if self.progress is not None:
@@ -430,6 +435,7 @@ def _plan(
     )
     lanes.plan, lanes.solver = plan, solver
     lanes.report({"phase": "plan", "plan": plan})  # with calls (0 so far), as every event
+    lanes.planned_at = time.time()  # the plan's time range covers the calls from here on
     return plan
 
 

@@ -300,7 +300,7 @@ class RunPlan:
         if self.pace.source:
             import textwrap
 
-            out += textwrap.wrap(self.pace.source, 80, initial_indent="       ", subsequent_indent="         ",
+            out += textwrap.wrap(self.pace.source, 80, initial_indent="       ", subsequent_indent="       ",
                                  break_on_hyphens=False, break_long_words=False)  # fmt: skip
         return out
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltap._ticker import clock_text
 from deltap.errors import DeltapError
+from deltap.trials.pace import LOCAL_GENERATED_TOKENS_PER_S, LOCAL_PROMPT_TOKENS_PER_S
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -41,10 +42,6 @@ __all__ = [
     "time_range",
 ]
 
-#: prompt tokens per second of the local SmolLM2-135M on 2 cores (docs/DESIGN: 320-390 measured here), a range
-LOCAL_PROMPT_TOKENS_PER_S = (320.0, 390.0)
-#: generated tokens per second of the same model on 2 cores (a range; see benchmarks/README.md)
-LOCAL_GENERATED_TOKENS_PER_S = (40.0, 80.0)
 #: where a plan's seconds per call come from when they are the local model's 2-core table (no measurement yet)
 LOCAL_LATENCY_SOURCE = (
     f"no measurement yet: a 2-core table estimate ({LOCAL_PROMPT_TOKENS_PER_S[0]:g}-{LOCAL_PROMPT_TOKENS_PER_S[1]:g} "
