@@ -336,6 +336,11 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
     _mine(config, corpus, cases, settings, dense, rd, mining, say)
     _stage(say, timings, "mining", t0, f"verified dataset -> {rd.dataset}")
     from deltap.mining.outputs import graded_line
+    from deltap.mining.plan import plan_time_line
+
+    timed = plan_time_line(rd.summary().get("plan_vs_spent"))  # the time the plan printed against the time spent
+    if timed:
+        say(f"  {timed}")
 
     graded = graded_line(rd.summary(), outcome_kind(config.outcome).unit)  # "likely helps, not proven"
     if graded:

@@ -65,6 +65,7 @@ __all__ = [
     "plan_mine",
     "plan_vs_spent",
     "plan_vs_spent_lines",
+    "plan_time_line",
     "plan_vs_spent_rows",
     "planned_pace",
 ]
@@ -574,13 +575,23 @@ def plan_vs_spent_lines(pvs: Mapping[str, Any]) -> list[str]:
     s = pvs.get("seconds") or {}
     if s.get("ratio") is not None:
         parts.append(f"solver time {_fmt_ratio(s['ratio'])} of the plan's top")
-    if s.get("wall_in_range"):
-        parts.append(
-            f"time {clock_text(s['wall_since_plan'])} from the plan on, {s['wall_in_range']} its "
-            f"{clock_text(s['printed_min'])}–{clock_text(s['printed_max'])}"
-        )
+    timed = plan_time_line(pvs)
+    if timed:
+        parts.append(timed)
     line1 = "plan vs spent: " + " · ".join(parts[:2])
     return [line1] + ["               " + part for part in parts[2:]]
+
+
+def plan_time_line(pvs: Any) -> str | None:
+    """``time 6:03 from the plan on, inside its 2:54–12:15``: the wall time from the plan to the end against the range
+    the run printed (``None`` for a run.json without it)."""
+    s = (pvs.get("seconds") or {}) if isinstance(pvs, Mapping) else {}
+    if not s.get("wall_in_range"):
+        return None
+    return (
+        f"time {clock_text(s['wall_since_plan'])} from the plan on, {s['wall_in_range']} its "
+        f"{clock_text(s['printed_min'])}–{clock_text(s['printed_max'])}"
+    )
 
 
 def plan_vs_spent_rows(pvs: Any) -> list[tuple[str, str]]:

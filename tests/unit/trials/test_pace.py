@@ -208,3 +208,12 @@ def test_a_plan_reads_the_cache_and_a_resumed_plan_its_log_writing_nothing(tmp_p
     mine([_case("a")], corpus, solver, out=tmp_path / "run", config=cfg)
     resumed = plan_mine([_case("a"), _case("b")], corpus, solver, cfg, out=tmp_path / "run")
     assert "in the trial log" in resumed.pace.source
+
+
+def test_the_time_spent_is_set_against_the_range_the_run_printed() -> None:
+    from deltap.mining.plan import plan_time_line, plan_vs_spent_lines
+
+    pvs = {"seconds": {"wall_since_plan": 363.0, "printed_min": 174.1, "printed_max": 735.2, "wall_in_range": "inside"}}
+    assert plan_time_line(pvs) == "time 6:03 from the plan on, inside its 2:54–12:15"
+    assert plan_vs_spent_lines(pvs)[-1].strip() == plan_time_line(pvs)
+    assert plan_time_line({"seconds": {"ratio": 0.5}}) is None and plan_time_line(None) is None
