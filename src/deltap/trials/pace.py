@@ -17,7 +17,10 @@ calls timed here:
 * **The spread.** The typical slowdown is the ratio of sums (Σ seconds / Σ units: long calls weigh what they
   cost); the range per call is the calls' own quartiles, at least ``typical / 1.25`` to ``typical × 1.25`` (the
   machine's load moves during a run), and ``typical / 1.5`` to ``× 1.5`` from fewer than :data:`MIN_CALLS_FOR_SPREAD`
-  calls.
+  calls. Scaling by the tokens *given* ignores the local model's prefix reuse (a design trial evaluates only what
+  its cache does not hold: measured, about half its prompt), so the fastest figure is also never above the lower
+  quartile of the measured calls' own seconds (``seconds_low``: the cheap calls, such as a prompt without documents,
+  are what a call whose documents the cache holds costs); the top stays the scaled one.
 * **Wall time.** A run's own calls are also timed on the wall clock (checker, logging, the executor): the
   measurement carries ``overhead``, the wall seconds per call outside the solver, added to every call.
 * **Threads.** A measurement is kept per ``(solver, threads)``; the table estimate is scaled by the threads the
@@ -166,6 +169,8 @@ class Measurement:
         calls: Calls measured.
         tokens_in / tokens_out: Mean tokens of the measured calls (``None``: not counted).
         overhead: Wall seconds per call outside the solver (checker, log, executor; 0 when unknown).
+        seconds_low: The lower quartile of the measured calls' own seconds (``typical / 1.5`` of them from fewer
+            than :data:`MIN_CALLS_FOR_SPREAD`): the fastest figure of a scaled measurement is never above it.
         when: When it was measured (epoch seconds).
         load: The 1-minute load average then (``None``: unknown).
         origin: Which calls (``of this run``, ``in the trial log``, ``of a calibration``).
@@ -182,6 +187,7 @@ class Measurement:
     when: float = 0.0
     load: float | None = None
     origin: str = "of this run"
+    seconds_low: float | None = None
 
     @classmethod
     def of(
@@ -214,12 +220,14 @@ class Measurement:
             low, high = min(low, _quantile(ratios, 0.25)), max(high, _quantile(ratios, 0.75))
         solver_s = sum(c.seconds for c in got)
         overhead = max(0.0, (wall_seconds - solver_s) / len(got)) if wall_seconds else 0.0
+        raw = [c.seconds for c in got]
+        low_raw = _quantile(raw, 0.25) if len(got) >= MIN_CALLS_FOR_SPREAD else min(raw) / FEW_CALLS_SPREAD
         tin = [c.tokens_in for c in got if c.tokens_in is not None]
         tout = [c.tokens_out for c in got if c.tokens_out is not None]
         return cls(
             solver, threads, (low, typical, high), scaled, len(got),
             sum(tin) / len(tin) if tin else None, sum(tout) / len(tout) if tout else None, round(overhead, 4),
-            time.time() if when is None else when, _load() if load is None else load, origin,
+            time.time() if when is None else when, _load() if load is None else load, origin, round(low_raw, 4),
         )  # fmt: skip
 
     def seconds_per_call(self, tokens_in: float | None = None, tokens_out: float = 0.0) -> tuple[float, float]:
@@ -228,7 +236,10 @@ class Measurement:
         u = call_units(tokens_in, tokens_out) if self.scaled and tokens_in is not None else 1.0
         if self.scaled and tokens_in is None:  # no size given: the measured calls' own
             u = call_units(self.tokens_in or 0, self.tokens_out or 0)
-        return lo * u + self.overhead, hi * u + self.overhead
+        fastest = lo * u
+        if self.scaled and self.seconds_low is not None:  # prefix reuse: a call can cost what the cheap ones did
+            fastest = min(fastest, self.seconds_low)
+        return fastest + self.overhead, hi * u + self.overhead
 
     def typical_seconds(self) -> float:
         """Wall seconds of a typical measured call."""

@@ -37,7 +37,13 @@ def test_a_measurement_is_a_slowdown_against_the_table_scaled_to_the_plans_token
     # identical slowdowns: the narrowest range, ±25% (the machine's load moves during a run)
     assert m.per_unit[0] == pytest.approx(3.0 / MIN_SPREAD) and m.per_unit[2] == pytest.approx(3.0 * MIN_SPREAD)
     lo, hi = m.seconds_per_call(1000, 0)
-    assert (lo, hi) == pytest.approx((3 * call_units(1000, 0) / MIN_SPREAD, 3 * call_units(1000, 0) * MIN_SPREAD))
+    assert hi == pytest.approx(3 * call_units(1000, 0) * MIN_SPREAD)
+    # the fastest: the scaled figure, or the measured calls' own lower quartile when that is lower (prefix reuse)
+    raw_q25 = sorted(c.seconds for c in calls)[1] + 0.25 * (
+        sorted(c.seconds for c in calls)[2] - sorted(c.seconds for c in calls)[1]
+    )
+    assert m.seconds_low == pytest.approx(raw_q25, abs=1e-4)
+    assert lo == pytest.approx(min(3 * call_units(1000, 0) / MIN_SPREAD, raw_q25), abs=1e-4)
     assert m.seconds_per_call(2000, 0)[1] == pytest.approx(2 * hi)  # twice the tokens, twice the time
     # generated tokens weigh what the table says they weigh
     gen = 10 / (sum(LOCAL_GENERATED_TOKENS_PER_S) / 2)
@@ -56,6 +62,19 @@ def test_the_spread_is_the_calls_quartiles_when_wider_and_wide_from_a_few_calls(
     assert few is not None
     assert few.per_unit[2] / few.per_unit[1] == pytest.approx(FEW_CALLS_SPREAD)
     assert few.per_unit[1] / few.per_unit[0] == pytest.approx(FEW_CALLS_SPREAD)
+
+
+def test_the_fastest_figure_is_what_the_cheap_calls_cost() -> None:
+    # the first calls of a mining run: prompts without documents (cheap) and with every candidate (expensive);
+    # its design trials reuse the cached prefix and cost about half their prompt: the bottom must allow it
+    calls = [CallTime(1.0, 80, 0), CallTime(18.0, 1700, 0), CallTime(0.6, 80, 0), CallTime(24.0, 2000, 0),
+             CallTime(1.0, 80, 0), CallTime(19.0, 2000, 0)]  # fmt: skip
+    m = Measurement.of(calls, "llama_cpp:x", 2, scaled=True)
+    assert m is not None and m.seconds_low == pytest.approx(1.0)
+    lo, hi = m.seconds_per_call(1150, 0)
+    assert lo == pytest.approx(1.0) and hi > 10.0  # a design trial of 1,150 tokens given: 1-… s
+    unscaled = Measurement.of(calls, "hosted", None, scaled=False)
+    assert unscaled is not None and unscaled.seconds_per_call()[0] == pytest.approx(unscaled.per_unit[0])
 
 
 def test_an_unscaled_solver_is_seconds_per_call_and_wall_time_adds_an_overhead() -> None:
