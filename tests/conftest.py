@@ -42,6 +42,15 @@ def require_shared(path: Path) -> Path:
 _require = require_shared  # the older private name, still used by some test modules
 
 
+@pytest.fixture(autouse=True)
+def _pace_cache(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Each test keeps the solver pace its runs measure (``deltap.trials.pace``) in a file of its own, never in the
+    user's cache (``~/.cache/deltap/pace.json``), so no test sees another's measurement."""
+    import uuid
+
+    monkeypatch.setenv("DELTAP_PACE_CACHE", str(tmp_path_factory.getbasetemp() / f"pace-{uuid.uuid4().hex}.json"))
+
+
 @pytest.fixture(scope="session")
 def cranfield_dir() -> Path:
     return require_shared(SHARED_DATA / "cranfield")

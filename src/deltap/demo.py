@@ -336,6 +336,11 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
     _mine(config, corpus, cases, settings, dense, rd, mining, say)
     _stage(say, timings, "mining", t0, f"verified dataset -> {rd.dataset}")
     from deltap.mining.outputs import graded_line
+    from deltap.mining.plan import plan_time_line
+
+    timed = plan_time_line(rd.summary().get("plan_vs_spent"))  # the time the plan printed against the time spent
+    if timed:
+        say(f"  {timed}")
 
     graded = graded_line(rd.summary(), outcome_kind(config.outcome).unit)  # "likely helps, not proven"
     if graded:
@@ -508,6 +513,9 @@ def _mine(
         def progress(event: dict[str, Any]) -> None:
             if event.get("phase") == "plan" and not config.progress:  # the display shows it; without one, say it
                 for line in event["plan"].brief():
+                    say(line)
+            if event.get("phase") == "pace" and not config.progress:  # the time again, from the first calls
+                for line in event["plan"].time_brief():
                     say(line)
             bar(event)
 

@@ -74,7 +74,18 @@ def endtoend_command(
     requests_per_minute: options.RequestsPerMinute = None,
     tokens_per_minute: options.TokensPerMinute = None,
     limit: options.Limit = None,
-    plan: options.Plan = False,
+    plan: Annotated[
+        bool,
+        typer.Option(
+            "--plan",
+            help="Print the run's plan and stop: no solver or embedding call, nothing written. It counts every call the "
+            "run makes — each system's prompt per case and repeat, and with --single-doc each shown document alone "
+            "(and the no-document prompt for logprob); a deterministic solver's identical prompts once, trials the log "
+            "holds not again — with tokens, cost and time. The time comes from the solver measured on this machine "
+            "(this run's log, else the last measurement kept in ~/.cache/deltap/pace.json, else the mining log), else "
+            "a 2-core table estimate (said so). A real run prints the same plan first, timed by two calibration calls.",
+        ),
+    ] = False,
     json_output: options.PlanJson = False,
     price_in: options.PriceIn = None,
     price_out: options.PriceOut = None,
@@ -96,6 +107,7 @@ def endtoend_command(
     resumable trials.sqlite (fresh seeds: mining's trials are never reused).
     """
     import json
+    import time
 
     from rich.console import Console
 
@@ -107,6 +119,7 @@ def endtoend_command(
     from deltap.run_layout import RunDir
     from deltap.solvers.base import is_deterministic
     from deltap.trials.log import TrialLog
+    from deltap.trials.planning import clock_text
     from deltap.trials.setup import build_solver
 
     console = Console(stderr=True)
@@ -133,17 +146,12 @@ def endtoend_command(
 
         p = plan_from_options(cases, corpus, systems, cfg, settings, price_in=price_in, price_out=price_out,
                               latency=latency, out=rd.endtoend.root)  # fmt: skip
-        if single_doc:  # the single-document trials' ceiling (their tokens are not planned yet)
-            from deltap.solvers import solver_capabilities
-
-            det_kind = bool(solver_capabilities(solver_kind).deterministic)  # unknown: the larger ceiling
-            extra = single_doc_ceiling([c.case_id for c in cases], systems, k, cfg.repeats, det_kind, outcome)
-            p.notes.append(f"--single-doc adds at most {extra} eRAG calls, not in these figures")
         typer.echo(json.dumps(p.to_dict(), indent=2) if json_output else "\n".join(p.lines()))
         return
     executor_set = options.executor_settings(executor_kind, workers, executor_option, {"address": ray_address})
     solver, _, executor = build_solver(settings, executor_set, cases, outcome, seed)
     det = is_deterministic(solver)
+    planned = _run_plan(console, solver, cases, corpus, systems, cfg, rd.endtoend.root, requests_per_minute)
     ceiling = call_ceiling(len(cases), len(systems), cfg.repeats, det)
     single = single_doc_ceiling([c.case_id for c in cases], systems, k, cfg.repeats, det, outcome) if single_doc else 0
     note = "; a deterministic solver answers each distinct prompt once (fewer calls)" if det else ""
@@ -159,11 +167,32 @@ def endtoend_command(
     from deltap.cli.stopping import stopped, trials_line
     from deltap.endtoend.progress import EndToEndProgress
 
+    started = time.monotonic()
     with stopped(lambda: trials_line(rd.endtoend.trials)), EndToEndProgress(len(cases), ceiling, console) as progress:
         result = evaluate_end_to_end(run_dir, cases, corpus, solver, metrics=measures, config=cfg, executor=executor, progress=progress,
                                      systems=systems, manifest=manifest)  # fmt: skip
     _print(console, result)
+    spent = time.monotonic() - started
+    secs = planned.seconds()
+    against = f" (the plan: {clock_text(secs[0])}–{clock_text(secs[1])})" if secs is not None else ""
+    console.print(f"time    {clock_text(spent)} spent on {int(result.run.get('calls_this_process', 0))} call(s){against}",
+                  markup=False)  # fmt: skip
     typer.echo(str(rd.endtoend.results))
+
+
+def _run_plan(console: Any, solver: Any, cases: Any, corpus: Any, systems: Any, cfg: EndToEndConfig, out: Path,
+              rpm: float | None) -> Any:  # fmt: skip
+    """A real run's plan, printed before its first call: every call it makes (the systems' prompts and, with
+    --single-doc, each document alone), its tokens, and the time from the solver timed on this machine (a resumed
+    run: its log's latest calls; else two calibration calls, kept for the next --plan)."""
+    from deltap.endtoend.plan import calibrated_pace, plan_end_to_end
+
+    with console.status("timing the solver on this machine (two calls)..."):
+        measured = calibrated_pace(solver, cases, corpus, systems, cfg, out)
+    planned = plan_end_to_end(cases, corpus, solver, systems, cfg, rpm=rpm, out=out, measured=measured)
+    for line in planned.brief():
+        console.print(line, markup=False, highlight=False)
+    return planned
 
 
 def calls_line(run: dict[str, Any]) -> str:

@@ -121,7 +121,10 @@ Plan = Annotated[
     typer.Option(
         "--plan",
         help="Print the run's plan (calls, tokens, cost, time) and stop: no solver or embedding call, nothing written. "
-        "Calls the trial log already holds are subtracted. A dense or hybrid retriever's candidates are estimated "
+        "Calls the trial log already holds are subtracted. The time comes from the solver measured on this machine "
+        "(the trial log's latest calls, else the last run's measurement kept in ~/.cache/deltap/pace.json, per solver "
+        "and n_threads), else from a 2-core table estimate (said so: it may be off by 2-6×); a real run measures its "
+        "first calls and prints the time again. A dense or hybrid retriever's candidates are estimated "
         "(k per case at the corpus's mean length; the plan says so); bm25 is built in memory.",
     ),
 ]
@@ -132,7 +135,11 @@ PriceOut = Annotated[
 ]
 Latency = Annotated[
     float | None,
-    typer.Option("--latency", help="--plan: seconds per solver call (default: the local model's measured throughput)."),
+    typer.Option(
+        "--latency",
+        help="--plan: seconds per solver call (default: the solver measured on this machine, else the local model's "
+        "2-core table scaled by its n_threads).",
+    ),
 ]
 IndexOpt = Annotated[
     str | None,

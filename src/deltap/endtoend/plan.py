@@ -32,10 +32,19 @@ if TYPE_CHECKING:
     from deltap.cases import Case
     from deltap.documents import Corpus
     from deltap.endtoend.systems import System
+    from deltap.trials.pace import Measurement
     from deltap.trials.prices import Prices
     from deltap.trials.setup import SolverSettings
 
-__all__ = ["EndToEndPlan", "SystemPlan", "plan_end_to_end", "plan_from_options"]
+__all__ = [
+    "SINGLE_ROW",
+    "EndToEndPlan",
+    "SystemPlan",
+    "calibrated_pace",
+    "logged_pace",
+    "plan_end_to_end",
+    "plan_from_options",
+]
 
 
 @dataclass
@@ -103,7 +112,9 @@ class EndToEndPlan:
         return None if self.prices is None else self.prices.cost(self.tokens_in(), self.tokens_out())
 
     def seconds(self) -> tuple[float, float] | None:
-        """Wall seconds of the calls, fastest to slowest rate (``None``: no latency and no ``rpm``)."""
+        """Wall seconds of the calls, fastest to slowest rate (``None``: no latency and no ``rpm``; none left: 0)."""
+        if not self.calls():
+            return 0.0, 0.0
         return self.pace.seconds(self.calls(), self.calls())
 
     def to_dict(self) -> dict[str, Any]:
@@ -126,10 +137,26 @@ class EndToEndPlan:
             "by_system": [s.to_dict() for s in self.systems],
         }
 
+    def brief(self) -> list[str]:
+        """What a real run prints before its first call: its calls (the single-document ones apart), tokens, and
+        time with where the figure comes from (80 columns)."""
+        single = next((s for s in self.systems if s.name == SINGLE_ROW), None)
+        parts = f" ({single.calls:,} of them single-document)" if single is not None else ""
+        cached = sum(s.cached for s in self.systems)
+        out = [
+            f"plan    {self.calls():,} call(s){parts}"
+            + (f", {cached:,} answered from an identical prompt" if cached else "")
+            + (f", {self.logged():,} trial(s) already logged" if self.logged() else "")
+            + f"; tokens in {self.tokens_in():,} ({self.counted.split(' ')[0]})"
+        ]
+        return out + time_lines(self.seconds(), self.pace, " left" if self.logged() else "")
+
     def lines(self) -> list[str]:
         """The plan in 80 columns: a row per system, then the totals."""
+        systems = [s for s in self.systems if s.name != SINGLE_ROW]
+        single = " + single documents" if len(systems) < len(self.systems) else ""
         out = [
-            f"plan: end to end, {self.cases} case(s) × {len(self.systems)} system(s) × {self.repeats} repeat(s), "
+            f"plan: end to end, {self.cases} case(s) × {len(systems)} system(s) × {self.repeats} repeat(s){single}, "
             "no call made",
             f"tokens {self.counted}",
         ]
@@ -165,6 +192,49 @@ def _logged(out: str | Path | None) -> set[tuple[str, str, int]]:
         return log.answered_keys()
 
 
+@dataclass
+class _CaseCounter:
+    """One case's trials as the run makes them: a deterministic solver asks each distinct prompt once (``seen``: the
+    case's prompt hashes, logged ones included); logged trials are not asked again."""
+
+    case: Case
+    base: Any
+    logged: set[tuple[str, str, int]]
+    reps: int
+    deterministic: bool
+    count: Any
+    extra_in: int
+    out_tokens: int
+    seen: set[str] = field(default_factory=set)
+
+    def add(self, row: SystemPlan, docs: Sequence[Any], kind: str) -> None:
+        """``reps`` trials of ``kind`` showing ``docs`` (after the window fit), counted in ``row``."""
+        from deltap.solvers.prompts import prompt_hash, render_prompt
+
+        req = replace(self.base, documents=tuple(docs))
+        h = prompt_hash(render_prompt(req))
+        row.documents += len(docs)
+        tokens: int | None = None
+        for i in range(self.reps):
+            if (self.case.case_id, kind, i) in self.logged:
+                row.logged += 1
+                continue
+            if self.deterministic and h in self.seen:
+                row.cached += 1
+                continue
+            self.seen.add(h)
+            tokens = self.count(req) + self.extra_in if tokens is None else tokens
+            row.calls += 1
+            row.tokens_in += tokens
+            row.tokens_out += self.out_tokens
+        if self.deterministic:
+            self.seen.add(h)  # a logged answer is reused by the later systems of the case too
+
+
+#: the plan's row of the single-document (eRAG) trials (``--single-doc``)
+SINGLE_ROW = "single docs (eRAG)"
+
+
 def plan_end_to_end(
     cases: Sequence[Case],
     corpus: Corpus,
@@ -176,9 +246,12 @@ def plan_end_to_end(
     latency: float | None = None,
     rpm: float | None = None,
     out: str | Path | None = None,
+    measured: Measurement | None = None,
 ) -> EndToEndPlan:
     """Plan :func:`deltap.endtoend.end_to_end` without a call: the same prompts, fitted and hashed as the run makes
-    them, counted with the solver's tokenizer (or estimated).
+    them, counted with the solver's tokenizer (or estimated) — every call the run makes: each system's list per case
+    and repeat, and with ``config.single_doc`` each document any system's prompt held, alone (and the no-document
+    prompt for ``logprob``; row :data:`SINGLE_ROW`).
 
     Args:
         cases: The cases.
@@ -186,17 +259,18 @@ def plan_end_to_end(
         solver: Counts the tokens and says its answer ceilings; never called (a
             :class:`~deltap.solvers.hosted.HostedModel` plans a hosted model without a key).
         systems: The systems.
-        config: The run's options (``k``, ``repeats``, ``outcome``, ``workers``).
+        config: The run's options (``k``, ``repeats``, ``outcome``, ``workers``, ``single_doc``).
         prices: For the cost.
-        latency: Seconds per call (``None``: the local model's throughput, else unknown).
+        latency: Seconds per call (``None``: ``measured``, else the local model's 2-core table, else unknown).
         rpm: The endpoint's request limit per minute.
         out: The end-to-end folder (``RUN_DIR/endtoend``): trials its log holds are not planned again.
+        measured: The solver's measured pace on this machine (:mod:`deltap.trials.pace`).
 
     Returns:
         An :class:`EndToEndPlan`.
     """
     from deltap.endtoend.engine import KIND_PREFIX, fit_list
-    from deltap.solvers.prompts import prompt_hash, render_prompt
+    from deltap.endtoend.single import SINGLE_KIND
     from deltap.trials.request import request_from_case
 
     cfg = config or EndToEndConfig()
@@ -206,46 +280,39 @@ def plan_end_to_end(
     ceilings = answer_ceilings(solver)
     logged = _logged(out)
     rows = {s.name: SystemPlan(s.name) for s in systems}
+    single = SystemPlan(SINGLE_ROW)
     kind = outcome_kind(cfg.outcome)
     skipped: dict[str, str] = {}
     for case in cases:
         if not kind.answered and not case.reference_answer:
             skipped[case.case_id] = f"the {kind.name} outcome needs {kind.needs}"
             continue
-        base = request_from_case(case)
         extra_in, out_tokens = 0, answer_tokens(ceilings, case.benchmark_type)
         if not kind.answered:  # the reference answer's tokens are scored, in the prompt
             ref = case.reference_answer or ""
             extra_in = len(solver.reference_tokens(ref)) if isinstance(solver, ReferenceTokens) else len(ref) // 4 + 1
             out_tokens = 0
-        seen: set[str] = set()
+        counter = _CaseCounter(case, request_from_case(case), logged, reps, deterministic, count, extra_in, out_tokens)
+        shown: dict[str, None] = {}
         for system in systems:
             docs, _ = fit_list(system.top(case.case_id, cfg.k), case, corpus, solver, cfg.outcome)
-            req = replace(base, documents=tuple(corpus[d] for d in docs))
-            h = prompt_hash(render_prompt(req))
-            row = rows[system.name]
-            row.documents += len(docs)
-            tokens: int | None = None
-            for i in range(reps):
-                if (case.case_id, KIND_PREFIX + system.name, i) in logged:
-                    row.logged += 1
+            counter.add(rows[system.name], [corpus[d] for d in docs], KIND_PREFIX + system.name)
+            shown.update(dict.fromkeys(docs))
+        if cfg.single_doc:  # as the engine's _single_docs: each shown document alone, then (logprob) none
+            items = [(d, [d]) for d in shown] + ([] if kind.binary else [("", [])])
+            for doc, alone in items:
+                docs, _ = fit_list(alone, case, corpus, solver, cfg.outcome)
+                if alone and not docs:  # does not fit the window alone: never asked
                     continue
-                if deterministic and h in seen:
-                    row.cached += 1
-                    continue
-                seen.add(h)
-                tokens = count(req) + extra_in if tokens is None else tokens
-                row.calls += 1
-                row.tokens_in += tokens
-                row.tokens_out += out_tokens
-            if deterministic:
-                seen.add(h)  # a logged answer is reused by the later systems of the case too
+                counter.add(single, [corpus[d] for d in docs], SINGLE_KIND + doc)
     plan = EndToEndPlan(solver_id(solver), how, len(cases), reps, list(rows.values()), prices=prices)
+    if cfg.single_doc:
+        plan.systems.append(single)
     plan.skipped = skipped
     calls = plan.calls()
     plan.pace = plan_pace(
         solver, latency, cfg.workers, rpm,
-        plan.tokens_in() / calls if calls else None, plan.tokens_out() / calls if calls else 0.0,
+        plan.tokens_in() / calls if calls else None, plan.tokens_out() / calls if calls else 0.0, measured=measured,
     )  # fmt: skip
     if deterministic:
         plan.notes.append("deterministic solver: one trial; a case's identical prompts share a call")
@@ -280,5 +347,67 @@ def plan_from_options(
     built, _, _ = build_solver(solver, None, cases, config.outcome, config.seed, plan_only=True)
     prices = prices_for(price_in, price_out, solver_id(built), local=solver.kind == "local")
     return plan_end_to_end(
-        cases, corpus, built, systems, config, prices=prices, latency=latency, rpm=solver.requests_per_minute, out=out
-    )
+        cases, corpus, built, systems, config, prices=prices, latency=latency, rpm=solver.requests_per_minute, out=out,
+        measured=logged_pace(built, out),
+    )  # fmt: skip
+
+
+def logged_pace(solver: Any, out: str | Path | None) -> Measurement | None:
+    """What is known of the solver's pace, read only: the end-to-end log's latest calls by this solver (a resumed
+    run), else the last measurement kept in the user's cache, else the mining log's latest calls of the same run
+    directory (``out`` is ``RUN_DIR/endtoend``), else ``None``."""
+    from deltap.run_layout import EndToEndDir, RunDir
+    from deltap.trials.log import TrialLogReader
+    from deltap.trials.planning import measured_pace
+
+    def rows(path: Path) -> list[tuple[Any, ...]]:
+        if not path.is_file():
+            return []
+        with TrialLogReader(path) as log:
+            return log.recent_calls(64, solver_id(solver))
+
+    if out is None:
+        return measured_pace(solver)
+    own = rows(EndToEndDir(Path(out)).trials)
+    if own:
+        return measured_pace(solver, own)
+    return measured_pace(solver) or measured_pace(solver, rows(RunDir(Path(out).parent).trials))
+
+
+def calibrated_pace(
+    solver: Any, cases: Sequence[Case], corpus: Corpus, systems: Sequence[System], config: EndToEndConfig,
+    out: str | Path | None,
+) -> Measurement | None:  # fmt: skip
+    """A real run's pace before its plan is printed: a resumed run's own latest calls, else a short calibration —
+    the first case's no-document prompt and its first system's prompt, timed now
+    (:func:`deltap.trials.pace.calibrate`; two calls, the local model's KV cache makes the run's own later call of
+    the same prompt nearly free) — kept in the user's cache for the next plan. ``None``: nothing to call."""
+    from deltap.endtoend.engine import fit_list
+    from deltap.run_layout import EndToEndDir
+    from deltap.trials.log import TrialLogReader
+    from deltap.trials.pace import calibrate, remember, solver_threads
+    from deltap.trials.planning import measured_pace, scales_with_tokens
+    from deltap.trials.request import request_from_case
+
+    path = EndToEndDir(Path(out)).trials if out is not None else None
+    if path is not None and path.is_file():
+        with TrialLogReader(path) as log:
+            own = log.recent_calls(64, solver_id(solver))
+        if own:
+            return measured_pace(solver, own)
+    kind = outcome_kind(config.outcome)
+    case = next((c for c in cases if kind.answered or c.reference_answer), None)
+    if case is None:
+        return None
+    base = request_from_case(case)
+    requests = [base]
+    if systems:
+        docs, _ = fit_list(systems[0].top(case.case_id, config.k), case, corpus, solver, config.outcome)
+        requests.append(replace(base, documents=tuple(corpus[d] for d in docs)))
+    count, _ = token_counter(solver)
+    ref = case.reference_answer or ""
+    call = solver.answer if kind.answered else (lambda req: solver.score(req, ref))
+    m = calibrate(call, requests, solver_id(solver), solver_threads(solver), scales_with_tokens(solver), count)
+    if m is not None:
+        remember(m)
+    return m

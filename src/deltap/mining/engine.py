@@ -82,6 +82,8 @@ from deltap.retrieval.base import Releasable
 from deltap.run_layout import RunDir
 from deltap.solvers.base import is_deterministic, solver_id
 from deltap.trials.log import TrialLog
+from deltap.trials.pace import MEASURE_AFTER, remember
+from deltap.trials.planning import measured_pace
 from deltap.trials.prices import prices_for
 from deltap.trials.runner import CallTally
 
@@ -92,6 +94,7 @@ if TYPE_CHECKING:
     from deltap.execution.base import Executor
     from deltap.retrieval.base import Retriever
     from deltap.solvers.base import Solver
+    from deltap.trials.pace import Measurement
 
 __all__ = ["mine"]
 
@@ -251,7 +254,7 @@ def mine(
         }
         dataset.metadata["spend"] = {k: v for k, v in spend.items() if k not in ("by_case", "solver_seconds")}
         run["plan"] = {k: v for k, v in plan.to_dict().items() if k != "by_case"}
-        run["plan_vs_spent"] = plan_vs_spent(plan, spend, ended - started)
+        run["plan_vs_spent"] = plan_vs_spent(plan, spend, ended - started, since_plan=lanes.close_pace(ended))
         run["resume"] = resumed
         if pilot_info is not None:
             run["pilot"] = pilot_info
@@ -334,6 +337,10 @@ class _Lanes:
         # tokenizer are not made to be called from several threads at once.
         self.prepare_lock = threading.Lock()
         self.drawn: dict[str, tuple[Pool, dict[str, Any] | None]] = {}  # pools drawn for the plan, not stored yet
+        self.plan: RunPlan | None = None  # re-paced once MEASURE_AFTER of this session's calls are timed
+        self.planned_at = time.time()
+        self.solver: Any = None
+        self._paced = threading.Lock()
 
     def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
         from deltap.execution.concurrent import map_cases
@@ -341,7 +348,32 @@ class _Lanes:
         return map_cases(fn, items, self.limit, self.stop)
 
     def report(self, event: dict[str, Any]) -> None:
-        """Send ``event`` with ``calls``: the solver calls this process made so far, over every case."""
+        """Send ``event`` with ``calls``: the solver calls this process made so far, over every case. Once
+        :data:`~deltap.trials.pace.MEASURE_AFTER` of them are timed, the plan's time is measured from them and sent
+        first (``{"phase": "pace", "plan": RunPlan}``)."""
+        self._measure()
+        self._send(event)
+
+    def _measure(self) -> None:
+        """The plan's pace from this session's first timed calls (once), kept in the user's cache for later plans."""
+        if self.plan is None or len(self.tally.timer) < MEASURE_AFTER or not self._paced.acquire(blocking=False):
+            return  # no plan, too few calls, or already measured (the lock stays taken)
+        m = measure_run(self.tally, self.solver)
+        if m is None:
+            return
+        remember(m)
+        self.plan.measure(m)
+        self._send({"phase": "pace", "plan": self.plan})
+
+    def close_pace(self, ended: float) -> float:
+        """Keep every timed call of this session as the solver's measurement (the figure the next plan starts
+        from); the wall seconds from the plan to ``ended``."""
+        final = measure_run(self.tally, self.solver) if self.solver is not None else None
+        if final is not None and final.calls >= MEASURE_AFTER:
+            remember(final)
+        return ended - self.planned_at
+
+    def _send(self, event: dict[str, Any]) -> None:
         if self.progress is not None:
             self.progress(
                 {
@@ -396,9 +428,23 @@ def _plan(
     limits = getattr(getattr(solver, "limiter", None), "limits", None)
     rpm = getattr(limits, "requests_per_minute", None)
     workers = int(getattr(lanes.executor, "slots", cfg.workers) or cfg.workers)
-    plan = plan_calls(cases, pools, cfg, solver, prices=prices, workers=workers, rpm=rpm, logged=logged)
+    # a resumed run: its log's latest calls; else the last measurement kept for this solver, if any
+    measured = measured_pace(solver, log.recent_calls(64, solver_id(solver)))
+    plan = plan_calls(
+        cases, pools, cfg, solver, prices=prices, workers=workers, rpm=rpm, logged=logged, measured=measured
+    )
+    lanes.plan, lanes.solver = plan, solver
     lanes.report({"phase": "plan", "plan": plan})  # with calls (0 so far), as every event
+    lanes.planned_at = time.time()  # the plan's time range covers the calls from here on
     return plan
+
+
+def measure_run(tally: CallTally, solver: Solver) -> Measurement | None:
+    """This session's timed calls as a :class:`~deltap.trials.pace.Measurement` (``None`` before any)."""
+    from deltap.trials.pace import solver_threads
+    from deltap.trials.planning import scales_with_tokens
+
+    return tally.timer.measurement(solver_id(solver), solver_threads(solver), scales_with_tokens(solver))
 
 
 def _prepare_case(

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from deltap.mining.progress import short_count
 from deltap.outcomes import outcome_kind
 from deltap.solvers.base import ReferenceTokens, is_deterministic, solver_id
+from deltap.trials.pace import MEASURE_AFTER
 from deltap.trials.planning import Pace, clock_text, cost_lines, note_lines, plan_pace, time_lines
 from deltap.trials.tokens import answer_ceilings, answer_tokens, token_counter
 
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from deltap.retrieval.base import Retriever
     from deltap.solvers.base import Solver
     from deltap.solvers.hosted import HostedModel
+    from deltap.trials.pace import Measurement
     from deltap.trials.prices import Prices
 
 __all__ = [
@@ -63,7 +65,9 @@ __all__ = [
     "plan_mine",
     "plan_vs_spent",
     "plan_vs_spent_lines",
+    "plan_time_line",
     "plan_vs_spent_rows",
+    "planned_pace",
 ]
 
 
@@ -200,6 +204,16 @@ class RunPlan:
             return None
         return f"resuming: {done:,} of {self.ceiling():,} calls already logged; {self.ceiling_left():,} left at most"
 
+    def per_call_tokens(self) -> tuple[float | None, float]:
+        """``(prompt tokens, completion tokens)`` per call at the ceiling (``None``: no case planned)."""
+        calls = max(1, self.ceiling())
+        return (self.tokens_in()[0] / calls if self.cases else None), self.tokens_out() / calls
+
+    def measure(self, measured: Measurement) -> None:
+        """Take the pace from ``measured`` (a run's own first calls), scaled to this plan's tokens per call."""
+        tin, tout = self.per_call_tokens()
+        self.pace = plan_pace(None, None, self.pace.workers, self.pace.rpm, tin, tout, measured=measured)
+
     # --- output ---------------------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """Everything, JSON-ready (``deltap mine --plan --json``)."""
@@ -267,10 +281,28 @@ class RunPlan:
             tail.append(f"cost ~${cost[0]:,.2f} (≤${cost[1]:,.2f})")
         else:
             tail.append("cost: no prices (--price-in/--price-out)")
-        secs = self.seconds(left)
-        if secs is not None:
-            tail.append(f"time {clock_text(secs[0])}–{clock_text(secs[1])}")
         out.append("       " + " · ".join(tail))
+        out += self.time_brief()
+        if self.pace.measurement is None or self.pace.measurement.origin != "of this run":
+            out.append(f"       (a run times its first {MEASURE_AFTER} calls and prints the time again)")
+        return out
+
+    def time_brief(self) -> list[str]:
+        """The brief's time line and where its figure comes from (80 columns): ``time 4:05–12:30 (1.6–2.6 s/call)``
+        then ``measured 2.00 s/call … on this machine …`` or the table's caveat; what a run prints again once its
+        first calls are timed."""
+        secs = self.seconds(self.logged() > 0)
+        if secs is None:
+            return ["       time unknown until the first calls are timed"]
+        per = self.pace.seconds_per_call
+        rate = f" ({per[0]:.2f}–{per[1]:.2f} s/call, {self.pace.workers} worker(s))" if per else ""
+        left = " left" if self.logged() > 0 else ""
+        out = [f"       time {clock_text(secs[0])}–{clock_text(secs[1])}{left}{rate}"]
+        if self.pace.source:
+            import textwrap
+
+            out += textwrap.wrap(self.pace.source, 80, initial_indent="       ", subsequent_indent="       ",
+                                 break_on_hyphens=False, break_long_words=False)  # fmt: skip
         return out
 
     def lines(self, max_cases: int = 20) -> list[str]:
@@ -314,6 +346,7 @@ def plan_calls(
     workers: int | None = None,
     rpm: float | None = None,
     logged: Mapping[str, Mapping[str, int]] | None = None,
+    measured: Measurement | None = None,
 ) -> RunPlan:
     """Plan the calls of a run without making any.
 
@@ -330,6 +363,8 @@ def plan_calls(
         rpm: The endpoint's request limit per minute.
         logged: ``{case_id: {phase: calls}}`` the trial log already holds (:func:`logged_in_run_dir`); the plan
             says what is left.
+        measured: The solver's measured pace on this machine (:mod:`deltap.trials.pace`); ``None``: the local
+            model's 2-core table, else unknown.
 
     Returns:
         A :class:`RunPlan`.
@@ -383,7 +418,7 @@ def plan_calls(
     calls_total = max(1, plan.ceiling())
     plan.pace = plan_pace(
         solver, latency, int(workers or cfg.workers), rpm,
-        plan.tokens_in()[0] / calls_total if plans else None, plan.tokens_out() / calls_total,
+        plan.tokens_in()[0] / calls_total if plans else None, plan.tokens_out() / calls_total, measured=measured,
     )  # fmt: skip
     if deterministic:
         plan.notes.append("deterministic solver: repeated prompts are answered from the log, so fewer calls")
@@ -455,20 +490,40 @@ def plan_mine(
             )
             pool, _ = fit_context(pool, case, corpus, solver, cfg)  # a HostedModel has no window: kept whole
         pools[case.case_id] = [corpus[d] for d in pool.doc_ids if d in corpus]
-    plan = plan_calls(cases, pools, cfg, solver, prices=prices, latency=latency, rpm=rpm, logged=logged)
+    measured = planned_pace(solver, out)
+    plan = plan_calls(
+        cases, pools, cfg, solver, prices=prices, latency=latency, rpm=rpm, logged=logged, measured=measured
+    )
     if isinstance(retriever, LengthStandIn) and cfg.k > 0 and any(c.case_id not in stored for c in cases):
         plan.notes += retriever.notes(cfg.k)
     return plan
+
+
+def planned_pace(solver: Any, out: str | Path | None = None) -> Measurement | None:
+    """What a ``--plan`` knows of the solver's pace, read only: the run directory's trial log's latest calls by this
+    solver, else the last measurement kept in the user's cache (:func:`deltap.trials.planning.measured_pace`)."""
+    from deltap.run_layout import RunDir
+    from deltap.trials.log import TrialLogReader
+    from deltap.trials.planning import measured_pace
+
+    path = RunDir(out).trials if out is not None else None
+    if path is None or not path.is_file():
+        return measured_pace(solver)
+    with TrialLogReader(path) as log:
+        return measured_pace(solver, log.recent_calls(64, solver_id(solver)))
 
 
 def _ratio(spent: float | None, planned: float | None) -> float | None:
     return None if spent is None or not planned else round(float(spent) / float(planned), 3)
 
 
-def plan_vs_spent(plan: RunPlan, spend: Mapping[str, Any], wall_seconds: float | None = None) -> dict[str, Any]:
+def plan_vs_spent(
+    plan: RunPlan, spend: Mapping[str, Any], wall_seconds: float | None = None, since_plan: float | None = None
+) -> dict[str, Any]:
     """What a run spent (``run.json``'s ``spend``, over every session) against its plan, figure by figure, with the
     ratio ``spent / planned`` (calls against the ceiling, prompt tokens against the expected figure at the ceiling,
-    completion tokens and cost against theirs, solver seconds against the top of the time range)."""
+    completion tokens and cost against theirs, solver seconds against the top of the time range), and this session's
+    wall time from its plan to its end (``since_plan``) against the range the plan printed (what was left)."""
     expected, most = plan.tokens_in()
     cost, secs = plan.cost(), plan.seconds()
     calls = int(spend.get("calls") or 0)
@@ -497,6 +552,11 @@ def plan_vs_spent(plan: RunPlan, spend: Mapping[str, Any], wall_seconds: float |
         "wall_seconds_this_session": None if wall_seconds is None else round(wall_seconds, 1),
         "ratio": _ratio(solver_s / max(1, plan.workers) if solver_s is not None else None, secs[1] if secs else None),
     }
+    printed = plan.seconds(left=plan.logged() > 0)
+    if since_plan is not None and printed is not None:
+        inside = "below" if since_plan < printed[0] else "above" if since_plan > printed[1] else "inside"
+        out["seconds"].update(wall_since_plan=round(since_plan, 1), printed_min=round(printed[0], 1),
+                              printed_max=round(printed[1], 1), wall_in_range=inside)  # fmt: skip
     out["tokens_counted"] = plan.counted
     return out
 
@@ -515,8 +575,23 @@ def plan_vs_spent_lines(pvs: Mapping[str, Any]) -> list[str]:
     s = pvs.get("seconds") or {}
     if s.get("ratio") is not None:
         parts.append(f"solver time {_fmt_ratio(s['ratio'])} of the plan's top")
+    timed = plan_time_line(pvs)
+    if timed:
+        parts.append(timed)
     line1 = "plan vs spent: " + " · ".join(parts[:2])
-    return [line1] + (["               " + " · ".join(parts[2:])] if parts[2:] else [])
+    return [line1] + ["               " + part for part in parts[2:]]
+
+
+def plan_time_line(pvs: Any) -> str | None:
+    """``time 6:03 from the plan on, inside its 2:54–12:15``: the wall time from the plan to the end against the range
+    the run printed (``None`` for a run.json without it)."""
+    s = (pvs.get("seconds") or {}) if isinstance(pvs, Mapping) else {}
+    if not s.get("wall_in_range"):
+        return None
+    return (
+        f"time {clock_text(s['wall_since_plan'])} from the plan on, {s['wall_in_range']} its "
+        f"{clock_text(s['printed_min'])}–{clock_text(s['printed_max'])}"
+    )
 
 
 def plan_vs_spent_rows(pvs: Any) -> list[tuple[str, str]]:

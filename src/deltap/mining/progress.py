@@ -226,6 +226,14 @@ class MiningProgress:
                         console.print(line, markup=False, highlight=False)
             self._refresh()
             return ""
+        if phase == "pace":  # the run's first calls are timed: the plan's time again, from them
+            self.run_plan = event.get("plan") or self.run_plan
+            console = self._live.console if self._live is not None else self._console
+            if self.run_plan is not None and self.enabled and (self._live is not None or self._plain is not None):
+                for line in self.run_plan.time_brief():
+                    console.print(line, markup=False, highlight=False)
+            self._refresh()
+            return ""
         if phase == "pilot":  # the pilot's preflight calls (before any case starts): the call count only
             self._refresh()
             return ""

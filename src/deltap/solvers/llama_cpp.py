@@ -176,6 +176,9 @@ class LlamaCppSolver:
         prefix_state_mb: Memory cap of the snapshots, in MB (the oldest are dropped first).
         extra_buffers: llama.cpp's repacked weight buffers (AMX, CPU repack). Default: on, except when the library
             was compiled with AMX kernels (:func:`library_has_amx`), which crash on the machines measured here.
+        tokenizer_only: Load the GGUF's vocabulary and metadata only (``vocab_only``: no weights, no context, no KV
+            cache): tokens and the chat template exactly as the full solver counts them, the same id, and no call
+            (what ``--plan`` builds).
     """
 
     #: greedy decoding: the same prompt always gets the same answer (``mine()`` never asks a prompt twice)
@@ -197,9 +200,9 @@ class LlamaCppSolver:
         prefix_states: int = 16,
         prefix_state_mb: float = 512.0,
         extra_buffers: bool | None = None,
+        tokenizer_only: bool = False,
     ) -> None:
         try:
-            from llama_cpp import Llama
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
         except ImportError:
             raise DeltapError("the local solver needs llama-cpp-python: pip install 'deltap[local]'") from None
@@ -214,33 +217,25 @@ class LlamaCppSolver:
         self.template = template
         self.include_eos_in_score = include_eos_in_score
         self.extra_buffers = (not library_has_amx()) if extra_buffers is None else bool(extra_buffers)
-        with _model_params(use_extra_bufts=self.extra_buffers):
-            self.llm = Llama(
-                model_path=str(self.model_path),
-                n_ctx=n_ctx,
-                n_threads=n_threads or os.cpu_count() or 1,
-                n_batch=n_batch,
-                flash_attn=flash_attn,
-                seed=seed,
-                logits_all=False,
-                verbose=False,
-            )
-        chat_template = self.llm.metadata.get("tokenizer.chat_template")
+        self.n_threads = int(n_threads or os.cpu_count() or 1)  # read by a plan's pace (deltap.trials.pace)
+        self.tokenizer_only = bool(tokenizer_only)
+        self.llm, self._vocab = self._load()
+        chat_template = self._vocab.metadata().get("tokenizer.chat_template")
         if not chat_template:
             raise DeltapError(f"{self.model_path.name} has no chat template in its metadata (tokenizer.chat_template)")
-        eos, bos = self.llm.token_eos(), self.llm.token_bos()
+        eos, bos = self._vocab.token_eos(), self._vocab.token_bos()
         self._formatter = Jinja2ChatFormatter(
             template=chat_template,
-            eos_token=self.llm._model.token_get_text(eos) if eos != -1 else "",
-            bos_token=self.llm._model.token_get_text(bos) if bos != -1 else "",
+            eos_token=self._vocab.token_get_text(eos) if eos != -1 else "",
+            bos_token=self._vocab.token_get_text(bos) if bos != -1 else "",
             stop_token_ids=[eos],
         )
         self._eog = {eos}
         for text in ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<end_of_turn>"):
-            ids = self.llm.tokenize(text.encode(), add_bos=False, special=True)
+            ids = self._vocab.tokenize(text.encode(), add_bos=False, special=True)
             if len(ids) == 1:
                 self._eog.add(ids[0])
-        self.n_vocab = self.llm.n_vocab()
+        self.n_vocab = self._vocab.n_vocab()
         self._cached: list[int] = []  # tokens whose keys/values are in sequence 0 of the KV cache
         self.prefix_states = max(0, int(prefix_states))
         self.prefix_state_bytes = int(prefix_state_mb * 1e6)
@@ -249,12 +244,36 @@ class LlamaCppSolver:
         self.tokens_restored = 0  # prompt tokens taken from snapshots instead of evaluated (for benchmarks)
         self._lock = threading.Lock()
         self._cancel = threading.Event()  # set by cancel(): the decode in flight aborts, the batch ends
-        self._abort = self._abort_callback()
+        self._abort = None if self.llm is None else self._abort_callback()
         self.tokens_evaluated = 0  # prompt tokens evaluated over the solver's life (for benchmarks)
         self.model = self.model_path.stem
         self.id = f"llama_cpp:{self.model}:greedy:n_ctx={n_ctx}:flash_attn={flash_attn}:seed={seed}"
         if not self.extra_buffers:  # other matmul kernels: results are not interchangeable with the default's
             self.id += ":extra_buffers=off"
+
+    def _load(self) -> tuple[Any, Any]:
+        """``(Llama, its vocabulary)``; ``tokenizer_only`` (what a plan builds): the GGUF's vocabulary and metadata
+        alone (``vocab_only``: no weights in memory, no context, no KV cache) and no ``Llama``."""
+        from llama_cpp import Llama
+        from llama_cpp import llama_cpp as C
+        from llama_cpp._internals import LlamaModel
+
+        if self.tokenizer_only:
+            params = C.llama_model_default_params()
+            params.vocab_only = True
+            return None, LlamaModel(path_model=str(self.model_path), params=params, verbose=False)
+        with _model_params(use_extra_bufts=self.extra_buffers):
+            llm = Llama(
+                model_path=str(self.model_path), n_ctx=self.n_ctx, n_threads=self.n_threads, n_batch=self.n_batch,
+                flash_attn=self.flash_attn, seed=self.seed, logits_all=False, verbose=False,
+            )  # fmt: skip
+        return llm, llm._model
+
+    def _need_model(self) -> None:
+        if self.llm is None:
+            raise SolverError(
+                "this local solver was built tokenizer_only (for a plan): it counts tokens, makes no call"
+            )
 
     # -- cancellation -----------------------------------------------------------------------------------------
     def _abort_callback(self) -> Any:
@@ -284,13 +303,13 @@ class LlamaCppSolver:
     def tokens(self, request: SolveRequest) -> list[int]:
         """Prompt tokens, tokenized exactly as ``create_chat_completion`` does."""
         prompt, added_special = self._format(render_prompt(request, self.template))
-        return list(self.llm.tokenize(prompt.encode("utf-8"), add_bos=not added_special, special=True))
+        return list(self._vocab.tokenize(prompt.encode("utf-8"), add_bos=not added_special, special=True))
 
     def reference_tokens(self, reference: str) -> list[int]:
         """Tokens of a reference answer as the model would emit them after the assistant header."""
-        toks = list(self.llm.tokenize(reference.encode("utf-8"), add_bos=False, special=False))
+        toks = list(self._vocab.tokenize(reference.encode("utf-8"), add_bos=False, special=False))
         if self.include_eos_in_score:
-            toks.append(self.llm.token_eos())
+            toks.append(self._vocab.token_eos())
         return toks
 
     # -- low level: evaluate with prefix reuse ----------------------------------------------------------------
@@ -409,6 +428,7 @@ class LlamaCppSolver:
     # -- the Solver protocol ----------------------------------------------------------------------------------
     def answer(self, request: SolveRequest) -> Answer:
         """Greedy answer (chat template, at most ``max_tokens[benchmark_type]`` tokens)."""
+        self._need_model()
         self._begin()
         return self._answer_tokens(request, self.tokens(request))
 
@@ -452,6 +472,7 @@ class LlamaCppSolver:
 
         Logits are computed only at the ``len(reference tokens)`` positions that predict the reference.
         """
+        self._need_model()
         self._begin()
         return self._score_tokens(self.tokens(request), self.reference_tokens(reference))
 
@@ -469,6 +490,7 @@ class LlamaCppSolver:
 
     def score_text(self, prompt: str, continuation: str) -> float:
         """Log-probability of ``continuation`` after a raw ``prompt`` (no chat template; each part tokenized alone)."""
+        self._need_model()
         self._begin()
         p = list(self.llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
         c = list(self.llm.tokenize(continuation.encode("utf-8"), add_bos=False, special=False))
@@ -479,6 +501,7 @@ class LlamaCppSolver:
 
         Computes logits at every position: meant for short probes (it is what a correct ``echo`` server returns).
         """
+        self._need_model()
         self._begin()
         toks = list(self.llm.tokenize(text.encode("utf-8"), add_bos=True, special=True))
         with self._lock:
@@ -495,6 +518,7 @@ class LlamaCppSolver:
         prefix trie) so shared prefixes are evaluated once. A failing request yields its :class:`SolverError`
         in its slot; the others still run.
         """
+        self._need_model()
         self._begin()
         toks = [self.tokens(r) for r in requests]
         out: list[Answer | SolverError] = [SolverError("not run")] * len(requests)
@@ -510,6 +534,7 @@ class LlamaCppSolver:
 
     def score_many(self, requests: Sequence[SolveRequest], reference: str | Sequence[str]) -> list[Score | SolverError]:
         """Score many requests against one reference (or one per request), in prefix-trie order; input order kept."""
+        self._need_model()
         self._begin()
         refs = [reference] * len(requests) if isinstance(reference, str) else list(reference)
         if len(refs) != len(requests):
@@ -528,6 +553,7 @@ class LlamaCppSolver:
 
     def reset(self) -> None:
         """Forget the KV cache and the snapshots (the next call evaluates its whole prompt)."""
+        self._need_model()
         with self._lock:
             self.llm._ctx.kv_cache_seq_rm(-1, 0, -1)
             self._cached = []

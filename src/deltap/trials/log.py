@@ -257,6 +257,20 @@ def _row(rec: TrialRecord) -> tuple[Any, ...]:
     )
 
 
+def _recent_calls_sql(n: int, solver: str | None) -> tuple[str, tuple[Any, ...]]:
+    """The most recent solver calls (not errors, not answered from an earlier answer, with a latency)."""
+    where = "outcome != 'error' AND COALESCE(detail, '') NOT LIKE 'cached:%' AND latency > 0"
+    args: tuple[Any, ...] = ()
+    if solver is not None:
+        where += " AND solver_id = ?"
+        args = (solver,)
+    sql = (
+        f"SELECT latency, prompt_tokens, completion_tokens, created FROM trials WHERE {where} "
+        "ORDER BY created DESC LIMIT ?"
+    )
+    return sql, (*args, int(n))
+
+
 class TrialLog:
     """An SQLite (WAL) trial log. Use as a context manager or call :meth:`close`.
 
@@ -447,6 +461,13 @@ class TrialLog:
         sql += " ORDER BY kind, trial_index"
         return [TrialRecord(*row) for row in self._db.execute(sql, args).fetchall()]
 
+    @_guarded("read the recent calls")
+    def recent_calls(self, n: int = 64, solver: str | None = None) -> list[tuple[Any, ...]]:
+        """``(latency, prompt tokens, completion tokens, created)`` of the ``n`` most recent solver calls (of
+        ``solver`` when given): the measured pace of a resumed run (:func:`deltap.trials.pace.from_log`)."""
+        with self._mutex:
+            return self._db.execute(*_recent_calls_sql(n, solver)).fetchall()
+
     @_guarded("count the trials")
     def count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM trials").fetchone()[0])
@@ -600,6 +621,15 @@ class TrialLogReader:
             "AND COALESCE(detail, '') NOT LIKE 'cached:%' GROUP BY case_id, kind",
         )
         return {(str(c), str(k)): int(n) for c, k, n in rows}
+
+    def recent_calls(self, n: int = 64, solver: str | None = None) -> list[tuple[Any, ...]]:
+        """As :meth:`TrialLog.recent_calls` (``[]`` for a log without token columns)."""
+        if not {"prompt_tokens", "completion_tokens", "latency", "created"} <= self.columns:
+            return []
+        try:
+            return self._db.execute(*_recent_calls_sql(n, solver)).fetchall()
+        except sqlite3.Error as exc:
+            raise DeltapError(f"{self.path}: cannot read the trials: {exc}") from None
 
     def answered_keys(self) -> set[tuple[str, str, int]]:
         """``(case_id, kind, trial_index)`` of every trial that is not an ``error`` (what a resumed run keeps)."""

@@ -25,6 +25,7 @@ from deltap.errors import DeltapError
 from deltap.outcomes import outcome_kind
 from deltap.solvers.base import is_deterministic, solver_id
 from deltap.trials.log import TrialLog, TrialRecord
+from deltap.trials.pace import CallTime, CallTimer
 from deltap.trials.request import request_from_case
 from deltap.trials.seeds import trial_seed
 from deltap.trials.tokens import call_tokens
@@ -169,6 +170,7 @@ class CaseTrials:
             raise Cancelled()
         self.calls += len(reqs)
         self.tally.add(len(reqs))
+        self.tally.timer.begin()
         ref = "" if outcome_kind(self.outcome).answered else (self.case.reference_answer or "")
         results = self.executor.run(Batch(self.case.case_id, self.outcome, tuple(reqs), ref))
         if len(results) != len(reqs):
@@ -184,6 +186,8 @@ class CaseTrials:
 
         tokens_in, tokens_out = call_tokens(res)
         self.tally.add_tokens(tokens_in, tokens_out)
+        if not isinstance(res, Exception):
+            self.tally.timer.add(CallTime(float(getattr(res, "latency", 0.0) or 0.0), tokens_in, tokens_out))
 
         def rec(
             answer: str | None, outcome: str, value: float | None, latency: float, checker: str, detail: str
@@ -224,6 +228,7 @@ class CallTally:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self.timer = CallTimer()  # each call's solver seconds and tokens, the wall clock from the first: the run's pace
         self.value = 0
         self.tokens_in = 0
         self.tokens_out = 0

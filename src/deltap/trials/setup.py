@@ -179,8 +179,9 @@ def build_solver(
         cases: The cases (a ``simulated`` solver plants its truth on their gold documents).
         outcome: ``pass`` or ``logprob`` (the simulated solver's).
         seed: The simulated solver's seed.
-        plan_only: A hosted solver that cannot be built here (no key) becomes a stand-in that answers nothing, and no
-            executor is started.
+        plan_only: A hosted solver that cannot be built here (no key) becomes a stand-in that answers nothing, the
+            local model loads its vocabulary only (``tokenizer_only``: its tokens are counted exactly, no context is
+            allocated), and no executor is started.
 
     Raises:
         DeltapError: the solver or the executor cannot be built with these settings.
@@ -190,8 +191,12 @@ def build_solver(
     executor = executor or ExecutorSettings()
     executor.check()
     spec = solver.spec(cases, outcome, seed)
+    # a plan counts tokens only: the local model's vocabulary, without its weights' context (nothing is called)
+    made = (
+        SolverSpec(spec.kind, {**spec.options, "tokenizer_only": True}) if plan_only and spec.kind == "local" else spec
+    )
     try:
-        built: Any = solver.solver if solver.solver is not None else spec.build()
+        built: Any = solver.solver if solver.solver is not None else made.build()
     except DeltapError:
         if not (plan_only and solver_capabilities(solver.kind).hosted):
             raise

@@ -187,3 +187,21 @@ def test_cancel_aborts_the_decode_in_flight_and_the_next_call_is_unchanged(solve
     assert time.perf_counter() - t1 < max(0.5, full / 2)  # not the rest of the decode, nor the second prompt
     again = solver.score(long, "BaseAgent")  # the cancelled decode left no half-written cache behind
     assert again.logprob == whole.logprob
+
+
+def test_a_plans_tokenizer_counts_as_the_solver_without_a_context(solver: LlamaCppSolver) -> None:
+    """``tokenizer_only`` (what ``--plan`` builds): the vocabulary alone, the same tokens, id and threads, no call."""
+    import time
+
+    t0 = time.perf_counter()
+    tok = make_solver("local", n_ctx=1024, tokenizer_only=True)
+    seconds = time.perf_counter() - t0
+    assert isinstance(tok, LlamaCppSolver) and tok.llm is None
+    assert tok.id == solver.id and tok.n_threads == solver.n_threads and tok.n_vocab == solver.n_vocab
+    for docs in ((), tuple(DOCS[:1]), tuple(DOCS)):
+        req = SolveRequest("c", QUESTION, docs)
+        assert tok.tokens(req) == solver.tokens(req)
+    assert tok.reference_tokens("BaseAgent") == solver.reference_tokens("BaseAgent")
+    with pytest.raises(SolverError, match="tokenizer_only"):
+        tok.answer(SolveRequest("c", QUESTION, ()))
+    assert seconds < 5.0

@@ -228,8 +228,11 @@ def test_cli_endtoend_plan_makes_no_call(tmp_path: Path, capsys: pytest.CaptureF
     text = capsys.readouterr().out
     assert text.startswith("plan: end to end, 1 case(s) × 3 system(s) × 2 repeat(s), no call made")
     assert all(len(line) <= 80 for line in text.splitlines())
-    main([*args, "--single-doc"])  # eRAG's single-document trials: their ceiling is named, not silently left out
-    assert "--single-doc adds at most" in capsys.readouterr().out
+    main([*args, "--single-doc", "--json"])  # eRAG's single-document trials: counted in the plan, not left out
+    d = json.loads(capsys.readouterr().out)
+    assert [s["system"] for s in d["by_system"]] == ["none", "gold", "all", "single docs (eRAG)"]
+    assert d["by_system"][-1]["calls"] > 0 and d["calls"] == 6 + d["by_system"][-1]["calls"]
+    assert not any("--single-doc adds" in n for n in d["notes"])
     with pytest.raises(SystemExit) as exc:
         main([*args[:-1], "--json"])
     assert exc.value.code == 2 and "--json prints the plan" in capsys.readouterr().err

@@ -51,7 +51,17 @@ def test_stdlib_demo_corpus_has_no_memory_address() -> None:
 #: The only fields allowed to differ between two runs of the same command: when it ran and how long it took.
 TIMESTAMPS = {
     "retrieval_dataset.yaml": ["metadata.created", "pairs[].metadata.wall_seconds"],
-    "run.json": ["started", "ended", "wall_seconds", "spend.solver_seconds", "spend.by_case[].solver_seconds"],
+    "run.json": [
+        "started",
+        "ended",
+        "wall_seconds",
+        "spend.solver_seconds",
+        "spend.by_case[].solver_seconds",
+        "plan.seconds_per_call",
+        "plan.latency_source",
+        "plan.latency_measured",
+        "plan.seconds",
+    ],
 }
 
 
@@ -74,8 +84,9 @@ def _mask(rel: str, text: str) -> str:
             run["spend"]["solver_seconds"] = "<time>"
             for case in run["spend"]["by_case"].values():
                 case["solver_seconds"] = "<time>"
-        if "plan" in run:  # how long planning took (the plan's figures themselves must match)
-            run["plan"]["seconds_to_plan"] = "<time>"
+        if "plan" in run:  # how long planning took, and its time range: measured on the run's first calls
+            for key in ("seconds_to_plan", "seconds_per_call", "latency_source", "latency_measured", "seconds"):
+                run["plan"][key] = "<time>"
         if "plan_vs_spent" in run:  # the solver and wall seconds set against the plan's time range
             run["plan_vs_spent"]["seconds"] = "<time>"
         return json.dumps(run)
