@@ -536,3 +536,50 @@ def test_a_long_reply_is_read_in_linear_time() -> None:
     assert read_identifier(para * 40, ctx).rule == "ok"
     assert read_identifier(many, ctx).rule == "ok"
     assert time.perf_counter() - start < 2.5
+
+
+# -- session 11 (grader3): the kinds of fresh4's misses, one rule each ----------------------------------------------
+
+FNMATCH_Q = Case("f", "Which fnmatch function matches including case?", ("fnmatch.fnmatchcase",))
+
+
+@pytest.mark.parametrize(
+    ("case", "expected", "reply", "outcome"),
+    [
+        pytest.param(
+            FNMATCH_Q,
+            "fnmatchcase",
+            "Just use `fnmatch.fnmatch(name, pattern)`; it is case-sensitive on all platforms, so you don't need the\n"
+            "`fnmatchcase` variant.",
+            "fail",
+            id="wrap-negation-carried-over",
+        ),
+        pytest.param(
+            FNMATCH_Q,
+            "fnmatchcase",
+            "Call `fnmatch.fnmatchcase(name, pattern)`: it never normalises case on any platform, unlike plain\n"
+            "`fnmatch.fnmatch`, which follows the operating system.",
+            "pass",
+            id="wrap-contrast-carried-over",
+        ),
+        pytest.param(
+            CASE,
+            "Session",
+            "**Session** — its `events` list holds every Event of the conversation, and `state` holds the key/value\n"
+            "`memory`.",
+            "pass",
+            id="wrap-no-lone-name-line",
+        ),
+        pytest.param(CASE, "fill", "`wrap`\n`fill`", "fail", id="short-lines-stay-a-list"),
+        pytest.param(
+            CASE,
+            "fill",
+            "The function that returns one string with the paragraph wrapped to width is this one.\n`fill`\n`wrap`",
+            "fail",
+            id="a-list-after-a-long-line-stays-a-list",
+        ),
+    ],
+)
+def test_fresh4_kinds(case: Case, expected: str, reply: str, outcome: str) -> None:
+    result = _sm(expected).check(case, reply)
+    assert result.outcome == outcome, (reply, result.detail)
