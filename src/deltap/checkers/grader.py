@@ -88,6 +88,20 @@ _NEG_BEFORE = re.compile(
     r"want|recommend)\b|\bthere(?:'s|\s+is)\s+no\b)(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$|\bno\s*[`*(\[\"']*$",
     re.I,
 )
+#: a double negative is a commitment (``There's no reason not to use X``, ``you can't go wrong with X``)
+_DOUBLE_NEG = re.compile(
+    r"\b(?:no\s+reason\s+(?:not\s+to|to\s+avoid)|(?:can'?t|cannot|can\s+not)\s+go\s+wrong\s+with|"
+    r"(?:don'?t|do\s+not|never)\s+hesitate\s+to|nothing\s+wrong\s+with)\b(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$",
+    re.I,
+)
+#: a name offered as the tempting choice and then turned down (``You might reach for `X`, but …``)
+_TEMPTED = re.compile(
+    r"\b(?:(?:might|may|could|would)\s+(?:be\s+tempted\s+to\s+(?:use|call|reach\s+for)|reach\s+for|think\s+of|"
+    r"want\s+to\s+(?:use|call))|(?:it's|it\s+is)\s+tempting\s+to\s+(?:use|call|reach\s+for))"
+    r"(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$",
+    re.I,
+)
+_BUT_AFTER = re.compile(r"^[`*'\")\]]*(?:\([^)]*\))?\s*(?:,\s*|\s+|\s*[\u2014\u2013-]\s*)(?:but|however)\b", re.I)
 _CONTRAST_OPEN = re.compile(
     r"^\W*(?:while|whereas|although|though|unlike|instead\s+of|rather\s+than|besides|apart\s+from|except\s+for)\b"
     r"[^,]*$",
@@ -102,7 +116,8 @@ _REJECT_AFTER = re.compile(
     r"needed|valid|it|part\s+of|suitable|appropriate|meant|helpful|useful|recommended)\b|"
     r"(?:won'?t|will\s+not|wouldn'?t|would\s+not|doesn'?t|does\s+not|didn'?t|can'?t|cannot)\s+(?:help|work|do|exist|"
     r"apply|handle|be\s+used)\b|"
-    r"(?:is|was|are|has\s+been|have\s+been)\s+(?:deprecated|obsolete|removed|wrong|incorrect|internal|private|an\s+"
+    r"(?:is|was|are|has\s+been|have\s+been)\s+(?:(?:effectively|essentially|basically|largely|now|long)\s+)?"
+    r"(?:legacy|outdated|superseded|old-fashioned|deprecated|obsolete|removed|wrong|incorrect|internal|private|an\s+"
     r"internal|not\s+recommended|a\s+(?:bad|poor)\s+(?:choice|idea)|the\s+wrong)\b|"
     r"(?:should|must)\s+(?:be\s+avoided|not|n't)|shouldn'?t|must\s+not|is\s+to\s+be\s+avoided|"
     r"(?:is|are|would\s+be)\s+(?:overkill|unnecessary|needless|inefficient|too\s+(?:slow|heavy|complex))\b|"
@@ -482,13 +497,13 @@ def _flag(text: str, found: list[Mention]) -> None:
         prev = found[i - 1].end if i and found[i - 1].sentence == m.sentence else s_start
         nxt = found[i + 1].start if i + 1 < len(found) and found[i + 1].sentence == m.sentence else s_end
         before, after = text[max(prev, s_start) : m.start], text[m.end : max(nxt, m.end)]
-        if _NEG_BEFORE.search(before):
+        if _NEG_BEFORE.search(before) and not _DOUBLE_NEG.search(before):
             m.flags.add("negated")
         if _OWN.search(before):  # ``your comparison function `mycmp` ``: the user's own code, not an answer
             m.flags.add("own")
         if _CONTRAST_OPEN.match(text[s_start : m.start]):
             m.flags.add("contrasted")
-        if _REJECT_AFTER.match(after):
+        if _REJECT_AFTER.match(after) or (_TEMPTED.search(before) and _BUT_AFTER.match(after)):
             m.flags.add("rejected")
 
 
@@ -990,7 +1005,7 @@ def _option_mentions(text: str, options: Mapping[str, str]) -> list[_Option]:
         prev = max((x.end for x in out if x.end <= o.start), default=0)
         before = text[max(sent_start, prev) : o.start]
         after = text[o.end : o.end + 40]
-        o.negated = bool(_NEG_BEFORE.search(before)) or bool(
+        o.negated = bool(_NEG_BEFORE.search(before) and not _DOUBLE_NEG.search(before)) or bool(
             re.match(r"^[)\].:*`'\"]*\s*(?:is|was|would\s+be|seems)\s+(?:wrong|incorrect|false|not\b)", after, re.I)
         )
     return out

@@ -572,6 +572,41 @@ FNMATCH_Q = Case("f", "Which fnmatch function matches including case?", ("fnmatc
         ),
         pytest.param(CASE, "fill", "`wrap`\n`fill`", "fail", id="short-lines-stay-a-list"),
         pytest.param(
+            CASE, "tee", "There's no reason not to use `itertools.tee(it, n)` here.", "pass", id="double-negative"
+        ),
+        pytest.param(CASE, "tee", "You can't go wrong with `tee`; it is built for this.", "pass", id="cant-go-wrong"),
+        pytest.param(CASE, "tee", "Never use `tee` here; a list will do.", "fail", id="single-negative"),
+        pytest.param(CASE, "tee", "Don't use `tee(it, n)` here.", "fail", id="plain-negative"),
+        pytest.param(
+            CASE,
+            "heapify",
+            "You might reach for `heapq.heapify`, but it is slow. Push each item with `heapq.heappush`.",
+            "fail",
+            id="tempted-then-turned-down",
+        ),
+        pytest.param(
+            CASE,
+            "heapify",
+            "It's tempting to use `sorted(xs)`, but that sorts everything; call `heapq.heapify(xs)`.",
+            "pass",
+            id="tempted-by-another",
+        ),
+        pytest.param(CASE, "heapify", "You might reach for `heapq.heapify(xs)`: it is O(n).", "pass", id="no-but"),
+        pytest.param(
+            CASE,
+            "total_ordering",
+            "`@total_ordering` is effectively legacy now; the modern answer is `@dataclass(order=True)`.",
+            "fail",
+            id="legacy",
+        ),
+        pytest.param(
+            CASE,
+            "total_ordering",
+            "`cmp` is long outdated; decorate the class with `@functools.total_ordering`.",
+            "pass",
+            id="another-is-outdated",
+        ),
+        pytest.param(
             CASE,
             "fill",
             "The function that returns one string with the paragraph wrapped to width is this one.\n`fill`\n`wrap`",
