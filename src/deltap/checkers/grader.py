@@ -861,6 +861,35 @@ def _marked_column(t: Table, judge: _Judge) -> str | None:
     return None
 
 
+#: prose that names a table's answer row by its place (``it's the second row``, ``use the last row``)
+_ROW_NAMED = re.compile(
+    r"\b(?:it'?s|it\s+is|that'?s|is|use|take|pick|want|go\s+with)\s+(?:the\s+)?(?P<nth>first|second|third|fourth|fifth|"
+    r"last|top|bottom|1st|2nd|3rd|4th|5th)\s+(?:row|line|entry)\b",
+    re.I,
+)
+_NTH = {"first": 0, "top": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3, "4th": 3}
+_NTH |= {"fifth": 4, "5th": 4, "last": -1, "bottom": -1}
+
+
+def _named_row(t: Table, outside: str, judge: _Judge) -> Reading | None:
+    """The row the prose after a table names by its place (``… it's the second row.``), read in the table's answer
+    column; ``None`` when the prose names no row (or names several, or one the table does not have)."""
+    named = {m.group("nth").lower() for m in _ROW_NAMED.finditer(outside)}
+    rows = [r for r in t.rows if any(c.strip() for c in r.cells)]
+    if len(named) != 1 or not rows:
+        return None
+    nth = _NTH[named.pop()]
+    if nth >= len(rows):
+        return None
+    _, col, _ = _table_rows(t, judge)
+    row = rows[nth]
+    cells = row.cells[col] if col < len(row.cells) else ""
+    reading = _read_plain(cells, judge, " (the row the prose names)")
+    if reading.rule == "no answer":
+        reading = _read_plain(" ".join(row.cells), judge, " (the row the prose names)")
+    return reading
+
+
 def _read_tables(text: str, judge: _Judge) -> Reading | None:
     """A reply with Markdown tables: its prose when the prose gives an answer (``| … |\n\nSo for your case: X``),
     else the answer of its first table that gives one (:func:`_table_rows`; several rows are a list); ``None`` when
@@ -873,6 +902,9 @@ def _read_tables(text: str, judge: _Judge) -> Reading | None:
     if prose is not None and prose.rule not in ("no answer", "negated"):
         return prose
     for t in found:
+        by_place = _named_row(t, outside, judge)
+        if by_place is not None and by_place.rule != "no answer":
+            return by_place
         across = _marked_column(t, judge)
         if across is not None:
             return _read_plain(across, judge, " (the column the table marks)")

@@ -540,6 +540,7 @@ def test_a_long_reply_is_read_in_linear_time() -> None:
 
 # -- session 11 (grader3): the kinds of fresh4's misses, one rule each ----------------------------------------------
 
+ROWS = "| Need | Function |\n|---|---|\n| a list of lines | `wrap` |\n| one string | `fill` |\n| cut short | `shorten` |"
 FNMATCH_Q = Case("f", "Which fnmatch function matches including case?", ("fnmatch.fnmatchcase",))
 
 
@@ -571,6 +572,10 @@ FNMATCH_Q = Case("f", "Which fnmatch function matches including case?", ("fnmatc
             id="wrap-no-lone-name-line",
         ),
         pytest.param(CASE, "fill", "`wrap`\n`fill`", "fail", id="short-lines-stay-a-list"),
+        pytest.param(CASE, "fill", ROWS + "\n\nFor one string, it's the second row.", "pass", id="row-named"),
+        pytest.param(CASE, "fill", ROWS + "\n\nYou want the last row.", "fail", id="row-named-wrong"),
+        pytest.param(CASE, "shorten", ROWS + "\n\nUse the last row.", "pass", id="row-named-last"),
+        pytest.param(CASE, "fill", ROWS + "\n\nAll three work on text.", "fail", id="no-row-named"),
         pytest.param(
             CASE, "tee", "There's no reason not to use `itertools.tee(it, n)` here.", "pass", id="double-negative"
         ),
