@@ -536,6 +536,20 @@ def _bullet_answers(text: str, found: list[Mention], judge: _Judge) -> list[Ment
     return out
 
 
+#: a list item marked as the right one (``- `urlsafe_b64encode` — uses `-` and `_` ✅``)
+_TICK = re.compile("[\u2705\u2713\u2714\u2611]")
+
+
+def _ticked(text: str, listed: list[Mention]) -> list[Mention]:
+    """The items of a list whose line carries a tick (``✅``, ``✓``, ``✔``, ``☑``), when at least one does not."""
+
+    def line(m: Mention) -> str:
+        return text[text.rfind("\n", 0, m.start) + 1 : (text.find("\n", m.end) + 1 or len(text) + 1) - 1]
+
+    ticked = [m for m in listed if _TICK.search(line(m))]
+    return ticked if len(ticked) < len(listed) else []
+
+
 def _distinct(ms: Sequence[Mention], judge: _Judge) -> list[str]:
     labels: list[str] = []
     for m in ms:
@@ -585,6 +599,7 @@ def _equal_alternative(text: str, answer: Mention, m: Mention, found: list[Menti
 def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> Reading | None:
     """``several`` / ``alternatives`` when another answer is joined to the answer or offered after it."""
     listed = _bullet_answers(text, found, judge)
+    listed = _ticked(text, listed) or listed
     if answer in listed:
         names = _distinct(listed, judge)
         if len(names) >= 2:
@@ -673,7 +688,8 @@ def _decide(text: str, found: list[Mention], judge: _Judge, where: str) -> Readi
     """The reading of ``text`` (the whole reply, or a declared answer's value) from its mentions."""
     sents = sentences(text)
     set_aside: list[Mention] = []
-    concluded = _concluded(text, found, judge)
+    ticked = _ticked(text, _bullet_answers(text, found, judge))
+    concluded = _concluded(text, found, judge) or (ticked[0] if len(ticked) == 1 else None)
     order = [concluded, *(x for x in found if x is not concluded)] if concluded else _cued_first(text, found, judge)
     for m in order:
         verdict = judge.matches(m)

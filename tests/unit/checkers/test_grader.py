@@ -540,7 +540,9 @@ def test_a_long_reply_is_read_in_linear_time() -> None:
 
 # -- session 11 (grader3): the kinds of fresh4's misses, one rule each ----------------------------------------------
 
-ROWS = "| Need | Function |\n|---|---|\n| a list of lines | `wrap` |\n| one string | `fill` |\n| cut short | `shorten` |"
+ROWS = (
+    "| Need | Function |\n|---|---|\n| a list of lines | `wrap` |\n| one string | `fill` |\n| cut short | `shorten` |"
+)
 FNMATCH_Q = Case("f", "Which fnmatch function matches including case?", ("fnmatch.fnmatchcase",))
 
 
@@ -572,6 +574,14 @@ FNMATCH_Q = Case("f", "Which fnmatch function matches including case?", ("fnmatc
             id="wrap-no-lone-name-line",
         ),
         pytest.param(CASE, "fill", "`wrap`\n`fill`", "fail", id="short-lines-stay-a-list"),
+        pytest.param(
+            CASE, "fill", "- `wrap` — a list of lines\n- `fill` — one string ✅\n- `shorten`", "pass", id="tick"
+        ),
+        pytest.param(
+            CASE, "fill", "- `wrap` — a list of lines ✓\n- `fill` — one string\n- `shorten`", "fail", id="tick-2"
+        ),
+        pytest.param(CASE, "fill", "- `wrap` ✅\n- `fill` ✅", "fail", id="every-item-ticked"),
+        pytest.param(CASE, "fill", "- `fill` ✔ one string\n- `wrap` a list", "pass", id="tick-first"),
         pytest.param(CASE, "fill", ROWS + "\n\nFor one string, it's the second row.", "pass", id="row-named"),
         pytest.param(CASE, "fill", ROWS + "\n\nYou want the last row.", "fail", id="row-named-wrong"),
         pytest.param(CASE, "shorten", ROWS + "\n\nUse the last row.", "pass", id="row-named-last"),
