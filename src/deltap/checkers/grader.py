@@ -184,12 +184,15 @@ _RETRACT = re.compile(
     r"\b(?:sorry|rather)\s*,?\s+I\s+mean(?:t)?\b|\bthat(?:'s|\s+is|\s+was)\s+(?:wrong|incorrect|a\s+mistake|not\s+(?:right|"
     r"correct|it|the\s+(?:right|correct)\s+one))\b|\bI(?:'m|\s+am|\s+was)\s+(?:wrong|mistaken)\b|"
     r"\bI\s+(?:mixed|got)\s+(?:them|those|it|that|these)\s+(?:up|wrong|backwards)\b|\b(?:oops|whoops)\b|"
-    r"\blet\s+me\s+correct\s+(?:that|myself)\b",
+    r"\blet\s+me\s+correct\s+(?:that|myself)\b|"
+    r"(?:\.\.\.|\u2026)\s*(?:no|nope)(?=\s*[,.;:!\u2014\u2013-])|(?:\.\.\.|\u2026)\s*(?:hmm+|wait|oh)[\s,]+actually\b(?![\s,]*(?:no|nope|not)\b)",
     re.I,
 )
 #: a correction that may be of a detail, not of the answer: it retracts only when an answer follows it
 _WEAK_RETRACT = re.compile(
-    r"correction|sorry|rather|on\s+(?:second\s+thought|reflection)|oops|whoops|let\s+me\s+correct", re.I
+    r"correction|sorry|rather|on\s+(?:second\s+thought|reflection)|oops|whoops|let\s+me\s+correct|"
+    r"(?:\.\.\.|\u2026)\s*(?:hmm|wait|oh)",
+    re.I,
 )
 #: a conclusion right before a name (``So the function is X``, ``Therefore X``, ``That makes it X``, ``which leaves
 #: X``, ``In short: X``, ``→ X``, ``…, the answer is X``, ``it must be X``)

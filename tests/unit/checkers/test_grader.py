@@ -441,6 +441,12 @@ def test_session_11_rules(case: Case, expected: str, reply: str, outcome: str) -
         pytest.param("B", "A. Hmm, actually no — `wrap` returns a list. B.", "pass", id="retract-to-right"),
         pytest.param("B", "B. Wait, no — I mixed them up, it's A.", "fail", id="retract-to-wrong"),
         pytest.param("B", "B. Actually, it's worth noting that A returns a list.", "pass", id="actually-note"),
+        pytest.param(
+            "B", "A, wrap... hmm, actually wrap returns a list, so it is the other one. Final: B.", "pass", id="e1"
+        ),
+        pytest.param("B", "B, fill... hmm, actually fill joins the lines. Final: A.", "fail", id="ellipsis-actually"),
+        pytest.param("B", "B... hmm, actually B is right, fill returns one string.", "pass", id="ellipsis-keeps"),
+        pytest.param("B", "A... no, that returns a list. So it has to be B.", "pass", id="ellipsis-no-option"),
         pytest.param("B", "| Option | Verdict |\n|---|---|\n| A wrap | ✗ |\n| B fill | ✓ |", "pass", id="table"),
         pytest.param("B", "| Option | Verdict |\n|---|---|\n| A wrap | ✓ |\n| B fill | ✗ |", "fail", id="table-wrong"),
     ],
@@ -549,6 +555,20 @@ FNMATCH_Q = Case("f", "Which fnmatch function matches including case?", ("fnmatc
 @pytest.mark.parametrize(
     ("case", "expected", "reply", "outcome"),
     [
+        pytest.param(
+            CASE,
+            "bisect_left",
+            "`bisect.bisect_right(a, x)`... no, that lands after equal values. You want `bisect.bisect_left(a, x)`.",
+            "pass",
+            id="ellipsis-no",
+        ),
+        pytest.param(
+            CASE, "bisect_left", "`bisect_left(a, x)`... no, you want `bisect_right(a, x)`.", "fail", id="ellipsis-no-2"
+        ),
+        pytest.param(CASE, "tee", "`tee(it, n)`... hmm, actually no, I'm not sure.", "fail", id="ellipsis-retracted"),
+        pytest.param(
+            CASE, "tee", "`tee(it, n)`... hmm, actually it also takes an iterator.", "pass", id="ellipsis-detail"
+        ),
         pytest.param(
             FNMATCH_Q,
             "fnmatchcase",
