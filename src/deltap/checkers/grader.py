@@ -951,7 +951,8 @@ _VERBISH = frozenset(
 _OPTION_WORD = re.compile(r"\b(?:option|choice|letter)\s*$", re.I)
 _CONCLUSION = re.compile(
     r"(?:\b(?:so|thus|therefore|hence)\b[\s,:]*(?:(?:the\s+)?(?:correct\s+|right\s+|best\s+)?(?:answer|option|choice)"
-    r"\s+(?:is|must\s+be|would\s+be)\s*:?\s*|it(?:'s|\s+is|\s+must\s+be)\s+)?|"
+    r"\s+(?:is|must\s+be|would\s+be)\s*:?\s*|it(?:'s|\s+is|\s+must\s+be|\s+has\s+to\s+be|\s+would\s+be)\s+)?|"
+    r"\bit\s+(?:must|has\s+to)\s+be\s+|\bfinal(?:\s+answer)?\s*:\s*|"
     r"\b(?:which|that|this)\s+leaves\s+(?:us\s+with\s+)?(?:only\s+)?|\bleaving\s+(?:only\s+)?|"
     r"\b(?:the\s+)?(?:correct|right|best)\s+(?:answer|option|choice)\s+(?:is|would\s+be|must\s+be)\s*:?\s*|"
     r"\b(?:the\s+)?answer\s+(?:is|would\s+be|must\s+be)\s*:?\s*|"
