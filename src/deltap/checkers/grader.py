@@ -487,8 +487,41 @@ def _mentions(text: str, ctx: Context) -> list[Mention]:
             if not any(m.start < hit.end() and hit.start() < m.end for m in found):
                 sent = next((s.index for s in sentences(text) if s.start <= hit.start() < s.end), 0)
                 found.append(Mention(hit.group(0), hit.start(), hit.end(), sent, "spot", None))
+    if ctx.numeric:
+        found += _number_words(text, found)
     found.sort(key=lambda m: m.start)
     return found
+
+
+_UNITS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen".split()
+_UNITS += ["seventeen", "eighteen", "nineteen"]
+_TENS = {w: 10 * (i + 2) for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())}
+_NUMBER_WORD = re.compile(
+    r"(?<![\w-])(?:(?P<tens>" + "|".join(_TENS) + r")(?:[-\s](?P<unit>" + "|".join(_UNITS[1:10]) + r"))?|"
+    r"(?P<alone>" + "|".join(_UNITS) + r"))(?![\w-])",
+    re.I,
+)
+
+
+def _number_words(text: str, found: list[Mention]) -> list[Mention]:
+    """A number written as a word (``Seventy characters.``), for a reply that writes no number in digits; ``one`` alone
+    is left out (``the one you want``)."""
+    if any(m.value is not None for m in found):
+        return []
+    out = []
+    for hit in _NUMBER_WORD.finditer(text):
+        if hit.group("alone"):
+            if hit.group("alone").lower() == "one":
+                continue
+            value = _UNITS.index(hit.group("alone").lower())
+        else:
+            unit = hit.group("unit")
+            value = _TENS[hit.group("tens").lower()] + (_UNITS.index(unit.lower()) if unit else 0)
+        if any(m.start < hit.end() and hit.start() < m.end for m in found):
+            continue
+        sent = next((s.index for s in sentences(text) if s.start <= hit.start() < s.end), 0)
+        out.append(Mention(str(value), hit.start(), hit.end(), sent, "number", None, float(value)))
+    return out
 
 
 def _flag(text: str, found: list[Mention]) -> None:

@@ -598,6 +598,11 @@ FNMATCH_Q = Case("f", "Which fnmatch function matches including case?", ("fnmatc
             id="wrap-no-lone-name-line",
         ),
         pytest.param(CASE, "fill", "`wrap`\n`fill`", "fail", id="short-lines-stay-a-list"),
+        pytest.param(CASE, "70", "Seventy characters.", "pass", id="number-word"),
+        pytest.param(CASE, "3", "It keeps three matches by default.", "pass", id="number-word-small"),
+        pytest.param(CASE, "70", "Eighty characters.", "fail", id="number-word-wrong"),
+        pytest.param(CASE, "70", "Twenty-five, I think, or 80.", "fail", id="digits-win"),
+        pytest.param(CASE, "1", "The one you want is the first.", "fail", id="one-is-a-pronoun"),
         pytest.param(
             CASE, "fill", "- `wrap` — a list of lines\n- `fill` — one string ✅\n- `shorten`", "pass", id="tick"
         ),
