@@ -206,7 +206,7 @@ _CONCLUDE = re.compile(
     r"which\s+makes\s+it|in\s+short|in\s+summary|in\s+conclusion|to\s+sum\s+up|bottom\s+line|conclusion)\b|"
     r"[\u2192\u21d2]|->|=>)[\s,:*_-]*(?:" + _WHAT + r"|it(?:'s|\s+is|\s+must\s+be|\s+has\s+to\s+be|\s+would\s+be)|"
     r"(?:you\s+(?:want|need|should\s+use)|use|go\s+with|pick))?|(?:^|[.;:!?\n,]\s*)" + _WHAT + r"|"
-    r"\bit\s+(?:must|has\s+to)\s+be)[\s*_`(\[\"']*$",
+    r"\bit\s+(?:must|has\s+to)\s+be|(?:^|[.;!?\n]\s*)the\s+one\s+(?:that|which)\s+[^.;!?`*]{3,80}?\s+is)[\s*_`(\[\"']*$",
     re.I,
 )
 #: what may follow a concluded name in its sentence (an end, an aside, a reason), not a predicate (``X gives …``)
