@@ -14,6 +14,9 @@ reply answers) and one file per set of replies, each reply with the verdict a pe
 * ``fresh3.yaml`` — a third set, written blind to session 10's rules and measured once (2/41 right failed, 2/39
   wrong passed: benchmarks/README.md); session 11 revised the rules on the kinds of its misses, so it is a training
   set since;
+* ``fresh4.yaml`` (session 11) — a fourth set (147 replies), written blind, measured once by the lead at 13.3 %/6.9 %
+  (10/75 right failed, 5/72 wrong passed) before it was used for rules; session 11 (helper "grader3") revised the
+  rules on the kinds of its misses, so it is a training set since;
 * ``classes.yaml`` (session 11) — replies of those four kinds (equal alternatives, retractions, Markdown tables,
   conclusions), labelled before their rules were written; a training set;
 * ``attacks.yaml`` (session 11) — replies that look like those kinds but should go the other way, labelled before
@@ -56,7 +59,7 @@ from deltap.cases import Case, CheckerSpec  # noqa: E402
 from deltap.checkers import is_unreadable, make_checker  # noqa: E402
 
 DATA = REPO / "tests" / "data" / "replies"
-SETS = ("local", "localbench", "hosted", "fresh", "fresh2", "fresh3", "classes", "attacks", "attacks2")
+SETS = ("local", "localbench", "hosted", "fresh", "fresh2", "fresh3", "fresh4", "classes", "attacks", "attacks2")
 READINGS = ("grader", "protocol", "strict", "lenient")
 
 

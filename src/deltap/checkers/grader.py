@@ -88,6 +88,20 @@ _NEG_BEFORE = re.compile(
     r"want|recommend)\b|\bthere(?:'s|\s+is)\s+no\b)(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$|\bno\s*[`*(\[\"']*$",
     re.I,
 )
+#: a double negative is a commitment (``There's no reason not to use X``, ``you can't go wrong with X``)
+_DOUBLE_NEG = re.compile(
+    r"\b(?:no\s+reason\s+(?:not\s+to|to\s+avoid)|(?:can'?t|cannot|can\s+not)\s+go\s+wrong\s+with|"
+    r"(?:don'?t|do\s+not|never)\s+hesitate\s+to|nothing\s+wrong\s+with)\b(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$",
+    re.I,
+)
+#: a name offered as the tempting choice and then turned down (``You might reach for `X`, but …``)
+_TEMPTED = re.compile(
+    r"\b(?:(?:might|may|could|would)\s+(?:be\s+tempted\s+to\s+(?:use|call|reach\s+for)|reach\s+for|think\s+of|"
+    r"want\s+to\s+(?:use|call))|(?:it's|it\s+is)\s+tempting\s+to\s+(?:use|call|reach\s+for))"
+    r"(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$",
+    re.I,
+)
+_BUT_AFTER = re.compile(r"^[`*'\")\]]*(?:\([^)]*\))?\s*(?:,\s*|\s+|\s*[\u2014\u2013-]\s*)(?:but|however)\b", re.I)
 _CONTRAST_OPEN = re.compile(
     r"^\W*(?:while|whereas|although|though|unlike|instead\s+of|rather\s+than|besides|apart\s+from|except\s+for)\b"
     r"[^,]*$",
@@ -102,7 +116,8 @@ _REJECT_AFTER = re.compile(
     r"needed|valid|it|part\s+of|suitable|appropriate|meant|helpful|useful|recommended)\b|"
     r"(?:won'?t|will\s+not|wouldn'?t|would\s+not|doesn'?t|does\s+not|didn'?t|can'?t|cannot)\s+(?:help|work|do|exist|"
     r"apply|handle|be\s+used)\b|"
-    r"(?:is|was|are|has\s+been|have\s+been)\s+(?:deprecated|obsolete|removed|wrong|incorrect|internal|private|an\s+"
+    r"(?:is|was|are|has\s+been|have\s+been)\s+(?:(?:effectively|essentially|basically|largely|now|long)\s+)?"
+    r"(?:legacy|outdated|superseded|old-fashioned|deprecated|obsolete|removed|wrong|incorrect|internal|private|an\s+"
     r"internal|not\s+recommended|a\s+(?:bad|poor)\s+(?:choice|idea)|the\s+wrong)\b|"
     r"(?:should|must)\s+(?:be\s+avoided|not|n't)|shouldn'?t|must\s+not|is\s+to\s+be\s+avoided|"
     r"(?:is|are|would\s+be)\s+(?:overkill|unnecessary|needless|inefficient|too\s+(?:slow|heavy|complex))\b|"
@@ -169,12 +184,15 @@ _RETRACT = re.compile(
     r"\b(?:sorry|rather)\s*,?\s+I\s+mean(?:t)?\b|\bthat(?:'s|\s+is|\s+was)\s+(?:wrong|incorrect|a\s+mistake|not\s+(?:right|"
     r"correct|it|the\s+(?:right|correct)\s+one))\b|\bI(?:'m|\s+am|\s+was)\s+(?:wrong|mistaken)\b|"
     r"\bI\s+(?:mixed|got)\s+(?:them|those|it|that|these)\s+(?:up|wrong|backwards)\b|\b(?:oops|whoops)\b|"
-    r"\blet\s+me\s+correct\s+(?:that|myself)\b",
+    r"\blet\s+me\s+correct\s+(?:that|myself)\b|"
+    r"(?:\.\.\.|\u2026)\s*(?:no|nope)(?=\s*[,.;:!\u2014\u2013-])|(?:\.\.\.|\u2026)\s*(?:hmm+|wait|oh)[\s,]+actually\b(?![\s,]*(?:no|nope|not)\b)",
     re.I,
 )
 #: a correction that may be of a detail, not of the answer: it retracts only when an answer follows it
 _WEAK_RETRACT = re.compile(
-    r"correction|sorry|rather|on\s+(?:second\s+thought|reflection)|oops|whoops|let\s+me\s+correct", re.I
+    r"correction|sorry|rather|on\s+(?:second\s+thought|reflection)|oops|whoops|let\s+me\s+correct|"
+    r"(?:\.\.\.|\u2026)\s*(?:hmm|wait|oh)",
+    re.I,
 )
 #: a conclusion right before a name (``So the function is X``, ``Therefore X``, ``That makes it X``, ``which leaves
 #: X``, ``In short: X``, ``→ X``, ``…, the answer is X``, ``it must be X``)
@@ -188,7 +206,7 @@ _CONCLUDE = re.compile(
     r"which\s+makes\s+it|in\s+short|in\s+summary|in\s+conclusion|to\s+sum\s+up|bottom\s+line|conclusion)\b|"
     r"[\u2192\u21d2]|->|=>)[\s,:*_-]*(?:" + _WHAT + r"|it(?:'s|\s+is|\s+must\s+be|\s+has\s+to\s+be|\s+would\s+be)|"
     r"(?:you\s+(?:want|need|should\s+use)|use|go\s+with|pick))?|(?:^|[.;:!?\n,]\s*)" + _WHAT + r"|"
-    r"\bit\s+(?:must|has\s+to)\s+be)[\s*_`(\[\"']*$",
+    r"\bit\s+(?:must|has\s+to)\s+be|(?:^|[.;!?\n]\s*)the\s+one\s+(?:that|which)\s+[^.;!?`*]{3,80}?\s+is)[\s*_`(\[\"']*$",
     re.I,
 )
 #: what may follow a concluded name in its sentence (an end, an aside, a reason), not a predicate (``X gives …``)
@@ -469,8 +487,41 @@ def _mentions(text: str, ctx: Context) -> list[Mention]:
             if not any(m.start < hit.end() and hit.start() < m.end for m in found):
                 sent = next((s.index for s in sentences(text) if s.start <= hit.start() < s.end), 0)
                 found.append(Mention(hit.group(0), hit.start(), hit.end(), sent, "spot", None))
+    if ctx.numeric:
+        found += _number_words(text, found)
     found.sort(key=lambda m: m.start)
     return found
+
+
+_UNITS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen".split()
+_UNITS += ["seventeen", "eighteen", "nineteen"]
+_TENS = {w: 10 * (i + 2) for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())}
+_NUMBER_WORD = re.compile(
+    r"(?<![\w-])(?:(?P<tens>" + "|".join(_TENS) + r")(?:[-\s](?P<unit>" + "|".join(_UNITS[1:10]) + r"))?|"
+    r"(?P<alone>" + "|".join(_UNITS) + r"))(?![\w-])",
+    re.I,
+)
+
+
+def _number_words(text: str, found: list[Mention]) -> list[Mention]:
+    """A number written as a word (``Seventy characters.``), for a reply that writes no number in digits; ``one`` alone
+    is left out (``the one you want``)."""
+    if any(m.value is not None for m in found):
+        return []
+    out = []
+    for hit in _NUMBER_WORD.finditer(text):
+        if hit.group("alone"):
+            if hit.group("alone").lower() == "one":
+                continue
+            value = _UNITS.index(hit.group("alone").lower())
+        else:
+            unit = hit.group("unit")
+            value = _TENS[hit.group("tens").lower()] + (_UNITS.index(unit.lower()) if unit else 0)
+        if any(m.start < hit.end() and hit.start() < m.end for m in found):
+            continue
+        sent = next((s.index for s in sentences(text) if s.start <= hit.start() < s.end), 0)
+        out.append(Mention(str(value), hit.start(), hit.end(), sent, "number", None, float(value)))
+    return out
 
 
 def _flag(text: str, found: list[Mention]) -> None:
@@ -482,13 +533,13 @@ def _flag(text: str, found: list[Mention]) -> None:
         prev = found[i - 1].end if i and found[i - 1].sentence == m.sentence else s_start
         nxt = found[i + 1].start if i + 1 < len(found) and found[i + 1].sentence == m.sentence else s_end
         before, after = text[max(prev, s_start) : m.start], text[m.end : max(nxt, m.end)]
-        if _NEG_BEFORE.search(before):
+        if _NEG_BEFORE.search(before) and not _DOUBLE_NEG.search(before):
             m.flags.add("negated")
         if _OWN.search(before):  # ``your comparison function `mycmp` ``: the user's own code, not an answer
             m.flags.add("own")
         if _CONTRAST_OPEN.match(text[s_start : m.start]):
             m.flags.add("contrasted")
-        if _REJECT_AFTER.match(after):
+        if _REJECT_AFTER.match(after) or (_TEMPTED.search(before) and _BUT_AFTER.match(after)):
             m.flags.add("rejected")
 
 
@@ -519,6 +570,20 @@ def _bullet_answers(text: str, found: list[Mention], judge: _Judge) -> list[Ment
     if len(run) >= 2:
         out += run
     return out
+
+
+#: a list item marked as the right one (``- `urlsafe_b64encode` — uses `-` and `_` ✅``)
+_TICK = re.compile("[\u2705\u2713\u2714\u2611]")
+
+
+def _ticked(text: str, listed: list[Mention]) -> list[Mention]:
+    """The items of a list whose line carries a tick (``✅``, ``✓``, ``✔``, ``☑``), when at least one does not."""
+
+    def line(m: Mention) -> str:
+        return text[text.rfind("\n", 0, m.start) + 1 : (text.find("\n", m.end) + 1 or len(text) + 1) - 1]
+
+    ticked = [m for m in listed if _TICK.search(line(m))]
+    return ticked if len(ticked) < len(listed) else []
 
 
 def _distinct(ms: Sequence[Mention], judge: _Judge) -> list[str]:
@@ -570,6 +635,7 @@ def _equal_alternative(text: str, answer: Mention, m: Mention, found: list[Menti
 def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> Reading | None:
     """``several`` / ``alternatives`` when another answer is joined to the answer or offered after it."""
     listed = _bullet_answers(text, found, judge)
+    listed = _ticked(text, listed) or listed
     if answer in listed:
         names = _distinct(listed, judge)
         if len(names) >= 2:
@@ -658,7 +724,8 @@ def _decide(text: str, found: list[Mention], judge: _Judge, where: str) -> Readi
     """The reading of ``text`` (the whole reply, or a declared answer's value) from its mentions."""
     sents = sentences(text)
     set_aside: list[Mention] = []
-    concluded = _concluded(text, found, judge)
+    ticked = _ticked(text, _bullet_answers(text, found, judge))
+    concluded = _concluded(text, found, judge) or (ticked[0] if len(ticked) == 1 else None)
     order = [concluded, *(x for x in found if x is not concluded)] if concluded else _cued_first(text, found, judge)
     for m in order:
         verdict = judge.matches(m)
@@ -846,6 +913,35 @@ def _marked_column(t: Table, judge: _Judge) -> str | None:
     return None
 
 
+#: prose that names a table's answer row by its place (``it's the second row``, ``use the last row``)
+_ROW_NAMED = re.compile(
+    r"\b(?:it'?s|it\s+is|that'?s|is|use|take|pick|want|go\s+with)\s+(?:the\s+)?(?P<nth>first|second|third|fourth|fifth|"
+    r"last|top|bottom|1st|2nd|3rd|4th|5th)\s+(?:row|line|entry)\b",
+    re.I,
+)
+_NTH = {"first": 0, "top": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3, "4th": 3}
+_NTH |= {"fifth": 4, "5th": 4, "last": -1, "bottom": -1}
+
+
+def _named_row(t: Table, outside: str, judge: _Judge) -> Reading | None:
+    """The row the prose after a table names by its place (``… it's the second row.``), read in the table's answer
+    column; ``None`` when the prose names no row (or names several, or one the table does not have)."""
+    named = {m.group("nth").lower() for m in _ROW_NAMED.finditer(outside)}
+    rows = [r for r in t.rows if any(c.strip() for c in r.cells)]
+    if len(named) != 1 or not rows:
+        return None
+    nth = _NTH[named.pop()]
+    if nth >= len(rows):
+        return None
+    _, col, _ = _table_rows(t, judge)
+    row = rows[nth]
+    cells = row.cells[col] if col < len(row.cells) else ""
+    reading = _read_plain(cells, judge, " (the row the prose names)")
+    if reading.rule == "no answer":
+        reading = _read_plain(" ".join(row.cells), judge, " (the row the prose names)")
+    return reading
+
+
 def _read_tables(text: str, judge: _Judge) -> Reading | None:
     """A reply with Markdown tables: its prose when the prose gives an answer (``| … |\n\nSo for your case: X``),
     else the answer of its first table that gives one (:func:`_table_rows`; several rows are a list); ``None`` when
@@ -858,6 +954,9 @@ def _read_tables(text: str, judge: _Judge) -> Reading | None:
     if prose is not None and prose.rule not in ("no answer", "negated"):
         return prose
     for t in found:
+        by_place = _named_row(t, outside, judge)
+        if by_place is not None and by_place.rule != "no answer":
+            return by_place
         across = _marked_column(t, judge)
         if across is not None:
             return _read_plain(across, judge, " (the column the table marks)")
@@ -885,7 +984,8 @@ _VERBISH = frozenset(
 _OPTION_WORD = re.compile(r"\b(?:option|choice|letter)\s*$", re.I)
 _CONCLUSION = re.compile(
     r"(?:\b(?:so|thus|therefore|hence)\b[\s,:]*(?:(?:the\s+)?(?:correct\s+|right\s+|best\s+)?(?:answer|option|choice)"
-    r"\s+(?:is|must\s+be|would\s+be)\s*:?\s*|it(?:'s|\s+is|\s+must\s+be)\s+)?|"
+    r"\s+(?:is|must\s+be|would\s+be)\s*:?\s*|it(?:'s|\s+is|\s+must\s+be|\s+has\s+to\s+be|\s+would\s+be)\s+)?|"
+    r"\bit\s+(?:must|has\s+to)\s+be\s+|\bfinal(?:\s+answer)?\s*:\s*|"
     r"\b(?:which|that|this)\s+leaves\s+(?:us\s+with\s+)?(?:only\s+)?|\bleaving\s+(?:only\s+)?|"
     r"\b(?:the\s+)?(?:correct|right|best)\s+(?:answer|option|choice)\s+(?:is|would\s+be|must\s+be)\s*:?\s*|"
     r"\b(?:the\s+)?answer\s+(?:is|would\s+be|must\s+be)\s*:?\s*|"
@@ -990,7 +1090,7 @@ def _option_mentions(text: str, options: Mapping[str, str]) -> list[_Option]:
         prev = max((x.end for x in out if x.end <= o.start), default=0)
         before = text[max(sent_start, prev) : o.start]
         after = text[o.end : o.end + 40]
-        o.negated = bool(_NEG_BEFORE.search(before)) or bool(
+        o.negated = bool(_NEG_BEFORE.search(before) and not _DOUBLE_NEG.search(before)) or bool(
             re.match(r"^[)\].:*`'\"]*\s*(?:is|was|would\s+be|seems)\s+(?:wrong|incorrect|false|not\b)", after, re.I)
         )
     return out

@@ -296,6 +296,17 @@ def sentences(text: str) -> list[Sentence]:
     return list(_sentences(text))
 
 
+#: a hard-wrapped line of prose (a long line, cut mid-sentence) and the line that carries it on (lowercase or code)
+_WRAPPED = re.compile(r"[^\n]{60,}[^\s.!?:;|]$")
+_CARRIED = re.compile(r"^(?![ \t]*(?:[-*\u2022+|>#]|\d+[.)])\s)[ \t]*[a-z`(\d\"']")
+
+
+def _soft_wrap(text: str, at: int) -> bool:
+    """The line break at ``at`` only wraps a long line of prose (``… you don't need the\n`fnmatchcase` variant.``)."""
+    line = text[text.rfind("\n", 0, at) + 1 : at]
+    return bool(_WRAPPED.search(line) and _CARRIED.match(text[at + 1 : at + 80]))
+
+
 @functools.lru_cache(maxsize=256)
 def _sentences(text: str) -> tuple[Sentence, ...]:
     out: list[Sentence] = []
@@ -305,7 +316,7 @@ def _sentences(text: str) -> tuple[Sentence, ...]:
     last = 0
     pieces: list[tuple[int, int, bool]] = []
     for m in _SENTENCE_END.finditer(text):
-        if inside[m.start()]:
+        if inside[m.start()] or (m.group(0) == "\n" and _soft_wrap(text, m.start())):
             continue
         pieces.append((last, m.start(), False))
         last = m.end()

@@ -441,6 +441,16 @@ def test_session_11_rules(case: Case, expected: str, reply: str, outcome: str) -
         pytest.param("B", "A. Hmm, actually no — `wrap` returns a list. B.", "pass", id="retract-to-right"),
         pytest.param("B", "B. Wait, no — I mixed them up, it's A.", "fail", id="retract-to-wrong"),
         pytest.param("B", "B. Actually, it's worth noting that A returns a list.", "pass", id="actually-note"),
+        pytest.param(
+            "B", "A, wrap... hmm, actually wrap returns a list, so it is the other one. Final: B.", "pass", id="e1"
+        ),
+        pytest.param("B", "B, fill... hmm, actually fill joins the lines. Final: A.", "fail", id="ellipsis-actually"),
+        pytest.param("B", "B... hmm, actually B is right, fill returns one string.", "pass", id="ellipsis-keeps"),
+        pytest.param("B", "A... no, that returns a list. So it has to be B.", "pass", id="ellipsis-no-option"),
+        pytest.param("B", "A returns a list, C truncates and D indents; so it has to be B.", "pass", id="has-to-be"),
+        pytest.param("B", "B is the obvious guess, but it joins lines. It must be A.", "fail", id="must-be-wrong"),
+        pytest.param("B", "A and C and D describe other helpers. Final: B", "pass", id="final"),
+        pytest.param("B", "A, C and D are not it. Final answer: C", "fail", id="final-wrong"),
         pytest.param("B", "| Option | Verdict |\n|---|---|\n| A wrap | ✗ |\n| B fill | ✓ |", "pass", id="table"),
         pytest.param("B", "| Option | Verdict |\n|---|---|\n| A wrap | ✓ |\n| B fill | ✗ |", "fail", id="table-wrong"),
     ],
@@ -536,3 +546,133 @@ def test_a_long_reply_is_read_in_linear_time() -> None:
     assert read_identifier(para * 40, ctx).rule == "ok"
     assert read_identifier(many, ctx).rule == "ok"
     assert time.perf_counter() - start < 2.5
+
+
+# -- session 11 (grader3): the kinds of fresh4's misses, one rule each ----------------------------------------------
+
+ROWS = (
+    "| Need | Function |\n|---|---|\n| a list of lines | `wrap` |\n| one string | `fill` |\n| cut short | `shorten` |"
+)
+FNMATCH_Q = Case("f", "Which fnmatch function matches including case?", ("fnmatch.fnmatchcase",))
+
+
+@pytest.mark.parametrize(
+    ("case", "expected", "reply", "outcome"),
+    [
+        pytest.param(
+            CASE,
+            "bisect_left",
+            "`bisect.bisect_right(a, x)`... no, that lands after equal values. You want `bisect.bisect_left(a, x)`.",
+            "pass",
+            id="ellipsis-no",
+        ),
+        pytest.param(
+            CASE, "bisect_left", "`bisect_left(a, x)`... no, you want `bisect_right(a, x)`.", "fail", id="ellipsis-no-2"
+        ),
+        pytest.param(CASE, "tee", "`tee(it, n)`... hmm, actually no, I'm not sure.", "fail", id="ellipsis-retracted"),
+        pytest.param(
+            CASE, "tee", "`tee(it, n)`... hmm, actually it also takes an iterator.", "pass", id="ellipsis-detail"
+        ),
+        pytest.param(
+            FNMATCH_Q,
+            "fnmatchcase",
+            "Just use `fnmatch.fnmatch(name, pattern)`; it is case-sensitive on all platforms, so you don't need the\n"
+            "`fnmatchcase` variant.",
+            "fail",
+            id="wrap-negation-carried-over",
+        ),
+        pytest.param(
+            FNMATCH_Q,
+            "fnmatchcase",
+            "Call `fnmatch.fnmatchcase(name, pattern)`: it never normalises case on any platform, unlike plain\n"
+            "`fnmatch.fnmatch`, which follows the operating system.",
+            "pass",
+            id="wrap-contrast-carried-over",
+        ),
+        pytest.param(
+            CASE,
+            "Session",
+            "**Session** — its `events` list holds every Event of the conversation, and `state` holds the key/value\n"
+            "`memory`.",
+            "pass",
+            id="wrap-no-lone-name-line",
+        ),
+        pytest.param(CASE, "fill", "`wrap`\n`fill`", "fail", id="short-lines-stay-a-list"),
+        pytest.param(
+            CASE,
+            "ParallelAgent",
+            "`SequentialAgent` runs them one by one, so it does not fit. The one that runs them at once is `ParallelAgent`.",
+            "pass",
+            id="the-one-that-is",
+        ),
+        pytest.param(
+            CASE,
+            "ParallelAgent",
+            "`ParallelAgent` runs them at once. The one that runs them in order is `SequentialAgent`.",
+            "fail",
+            id="the-one-that-is-wrong",
+        ),
+        pytest.param(CASE, "70", "Seventy characters.", "pass", id="number-word"),
+        pytest.param(CASE, "3", "It keeps three matches by default.", "pass", id="number-word-small"),
+        pytest.param(CASE, "70", "Eighty characters.", "fail", id="number-word-wrong"),
+        pytest.param(CASE, "70", "Twenty-five, I think, or 80.", "fail", id="digits-win"),
+        pytest.param(CASE, "1", "The one you want is the first.", "fail", id="one-is-a-pronoun"),
+        pytest.param(
+            CASE, "fill", "- `wrap` — a list of lines\n- `fill` — one string ✅\n- `shorten`", "pass", id="tick"
+        ),
+        pytest.param(
+            CASE, "fill", "- `wrap` — a list of lines ✓\n- `fill` — one string\n- `shorten`", "fail", id="tick-2"
+        ),
+        pytest.param(CASE, "fill", "- `wrap` ✅\n- `fill` ✅", "fail", id="every-item-ticked"),
+        pytest.param(CASE, "fill", "- `fill` ✔ one string\n- `wrap` a list", "pass", id="tick-first"),
+        pytest.param(CASE, "fill", ROWS + "\n\nFor one string, it's the second row.", "pass", id="row-named"),
+        pytest.param(CASE, "fill", ROWS + "\n\nYou want the last row.", "fail", id="row-named-wrong"),
+        pytest.param(CASE, "shorten", ROWS + "\n\nUse the last row.", "pass", id="row-named-last"),
+        pytest.param(CASE, "fill", ROWS + "\n\nAll three work on text.", "fail", id="no-row-named"),
+        pytest.param(
+            CASE, "tee", "There's no reason not to use `itertools.tee(it, n)` here.", "pass", id="double-negative"
+        ),
+        pytest.param(CASE, "tee", "You can't go wrong with `tee`; it is built for this.", "pass", id="cant-go-wrong"),
+        pytest.param(CASE, "tee", "Never use `tee` here; a list will do.", "fail", id="single-negative"),
+        pytest.param(CASE, "tee", "Don't use `tee(it, n)` here.", "fail", id="plain-negative"),
+        pytest.param(
+            CASE,
+            "heapify",
+            "You might reach for `heapq.heapify`, but it is slow. Push each item with `heapq.heappush`.",
+            "fail",
+            id="tempted-then-turned-down",
+        ),
+        pytest.param(
+            CASE,
+            "heapify",
+            "It's tempting to use `sorted(xs)`, but that sorts everything; call `heapq.heapify(xs)`.",
+            "pass",
+            id="tempted-by-another",
+        ),
+        pytest.param(CASE, "heapify", "You might reach for `heapq.heapify(xs)`: it is O(n).", "pass", id="no-but"),
+        pytest.param(
+            CASE,
+            "total_ordering",
+            "`@total_ordering` is effectively legacy now; the modern answer is `@dataclass(order=True)`.",
+            "fail",
+            id="legacy",
+        ),
+        pytest.param(
+            CASE,
+            "total_ordering",
+            "`cmp` is long outdated; decorate the class with `@functools.total_ordering`.",
+            "pass",
+            id="another-is-outdated",
+        ),
+        pytest.param(
+            CASE,
+            "fill",
+            "The function that returns one string with the paragraph wrapped to width is this one.\n`fill`\n`wrap`",
+            "fail",
+            id="a-list-after-a-long-line-stays-a-list",
+        ),
+    ],
+)
+def test_fresh4_kinds(case: Case, expected: str, reply: str, outcome: str) -> None:
+    result = _sm(expected).check(case, reply)
+    assert result.outcome == outcome, (reply, result.detail)

@@ -65,7 +65,7 @@ def _errors(name: str, grammar: str = "grader") -> tuple[list[str], list[str], i
 
 
 #: every set of replies; all but the two attack sets are training sets now (their misses were read while writing rules)
-SETS = ("local", "localbench", "hosted", "fresh", "fresh2", "fresh3", "classes", "attacks", "attacks2")
+SETS = ("local", "localbench", "hosted", "fresh", "fresh2", "fresh3", "fresh4", "classes", "attacks", "attacks2")
 
 
 def test_every_reply_names_a_known_case_and_a_verdict() -> None:
@@ -98,6 +98,19 @@ def test_the_third_fresh_set_scores_as_a_person_does() -> None:
     assert not right_failed, "right answers failed:\n" + "\n".join(right_failed)
 
 
+def test_the_fourth_fresh_set_scores_as_a_person_does() -> None:
+    """fresh4 (147 replies, written blind) was measured once by the lead at 10/75 right failed and 5/72 wrong passed
+    (13.3 %/6.9 %) before it was used for rules; session 11 (helper "grader3") revised the rules on the kinds of its
+    misses, so it is a training set since (no blind figure exists for those rules). Three misses are left, kinds no
+    rule reads yet: an option's text paraphrased without its letter (right, fails), a small model's rambling where the
+    answer ``model`` is a common word next to another name (right, fails), and a wrong default next to the right
+    number offered as an example (``such as 128``; wrong, passes)."""
+    right_failed, wrong_passed, right, wrong = _errors("fresh4")
+    assert (right, wrong) == (75, 72)
+    assert len(wrong_passed) <= 1, "wrong answers passed:\n" + "\n".join(wrong_passed)
+    assert len(right_failed) <= 2, "right answers failed:\n" + "\n".join(right_failed)
+
+
 def test_the_attacks_on_session_11s_rules() -> None:
     """``attacks.yaml``: replies that look like an alternative, a retraction, a table or a conclusion but should go
     the other way, labelled before the rules (counted apart). No wrong answer passes; one right answer fails, a
@@ -114,7 +127,8 @@ def test_the_second_attack_on_session_11s_rules() -> None:
     first measured 5/24 right failed and 1/6 wrong passed (benchmarks/README.md), then four of its
     kinds of miss were mended): no wrong answer passes; one right answer fails, a known miss: ``That leaves
     `heappushpop` and `heapreplace`; the one that pops first is `heapreplace`.`` (``the one that … is X`` is not read
-    as a conclusion, because after an answer it is usually an explanation of another name)."""
+    as a conclusion, because after an answer it is usually an explanation of another name). Session 11's grader3 read
+    ``The one that … is X`` opening a sentence as a conclusion (a kind of fresh4's misses), which mends it: 0/24."""
     right_failed, wrong_passed, right, wrong = _errors("attacks2")
     assert right + wrong == 30
     assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
