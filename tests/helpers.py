@@ -22,6 +22,10 @@ from deltap.cases import Case, CheckerSpec
 from deltap.documents import Corpus, Document
 from deltap.solvers.simulated import SimulatedSolver, SimulatedTruth
 
+#: The keys of run.json's ``plan`` that are timings (how long planning took, and the time range measured on the run's
+#: first calls): the only plan keys two runs of the same command may differ in.
+PLAN_TIMINGS = ("seconds_to_plan", "seconds_per_call", "latency_source", "latency_measured", "seconds")
+
 
 def cli_exit_code(argv: list[str] | tuple[object, ...]) -> int:
     """Run ``deltap ARGV`` in-process and return its exit code (0 when the command returns normally).

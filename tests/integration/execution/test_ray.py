@@ -26,6 +26,7 @@ from deltap.execution.ray_cluster import RAY_ENV, RayExecutor  # noqa: E402
 from deltap.mining.config import MiningConfig  # noqa: E402
 from deltap.mining.engine import mine  # noqa: E402
 from deltap.solvers.simulated import SimulatedSolver  # noqa: E402
+from tests.helpers import PLAN_TIMINGS  # noqa: E402
 from tests.integration.mining.test_resume_after_kill import _count  # noqa: E402  (trials logged so far, read-only)
 from tests.unit.execution.test_executors import artefacts, job, rows  # noqa: E402
 
@@ -98,7 +99,7 @@ def test_in_process_and_ray_with_one_or_three_workers_log_the_same_trials(
             for part in (run.get("spend") or {}, *((run.get("spend") or {}).get("by_case") or {}).values()):
                 part.pop("solver_seconds", None)  # summed call latencies: a timing, like wall_seconds
             (run.get("plan_vs_spent") or {}).pop("seconds", None)  # the same timings, set against the plan
-            for key in ("seconds_to_plan", "workers"):  # how long planning took; the workers are the execution's
+            for key in (*PLAN_TIMINGS, "workers"):  # timings (measured pace); the workers are the execution's
                 (run.get("plan") or {}).pop(key, None)
             return {k: v for k, v in run.items() if k not in ("started", "ended", "wall_seconds", "execution")}
 
