@@ -32,7 +32,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
-from deltap._io import atomic_write, iter_jsonl, read_text, record_id
+from deltap._io import atomic_write, iter_jsonl, read_text, record_id, yaml_loads
 from deltap.checker_kinds import checker_kind
 from deltap.errors import DuplicateIdsError, FormatError, MissingIdsError
 
@@ -209,16 +209,9 @@ def read_benchmark_yaml(path: str | Path) -> list[Case]:
             that does not exist or does not parse; the message names file and line.
         DuplicateIdsError: two entries share an ``id``.
     """
-    import yaml
-
     path = Path(path)
     text = read_text(path)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise FormatError(path, f"invalid YAML: {getattr(exc, 'problem', exc)}", line) from None
+    data = yaml_loads(text, path)
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
         raise FormatError(path, "expected a mapping with a top-level 'benchmarks:' list")
     lines = _line_numbers(text)
@@ -554,17 +547,9 @@ def read_qa_yaml(path: str | Path) -> list[Case]:
         FormatError: invalid YAML, neither shape, or a bad question (naming file and, where it can, line).
         DuplicateIdsError: two questions share an id.
     """
-    import yaml
-
     path = Path(path)
     text = read_text(path)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise FormatError(
-            path, f"invalid YAML: {getattr(exc, 'problem', exc)}", mark.line + 1 if mark else None
-        ) from None
+    data = yaml_loads(text, path)
     items = data.get("questions") if isinstance(data, dict) else data
     if not isinstance(items, list) or not items:
         raise FormatError(

@@ -483,24 +483,10 @@ def read_dataset(path: str | Path) -> VerifiedDataset:
         FormatError: not YAML, no ``pairs`` list, a pair without ``id`` or ``candidates``, a candidate without
             ``doc_id``/``fqn``, a bad ``empirical_relevance`` or ``grade``, a duplicate pair id.
     """
-    import yaml
-
-    from deltap._io import read_text
+    from deltap._io import read_text, yaml_loads
 
     path = Path(path)
-    try:
-        text = read_text(path)
-        try:  # libyaml's loader when PyYAML has it (every wheel does): the pure-Python one took ~1.7 s per read
-            # of a 60-question dataset, and validity and the report read it once per qrels and metric
-            data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        except yaml.YAMLError:  # the pure-Python loader's message, which says what it expected
-            data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        # A parser error has a one-line ``problem``; a reader error (a control character) only its multi-line str,
-        # whose first line says what is wrong (the rest names "<unicode string>", not the file).
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise FormatError(path, f"invalid YAML: {problem}", mark.line + 1 if mark else None) from None
+    data = yaml_loads(read_text(path), path)
     if not isinstance(data, dict) or not isinstance(data.get("pairs"), list):
         raise FormatError(path, "expected a mapping with a 'pairs:' list (a deltap retrieval_dataset.yaml)")
     _parse_cases(data["pairs"], str(path))

@@ -124,19 +124,11 @@ def read_api_symbols(path: str | Path, on_duplicate: Literal["suffix", "error"] 
         FormatError: invalid YAML, or a symbol without a string ``id`` (the message gives its position).
         DuplicateIdsError: two symbols share an id.
     """
-    import yaml
-
-    from deltap._io import read_text
+    from deltap._io import read_text, yaml_loads
 
     path = Path(path)
     text = read_text(path)
-    try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise FormatError(
-            path, f"invalid YAML: {getattr(exc, 'problem', exc)}", mark.line + 1 if mark else None
-        ) from None
+    data = yaml_loads(text, path)
     docs: list[Document] = []
     counts: dict[str, int] = {}
     renamed: list[str] = []

@@ -53,6 +53,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 from urllib.parse import quote
 
+from deltap._io import yaml_loads
 from deltap.documents import Corpus, Document
 from deltap.errors import DeltapError, FormatError
 
@@ -155,8 +156,6 @@ class ParsedPage:
 
 def _split_front_matter(text: str, path: Path) -> tuple[dict[str, Any], list[str], int]:
     """Return (front matter, body lines, 1-based line number of the first body line)."""
-    import yaml
-
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
         return {}, lines, 1
@@ -166,13 +165,8 @@ def _split_front_matter(text: str, path: Path) -> tuple[dict[str, Any], list[str
     else:
         raise FormatError(path, "front matter opened with '---' is never closed (add a '---' line after it)", 1)
     raw = "\n".join(lines[1:end])
-    try:
-        data = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if raw.strip() else {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 2 if mark is not None else 1  # +1 for the opening '---', +1 for 1-based
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise FormatError(path, f"invalid YAML front matter: {problem}", line) from None
+    # first_line 2: the block starts on the line after the opening '---'
+    data = yaml_loads(raw, path, what="invalid YAML front matter", first_line=2) if raw.strip() else {}
     if data is None:
         data = {}
     if not isinstance(data, dict):

@@ -182,15 +182,10 @@ class PromptTemplate:
     @classmethod
     def from_file(cls, path: str | Path) -> PromptTemplate:
         """Load a template from a YAML or JSON file (a mapping of field names to strings)."""
-        import yaml
-
-        from deltap._io import read_text
+        from deltap._io import read_text, yaml_loads
 
         path = Path(path)
-        try:
-            data = yaml.safe_load(read_text(path))
-        except yaml.YAMLError as exc:
-            raise FormatError(path, f"invalid YAML/JSON: {exc}") from None
+        data = yaml_loads(read_text(path), path, what="invalid YAML/JSON")
         if not isinstance(data, Mapping):
             raise FormatError(path, "a prompt template file must be a mapping of field names to strings")
         return cls.from_dict(data, str(path))
