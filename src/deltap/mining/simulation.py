@@ -191,6 +191,28 @@ class Scenario:
         return mu + self.noise * rng.standard_normal(mu.shape)
 
 
+# The real SmolLM2 shape and its variants below (each says what it changes).
+_LOGPROB_SPARSE = Scenario(
+    "logprob_sparse",
+    20,
+    {0: 4.0, 1: 3.0},
+    base=-6.0,
+    outcome="logprob",
+    noise=0.3,
+    text_effect_sd=1.5,
+    text_effect_share=0.2,
+    placebos=5,
+    description="the real SmolLM2 shape: a fifth of the documents move the log-prob (SD 1.5 nats), the rest do "
+    "not; +4.0/+3.0 real effects, noise SD 0.3, 5 placebos",
+)
+_LOGPROB_TILTED = replace(
+    _LOGPROB_SPARSE,
+    name="logprob_tilted",
+    topic_scale=1.75,
+    description="logprob_sparse, but the case's own candidates (on its topic) move the log-prob 1.75× more than "
+    "random text, and the 5 placebos are random text (--placebo-kind random)",
+)
+
 SCENARIOS: dict[str, Scenario] = {
     "S1": Scenario(
         "S1", 20, {0: 0.4, 1: 0.3}, base=0.1, description="20 candidates, +0.4/+0.3, base 0.1 (the issue's S1)"
@@ -230,72 +252,26 @@ SCENARIOS: dict[str, Scenario] = {
         description="a near-deterministic solver that reacts to any text: every document moves the log-prob "
         "(SD 0.4 nats), +2.0/+1.5 real effects, noise SD 0.3, 5 placebos",
     ),
-    "logprob_sparse": Scenario(
-        "logprob_sparse",
-        20,
-        {0: 4.0, 1: 3.0},
-        base=-6.0,
-        outcome="logprob",
-        noise=0.3,
-        text_effect_sd=1.5,
-        text_effect_share=0.2,
-        placebos=5,
-        description="the real SmolLM2 shape: a fifth of the documents move the log-prob (SD 1.5 nats), the rest do "
-        "not; +4.0/+3.0 real effects, noise SD 0.3, 5 placebos",
-    ),
-    "logprob_tilted": Scenario(
-        "logprob_tilted",
-        20,
-        {0: 4.0, 1: 3.0},
-        base=-6.0,
-        outcome="logprob",
-        noise=0.3,
-        text_effect_sd=1.5,
-        text_effect_share=0.2,
-        placebos=5,
-        topic_scale=1.75,
-        description="logprob_sparse, but the case's own candidates (on its topic) move the log-prob 1.75× more than "
-        "random text, and the 5 placebos are random text (--placebo-kind random)",
-    ),
-    "logprob_tilted_similar": Scenario(
-        "logprob_tilted_similar",
-        20,
-        {0: 4.0, 1: 3.0},
-        base=-6.0,
-        outcome="logprob",
-        noise=0.3,
-        text_effect_sd=1.5,
-        text_effect_share=0.2,
-        placebos=5,
-        topic_scale=1.75,
+    "logprob_sparse": _LOGPROB_SPARSE,
+    "logprob_tilted": _LOGPROB_TILTED,
+    "logprob_tilted_similar": replace(
+        _LOGPROB_TILTED,
+        name="logprob_tilted_similar",
         similar_placebos=True,
         description="logprob_tilted with placebos drawn from the case's topic (--placebo-kind similar)",
     ),
-    "logprob_missed": Scenario(
-        "logprob_missed",
-        20,
-        {0: 4.0, 1: 3.0, 2: 3.0},
-        base=-6.0,
-        outcome="logprob",
-        noise=0.3,
-        text_effect_sd=1.5,
-        text_effect_share=0.2,
-        placebos=5,
+    "logprob_missed": replace(
+        _LOGPROB_SPARSE,
+        name="logprob_missed",
+        effects={**_LOGPROB_SPARSE.effects, 2: 3.0},
         gold=(0, 1),
         description="logprob_sparse plus a relevant document the gold misses (+3.0 nats, retrieved first): what a "
         "null or gold weight costs on missed positives",
     ),
-    "logprob_tilted_missed": Scenario(
-        "logprob_tilted_missed",
-        20,
-        {0: 4.0, 1: 3.0, 2: 3.0},
-        base=-6.0,
-        outcome="logprob",
-        noise=0.3,
-        text_effect_sd=1.5,
-        text_effect_share=0.2,
-        placebos=5,
-        topic_scale=1.75,
+    "logprob_tilted_missed": replace(
+        _LOGPROB_TILTED,
+        name="logprob_tilted_missed",
+        effects={**_LOGPROB_TILTED.effects, 2: 3.0},
         gold=(0, 1),
         description="logprob_tilted plus a relevant document the gold misses (+3.0 nats, retrieved first)",
     ),
