@@ -17,6 +17,9 @@ reply answers) and one file per set of replies, each reply with the verdict a pe
 * ``fresh4.yaml`` (session 11) — a fourth set (147 replies), written blind, measured once by the lead at 13.3 %/6.9 %
   (10/75 right failed, 5/72 wrong passed) before it was used for rules; session 11 (helper "grader3") revised the
   rules on the kinds of its misses, so it is a training set since;
+* ``fresh5.yaml`` (session 12) — a fifth set (168 replies), written blind, measured once by the lead at 8.9 %/7.7 %
+  (8/90 right failed, 6/78 wrong passed) before it was used for rules; session 12 (helper "grader4") revised the
+  rules on the kinds of its misses, so it is a training set since;
 * ``classes.yaml`` (session 11) — replies of those four kinds (equal alternatives, retractions, Markdown tables,
   conclusions), labelled before their rules were written; a training set;
 * ``attacks.yaml`` (session 11) — replies that look like those kinds but should go the other way, labelled before
@@ -59,7 +62,19 @@ from deltap.cases import Case, CheckerSpec  # noqa: E402
 from deltap.checkers import is_unreadable, make_checker  # noqa: E402
 
 DATA = REPO / "tests" / "data" / "replies"
-SETS = ("local", "localbench", "hosted", "fresh", "fresh2", "fresh3", "fresh4", "classes", "attacks", "attacks2")
+SETS = (
+    "local",
+    "localbench",
+    "hosted",
+    "fresh",
+    "fresh2",
+    "fresh3",
+    "fresh4",
+    "fresh5",
+    "classes",
+    "attacks",
+    "attacks2",
+)
 READINGS = ("grader", "protocol", "strict", "lenient")
 
 

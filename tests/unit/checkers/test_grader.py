@@ -676,3 +676,117 @@ FNMATCH_Q = Case("f", "Which fnmatch function matches including case?", ("fnmatc
 def test_fresh4_kinds(case: Case, expected: str, reply: str, outcome: str) -> None:
     result = _sm(expected).check(case, reply)
     assert result.outcome == outcome, (reply, result.detail)
+
+
+# -- session 12 (grader4): the kinds of fresh5's misses, one rule each (written before the rules) -------------------
+
+EVAL_Q = Case(
+    "e",
+    "Which method is the primary entry point for running a programmatic evaluation of an agent?",
+    ("google.adk.evaluation.agent_evaluator.AgentEvaluator",),
+)
+CALLBACK_Q = Case(
+    "cb",
+    "Which parameter on `BaseAgent` defines a callback that executes after the agent's `run_async` method is called?",
+    ("google.adk.agents.BaseAgent",),
+)
+MODEL_Q = Case("m", "Which parameter specifies the model for an `LlmAgent`?", ("google.adk.agents.LlmAgent",))
+CONFIG_Q = Case(
+    "g",
+    "What parameter can I pass to configure LLM generation parameters like temperature and safety settings?",
+    ("google.adk.agents.LlmAgent",),
+)
+SUM_Q = Case("s", "Which math function returns an accurate floating point sum?", ("math.fsum",))
+SNIPPET = "```python\nroot = LlmAgent(\n    name='root',\n    after_agent_callback=log_state,\n)\n```\n"
+
+# one row an example: (id, case, accepted answer, reply, outcome)
+# fmt: off
+FRESH5_IDENTIFIER_KINDS = [
+    # agent wrappers: a final-answer tool call declares the answer
+    ("wrapper-call", CASE, "chain", 'final_answer("itertools.chain")', "pass"),
+    ("wrapper-call-wrong", CASE, "chain", 'final_answer("itertools.product")', "fail"),
+    ("wrapper-call-in-code", CASE, "merge", '```py\nout = list(heapq.merge(a, b))\nfinal_answer("heapq.merge")\n```', "pass"),
+    ("wrapper-xml", CASE, "split", "<final_answer>shlex.split</final_answer>", "pass"),
+    ("wrapper-xml-wrong", CASE, "split", "<final_answer>shlex.join</final_answer>", "fail"),
+    ("wrapper-json", CASE, "merge", '{"tool": "final_answer", "arguments": {"answer": "heapq.merge", "confidence": 0.9}}', "pass"),
+    ("wrapper-json-string-arguments", CASE, "merge", '{"name": "final_answer", "arguments": "{\\"answer\\": \\"heapq.merge\\"}"}', "pass"),
+    ("wrapper-json-react", CASE, "merge", '{"action": "Final Answer", "action_input": "heapq.merge"}', "pass"),
+    ("wrapper-json-wrong", CASE, "merge", '{"tool": "final_answer", "arguments": {"answer": "heapq.heappush"}}', "fail"),
+    ("wrapper-json-another-tool", CASE, "merge", '{"tool": "search_docs", "arguments": {"query": "heapq merge"}}', "fail"),
+    ("wrapper-react-finish", CASE, "merge", "Thought: the inputs are sorted.\nFinish[heapq.merge]", "pass"),
+    # the answer's owner, named before the answer as its method, is context, not another answer
+    ("owner-then-its-method", EVAL_Q, "evaluate", "Use the `AgentEvaluator` class:\n\n```python\nawait AgentEvaluator.evaluate(agent_module='a', eval_dataset_file_path_or_dir='t.json')\n```", "pass"),
+    ("owner-alone", EVAL_Q, "evaluate", "Use the `AgentEvaluator` class.", "fail"),
+    ("owner-then-another-method", EVAL_Q, "evaluate", "Use the `AgentEvaluator` class: `AgentEvaluator.evaluate_eval_set(...)`.", "fail"),
+    # a parameter question: a snippet's call is context, its keyword arguments are what it shows
+    ("param-snippet-then-prose", CALLBACK_Q, "after_agent_callback", SNIPPET + "`after_agent_callback` runs once `run_async` has finished.", "pass"),
+    ("param-snippet-then-another", CALLBACK_Q, "after_agent_callback", SNIPPET + "But the one you want is `before_agent_callback`.", "fail"),
+    ("param-snippet-without-it", CALLBACK_Q, "after_agent_callback", "```python\nroot = LlmAgent(name='root', before_agent_callback=log_state)\n```", "fail"),
+    ("param-one-keyword", CALLBACK_Q, "after_agent_callback", "`LlmAgent(after_agent_callback=log_state)`", "pass"),
+    # what the answer takes or returns is a description of it, not an alternative
+    ("takes-a-or-b", MODEL_Q, "model", "It's the `model` parameter; it takes a model name string or a `BaseLlm` instance.", "pass"),
+    ("or-maybe-another", MODEL_Q, "model", "It's the `model` parameter, or maybe `llm`.", "fail"),
+    # a negation covers the names joined to the negated one
+    ("negated-list", CONFIG_Q, "generate_content_config", "Pass `generate_content_config`. Don't put `tools` or `system_instruction` in there.", "pass"),
+    ("negated-list-holds-the-answer", CONFIG_Q, "generate_content_config", "Don't put `tools` or `generate_content_config` in there; use `model`.", "fail"),
+    ("list-not-negated", CONFIG_Q, "generate_content_config", "Pass `generate_content_config` or `system_instruction`.", "fail"),
+    # a number stated for another subject, when the reply gives one for the asked subject
+    ("number-of-another-subject", WIDTH_Q, "70", "`textwrap.wrap` defaults to 70, but `textwrap.fill` uses 80.", "fail"),
+    ("number-of-the-asked-subject", WIDTH_Q, "70", "`TextWrapper` in my project is set to 100, but `textwrap.fill` defaults to 70.", "pass"),
+    ("number-with-no-asked-subject", CASE, "2598960", "`math.comb(52, 5)` is 2598960.", "pass"),
+    # rejected by what it does not give
+    ("wont-give-anything", SUM_Q, "fsum", "`math.fsum` won't give you anything extra here. Stick with `sum()`.", "fail"),
+    ("isnt-worth-it", SUM_Q, "fsum", "`math.fsum` isn't worth it for ten floats; use `sum`.", "fail"),
+    ("wont-give-errors", SUM_Q, "fsum", "`math.fsum` won't give you rounding errors; use it.", "pass"),
+    ("another-wont-buy-anything", SUM_Q, "fsum", "`sum` won't buy you anything here; use `math.fsum`.", "pass"),
+    # an identifier in another case after its first letter is another identifier (all lower case carries no case)
+    ("case-mixed", CASE, "BaseLlm", "`BaseLLM` — every model integration subclasses it.", "fail"),
+    ("case-mid-word", CASE, "BaseTool", "all tools inherit from Basetool; subclass it.", "fail"),
+    ("case-all-lower", CASE, "BaseTool", "all tools inherit from basetool; subclass it.", "pass"),
+    ("case-first-letter", CASE, "dedent", "Dedent is the one you want.", "pass"),
+    # an equal alternative: "also defensible"
+    ("alt-also-defensible", CASE, "fill", "Use `fill`; `wrap` is also defensible.", "fail"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(
+    ("case", "expected", "reply", "outcome"), [pytest.param(*row[1:], id=row[0]) for row in FRESH5_IDENTIFIER_KINDS]
+)
+def test_fresh5_kinds(case: Case, expected: str, reply: str, outcome: str) -> None:
+    result = _sm(expected).check(case, reply)
+    assert result.outcome == outcome, (reply, result.detail)
+
+
+HEAP = {
+    "A": "Pop the smallest item, then push the new item",
+    "B": "Push item on the heap, then pop and return the smallest item",
+    "C": "Push the item and return nothing",
+    "D": "Return the largest item without changing the heap",
+}
+CONFIG = {"A": "register", "B": "generate_content_config", "C": "model", "D": "static_instruction"}
+CALLBACK = {"A": "static_instruction", "B": "model", "C": "after_agent_callback", "D": "run_async"}
+PLUGIN = {"A": "PluginManager", "B": "ToolContext", "C": "BasePlugin", "D": "BaseSessionService"}
+
+# one row an example: (id, case, options, key, reply, outcome)
+# fmt: off
+FRESH5_OPTION_KINDS = [
+    ("letter-with-anothers-long-text", CASE, HEAP, "B", "B: Pop the smallest item, then push the new item", "fail"),
+    ("letter-with-its-own-long-text", CASE, HEAP, "B", "B: Push item on the heap, then pop and return the smallest item", "pass"),
+    ("letter-and-text-then-another", CASE, CONFIG, "B", "The answer is B: generate_content_config and C: model because the model has the temperature", "fail"),
+    ("letter-and-text-then-explanation", CASE, CONFIG, "B", "The answer is B: generate_content_config, because the model reads it.", "pass"),
+    ("text-restated-from-the-question", CALLBACK_Q, CALLBACK, "C", "La respuesta correcta es la C (`after_agent_callback`): se ejecuta cuando termina `run_async`.", "pass"),
+    ("restated-text-does-not-hide-a-choice", CALLBACK_Q, CALLBACK, "C", "It runs after `run_async`: `model`.", "fail"),
+    ("also-defensible", CASE, PLUGIN, "C", "I'd go with C (BasePlugin), though A (PluginManager) is also defensible since it hooks into the runner.", "fail"),
+    ("another-explained", CASE, PLUGIN, "C", "I'd go with C (BasePlugin); A (PluginManager) only runs the plugins.", "pass"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(
+    ("case", "options", "correct", "reply", "outcome"),
+    [pytest.param(*row[1:], id=row[0]) for row in FRESH5_OPTION_KINDS],
+)
+def test_fresh5_option_kinds(case: Case, options: dict[str, str], correct: str, reply: str, outcome: str) -> None:
+    result = _mc(correct, options).check(case, reply)
+    assert result.outcome == outcome, (reply, result.detail)
