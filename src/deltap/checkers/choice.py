@@ -58,7 +58,7 @@ class MultipleChoiceChecker:
         if self.grammar == "lenient":
             return self._check_lenient(answer)
         if self.grammar in ("grader", "protocol"):
-            got = read_option(answer, self.options, protocol=self.grammar == "protocol")
+            got = read_option(answer, self.options, protocol=self.grammar == "protocol", question=case.query)
             if got.unreadable:
                 return unreadable(got.detail, None, rule=got.rule)
             if got.answer is None:

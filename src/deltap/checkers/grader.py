@@ -121,6 +121,11 @@ _REJECT_AFTER = re.compile(
     r"internal|not\s+recommended|a\s+(?:bad|poor)\s+(?:choice|idea)|the\s+wrong)\b|"
     r"(?:should|must)\s+(?:be\s+avoided|not|n't)|shouldn'?t|must\s+not|is\s+to\s+be\s+avoided|"
     r"(?:is|are|would\s+be)\s+(?:overkill|unnecessary|needless|inefficient|too\s+(?:slow|heavy|complex))\b|"
+    r"(?:won'?t|will\s+not|wouldn'?t|would\s+not|doesn'?t|does\s+not|don'?t|do\s+not)\s+(?:really\s+|actually\s+)?"
+    r"(?:give|buy|get|gain|bring|offer|add|provide|earn)\s+(?:you\s+|us\s+)?(?:anything|much|a\s+thing|a\s+lot|"
+    r"any\s+(?:benefit|advantage|gain|improvement|extra|more)|extra|more\s+than)\b|"
+    r"(?:gives|buys|gets|adds|brings|earns)\s+(?:you\s+|us\s+)?(?:nothing|little)\b|"
+    r"(?:isn'?t|is\s+not|aren'?t|are\s+not)\s+(?:really\s+)?worth\b|makes\s+no\s+difference\b|"
     r"(?:is\s+)?(?:wrong|incorrect)\b)",
     re.I,
 )
@@ -148,7 +153,10 @@ _EQUAL_AFTER = re.compile(
     r"(?:\s+(?:equally\s+well|just\s+as\s+well))?(?=\s*(?:[.;!,]|$)))|also\s+(?:works?|does\s+(?:it|the\s+(?:job|trick))|will\s+do)|"
     r"(?:is|are|would\s+be)\s+(?:just\s+as|equally)\s+(?:good|fine|accurate|valid|correct|right|efficient|fast)|"
     r"(?:is|are)\s+(?:another|an\s+equally\s+good|also\s+an?|an\s+equivalent)\s+(?:option|choice|way|alternative|answer)|"
-    r"(?:is|are)\s+equivalent\b)",
+    r"(?:is|are)\s+equivalent\b|"
+    r"(?:is|are|would\s+be|seems?)\s+(?:also|equally)\s+(?:defensible|valid|acceptable|reasonable|plausible|arguable|"
+    r"correct|right|fine|an?\s+(?:valid|reasonable|good|fine|defensible|possible|acceptable)\s+(?:answer|choice|option|"
+    r"pick))\b|(?:is|are)\s+(?:defensible|arguable|plausible)\s+(?:too|as\s+well)\b)",
     re.I,
 )
 #: an equal alternative announced before another name (``you could just as well call Y``, ``you could equally use Y``)
@@ -291,9 +299,23 @@ class Context:
         n, e = self.norm(name), self.norm(expected)
         if not n or not e:
             return False
-        if n == e:
-            return True
-        return self.qualified == "either" and "." in e and (e.endswith("." + n) or n.endswith("." + e))
+        if n != e and not (self.qualified == "either" and "." in e and (e.endswith("." + n) or n.endswith("." + e))):
+            return False
+        return self.case_sensitive or _case_agrees(name, expected)
+
+
+def _case_agrees(name: str, expected: str) -> bool:
+    """Two names equal but for case are one identifier when they differ only in the first letter (``Dedent.`` at the
+    start of a sentence) or the reply writes the name all in lower case or all in capitals (lower-case chat and
+    shouting carry no case); otherwise
+    (``BaseLLM`` for ``BaseLlm``, ``Basetool`` for ``BaseTool``) they are two identifiers, as they are to Python."""
+
+    def tail(s: str) -> str:
+        s = re.sub(r"\(.*\)$", "", s.strip().strip("`*'\"").lstrip("@")).rstrip(".,;:!?")
+        return s.rsplit(".", 1)[-1]
+
+    a, b = tail(name), tail(expected)
+    return a[1:] == b[1:] or a in (a.lower(), a.upper())
 
 
 def _related(qualifier: str, path: str) -> bool:
@@ -390,6 +412,22 @@ class _Judge:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.asked = ctx.asked()
+        self.asks_parameter = bool(_ASKS_PARAMETER.search(ctx.question))
+        self.owners: set[str] = set()
+
+    def learn_owners(self, found: Sequence[Mention]) -> None:
+        """The owners the reply gives the answer (``AgentEvaluator`` of ``AgentEvaluator.evaluate(...)``): named alone
+        elsewhere in the reply (``Use the `AgentEvaluator` class:``) they are the answer's context, not another
+        answer."""
+        for m in found:
+            for c in claims(m):
+                if c.role == "asserted" and c.qualifier and self.hit(c):
+                    self.owners.add(self.ctx.norm(c.qualifier.rsplit(".", 1)[-1]))
+
+    def context_call(self, func: str, cl: Sequence[Claim]) -> bool:
+        """A call shown only as the setting of a parameter answer: the question asks for a parameter and the call
+        (not the question's own, :meth:`open_call`) passes keyword arguments (``LlmAgent(name=..., x=...)``)."""
+        return self.asks_parameter and not self.open_call(func) and any(c.owner == func for c in cl)
 
     def restated(self, name: str) -> bool:
         n = self.ctx.norm(name)
@@ -426,13 +464,22 @@ class _Judge:
             return None
         verdict: bool | None = None
         for c in cl:
-            if c.role == "value" or (c.role == "param" and c.owner and not self.open_call(c.owner)):
+            full = f"{c.qualifier}.{c.name}" if c.qualifier else c.name
+            if c.role == "asserted" and self.context_call(full, cl):
+                continue  # ``LlmAgent(…, after_agent_callback=f)`` for a parameter question: the call is the setting
+            if c.role == "param" and c.owner and not self.open_call(c.owner):
+                # a parameter question: the one keyword argument of a call is what it shows (several: none singly)
+                if not (self.asks_parameter and sum(x.owner == c.owner and x.role == "param" for x in cl) == 1):
+                    continue
+            if c.role == "value":
                 continue
             if self.hit(c):
                 bare = not any("." in self.ctx.norm(a) for a in self.ctx.accepted)
                 return not (bare and c.qualifier and not qualifier_agrees(c.qualifier, c.name, self.ctx))
             if c.role in ("import", "annotation") or self.restated(c.name) or c.name in _CONSTANTS:
                 continue
+            if self.ctx.norm(c.name) in self.owners:
+                continue  # the answer's owner (``AgentEvaluator`` of ``AgentEvaluator.evaluate``)
             if _DUNDER.fullmatch(c.name):
                 continue
             if c.name in BUILTINS and sum(x.role == "asserted" for x in cl) > 1:
@@ -524,8 +571,14 @@ def _number_words(text: str, found: list[Mention]) -> list[Mention]:
     return out
 
 
-def _flag(text: str, found: list[Mention]) -> None:
-    """Mark each mention ``negated`` / ``contrasted`` / ``rejected`` from the words around it in its sentence."""
+#: the joint of a coordination (``X or Y``, ``X, and Y``, ``neither X nor Y``): a negation before X covers Y
+_COORDINATED = re.compile(r"^[`*'\")\]]*\s*,?\s*(?:or|nor|and|and/or)\s+[`*'\"(\[]*$", re.I)
+
+
+def _flag(text: str, found: list[Mention], judge: _Judge | None = None) -> None:
+    """Mark each mention ``negated`` / ``contrasted`` / ``rejected`` from the words around it in its sentence (a
+    negation covers the names coordinated with the negated one: ``don't put `tools` or `system_instruction` in``),
+    and, for a number question, ``other`` (:func:`_flag_subjects`)."""
     sents = {s.index: s for s in sentences(text)}
     for i, m in enumerate(found):
         sent = sents.get(m.sentence)
@@ -535,16 +588,51 @@ def _flag(text: str, found: list[Mention]) -> None:
         before, after = text[max(prev, s_start) : m.start], text[m.end : max(nxt, m.end)]
         if _NEG_BEFORE.search(before) and not _DOUBLE_NEG.search(before):
             m.flags.add("negated")
+        elif (
+            i and "negated" in found[i - 1].flags and found[i - 1].sentence == m.sentence and _COORDINATED.match(before)
+        ):
+            m.flags.add("negated")
         if _OWN.search(before):  # ``your comparison function `mycmp` ``: the user's own code, not an answer
             m.flags.add("own")
         if _CONTRAST_OPEN.match(text[s_start : m.start]):
             m.flags.add("contrasted")
         if _REJECT_AFTER.match(after) or (_TEMPTED.search(before) and _BUT_AFTER.match(after)):
             m.flags.add("rejected")
+    if judge is not None and judge.ctx.numeric:
+        _flag_subjects(text, found, judge)
+
+
+#: what may stand between a subject and its number in one clause (```wrap` defaults to a width of 70``): no
+#: punctuation that closes the clause and no word that starts another
+_SUBJECT_GAP = re.compile(r"^[^,;:()\n]{0,60}$")
+_NEW_CLAUSE = re.compile(r"\b(?:but|and|while|whereas|unlike|like|as|than|it|which|that|so)\b", re.I)
+
+
+def _flag_subjects(text: str, found: list[Mention], judge: _Judge) -> None:
+    """A number question: a number stated for a name in its clause (``textwrap.wrap`` in ```wrap` defaults to 70``)
+    belongs to that name. When the reply gives a number for the asked subject (a name the question names), a number
+    it gives for another name is marked ``other`` (set aside): ```wrap` defaults to 70, but `fill` uses 80`` answers
+    80 for ``fill``."""
+    subject: dict[int, bool] = {}
+    for i, m in enumerate(found):
+        if m.value is None:
+            continue
+        prev = next((x for x in reversed(found[:i]) if x.value is None and x.sentence == m.sentence), None)
+        if prev is None:
+            continue
+        gap = text[prev.end : m.start]
+        if not _SUBJECT_GAP.match(gap) or _NEW_CLAUSE.search(gap):
+            continue
+        names = [c.name for c in claims(prev) if c.role in ("asserted", "param")]
+        subject[i] = any(judge.restated(n) or judge.restated(prev.text) for n in names) or judge.restated(prev.text)
+    if any(subject.values()):
+        for i, asked in subject.items():
+            if not asked:
+                found[i].flags.add("other")
 
 
 def _set_aside(m: Mention) -> bool:
-    return bool(m.flags & {"negated", "contrasted", "rejected", "own"})
+    return bool(m.flags & {"negated", "contrasted", "rejected", "own", "other"})
 
 
 def _bullet_answers(text: str, found: list[Mention], judge: _Judge) -> list[Mention]:
@@ -632,6 +720,27 @@ def _equal_alternative(text: str, answer: Mention, m: Mention, found: list[Menti
     return bool(_EITHER.search(text[m.end : _sentence_end(text, m.sentence, 1)]))
 
 
+#: a clause that says what the answer takes, returns or holds (``it takes a string or a `BaseLlm` instance``)
+_DESCRIBES = re.compile(
+    r"(?:^[^\w]*|\b(?:it|which|that|this|they)\s+(?:also\s+|only\s+|can\s+|will\s+|may\s+)?)(?:takes?|accepts?|"
+    r"expects?|receives?|returns?|yields?|produces?|holds?|wants?|needs?|gives\s+(?:you\s+)?back)\b",
+    re.I,
+)
+
+
+def _describes(text: str, answer: Mention, m: Mention) -> bool:
+    """``m`` comes after the answer in a clause that says what the answer takes, returns or holds, with no comma
+    between the verb and ``m`` (``it takes a model name or a `BaseLlm` instance``; not ``which returns a string, or
+    `wrap` …``)."""
+    if m.start <= answer.end:
+        return False
+    sent = next((x for x in sentences(text) if x.index == m.sentence), None)
+    start = max(answer.end, sent.start if sent is not None else 0)
+    window = text[start : m.start]
+    verb = _DESCRIBES.search(window)
+    return verb is not None and not re.search(r"[,;:.!?]", window[verb.end() :])
+
+
 def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> Reading | None:
     """``several`` / ``alternatives`` when another answer is joined to the answer or offered after it."""
     listed = _bullet_answers(text, found, judge)
@@ -660,6 +769,8 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
             )
         if _set_aside(m):
             continue
+        if _describes(text, answer, m):
+            continue  # ``it takes a name string or a `BaseLlm` instance``: what the answer takes, not another answer
         a, b = (answer, m) if answer.start < m.start else (m, answer)
         second = verdict is not None or (m.code is not None and not judge.ctx.numeric)
         if m.sentence == answer.sentence and _LIST_GAP.match(text[a.end : b.start]) and second:
@@ -813,19 +924,20 @@ def read_identifier(reply: str | None, ctx: Context, protocol: bool = False) -> 
             return Reading(None, "hedge", "hedge: the reply disclaims knowing the answer before declaring it")
         value = _declared_clause(declared)
         found = _mentions(value, ctx)
-        _flag(value, found)
+        _flag(value, found, judge)
         reading = _decide(value, found, judge, " (declared)")
         if reading.rule == "no answer":
             return Reading(None, "no answer", f"no answer: the declared answer {declared[:80]!r} names nothing")
         return reading
     if protocol:
         return Reading(None, "no declared answer", "no declared answer: the reply has no 'Answer: ...' line")
+    judge.learn_owners(_mentions(text, ctx))
     return _read_tables(text, judge) or _read_prose(text, judge)
 
 
 def _read_plain(text: str, judge: _Judge, where: str = "") -> Reading:
     found = _mentions(text, judge.ctx)
-    _flag(text, found)
+    _flag(text, found, judge)
     return _decide(text, found, judge, where)
 
 
@@ -840,7 +952,7 @@ def _retraction(text: str, judge: _Judge) -> tuple[int, str, str] | None:
         cue = cues[i]
         stretch = text[cues[i - 1].end() if i else 0 : cue.start()]
         found = _mentions(stretch, judge.ctx)
-        _flag(stretch, found)
+        _flag(stretch, found, judge)
         live = [m for m in found if judge.matches(m) is not None and not _set_aside(m)]
         if not live:
             continue
@@ -1050,6 +1162,23 @@ def _drop_echo(text: str, options: Mapping[str, str]) -> tuple[str, int]:
     return "".join(out), len({k for _, _, k in spans})
 
 
+class _Choices(dict[str, str]):
+    """A question's options (``letter -> text``) and ``restated``: the options whose text the question itself holds
+    (``run_async`` in *… after the agent's `run_async` method is called?*). Named in the reply's prose, such a text
+    restates the question, it does not choose the option (the letter still does, and so does the text alone). A
+    question that holds every option's text (its own option list) restates none."""
+
+    def __init__(self, options: Mapping[str, str], question: str = "") -> None:
+        super().__init__(options)
+        q = question.lower()
+        restated = frozenset(
+            k
+            for k, t in self.items()
+            if _norm_text(t) and re.search(r"(?<![\w-])" + re.escape(_norm_text(t)) + r"(?![\w-])", q)
+        )
+        self.restated = restated if len(restated) < len(self) else frozenset()  # a question that lists its options
+
+
 def _option_mentions(text: str, options: Mapping[str, str]) -> list[_Option]:
     keys = {k.upper(): k for k in options}
     out: list[_Option] = []
@@ -1076,9 +1205,10 @@ def _option_mentions(text: str, options: Mapping[str, str]) -> list[_Option]:
             if not _own_text(text[s:], options[key]):
                 continue
         out.append(_Option(key, s, e, "letter"))
+    restated = getattr(options, "restated", frozenset())
     for key, value in options.items():
         t = _norm_text(str(value))
-        if not t:
+        if not t or (key in restated and _norm_text(text) != t):
             continue
         pattern = r"(?<![\w-])(?:[A-Za-z_][\w]*\.)*" + re.escape(t) + r"(?![\w-])"
         for m in re.finditer(pattern, text, re.I):
@@ -1116,23 +1246,39 @@ def _declared_option(value: str, options: Mapping[str, str]) -> Reading:
     return Reading(None, "no answer", f"no answer: the declared answer {value[:60]!r} names no option")
 
 
+def _text_of_another(rest: str, key: str, options: Mapping[str, str]) -> str | None:
+    """The other option whose text follows letter ``key`` (``B) wrap`` with ``A: wrap``; ``B: Pop the smallest item,
+    then push …`` with that text for A): the line is that text, or begins with it when it is three words or more;
+    ``None`` when the letter's own text follows."""
+    rest = rest.lstrip(" \t)*].:\u2014\u2013-`")
+    line = _norm_text(re.split(r"\n|\s[\u2014\u2013-]\s|[.;]\s|,\s", rest, maxsplit=1)[0])
+    whole = _norm_text(rest.split("\n", 1)[0])
+    own = _norm_text(str(options[key]))
+    if not line or line == own or whole.startswith(own):
+        return None
+    for k, t in options.items():
+        other = _norm_text(str(t))
+        if k != key and other and (line == other or (len(other.split()) >= 3 and whole.startswith(other))):
+            return k
+    return None
+
+
 def _leading(text: str, options: Mapping[str, str], found: list[_Option]) -> Reading | None:
     """The option a reply opens with (``B``, ``(B)``, ``**B** —``, ``Option B``, ``B) fill``), or a contradiction
     (``B) wrap`` where ``wrap`` is another option's text)."""
     first = next((o for o in found if o.form == "letter" and not o.negated), None)
     if first is None or text[: first.start].strip(" \t\n*_([`'\">#-").lower() not in ("", "option", "choice"):
         return None
-    rest = text[first.end :].lstrip(" \t)*].:\u2014\u2013-`")
-    line = _norm_text(re.split(r"\n|\s[\u2014\u2013-]\s|[.;]\s|,\s", rest, maxsplit=1)[0])
-    own = _norm_text(str(options[first.key]))
-    others = [k for k, t in options.items() if k != first.key and line and _norm_text(str(t)) == line]
-    if others and line != own:
-        return Reading(None, "contradiction", f"contradiction: option {first.key} with the text of option {others[0]}")
+    other = _text_of_another(text[first.end :], first.key, options)
+    if other is not None:
+        return Reading(None, "contradiction", f"contradiction: option {first.key} with the text of option {other}")
     return Reading(first.key, "ok", f"option {first.key}", (first.key,))
 
 
-def read_option(reply: str | None, options: Mapping[str, str], protocol: bool = False) -> Reading:
-    """Read the one option a reply chooses (the module docstring, rule 5; ``protocol``: only a declared answer)."""
+def read_option(reply: str | None, options: Mapping[str, str], protocol: bool = False, question: str = "") -> Reading:
+    """Read the one option a reply chooses (the module docstring, rule 5; ``protocol``: only a declared answer;
+    ``question``: the question, whose own words name no option, :class:`_Choices`)."""
+    options = _Choices(options, question)
     text = clean_reply(reply)
     if not text:
         return Reading(None, "empty", "empty answer")
@@ -1215,6 +1361,9 @@ def _read_options_text(text: str, options: Mapping[str, str]) -> Reading:
     if concl and {k.upper(): k for k in options}.get(concl.group("letter").upper()):
         if concl.group("letter").isupper() or not re.match(r"\s+[a-z]", text[concl.end() :]):
             key = {k.upper(): k for k in options}[concl.group("letter").upper()]
+            other = _text_of_another(text[concl.end() :], key, options)
+            if other is not None:
+                return Reading(None, "contradiction", f"contradiction: option {key} with the text of option {other}")
             chosen, at = Reading(key, "ok", f"option {key} (concluded)", (key,)), concl.end()
     if chosen is None:
         chosen = _leading(text, options, found)
@@ -1243,6 +1392,8 @@ def _read_options_text(text: str, options: Mapping[str, str]) -> Reading:
     if start is not None:  # ``A, B`` / ``A or B``: options joined to the chosen one
         for prev_o, o in zip(chain[start:], chain[start + 1 :], strict=False):
             gap = text[prev_o.end : o.start]
+            if o.key == prev_o.key and o.form != prev_o.form and re.fullmatch(r"[\s:).(`*'\"\u2014\u2013-]*", gap):
+                continue  # ``B: generate_content_config``: a letter and its own text are one choice
             if "\n" in gap or not _LIST_GAP.match(gap):
                 break
             if o.key != chosen.answer and not o.negated:

@@ -71,6 +71,46 @@ def clean_reply(reply: str | None) -> str:
     return text.strip()
 
 
+#: the tools an agent ends its turn with (``final_answer``, ReAct's ``Final Answer``, ``submit_answer``, ``finish``)
+_FINAL_TOOLS = frozenset(
+    "final_answer finalanswer final answer submit_answer submit give_answer provide_answer return_answer finish "
+    "respond".split()
+)
+_TOOL_NAME_KEYS = ("tool", "name", "action", "function", "tool_name")
+_TOOL_ARGS_KEYS = ("arguments", "args", "parameters", "input", "action_input", "tool_input")
+
+
+def _scalar(value: object) -> str | None:
+    return str(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else None
+
+
+def _tool_answer(obj: dict[str, object]) -> str | None:
+    """The answer of a final-answer tool call (``{"tool": "final_answer", "arguments": {"answer": "X"}}``, OpenAI's
+    ``{"name": …, "arguments": "<json>"}``, ReAct's ``{"action": "Final Answer", "action_input": "X"}``)."""
+    inner = obj.get("function")
+    if isinstance(inner, dict):
+        return _tool_answer(inner)
+    calls = obj.get("tool_calls")
+    if isinstance(calls, list) and calls and isinstance(calls[-1], dict):
+        return _tool_answer(calls[-1])
+    name = next((obj[k] for k in _TOOL_NAME_KEYS if isinstance(obj.get(k), str)), None)
+    if not isinstance(name, str) or re.sub(r"[\s-]+", "_", name.strip().lower()) not in _FINAL_TOOLS:
+        return None
+    args = next((obj[k] for k in _TOOL_ARGS_KEYS if k in obj), None)
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError:
+            return args
+    if isinstance(args, dict):
+        for key in (*_JSON_KEYS, "text", "value", "output", "result", "response"):
+            if _scalar(args.get(key)) is not None:
+                return _scalar(args.get(key))
+        values = [_scalar(v) for v in args.values()]
+        return values[0] if len(values) == 1 else None
+    return _scalar(args)
+
+
 def _json_answer(text: str) -> str | None:
     body = text.strip()
     fence = _FENCE.fullmatch(body) if body.startswith("```") else None
@@ -84,22 +124,47 @@ def _json_answer(text: str) -> str | None:
         return None
     if isinstance(obj, dict):
         for key in _JSON_KEYS:
-            value = obj.get(key)
-            if isinstance(value, str | int | float) and not isinstance(value, bool):
-                return str(value)
+            if _scalar(obj.get(key)) is not None:
+                return _scalar(obj.get(key))
+        return _tool_answer(obj)
     return None
 
 
+#: an agent's final answer written as a tool call in code or markup: ``final_answer("X")`` (smolagents),
+#: ``<final_answer>X</final_answer>`` / ``<answer>X</answer>``, ``Finish[X]`` (ReAct)
+_WRAPPED_ANSWER = re.compile(
+    r"(?<![\w.])(?:final_answer|submit_answer|give_answer|provide_answer|return_answer)\s*\(\s*(?:answer\s*=\s*)?"
+    r"(?:(?P<q>[\"'])(?P<quoted>[^\n]*?)(?P=q)|(?P<name>[A-Za-z_][\w.]*))\s*\)"
+    r"|<(?P<tag>final_answer|answer|final)>\s*(?P<tagged>.*?)\s*</(?P=tag)>"
+    r"|(?<![\w.])Finish\[(?P<finish>[^\]\n]+)\]",
+    re.S | re.I,
+)
+
+
+def _wrapped_answer(text: str) -> str | None:
+    found = list(_WRAPPED_ANSWER.finditer(text))
+    if not found:
+        return None
+    last = found[-1]
+    value = next(
+        g
+        for g in (last.group("quoted"), last.group("name"), last.group("tagged"), last.group("finish"))
+        if g is not None
+    )
+    return value.strip() or None
+
+
 def declared_answer(text: str) -> str | None:
-    """The answer the reply declares: a JSON ``answer`` field, else the value of its last ``Answer: …`` line (the
-    answer protocol; decorations kept), else ``None``. A declared line with nothing after the colon declares the
+    """The answer the reply declares: a JSON ``answer`` field (or a final-answer tool call in JSON), else the value
+    of its last ``Answer: …`` line (the answer protocol; decorations kept), else an agent's final-answer call
+    (``final_answer("X")``, ``<final_answer>X</final_answer>``, ``Finish[X]``), else ``None``. A declared line with nothing after the colon declares the
     next non-empty line (``**Answer:**`` on a line of its own)."""
     js = _json_answer(text)
     if js is not None:
         return js
     found = list(_DECLARED.finditer(text))
     if not found:
-        return None
+        return _wrapped_answer(text)
     last = found[-1]
     value = last.group("value").strip()
     if value.strip("*_` "):
