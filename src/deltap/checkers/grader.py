@@ -1205,7 +1205,7 @@ def _option_mentions(text: str, options: Mapping[str, str]) -> list[_Option]:
             if not _own_text(text[s:], options[key]):
                 continue
         out.append(_Option(key, s, e, "letter"))
-    restated = getattr(options, "restated", frozenset())
+    restated: frozenset[str] = getattr(options, "restated", frozenset())
     for key, value in options.items():
         t = _norm_text(str(value))
         if not t or (key in restated and _norm_text(text) != t):
