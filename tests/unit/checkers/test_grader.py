@@ -107,65 +107,55 @@ SORT_Q = Case("s", "Which keyword argument of json.dumps sorts dictionary keys?"
 AGENT_Q = Case("a", "What is the mandatory parameter required by the `BaseAgent` constructor?", ("x.BaseAgent",))
 
 
-@pytest.mark.parametrize(
-    ("case", "expected", "reply", "outcome"),
-    [
-        pytest.param(CASE, "nsmallest", "Sure! The function you're looking for is `nsmallest`.", "pass", id="lead-in"),
-        pytest.param(CASE, "nsmallest", "nsmallest<|im_end|>", "pass", id="residue"),
-        pytest.param(CASE, "dedent", "assistant: dedent", "pass", id="role-label"),
-        pytest.param(CASE, "heapify", "<think>maybe heappush?</think>\n`heapify`", "pass", id="reasoning-block"),
-        pytest.param(CASE, "sort_keys", "### Answer\n`sort_keys`", "pass", id="heading"),
-        pytest.param(CASE, "nsmallest", "**Answer**\n\nnsmallest", "pass", id="bold-label"),
-        pytest.param(SORT_Q, "sort_keys", "You asked about `json.dumps`.\n\nIt is `sort_keys`.", "pass", id="restated"),
-        pytest.param(SORT_Q, "sort_keys", "`json.dumps(data, sort_keys=True)`", "pass", id="call-keyword"),
-        pytest.param(SORT_Q, "sort_keys", "`json.dumps(data, indent=2)`", "fail", id="call-other-keyword"),
-        pytest.param(
-            CASE, "total_ordering", "```python\n@functools.total_ordering\nclass V: ...\n```", "pass", id="deco"
-        ),
-        pytest.param(
-            CASE, "nsmallest", "```python\nfrom heapq import nsmallest\nnsmallest(3, xs)\n```", "pass", id="imp"
-        ),
-        pytest.param(CASE, "128", "`maxsize=128`", "pass", id="name-value"),
-        pytest.param(CASE, "2598960", "There are **2,598,960** hands.", "pass", id="thousands"),
-        pytest.param(CASE, "nsmallest", "`nsmallest` won't help here; sort and slice.", "fail", id="rejected"),
-        pytest.param(CASE, "dedent", "`dedent` is not what you want; use `indent`.", "fail", id="not-what-you-want"),
-        pytest.param(CASE, "indent", "While `dedent` strips, the one you want is `indent`.", "pass", id="contrast"),
-        pytest.param(CASE, "quote", "`quote` is deprecated; use `join`.", "fail", id="deprecated"),
-        pytest.param(CASE, "nsmallest", "I'm not sure, maybe `nsmallest`?", "fail", id="hedge"),
-        pytest.param(JSON_Q, "dumps", "`pickle.dumps(d)`", "fail", id="contradicting-qualifier"),
-        pytest.param(JSON_Q, "dumps", "`json.dumps(d)`", "pass", id="agreeing-qualifier"),
-        pytest.param(AGENT_Q, "name", "`LlmAgent(name='x', model='m')`", "fail", id="call-of-another-class"),
-        pytest.param(CASE, "nsmallest", "`nsmallest`. For the largest there is `nlargest`.", "pass", id="explanation"),
-        pytest.param(CASE, "chain", "Answer: itertools.chain", "pass", id="declared"),
-        pytest.param(CASE, "chain", "Use `chain`.\n\nAnswer: `product`", "fail", id="declared-wins"),
-    ],
-)
-def test_identifier_rules(case: Case, expected: str, reply: str, outcome: str) -> None:
-    result = _sm(expected).check(case, reply)
-    assert result.outcome == outcome, (reply, result.detail)
+# one row an example: (id, case, accepted answer, reply, outcome)
+# fmt: off
+RULES_S10 = [
+    ("lead-in", CASE, "nsmallest", "Sure! The function you're looking for is `nsmallest`.", "pass"),
+    ("residue", CASE, "nsmallest", "nsmallest<|im_end|>", "pass"),
+    ("role-label", CASE, "dedent", "assistant: dedent", "pass"),
+    ("reasoning-block", CASE, "heapify", "<think>maybe heappush?</think>\n`heapify`", "pass"),
+    ("heading", CASE, "sort_keys", "### Answer\n`sort_keys`", "pass"),
+    ("bold-label", CASE, "nsmallest", "**Answer**\n\nnsmallest", "pass"),
+    ("restated", SORT_Q, "sort_keys", "You asked about `json.dumps`.\n\nIt is `sort_keys`.", "pass"),
+    ("call-keyword", SORT_Q, "sort_keys", "`json.dumps(data, sort_keys=True)`", "pass"),
+    ("call-other-keyword", SORT_Q, "sort_keys", "`json.dumps(data, indent=2)`", "fail"),
+    ("deco", CASE, "total_ordering", "```python\n@functools.total_ordering\nclass V: ...\n```", "pass"),
+    ("imp", CASE, "nsmallest", "```python\nfrom heapq import nsmallest\nnsmallest(3, xs)\n```", "pass"),
+    ("name-value", CASE, "128", "`maxsize=128`", "pass"),
+    ("thousands", CASE, "2598960", "There are **2,598,960** hands.", "pass"),
+    ("rejected", CASE, "nsmallest", "`nsmallest` won't help here; sort and slice.", "fail"),
+    ("not-what-you-want", CASE, "dedent", "`dedent` is not what you want; use `indent`.", "fail"),
+    ("contrast", CASE, "indent", "While `dedent` strips, the one you want is `indent`.", "pass"),
+    ("deprecated", CASE, "quote", "`quote` is deprecated; use `join`.", "fail"),
+    ("hedge", CASE, "nsmallest", "I'm not sure, maybe `nsmallest`?", "fail"),
+    ("contradicting-qualifier", JSON_Q, "dumps", "`pickle.dumps(d)`", "fail"),
+    ("agreeing-qualifier", JSON_Q, "dumps", "`json.dumps(d)`", "pass"),
+    ("call-of-another-class", AGENT_Q, "name", "`LlmAgent(name='x', model='m')`", "fail"),
+    ("explanation", CASE, "nsmallest", "`nsmallest`. For the largest there is `nlargest`.", "pass"),
+    ("declared", CASE, "chain", "Answer: itertools.chain", "pass"),
+    ("declared-wins", CASE, "chain", "Use `chain`.\n\nAnswer: `product`", "fail"),
+]
+# fmt: on
 
 
 FILL = {"A": "wrap", "B": "fill", "C": "shorten", "D": "indent"}
 
 
-@pytest.mark.parametrize(
-    ("correct", "reply", "outcome"),
-    [
-        pytest.param("B", "B\n\nExplanation: option A describes `wrap`.", "pass", id="letter-then-explanation"),
-        pytest.param("B", "**B** — Option A returns a list.", "pass", id="bold-then-other-option"),
-        pytest.param("B", "I'd eliminate A, C and D, which leaves B.", "pass", id="elimination"),
-        pytest.param("B", "Answer: b) fill", "pass", id="declared-letter-and-text"),
-        pytest.param("B", "B) wrap", "fail", id="letter-with-another-options-text"),
-        pytest.param("A", "D\n\nOption A would only hold for lists.", "fail", id="wrong-letter-names-key"),
-        pytest.param("B", "I'm not sure between A and B.", "fail", id="hedge-between"),
-        pytest.param("B", "fill", "pass", id="option-text"),
-        pytest.param("B", "A. wrap\nB. fill\nC. shorten", "fail", id="echo"),
-        pytest.param("B", "Probably A, but it could be B.", "fail", id="alternative"),
-    ],
-)
-def test_option_rules(correct: str, reply: str, outcome: str) -> None:
-    result = _mc(correct, FILL).check(CASE, reply)
-    assert result.outcome == outcome, (reply, result.detail)
+# one row an example: (id, case, options, key, reply, outcome)
+# fmt: off
+OPTION_RULES_S10 = [
+    ("letter-then-explanation", CASE, FILL, "B", "B\n\nExplanation: option A describes `wrap`.", "pass"),
+    ("bold-then-other-option", CASE, FILL, "B", "**B** — Option A returns a list.", "pass"),
+    ("elimination", CASE, FILL, "B", "I'd eliminate A, C and D, which leaves B.", "pass"),
+    ("declared-letter-and-text", CASE, FILL, "B", "Answer: b) fill", "pass"),
+    ("letter-with-another-options-text", CASE, FILL, "B", "B) wrap", "fail"),
+    ("wrong-letter-names-key", CASE, FILL, "A", "D\n\nOption A would only hold for lists.", "fail"),
+    ("hedge-between", CASE, FILL, "B", "I'm not sure between A and B.", "fail"),
+    ("option-text", CASE, FILL, "B", "fill", "pass"),
+    ("echo", CASE, FILL, "B", "A. wrap\nB. fill\nC. shorten", "fail"),
+    ("alternative", CASE, FILL, "B", "Probably A, but it could be B.", "fail"),
+]
+# fmt: on
 
 
 def test_an_echo_and_an_empty_reply_are_unreadable_a_wrong_one_is_not() -> None:
@@ -225,239 +215,72 @@ HEAPQ_Q = Case("h", "Which heapq function pops the smallest item and then pushes
 WIDTH_Q = Case("w", "What is the default value of the width parameter of textwrap.fill?", ("textwrap.fill",))
 
 
-@pytest.mark.parametrize(
-    ("case", "expected", "reply", "outcome"),
-    [
-        # an equal alternative is a hedge, unless every name offered is accepted
-        pytest.param(
-            CASE, "heapify", "Use `heapify`. `heappush` in a loop works just as well.", "fail", id="alt-as-well"
-        ),
-        pytest.param(CASE, "shorten", "`shorten` or `fill`; either does the job.", "fail", id="alt-either"),
-        pytest.param(CASE, "quote", "`quote(s)`; `join([s])` also works.", "fail", id="alt-also-works"),
-        pytest.param(CASE, "dumps", "`json.dumps(d)` — `repr(d)` would do equally well.", "fail", id="alt-equally"),
-        pytest.param(
-            CASE,
-            "nsmallest",
-            "Use `nsmallest`. `sorted(xs)[:10]` also works, but it sorts everything.",
-            "pass",
-            id="alt-worse-is-not-equal",
-        ),
-        pytest.param(
-            CASE,
-            "shorten",
-            "`shorten(t, 40)` or `shorten(t, 40, placeholder='…')`, either works.",
-            "pass",
-            id="alt-same-function",
-        ),
-        pytest.param(
-            CASE, "nsmallest", "`nsmallest` (or `heapq.nsmallest`) — either works.", "pass", id="alt-same-name"
-        ),
-        pytest.param(CASE, "dedent", "`dedent` — it handles tabs or spaces either way.", "pass", id="alt-about-inputs"),
-        # a retraction takes the answer back; a later committed answer is the one read
-        pytest.param(
-            CASE,
-            "dedent",
-            "`dedent`... hmm, actually no — use `str.lstrip` on each line.",
-            "fail",
-            id="retract-to-other",
-        ),
-        pytest.param(
-            HEAPQ_Q,
-            "heapreplace",
-            "`heappushpop`. Wait, no — that pushes first. It's `heapreplace`.",
-            "pass",
-            id="retract-to-right",
-        ),
-        pytest.param(
-            CASE,
-            "isqrt",
-            "`math.isqrt(n)` — wait, that's wrong, use `int(math.sqrt(n))`.",
-            "fail",
-            id="retract-thats-wrong",
-        ),
-        pytest.param(
-            CASE, "tee", "`tee(it, n)`. Hmm, actually no, I'm not sure that's right.", "fail", id="retract-to-nothing"
-        ),
-        pytest.param(CASE, "model", "The `model` parameter — sorry, I mean `llm`.", "fail", id="retract-i-mean"),
-        pytest.param(
-            CASE,
-            "cmp_to_key",
-            "`cmp_to_key(f)`. Actually, `cmp_to_key` also works with `min`.",
-            "pass",
-            id="actually-adds",
-        ),
-        pytest.param(
-            CASE,
-            "nsmallest",
-            "`nsmallest(3, xs)`. Actually, it also takes a `key` argument.",
-            "pass",
-            id="actually-key-argument",
-        ),
-        pytest.param(
-            CASE, "merge", "`heapq.merge(*fs)`. Wait — each input must already be sorted.", "pass", id="wait-is-a-note"
-        ),
-        pytest.param(
-            CASE, "fsum", "`math.fsum(v)`. No, the builtin `sum` is not accurate enough.", "pass", id="no-about-another"
-        ),
-        # a table is read as a table
-        pytest.param(
-            HEAPQ_Q,
-            "heapreplace",
-            "| Function | Pops first? |\n|---|---|\n| `heappushpop` | ✗ |\n| `heapreplace` | ✓ |",
-            "pass",
-            id="table-marked-row",
-        ),
-        pytest.param(
-            HEAPQ_Q,
-            "heapreplace",
-            "| Function | Right? |\n|---|---|\n| `heapreplace` | ✗ |\n| `heappushpop` | ✓ |",
-            "fail",
-            id="table-marked-other-row",
-        ),
-        pytest.param(
-            CASE,
-            "quote",
-            "| Task | Answer |\n|---|---|\n| escape one string | `shlex.quote` |",
-            "pass",
-            id="table-answer-column",
-        ),
-        pytest.param(
-            CASE,
-            "get_close_matches",
-            "| Property | Value |\n|---|---|\n| Function | `get_close_matches` |\n| Returns | a list |",
-            "pass",
-            id="table-key-value",
-        ),
-        pytest.param(
-            WIDTH_Q,
-            "70",
-            "| Parameter | Default |\n|---|---|\n| `width` | 70 |\n| `tabsize` | 8 |",
-            "pass",
-            id="table-parameter-row",
-        ),
-        pytest.param(
-            WIDTH_Q,
-            "70",
-            "| Parameter | Default |\n|---|---|\n| `width` | 80 |\n| `tabsize` | 70 |",
-            "fail",
-            id="table-parameter-row-wrong",
-        ),
-        pytest.param(
-            CASE,
-            "shorten",
-            "| Function | Does |\n|---|---|\n| `wrap` | lines |\n| `fill` | a string |\n| `shorten` | cuts |",
-            "fail",
-            id="table-unmarked-list",
-        ),
-        pytest.param(
-            CASE,
-            "indent",
-            "| Function | Does |\n|---|---|\n| `dedent` | strips |\n| `indent` | prefixes |\n\nSo: `indent`.",
-            "pass",
-            id="table-then-conclusion",
-        ),
-        pytest.param(
-            CASE,
-            "shorten",
-            "| Question | Answer |\n|---|---|\n| truncate | `shorten` or `fill` |",
-            "fail",
-            id="table-hedged-cell",
-        ),
-        pytest.param(
-            CASE,
-            "fsum",
-            "| Function | Accurate? |\n|---|---|\n| `fsum` | ✓ |\n| `sum` | ✓ |",
-            "fail",
-            id="table-every-row-marked",
-        ),
-        # reasoning read by its conclusion
-        pytest.param(
-            CASE,
-            "get_close_matches",
-            "You could write Levenshtein yourself, or use a SequenceMatcher-based ratio. So the function is "
-            "`difflib.get_close_matches(typo, cmds)`.",
-            "pass",
-            id="conclusion-so-the-function-is",
-        ),
-        pytest.param(
-            CASE,
-            "capwords",
-            "`str.title()` breaks on apostrophes. Therefore `string.capwords`.",
-            "pass",
-            id="conclusion-therefore",
-        ),
-        pytest.param(
-            CASE,
-            "SequentialAgent",
-            "A `LoopAgent` repeats. That makes it `SequentialAgent`.",
-            "pass",
-            id="conclusion-that-makes-it",
-        ),
-        pytest.param(
-            CASE, "shorten", "`wrap` and `fill` don't truncate. That leaves `shorten`.", "pass", id="conclusion-leaves"
-        ),
-        pytest.param(
-            CASE,
-            "isqrt",
-            "`isqrt` returns an int, `sqrt` a float. So the function is `math.sqrt`.",
-            "fail",
-            id="conclusion-wrong",
-        ),
-        pytest.param(
-            HEAPQ_Q,
-            "heapreplace",
-            "Use `heapreplace`. So if the heap is empty, it raises `IndexError`.",
-            "pass",
-            id="so-is-a-consequence",
-        ),
-        pytest.param(
-            CASE,
-            "Runner",
-            "`Runner`. That makes `runner.run_async(...)` the call you use.",
-            "pass",
-            id="that-makes-usage",
-        ),
-        pytest.param(
-            CASE,
-            "BaseAgent",
-            "`BaseAgent`. So every `LlmAgent` is a `BaseAgent` too.",
-            "pass",
-            id="so-a-consequence-naming-others",
-        ),
-    ],
-)
-def test_session_11_rules(case: Case, expected: str, reply: str, outcome: str) -> None:
-    result = _sm(expected).check(case, reply)
-    assert result.outcome == outcome, (reply, result.detail)
+# one row an example: (id, case, accepted answer, reply, outcome)
+# fmt: off
+RULES_S11 = [
+    # an equal alternative is a hedge, unless every name offered is accepted
+    ("alt-as-well", CASE, "heapify", "Use `heapify`. `heappush` in a loop works just as well.", "fail"),
+    ("alt-either", CASE, "shorten", "`shorten` or `fill`; either does the job.", "fail"),
+    ("alt-also-works", CASE, "quote", "`quote(s)`; `join([s])` also works.", "fail"),
+    ("alt-equally", CASE, "dumps", "`json.dumps(d)` — `repr(d)` would do equally well.", "fail"),
+    ("alt-worse-is-not-equal", CASE, "nsmallest", "Use `nsmallest`. `sorted(xs)[:10]` also works, but it sorts everything.", "pass"),
+    ("alt-same-function", CASE, "shorten", "`shorten(t, 40)` or `shorten(t, 40, placeholder='…')`, either works.", "pass"),
+    ("alt-same-name", CASE, "nsmallest", "`nsmallest` (or `heapq.nsmallest`) — either works.", "pass"),
+    ("alt-about-inputs", CASE, "dedent", "`dedent` — it handles tabs or spaces either way.", "pass"),
+    # a retraction takes the answer back; a later committed answer is the one read
+    ("retract-to-other", CASE, "dedent", "`dedent`... hmm, actually no — use `str.lstrip` on each line.", "fail"),
+    ("retract-to-right", HEAPQ_Q, "heapreplace", "`heappushpop`. Wait, no — that pushes first. It's `heapreplace`.", "pass"),
+    ("retract-thats-wrong", CASE, "isqrt", "`math.isqrt(n)` — wait, that's wrong, use `int(math.sqrt(n))`.", "fail"),
+    ("retract-to-nothing", CASE, "tee", "`tee(it, n)`. Hmm, actually no, I'm not sure that's right.", "fail"),
+    ("retract-i-mean", CASE, "model", "The `model` parameter — sorry, I mean `llm`.", "fail"),
+    ("actually-adds", CASE, "cmp_to_key", "`cmp_to_key(f)`. Actually, `cmp_to_key` also works with `min`.", "pass"),
+    ("actually-key-argument", CASE, "nsmallest", "`nsmallest(3, xs)`. Actually, it also takes a `key` argument.", "pass"),
+    ("wait-is-a-note", CASE, "merge", "`heapq.merge(*fs)`. Wait — each input must already be sorted.", "pass"),
+    ("no-about-another", CASE, "fsum", "`math.fsum(v)`. No, the builtin `sum` is not accurate enough.", "pass"),
+    # a table is read as a table
+    ("table-marked-row", HEAPQ_Q, "heapreplace", "| Function | Pops first? |\n|---|---|\n| `heappushpop` | ✗ |\n| `heapreplace` | ✓ |", "pass"),
+    ("table-marked-other-row", HEAPQ_Q, "heapreplace", "| Function | Right? |\n|---|---|\n| `heapreplace` | ✗ |\n| `heappushpop` | ✓ |", "fail"),
+    ("table-answer-column", CASE, "quote", "| Task | Answer |\n|---|---|\n| escape one string | `shlex.quote` |", "pass"),
+    ("table-key-value", CASE, "get_close_matches", "| Property | Value |\n|---|---|\n| Function | `get_close_matches` |\n| Returns | a list |", "pass"),
+    ("table-parameter-row", WIDTH_Q, "70", "| Parameter | Default |\n|---|---|\n| `width` | 70 |\n| `tabsize` | 8 |", "pass"),
+    ("table-parameter-row-wrong", WIDTH_Q, "70", "| Parameter | Default |\n|---|---|\n| `width` | 80 |\n| `tabsize` | 70 |", "fail"),
+    ("table-unmarked-list", CASE, "shorten", "| Function | Does |\n|---|---|\n| `wrap` | lines |\n| `fill` | a string |\n| `shorten` | cuts |", "fail"),
+    ("table-then-conclusion", CASE, "indent", "| Function | Does |\n|---|---|\n| `dedent` | strips |\n| `indent` | prefixes |\n\nSo: `indent`.", "pass"),
+    ("table-hedged-cell", CASE, "shorten", "| Question | Answer |\n|---|---|\n| truncate | `shorten` or `fill` |", "fail"),
+    ("table-every-row-marked", CASE, "fsum", "| Function | Accurate? |\n|---|---|\n| `fsum` | ✓ |\n| `sum` | ✓ |", "fail"),
+    # reasoning read by its conclusion
+    ("conclusion-so-the-function-is", CASE, "get_close_matches", "You could write Levenshtein yourself, or use a SequenceMatcher-based ratio. So the function is `difflib.get_close_matches(typo, cmds)`.", "pass"),
+    ("conclusion-therefore", CASE, "capwords", "`str.title()` breaks on apostrophes. Therefore `string.capwords`.", "pass"),
+    ("conclusion-that-makes-it", CASE, "SequentialAgent", "A `LoopAgent` repeats. That makes it `SequentialAgent`.", "pass"),
+    ("conclusion-leaves", CASE, "shorten", "`wrap` and `fill` don't truncate. That leaves `shorten`.", "pass"),
+    ("conclusion-wrong", CASE, "isqrt", "`isqrt` returns an int, `sqrt` a float. So the function is `math.sqrt`.", "fail"),
+    ("so-is-a-consequence", HEAPQ_Q, "heapreplace", "Use `heapreplace`. So if the heap is empty, it raises `IndexError`.", "pass"),
+    ("that-makes-usage", CASE, "Runner", "`Runner`. That makes `runner.run_async(...)` the call you use.", "pass"),
+    ("so-a-consequence-naming-others", CASE, "BaseAgent", "`BaseAgent`. So every `LlmAgent` is a `BaseAgent` too.", "pass"),
+]
+# fmt: on
 
 
-@pytest.mark.parametrize(
-    ("correct", "reply", "outcome"),
-    [
-        pytest.param("B", "B (fill). A would also work if you join the lines — either is fine.", "fail", id="alt"),
-        pytest.param(
-            "B", "B — `fill`. `wrap` plus a join works too, but B is the dedicated one.", "pass", id="alt-worse"
-        ),
-        pytest.param("B", "A. Hmm, actually no — `wrap` returns a list. B.", "pass", id="retract-to-right"),
-        pytest.param("B", "B. Wait, no — I mixed them up, it's A.", "fail", id="retract-to-wrong"),
-        pytest.param("B", "B. Actually, it's worth noting that A returns a list.", "pass", id="actually-note"),
-        pytest.param(
-            "B", "A, wrap... hmm, actually wrap returns a list, so it is the other one. Final: B.", "pass", id="e1"
-        ),
-        pytest.param("B", "B, fill... hmm, actually fill joins the lines. Final: A.", "fail", id="ellipsis-actually"),
-        pytest.param("B", "B... hmm, actually B is right, fill returns one string.", "pass", id="ellipsis-keeps"),
-        pytest.param("B", "A... no, that returns a list. So it has to be B.", "pass", id="ellipsis-no-option"),
-        pytest.param("B", "A returns a list, C truncates and D indents; so it has to be B.", "pass", id="has-to-be"),
-        pytest.param("B", "B is the obvious guess, but it joins lines. It must be A.", "fail", id="must-be-wrong"),
-        pytest.param("B", "A and C and D describe other helpers. Final: B", "pass", id="final"),
-        pytest.param("B", "A, C and D are not it. Final answer: C", "fail", id="final-wrong"),
-        pytest.param("B", "| Option | Verdict |\n|---|---|\n| A wrap | ✗ |\n| B fill | ✓ |", "pass", id="table"),
-        pytest.param("B", "| Option | Verdict |\n|---|---|\n| A wrap | ✓ |\n| B fill | ✗ |", "fail", id="table-wrong"),
-    ],
-)
-def test_session_11_option_rules(correct: str, reply: str, outcome: str) -> None:
-    result = _mc(correct, FILL).check(CASE, reply)
-    assert result.outcome == outcome, (reply, result.detail)
+# one row an example: (id, case, options, key, reply, outcome)
+# fmt: off
+OPTION_RULES_S11 = [
+    ("alt", CASE, FILL, "B", "B (fill). A would also work if you join the lines — either is fine.", "fail"),
+    ("alt-worse", CASE, FILL, "B", "B — `fill`. `wrap` plus a join works too, but B is the dedicated one.", "pass"),
+    ("retract-to-right", CASE, FILL, "B", "A. Hmm, actually no — `wrap` returns a list. B.", "pass"),
+    ("retract-to-wrong", CASE, FILL, "B", "B. Wait, no — I mixed them up, it's A.", "fail"),
+    ("actually-note", CASE, FILL, "B", "B. Actually, it's worth noting that A returns a list.", "pass"),
+    ("e1", CASE, FILL, "B", "A, wrap... hmm, actually wrap returns a list, so it is the other one. Final: B.", "pass"),
+    ("ellipsis-actually", CASE, FILL, "B", "B, fill... hmm, actually fill joins the lines. Final: A.", "fail"),
+    ("ellipsis-keeps", CASE, FILL, "B", "B... hmm, actually B is right, fill returns one string.", "pass"),
+    ("ellipsis-no-option", CASE, FILL, "B", "A... no, that returns a list. So it has to be B.", "pass"),
+    ("has-to-be", CASE, FILL, "B", "A returns a list, C truncates and D indents; so it has to be B.", "pass"),
+    ("must-be-wrong", CASE, FILL, "B", "B is the obvious guess, but it joins lines. It must be A.", "fail"),
+    ("final", CASE, FILL, "B", "A and C and D describe other helpers. Final: B", "pass"),
+    ("final-wrong", CASE, FILL, "B", "A, C and D are not it. Final answer: C", "fail"),
+    ("table", CASE, FILL, "B", "| Option | Verdict |\n|---|---|\n| A wrap | ✗ |\n| B fill | ✓ |", "pass"),
+    ("table-wrong", CASE, FILL, "B", "| Option | Verdict |\n|---|---|\n| A wrap | ✓ |\n| B fill | ✗ |", "fail"),
+]
+# fmt: on
 
 
 # -- session 11: refinements from attacks2.yaml (its replies were written before these refinements) ---------------
@@ -465,56 +288,18 @@ def test_session_11_option_rules(correct: str, reply: str, outcome: str) -> None
 ISCLOSE_Q = Case("i", "How do I test whether two floats are equal up to a rounding error?", ("math.isclose",))
 
 
-@pytest.mark.parametrize(
-    ("case", "expected", "reply", "outcome"),
-    [
-        pytest.param(
-            ISCLOSE_Q,
-            "isclose",
-            "Use `math.isclose(a, b)`. For numpy arrays, `numpy.isclose` does the same.",
-            "pass",
-            id="alt-scoped-to-another-situation",
-        ),
-        pytest.param(
-            ISCLOSE_Q, "isclose", "Use `math.isclose(a, b)`. `numpy.isclose` does the same.", "fail", id="alt-unscoped"
-        ),
-        pytest.param(
-            CASE,
-            "chain",
-            "`itertools.chain(a, b)`; `itertools.chain.from_iterable([a, b])` works too.",
-            "pass",
-            id="alt-the-answers-own-method",
-        ),
-        pytest.param(
-            CASE,
-            "heapify",
-            "`heapq.heapify(x)`. Correction: it returns None, so don't assign it.",
-            "pass",
-            id="correction-of-a-detail",
-        ),
-        pytest.param(
-            CASE, "comb", "`math.perm(n, k)`. Correction: `math.comb(n, k)`.", "pass", id="correction-of-the-answer"
-        ),
-        pytest.param(
-            HEAPQ_Q,
-            "heapreplace",
-            "| | `heappushpop` | `heapreplace` |\n|---|---|---|\n| Order | push, pop | pop, push |\n"
-            "| Right for you | no | yes |",
-            "pass",
-            id="table-marked-column",
-        ),
-        pytest.param(
-            CASE,
-            "nsmallest",
-            "In short: it depends — `nsmallest` for small n, `sorted` for large n.",
-            "fail",
-            id="it-depends",
-        ),
-    ],
-)
-def test_session_11_refinements(case: Case, expected: str, reply: str, outcome: str) -> None:
-    result = _sm(expected).check(case, reply)
-    assert result.outcome == outcome, (reply, result.detail)
+# one row an example: (id, case, accepted answer, reply, outcome)
+# fmt: off
+RULES_S11_ATTACKS2 = [
+    ("alt-scoped-to-another-situation", ISCLOSE_Q, "isclose", "Use `math.isclose(a, b)`. For numpy arrays, `numpy.isclose` does the same.", "pass"),
+    ("alt-unscoped", ISCLOSE_Q, "isclose", "Use `math.isclose(a, b)`. `numpy.isclose` does the same.", "fail"),
+    ("alt-the-answers-own-method", CASE, "chain", "`itertools.chain(a, b)`; `itertools.chain.from_iterable([a, b])` works too.", "pass"),
+    ("correction-of-a-detail", CASE, "heapify", "`heapq.heapify(x)`. Correction: it returns None, so don't assign it.", "pass"),
+    ("correction-of-the-answer", CASE, "comb", "`math.perm(n, k)`. Correction: `math.comb(n, k)`.", "pass"),
+    ("table-marked-column", HEAPQ_Q, "heapreplace", "| | `heappushpop` | `heapreplace` |\n|---|---|---|\n| Order | push, pop | pop, push |\n| Right for you | no | yes |", "pass"),
+    ("it-depends", CASE, "nsmallest", "In short: it depends — `nsmallest` for small n, `sorted` for large n.", "fail"),
+]
+# fmt: on
 
 
 def test_the_table_layer() -> None:
@@ -556,126 +341,44 @@ ROWS = (
 FNMATCH_Q = Case("f", "Which fnmatch function matches including case?", ("fnmatch.fnmatchcase",))
 
 
-@pytest.mark.parametrize(
-    ("case", "expected", "reply", "outcome"),
-    [
-        pytest.param(
-            CASE,
-            "bisect_left",
-            "`bisect.bisect_right(a, x)`... no, that lands after equal values. You want `bisect.bisect_left(a, x)`.",
-            "pass",
-            id="ellipsis-no",
-        ),
-        pytest.param(
-            CASE, "bisect_left", "`bisect_left(a, x)`... no, you want `bisect_right(a, x)`.", "fail", id="ellipsis-no-2"
-        ),
-        pytest.param(CASE, "tee", "`tee(it, n)`... hmm, actually no, I'm not sure.", "fail", id="ellipsis-retracted"),
-        pytest.param(
-            CASE, "tee", "`tee(it, n)`... hmm, actually it also takes an iterator.", "pass", id="ellipsis-detail"
-        ),
-        pytest.param(
-            FNMATCH_Q,
-            "fnmatchcase",
-            "Just use `fnmatch.fnmatch(name, pattern)`; it is case-sensitive on all platforms, so you don't need the\n"
-            "`fnmatchcase` variant.",
-            "fail",
-            id="wrap-negation-carried-over",
-        ),
-        pytest.param(
-            FNMATCH_Q,
-            "fnmatchcase",
-            "Call `fnmatch.fnmatchcase(name, pattern)`: it never normalises case on any platform, unlike plain\n"
-            "`fnmatch.fnmatch`, which follows the operating system.",
-            "pass",
-            id="wrap-contrast-carried-over",
-        ),
-        pytest.param(
-            CASE,
-            "Session",
-            "**Session** — its `events` list holds every Event of the conversation, and `state` holds the key/value\n"
-            "`memory`.",
-            "pass",
-            id="wrap-no-lone-name-line",
-        ),
-        pytest.param(CASE, "fill", "`wrap`\n`fill`", "fail", id="short-lines-stay-a-list"),
-        pytest.param(
-            CASE,
-            "ParallelAgent",
-            "`SequentialAgent` runs them one by one, so it does not fit. The one that runs them at once is `ParallelAgent`.",
-            "pass",
-            id="the-one-that-is",
-        ),
-        pytest.param(
-            CASE,
-            "ParallelAgent",
-            "`ParallelAgent` runs them at once. The one that runs them in order is `SequentialAgent`.",
-            "fail",
-            id="the-one-that-is-wrong",
-        ),
-        pytest.param(CASE, "70", "Seventy characters.", "pass", id="number-word"),
-        pytest.param(CASE, "3", "It keeps three matches by default.", "pass", id="number-word-small"),
-        pytest.param(CASE, "70", "Eighty characters.", "fail", id="number-word-wrong"),
-        pytest.param(CASE, "70", "Twenty-five, I think, or 80.", "fail", id="digits-win"),
-        pytest.param(CASE, "1", "The one you want is the first.", "fail", id="one-is-a-pronoun"),
-        pytest.param(
-            CASE, "fill", "- `wrap` — a list of lines\n- `fill` — one string ✅\n- `shorten`", "pass", id="tick"
-        ),
-        pytest.param(
-            CASE, "fill", "- `wrap` — a list of lines ✓\n- `fill` — one string\n- `shorten`", "fail", id="tick-2"
-        ),
-        pytest.param(CASE, "fill", "- `wrap` ✅\n- `fill` ✅", "fail", id="every-item-ticked"),
-        pytest.param(CASE, "fill", "- `fill` ✔ one string\n- `wrap` a list", "pass", id="tick-first"),
-        pytest.param(CASE, "fill", ROWS + "\n\nFor one string, it's the second row.", "pass", id="row-named"),
-        pytest.param(CASE, "fill", ROWS + "\n\nYou want the last row.", "fail", id="row-named-wrong"),
-        pytest.param(CASE, "shorten", ROWS + "\n\nUse the last row.", "pass", id="row-named-last"),
-        pytest.param(CASE, "fill", ROWS + "\n\nAll three work on text.", "fail", id="no-row-named"),
-        pytest.param(
-            CASE, "tee", "There's no reason not to use `itertools.tee(it, n)` here.", "pass", id="double-negative"
-        ),
-        pytest.param(CASE, "tee", "You can't go wrong with `tee`; it is built for this.", "pass", id="cant-go-wrong"),
-        pytest.param(CASE, "tee", "Never use `tee` here; a list will do.", "fail", id="single-negative"),
-        pytest.param(CASE, "tee", "Don't use `tee(it, n)` here.", "fail", id="plain-negative"),
-        pytest.param(
-            CASE,
-            "heapify",
-            "You might reach for `heapq.heapify`, but it is slow. Push each item with `heapq.heappush`.",
-            "fail",
-            id="tempted-then-turned-down",
-        ),
-        pytest.param(
-            CASE,
-            "heapify",
-            "It's tempting to use `sorted(xs)`, but that sorts everything; call `heapq.heapify(xs)`.",
-            "pass",
-            id="tempted-by-another",
-        ),
-        pytest.param(CASE, "heapify", "You might reach for `heapq.heapify(xs)`: it is O(n).", "pass", id="no-but"),
-        pytest.param(
-            CASE,
-            "total_ordering",
-            "`@total_ordering` is effectively legacy now; the modern answer is `@dataclass(order=True)`.",
-            "fail",
-            id="legacy",
-        ),
-        pytest.param(
-            CASE,
-            "total_ordering",
-            "`cmp` is long outdated; decorate the class with `@functools.total_ordering`.",
-            "pass",
-            id="another-is-outdated",
-        ),
-        pytest.param(
-            CASE,
-            "fill",
-            "The function that returns one string with the paragraph wrapped to width is this one.\n`fill`\n`wrap`",
-            "fail",
-            id="a-list-after-a-long-line-stays-a-list",
-        ),
-    ],
-)
-def test_fresh4_kinds(case: Case, expected: str, reply: str, outcome: str) -> None:
-    result = _sm(expected).check(case, reply)
-    assert result.outcome == outcome, (reply, result.detail)
+# one row an example: (id, case, accepted answer, reply, outcome)
+# fmt: off
+RULES_FRESH4 = [
+    ("ellipsis-no", CASE, "bisect_left", "`bisect.bisect_right(a, x)`... no, that lands after equal values. You want `bisect.bisect_left(a, x)`.", "pass"),
+    ("ellipsis-no-2", CASE, "bisect_left", "`bisect_left(a, x)`... no, you want `bisect_right(a, x)`.", "fail"),
+    ("ellipsis-retracted", CASE, "tee", "`tee(it, n)`... hmm, actually no, I'm not sure.", "fail"),
+    ("ellipsis-detail", CASE, "tee", "`tee(it, n)`... hmm, actually it also takes an iterator.", "pass"),
+    ("wrap-negation-carried-over", FNMATCH_Q, "fnmatchcase", "Just use `fnmatch.fnmatch(name, pattern)`; it is case-sensitive on all platforms, so you don't need the\n`fnmatchcase` variant.", "fail"),
+    ("wrap-contrast-carried-over", FNMATCH_Q, "fnmatchcase", "Call `fnmatch.fnmatchcase(name, pattern)`: it never normalises case on any platform, unlike plain\n`fnmatch.fnmatch`, which follows the operating system.", "pass"),
+    ("wrap-no-lone-name-line", CASE, "Session", "**Session** — its `events` list holds every Event of the conversation, and `state` holds the key/value\n`memory`.", "pass"),
+    ("short-lines-stay-a-list", CASE, "fill", "`wrap`\n`fill`", "fail"),
+    ("the-one-that-is", CASE, "ParallelAgent", "`SequentialAgent` runs them one by one, so it does not fit. The one that runs them at once is `ParallelAgent`.", "pass"),
+    ("the-one-that-is-wrong", CASE, "ParallelAgent", "`ParallelAgent` runs them at once. The one that runs them in order is `SequentialAgent`.", "fail"),
+    ("number-word", CASE, "70", "Seventy characters.", "pass"),
+    ("number-word-small", CASE, "3", "It keeps three matches by default.", "pass"),
+    ("number-word-wrong", CASE, "70", "Eighty characters.", "fail"),
+    ("digits-win", CASE, "70", "Twenty-five, I think, or 80.", "fail"),
+    ("one-is-a-pronoun", CASE, "1", "The one you want is the first.", "fail"),
+    ("tick", CASE, "fill", "- `wrap` — a list of lines\n- `fill` — one string ✅\n- `shorten`", "pass"),
+    ("tick-2", CASE, "fill", "- `wrap` — a list of lines ✓\n- `fill` — one string\n- `shorten`", "fail"),
+    ("every-item-ticked", CASE, "fill", "- `wrap` ✅\n- `fill` ✅", "fail"),
+    ("tick-first", CASE, "fill", "- `fill` ✔ one string\n- `wrap` a list", "pass"),
+    ("row-named", CASE, "fill", ROWS + "\n\nFor one string, it's the second row.", "pass"),
+    ("row-named-wrong", CASE, "fill", ROWS + "\n\nYou want the last row.", "fail"),
+    ("row-named-last", CASE, "shorten", ROWS + "\n\nUse the last row.", "pass"),
+    ("no-row-named", CASE, "fill", ROWS + "\n\nAll three work on text.", "fail"),
+    ("double-negative", CASE, "tee", "There's no reason not to use `itertools.tee(it, n)` here.", "pass"),
+    ("cant-go-wrong", CASE, "tee", "You can't go wrong with `tee`; it is built for this.", "pass"),
+    ("single-negative", CASE, "tee", "Never use `tee` here; a list will do.", "fail"),
+    ("plain-negative", CASE, "tee", "Don't use `tee(it, n)` here.", "fail"),
+    ("tempted-then-turned-down", CASE, "heapify", "You might reach for `heapq.heapify`, but it is slow. Push each item with `heapq.heappush`.", "fail"),
+    ("tempted-by-another", CASE, "heapify", "It's tempting to use `sorted(xs)`, but that sorts everything; call `heapq.heapify(xs)`.", "pass"),
+    ("no-but", CASE, "heapify", "You might reach for `heapq.heapify(xs)`: it is O(n).", "pass"),
+    ("legacy", CASE, "total_ordering", "`@total_ordering` is effectively legacy now; the modern answer is `@dataclass(order=True)`.", "fail"),
+    ("another-is-outdated", CASE, "total_ordering", "`cmp` is long outdated; decorate the class with `@functools.total_ordering`.", "pass"),
+    ("a-list-after-a-long-line-stays-a-list", CASE, "fill", "The function that returns one string with the paragraph wrapped to width is this one.\n`fill`\n`wrap`", "fail"),
+]
+# fmt: on
 
 
 # -- session 12 (grader4): the kinds of fresh5's misses, one rule each (written before the rules) -------------------
@@ -750,14 +453,6 @@ FRESH5_IDENTIFIER_KINDS = [
 # fmt: on
 
 
-@pytest.mark.parametrize(
-    ("case", "expected", "reply", "outcome"), [pytest.param(*row[1:], id=row[0]) for row in FRESH5_IDENTIFIER_KINDS]
-)
-def test_fresh5_kinds(case: Case, expected: str, reply: str, outcome: str) -> None:
-    result = _sm(expected).check(case, reply)
-    assert result.outcome == outcome, (reply, result.detail)
-
-
 HEAP = {
     "A": "Pop the smallest item, then push the new item",
     "B": "Push item on the heap, then pop and return the smallest item",
@@ -783,10 +478,41 @@ FRESH5_OPTION_KINDS = [
 # fmt: on
 
 
+# -- every table above, one test each for identifiers and options ------------------------------------------------
+
+#: the identifier tables by the session (and set) their rules came from; a test id is ``<table>-<row id>``
+IDENTIFIER_RULES = {
+    "s10": RULES_S10,
+    "s11": RULES_S11,
+    "s11-attacks2": RULES_S11_ATTACKS2,
+    "fresh4": RULES_FRESH4,
+    "fresh5": FRESH5_IDENTIFIER_KINDS,
+}
+OPTION_RULES = {"s10": OPTION_RULES_S10, "s11": OPTION_RULES_S11, "fresh5": FRESH5_OPTION_KINDS}
+
+
+@pytest.mark.parametrize(
+    ("case", "expected", "reply", "outcome"),
+    [pytest.param(*row[1:], id=f"{table}-{row[0]}") for table, rows in IDENTIFIER_RULES.items() for row in rows],
+)
+def test_identifier_rule(case: Case, expected: str, reply: str, outcome: str) -> None:
+    result = _sm(expected).check(case, reply)
+    assert result.outcome == outcome, (reply, result.detail)
+
+
 @pytest.mark.parametrize(
     ("case", "options", "correct", "reply", "outcome"),
-    [pytest.param(*row[1:], id=row[0]) for row in FRESH5_OPTION_KINDS],
+    [pytest.param(*row[1:], id=f"{table}-{row[0]}") for table, rows in OPTION_RULES.items() for row in rows],
 )
-def test_fresh5_option_kinds(case: Case, options: dict[str, str], correct: str, reply: str, outcome: str) -> None:
+def test_option_rule(case: Case, options: dict[str, str], correct: str, reply: str, outcome: str) -> None:
     result = _mc(correct, options).check(case, reply)
     assert result.outcome == outcome, (reply, result.detail)
+
+
+def test_the_rule_tables_keep_every_example() -> None:
+    """The tables were one test each until session 12 (99 identifier and 25 option examples), plus session 12's 35
+    and 8; none may be lost, and every id is unique."""
+    ids = [f"{t}-{r[0]}" for t, rows in IDENTIFIER_RULES.items() for r in rows]
+    option_ids = [f"{t}-{r[0]}" for t, rows in OPTION_RULES.items() for r in rows]
+    assert len(ids) >= 99 + 35 and len(option_ids) >= 25 + 8
+    assert len(set(ids)) == len(ids) and len(set(option_ids)) == len(option_ids)
