@@ -576,11 +576,10 @@ def _end_to_end(
     systems += control_systems(["none"], cases, None)
     cfg = EndToEndConfig(k=k, repeats=1, outcome=config.outcome, seed=config.seed, n_resamples=500, n_permutations=2000)
     from deltap.endtoend.engine import call_ceiling
-    from deltap.endtoend.progress import EndToEndProgress
-    from deltap.solvers.base import is_deterministic
-
     from deltap.endtoend.plan import run_plan
+    from deltap.endtoend.progress import EndToEndProgress
     from deltap.run_layout import RunDir
+    from deltap.solvers.base import is_deterministic
 
     ceiling = call_ceiling(len(cases), len(systems), cfg.repeats, is_deterministic(solver))
     planned = run_plan(solver, cases, corpus, systems, cfg, RunDir(run_dir).endtoend.root)

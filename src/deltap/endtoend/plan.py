@@ -157,9 +157,7 @@ class EndToEndPlan:
             + f"; tokens in {self.tokens_in():,} ({self.counted.split(' ')[0]})"
         )
         if timed_calls:
-            text += (
-                f"; the first {timed_calls} made now to time the solver ({timed_s:.1f} s; logged, not made again)"
-            )
+            text += f"; the first {timed_calls} made now to time the solver ({timed_s:.1f} s; logged, not made again)"
         out = textwrap.wrap(text, 80, initial_indent="plan    ", subsequent_indent="        ",
                             break_on_hyphens=False, break_long_words=False)  # fmt: skip
         return out + time_lines(self.seconds(), self.pace, " left" if before else "")
@@ -399,7 +397,7 @@ def logged_pace(solver: Any, out: str | Path | None) -> Measurement | None:
 
 def calibrated_pace(
     solver: Any, cases: Sequence[Case], corpus: Corpus, systems: Sequence[System], config: EndToEndConfig,
-    out: str | Path | None,
+    out: str | Path,
 ) -> tuple[Measurement | None, tuple[int, int, float]]:  # fmt: skip
     """A real run's pace before its plan is printed: a resumed run's own latest calls, else the run's own first two
     calls made now (:func:`deltap.endtoend.engine.first_trials`: logged under the keys the run asks them by, so the
@@ -413,9 +411,7 @@ def calibrated_pace(
     from deltap.trials.pace import remember, solver_threads
     from deltap.trials.planning import measured_pace, scales_with_tokens
 
-    path = EndToEndDir(Path(out)).trials if out is not None else None
-    if path is None:
-        return None, (0, 0, 0.0)
+    path = EndToEndDir(Path(out)).trials
     before = 0
     if path.is_file():
         with TrialLogReader(path) as log:

@@ -176,7 +176,7 @@ class Measurement:
             than :data:`MIN_CALLS_FOR_SPREAD`): the fastest figure of a scaled measurement is never above it.
         when: When it was measured (epoch seconds).
         load: The 1-minute load average then (``None``: unknown).
-        origin: Which calls (``of this run``, ``in the trial log``, ``of a calibration``).
+        origin: Which calls (``of this run``, ``in the trial log``, ``made first by this run``).
     """
 
     solver: str
