@@ -287,7 +287,7 @@ class RunPlan:
             p_lo, p_hi = preflight.seconds_per_call((c.tokens_none + c.tokens_all) / 2, c.tokens_out)
             t_lo, t_hi = trials.seconds_per_call(c.tokens_expected, c.tokens_out)
             floor_calls, ceiling_calls = floor_calls + floor, ceiling_calls + pre + rest
-            fast += floor * min(p_lo, t_lo)
+            fast += min(pre, floor) * p_lo + max(0, floor - pre) * t_lo  # a case's floor: its preflight, then trials
             slow += pre * p_hi + rest * t_hi
         workers, rpm = max(1, self.pace.workers), self.pace.rpm
         lo, hi = fast / workers, slow / workers

@@ -44,7 +44,7 @@ def test_the_time_again_is_the_time_spent_plus_the_calls_left_at_their_phases_pa
     t_lo, t_hi = trials.seconds_per_call()
     p_lo, p_hi = pre.seconds_per_call()
     assert t_hi == pytest.approx(2.0 * MIN_SPREAD) and p_hi == pytest.approx(10.0 * MIN_SPREAD)
-    assert r.seconds[0] == pytest.approx(100.0 + 3 * min(t_lo, p_lo))
+    assert r.seconds[0] == pytest.approx(100.0 + 1 * p_lo + 2 * t_lo)  # b's floor: its preflight call, then trials
     assert r.seconds[1] == pytest.approx(100.0 + 1 * p_hi + 22 * t_hi)
     assert plan.retimed is r and plan.pace_lines() == [r.line()]
     line = r.line()
@@ -52,7 +52,7 @@ def test_the_time_again_is_the_time_spent_plus_the_calls_left_at_their_phases_pa
     # calls in flight: the time left is shared by the workers; a request limit bounds it from below
     plan.pace = Pace((1.0, 1.0), "x", workers=2, rpm=6.0)
     r2 = plan.retime(100.0, made, {"a"}, trials, pre)
-    assert r2.seconds[0] == pytest.approx(100.0 + 60.0 * 3 / 6.0)
+    assert r2.seconds[0] == pytest.approx(100.0 + max((p_lo + 2 * t_lo) / 2, 60.0 * 3 / 6.0))
     assert r2.seconds[1] == pytest.approx(100.0 + max((p_hi + 22 * t_hi) / 2, 60.0 * 23 / 6.0))
 
 
