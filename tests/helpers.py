@@ -5,7 +5,9 @@
 * :func:`string_case`, :func:`numbered_corpus` and :func:`answering_solver` build the small planted world most
   mining tests use: documents ``d00``, ``d01``, …; cases answered ``ans-<case id>`` and checked by string match; a
   simulated solver that gives exactly those answers.
-* :func:`mine_files` writes the tiny corpus and benchmark that ``deltap mine`` tests run on.
+* :func:`mine_files` writes the tiny corpus and benchmark that ``deltap mine`` tests run on;
+  :func:`mined_endtoend_args` mines them with the simulated solver and gives the ``deltap endtoend`` command line
+  the end-to-end plan tests run on.
 """
 
 from __future__ import annotations
@@ -101,3 +103,18 @@ def mine_files(tmp_path: Path) -> tuple[Path, Path]:
         "    answers:\n      - answer: Runner\n        fully_qualified_class_name: [pkg.D0, pkg.Missing]\n"
     )
     return corpus, bench
+
+
+def mined_endtoend_args(tmp_path: Path, *options: str) -> tuple[Path, Path, Path, list[str]]:
+    """:func:`mine_files` mined by the simulated solver into ``tmp_path/run`` (``deltap mine``, budget 16, 3
+    placebos, no pilot), and the ``deltap endtoend`` arguments on it (controls ``none,gold,all``, no retriever, the
+    simulated solver, 2 repeats) followed by ``options``: ``(corpus, bench, run directory, argv)``."""
+    from deltap.cli.app import main
+
+    corpus, bench = mine_files(tmp_path)
+    out = tmp_path / "run"
+    main(["mine", str(bench), "--corpus", str(corpus), "--retriever", "none", "--solver", "simulated", "--budget", "16",
+          "--placebo", "3", "--out", str(out), "--pilot", "0"])  # fmt: skip
+    args = ["endtoend", str(out), str(bench), "--corpus", str(corpus), "--retriever", "", "--controls", "none,gold,all",
+            "--solver", "simulated", "--repeats", "2", *options]  # fmt: skip
+    return corpus, bench, out, args

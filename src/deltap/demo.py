@@ -350,7 +350,7 @@ def run_demo(config: DemoConfig, say: Say = print) -> DemoResult:
 
     say(f"[5/6] end to end: {', '.join(E2E_SYSTEMS)}: each one's top {config.retrieved_k} in the prompt, fresh seeds")
     t0 = time.perf_counter()
-    endtoend = _end_to_end(config, corpus, cases, solver, retrievers, run_dir) if config.endtoend else {}
+    endtoend = _end_to_end(config, corpus, cases, solver, retrievers, run_dir, say) if config.endtoend else {}
     _stage(
         say,
         timings,
@@ -515,7 +515,7 @@ def _mine(
                 for line in event["plan"].brief():
                     say(line)
             if event.get("phase") == "pace" and not config.progress:  # the time again, from the first calls
-                for line in event["plan"].time_brief():
+                for line in event["plan"].pace_lines():
                     say(line)
             bar(event)
 
@@ -561,9 +561,12 @@ def _compare(
 
 
 def _end_to_end(
-    config: DemoConfig, corpus: Corpus, cases: Sequence[Case], solver: Any, retrievers: dict[str, Any], run_dir: Path
-) -> dict[str, Any]:
-    """The end-to-end step: :data:`E2E_SYSTEMS` on the mined ``cases`` into ``run_dir/endtoend`` (resumable)."""
+    config: DemoConfig, corpus: Corpus, cases: Sequence[Case], solver: Any, retrievers: dict[str, Any], run_dir: Path,
+    say: Say = print,
+) -> dict[str, Any]:  # fmt: skip
+    """The end-to-end step: :data:`E2E_SYSTEMS` on the mined ``cases`` into ``run_dir/endtoend`` (resumable), with
+    the plan ``deltap endtoend`` prints first (:func:`deltap.endtoend.plan.run_plan`: timed by the run's own first
+    calls) and its time spent against it at the end."""
     from deltap.endtoend import EndToEndConfig, evaluate_end_to_end
     from deltap.endtoend.systems import System, control_systems
 
@@ -573,15 +576,22 @@ def _end_to_end(
     systems += control_systems(["none"], cases, None)
     cfg = EndToEndConfig(k=k, repeats=1, outcome=config.outcome, seed=config.seed, n_resamples=500, n_permutations=2000)
     from deltap.endtoend.engine import call_ceiling
+    from deltap.endtoend.plan import run_plan
     from deltap.endtoend.progress import EndToEndProgress
+    from deltap.run_layout import RunDir
     from deltap.solvers.base import is_deterministic
 
     ceiling = call_ceiling(len(cases), len(systems), cfg.repeats, is_deterministic(solver))
+    planned = run_plan(solver, cases, corpus, systems, cfg, RunDir(run_dir).endtoend.root)
+    for line in planned.brief():  # what deltap endtoend prints first (80 columns)
+        say(line)
+    started = time.monotonic()
     with EndToEndProgress(len(cases), ceiling, enabled=config.progress) as progress:
         result = evaluate_end_to_end(
             run_dir, cases, corpus, solver, config=cfg, systems=systems, metrics=[f"ndcg@{k}", f"hit_rate@{k}"],
-            progress=progress,
+            progress=progress, timed_before=planned.timed[:2],
         )  # fmt: skip
+    say(f"  {planned.spent_line(time.monotonic() - started, int(result.run['calls_this_process']) - planned.timed[0])}")
     return result.to_dict()
 
 

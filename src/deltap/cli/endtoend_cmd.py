@@ -83,7 +83,8 @@ def endtoend_command(
             "(and the no-document prompt for logprob); a deterministic solver's identical prompts once, trials the log "
             "holds not again — with tokens, cost and time. The time comes from the solver measured on this machine "
             "(this run's log, else the last measurement kept in ~/.cache/deltap/pace.json, else the mining log), else "
-            "a 2-core table estimate (said so). A real run prints the same plan first, timed by two calibration calls.",
+            "a 2-core table estimate (said so). A real run prints the same plan first, timed by its own first two "
+            "calls (logged, not made again).",
         ),
     ] = False,
     json_output: options.PlanJson = False,
@@ -119,7 +120,6 @@ def endtoend_command(
     from deltap.run_layout import RunDir
     from deltap.solvers.base import is_deterministic
     from deltap.trials.log import TrialLog
-    from deltap.trials.planning import clock_text
     from deltap.trials.setup import build_solver
 
     console = Console(stderr=True)
@@ -170,13 +170,10 @@ def endtoend_command(
     started = time.monotonic()
     with stopped(lambda: trials_line(rd.endtoend.trials)), EndToEndProgress(len(cases), ceiling, console) as progress:
         result = evaluate_end_to_end(run_dir, cases, corpus, solver, metrics=measures, config=cfg, executor=executor, progress=progress,
-                                     systems=systems, manifest=manifest)  # fmt: skip
+                                     systems=systems, manifest=manifest, timed_before=planned.timed[:2])  # fmt: skip
     _print(console, result)
-    spent = time.monotonic() - started
-    secs = planned.seconds()
-    against = f" (the plan: {clock_text(secs[0])}–{clock_text(secs[1])})" if secs is not None else ""
-    console.print(f"time    {clock_text(spent)} spent on {int(result.run.get('calls_this_process', 0))} call(s){against}",
-                  markup=False)  # fmt: skip
+    after_plan = int(result.run.get("calls_this_process", 0)) - planned.timed[0]
+    console.print(planned.spent_line(time.monotonic() - started, after_plan), markup=False)
     typer.echo(str(rd.endtoend.results))
 
 
@@ -184,12 +181,12 @@ def _run_plan(console: Any, solver: Any, cases: Any, corpus: Any, systems: Any, 
               rpm: float | None) -> Any:  # fmt: skip
     """A real run's plan, printed before its first call: every call it makes (the systems' prompts and, with
     --single-doc, each document alone), its tokens, and the time from the solver timed on this machine (a resumed
-    run: its log's latest calls; else two calibration calls, kept for the next --plan)."""
-    from deltap.endtoend.plan import calibrated_pace, plan_end_to_end
+    run: its log's latest calls; else the run's own first two calls, logged and not made again;
+    :func:`deltap.endtoend.plan.run_plan`)."""
+    from deltap.endtoend.plan import run_plan
 
-    with console.status("timing the solver on this machine (two calls)..."):
-        measured = calibrated_pace(solver, cases, corpus, systems, cfg, out)
-    planned = plan_end_to_end(cases, corpus, solver, systems, cfg, rpm=rpm, out=out, measured=measured)
+    with console.status("timing the solver on this machine (the run's first two calls)..."):
+        planned = run_plan(solver, cases, corpus, systems, cfg, out, rpm)
     for line in planned.brief():
         console.print(line, markup=False, highlight=False)
     return planned

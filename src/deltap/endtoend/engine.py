@@ -47,8 +47,9 @@ if TYPE_CHECKING:
     from deltap.documents import Corpus
     from deltap.execution.base import Executor
     from deltap.solvers.base import Solver
+    from deltap.trials.pace import CallTimer
 
-__all__ = ["EndToEndConfig", "call_ceiling", "end_to_end", "fit_list"]
+__all__ = ["EndToEndConfig", "call_ceiling", "end_to_end", "first_trials", "fit_list"]
 
 KIND_PREFIX = "endtoend:"
 
@@ -134,6 +135,7 @@ def end_to_end(
     metrics: Sequence[str] = (),
     dataset_path: str | Path | None = None,
     manifest: Mapping[str, Any] | None = None,
+    timed_before: tuple[int, int] = (0, 0),
 ) -> EndToEndResult:
     """Which system's top-k makes the solver succeed: per-system success (or mean log-probability) with bootstrap
     intervals, paired randomization tests with Holm correction, per-case values and, when ``judgements`` are given,
@@ -155,6 +157,8 @@ def end_to_end(
             when the evaluation library knows it.
         dataset_path: The mined ``retrieval_dataset.yaml`` (for ``signed_utility@K``).
         manifest: Extra inputs to record in ``manifest.json`` (paths of the cases, corpus, runs).
+        timed_before: ``(calls, trials)`` this process made and logged before, to time the solver
+            (:func:`first_trials`): counted in ``calls_this_process`` and ``trials_this_process``.
 
     Raises:
         DeltapError: duplicate system names, a document no system can show (absent from the corpus), a call
@@ -170,14 +174,8 @@ def end_to_end(
     log = TrialLog(EndToEndDir(out_path).trials if out_path is not None else ":memory:")
     started = time.time()
     try:
-        run_config = {
-            "outcome": cfg.outcome,
-            "k": cfg.k,
-            "seed": cfg.seed,
-            "solver": solver_id(solver),
-            "repeats": cfg.repeats,
-        }
-        log.check_config(run_config, EndToEndConfig.RESULT_KEYS, remedy="delete RUN_DIR/endtoend to start over")
+        run_config = _run_config(cfg, solver)
+        log.check_config(run_config, EndToEndConfig.RESULT_KEYS, remedy=_REMEDY)
         retried = log.retire_errors()  # error trials of an earlier session are asked again (as mine does)
         before = log.count()
         if executor is None:
@@ -212,8 +210,8 @@ def end_to_end(
         "single_doc_ceiling": single,
         "calls": sum(r.calls for r in runs),
         "cached": sum(r.cached for r in runs),
-        "calls_this_process": sum(r.calls_now for r in runs),
-        "trials_this_process": made_now,
+        "calls_this_process": sum(r.calls_now for r in runs) + timed_before[0],
+        "trials_this_process": made_now + timed_before[1],
         "errors_retried": retried,
         "wall_seconds": time.time() - started,
         "execution": executor.describe(),
@@ -237,6 +235,70 @@ def end_to_end(
     if out_path is not None:
         result.write(out_path, {**(manifest or {}), "systems": result.systems_info, "cases": ids, "config": run_config})
     return result
+
+
+_REMEDY = "delete RUN_DIR/endtoend to start over"
+
+
+def _run_config(cfg: EndToEndConfig, solver: Solver) -> dict[str, Any]:
+    """What the run's log records of its options (a resumed run must agree on :attr:`EndToEndConfig.RESULT_KEYS`)."""
+    return {"outcome": cfg.outcome, "k": cfg.k, "seed": cfg.seed, "solver": solver_id(solver), "repeats": cfg.repeats}
+
+
+def first_trials(
+    cases: Sequence[Case],
+    corpus: Corpus,
+    solver: Solver,
+    systems: Sequence[System],
+    out: str | Path,
+    config: EndToEndConfig | None = None,
+    checker_factory: Callable[[Case], Checker] | None = None,
+    calls: int = 2,
+) -> CallTimer:
+    """The run's own first trials, made now to time the solver before its plan is printed: the first case's systems
+    in the run's order (repeat by repeat) until ``calls`` solver calls are made, logged in ``out``'s trial log under
+    the keys :func:`end_to_end` asks them by — the run then reuses them (no call is made twice, nothing is billed
+    twice). Returns the calls, timed (none when no case can be asked).
+
+    Raises:
+        DeltapError: what :func:`end_to_end` refuses before its first call (checked first: no call is made), or a log
+            written with other options.
+    """
+    from deltap.execution.local import InProcessExecutor
+    from deltap.trials.pace import CallTimer
+
+    cfg = config or EndToEndConfig()
+    det = is_deterministic(solver)
+    _check_inputs(cases, corpus, systems, cfg, det)
+    tally = CallTally()
+    answered_kind = outcome_kind(cfg.outcome).answered
+    case = next((c for c in cases if answered_kind or c.reference_answer), None)
+    if case is None:
+        return CallTimer()
+    try:
+        checker = (checker_factory or _default_checker)(case) if answered_kind else None
+    except DeltapError:  # the run skips this case: nothing to time it with here
+        return CallTimer()
+    log = TrialLog(EndToEndDir(Path(out)).trials)
+    executor = InProcessExecutor(1)
+    try:
+        log.check_config(_run_config(cfg, solver), EndToEndConfig.RESULT_KEYS, remedy=_REMEDY)
+        executor.start(solver)
+        answered: dict[str, TrialRecord] = {}
+        for system in systems:
+            docs, _ = fit_list(system.top(case.case_id, cfg.k), case, corpus, solver, cfg.outcome)
+            trials = CaseTrials(case, [corpus[d] for d in docs], solver, checker, log, outcome=cfg.outcome,
+                                seed=cfg.seed, executor=executor, tally=tally, answered=answered)  # fmt: skip
+            for i in range(1 if det else cfg.repeats):
+                if tally.value >= calls:
+                    return tally.timer
+                trials.get(KIND_PREFIX + system.name, [i], all_in(len(docs)))
+    finally:
+        try:
+            executor.close()
+        finally:
+            log.close()
+    return tally.timer
 
 
 @dataclass

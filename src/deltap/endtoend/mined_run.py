@@ -82,6 +82,7 @@ def evaluate_end_to_end(
     progress: Callable[[dict[str, Any]], None] | None = None,
     systems: Sequence[System] | None = None,
     manifest: dict[str, Any] | None = None,
+    timed_before: tuple[int, int] = (0, 0),
 ) -> EndToEndResult:
     """Which retriever makes the solver succeed on a mined run's cases, and which qrels predict it.
 
@@ -105,6 +106,8 @@ def evaluate_end_to_end(
         progress: Called after each case (see :func:`~deltap.endtoend.engine.end_to_end`).
         systems: Systems already built (skips ``retrievers``/``runs``/``controls``).
         manifest: Extra inputs recorded in ``manifest.json``.
+        timed_before: ``(calls, trials)`` made and logged before, to time the solver
+            (:func:`deltap.endtoend.plan.run_plan`): counted as this process's.
 
     Returns:
         An :class:`~deltap.endtoend.results.EndToEndResult`.
@@ -122,4 +125,5 @@ def evaluate_end_to_end(
     measures = list(metrics or (f"ndcg@{cfg.k}", f"hit_rate@{cfg.k}", f"recall@{cfg.k}"))
     return end_to_end(cases, corpus, solver, systems, out=RunDir(run_dir).endtoend.root, config=cfg, executor=executor,
                       progress=progress, judgements=judgements, metrics=measures,
-                      dataset_path=RunDir(run_dir).dataset, manifest={"run_dir": str(run_dir), **(manifest or {})})  # fmt: skip
+                      dataset_path=RunDir(run_dir).dataset, manifest={"run_dir": str(run_dir), **(manifest or {})},
+                      timed_before=timed_before)  # fmt: skip

@@ -44,6 +44,7 @@ __all__ = [
     "logged_pace",
     "plan_end_to_end",
     "plan_from_options",
+    "run_plan",
 ]
 
 
@@ -94,6 +95,7 @@ class EndToEndPlan:
     prices: Prices | None = None
     skipped: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    timed: tuple[int, int, float] = (0, 0, 0.0)  # (calls, trials, seconds) of the run's first trials, made to time it
 
     def calls(self) -> int:
         return sum(s.calls for s in self.systems)
@@ -138,28 +140,47 @@ class EndToEndPlan:
         }
 
     def brief(self) -> list[str]:
-        """What a real run prints before its first call: its calls (the single-document ones apart), tokens, and
-        time with where the figure comes from (80 columns)."""
+        """What a real run prints before its first call (each line at most 80 columns): its calls (the
+        single-document ones apart; the first ones made to time the solver counted in), tokens, and time with where
+        the figure comes from."""
+        import textwrap
+
         single = next((s for s in self.systems if s.name == SINGLE_ROW), None)
+        timed_calls, timed_trials, timed_s = self.timed
         parts = f" ({single.calls:,} of them single-document)" if single is not None else ""
         cached = sum(s.cached for s in self.systems)
-        out = [
-            f"plan    {self.calls():,} call(s){parts}"
+        before = self.logged() - timed_trials
+        text = (
+            f"{self.calls() + timed_calls:,} call(s){parts}"
             + (f", {cached:,} answered from an identical prompt" if cached else "")
-            + (f", {self.logged():,} trial(s) already logged" if self.logged() else "")
+            + (f", {before:,} trial(s) already logged" if before else "")
             + f"; tokens in {self.tokens_in():,} ({self.counted.split(' ')[0]})"
-        ]
-        return out + time_lines(self.seconds(), self.pace, " left" if self.logged() else "")
+        )
+        if timed_calls:
+            text += f"; the first {timed_calls} made now to time the solver ({timed_s:.1f} s; logged, not made again)"
+        out = textwrap.wrap(text, 80, initial_indent="plan    ", subsequent_indent="        ",
+                            break_on_hyphens=False, break_long_words=False)  # fmt: skip
+        return out + time_lines(self.seconds(), self.pace, " left" if before else "")
+
+    def spent_line(self, seconds: float, calls: int) -> str:
+        """``time    1:42 spent on 103 call(s) (the plan: 0:20–2:48)``: a real run's time against its plan."""
+        from deltap.trials.planning import clock_text
+
+        secs = self.seconds()
+        against = f" (the plan: {clock_text(secs[0])}–{clock_text(secs[1])})" if secs is not None else ""
+        return f"time    {clock_text(seconds)} spent on {calls} call(s){against}"
 
     def lines(self) -> list[str]:
         """The plan in 80 columns: a row per system, then the totals."""
         systems = [s for s in self.systems if s.name != SINGLE_ROW]
         single = " + single documents" if len(systems) < len(self.systems) else ""
-        out = [
+        import textwrap
+
+        head = (
             f"plan: end to end, {self.cases} case(s) × {len(systems)} system(s) × {self.repeats} repeat(s){single}, "
-            "no call made",
-            f"tokens {self.counted}",
-        ]
+            "no call made"
+        )
+        out = textwrap.wrap(head, 80, subsequent_indent="      ", break_on_hyphens=False) + [f"tokens {self.counted}"]
         if self.logged():
             out.append(f"resuming: {self.logged():,} trial(s) already logged; {self.calls():,} call(s) left")
         out.append(f"{'system':<20} {'calls':>7} {'cached':>7} {'tokens in':>12} {'per call':>9} {'out ≤':>9}")
@@ -376,38 +397,49 @@ def logged_pace(solver: Any, out: str | Path | None) -> Measurement | None:
 
 def calibrated_pace(
     solver: Any, cases: Sequence[Case], corpus: Corpus, systems: Sequence[System], config: EndToEndConfig,
-    out: str | Path | None,
-) -> Measurement | None:  # fmt: skip
-    """A real run's pace before its plan is printed: a resumed run's own latest calls, else a short calibration —
-    the first case's no-document prompt and its first system's prompt, timed now
-    (:func:`deltap.trials.pace.calibrate`; two calls, the local model's KV cache makes the run's own later call of
-    the same prompt nearly free) — kept in the user's cache for the next plan. ``None``: nothing to call."""
-    from deltap.endtoend.engine import fit_list
+    out: str | Path,
+) -> tuple[Measurement | None, tuple[int, int, float]]:  # fmt: skip
+    """A real run's pace before its plan is printed: a resumed run's own latest calls, else the run's own first two
+    calls made now (:func:`deltap.endtoend.engine.first_trials`: logged under the keys the run asks them by, so the
+    run reuses them and no call is made twice) — kept in the user's cache for the next plan. Returns the measurement
+    (``None``: nothing to call) and ``(calls, trials, seconds)`` made now."""
+    import time
+
+    from deltap.endtoend.engine import first_trials
     from deltap.run_layout import EndToEndDir
     from deltap.trials.log import TrialLogReader
-    from deltap.trials.pace import calibrate, remember, solver_threads
+    from deltap.trials.pace import remember, solver_threads
     from deltap.trials.planning import measured_pace, scales_with_tokens
-    from deltap.trials.request import request_from_case
 
-    path = EndToEndDir(Path(out)).trials if out is not None else None
-    if path is not None and path.is_file():
+    path = EndToEndDir(Path(out)).trials
+    before = 0
+    if path.is_file():
         with TrialLogReader(path) as log:
             own = log.recent_calls(64, solver_id(solver))
+            before = len(log.trials())
         if own:
-            return measured_pace(solver, own)
-    kind = outcome_kind(config.outcome)
-    case = next((c for c in cases if kind.answered or c.reference_answer), None)
-    if case is None:
-        return None
-    base = request_from_case(case)
-    requests = [base]
-    if systems:
-        docs, _ = fit_list(systems[0].top(case.case_id, config.k), case, corpus, solver, config.outcome)
-        requests.append(replace(base, documents=tuple(corpus[d] for d in docs)))
-    count, _ = token_counter(solver)
-    ref = case.reference_answer or ""
-    call = solver.answer if kind.answered else (lambda req: solver.score(req, ref))
-    m = calibrate(call, requests, solver_id(solver), solver_threads(solver), scales_with_tokens(solver), count)
+            return measured_pace(solver, own), (0, 0, 0.0)
+    t0 = time.perf_counter()
+    timer = first_trials(cases, corpus, solver, systems, out, config)
+    took = time.perf_counter() - t0
+    n = len(timer)
+    m = timer.measurement(solver_id(solver), solver_threads(solver), scales_with_tokens(solver),
+                          origin="made first by this run (logged, not made again)")  # fmt: skip
+    with TrialLogReader(path) as log:
+        trials = len(log.trials()) - before
     if m is not None:
         remember(m)
-    return m
+    return m, (n, trials, took)
+
+
+def run_plan(
+    solver: Any, cases: Sequence[Case], corpus: Corpus, systems: Sequence[System], config: EndToEndConfig,
+    out: str | Path, rpm: float | None = None,
+) -> EndToEndPlan:  # fmt: skip
+    """A real run's plan, before its first call (``deltap endtoend`` and the demo print its :meth:`EndToEndPlan.brief`):
+    the solver timed on this machine (:func:`calibrated_pace`: a resumed run's log, else the run's own first two
+    calls, logged), then every call still to make (:func:`plan_end_to_end`), with those first calls counted in."""
+    measured, timed = calibrated_pace(solver, cases, corpus, systems, config, out)
+    planned = plan_end_to_end(cases, corpus, solver, systems, config, rpm=rpm, out=out, measured=measured)
+    planned.timed = timed
+    return planned

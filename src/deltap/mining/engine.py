@@ -68,7 +68,7 @@ from deltap.mining.design import InclusionDesign
 from deltap.mining.labels import label_dataset, placebo_calibration, record_coalitions
 from deltap.mining.manifest import check_writable_ids, prepare_resume, solver_model_digest
 from deltap.mining.outputs import build_dataset, placebo_warning, run_summary, write_run_directory
-from deltap.mining.plan import RunPlan, plan_calls, plan_vs_spent
+from deltap.mining.plan import RunPlan, plan_calls, plan_vs_spent, trial_phase
 from deltap.mining.pool import Pool, build_pool
 from deltap.mining.procedure import case_weights, run_case
 from deltap.mining.readability import UnreadableRepliesWarning, readability, readability_line
@@ -341,6 +341,8 @@ class _Lanes:
         self.planned_at = time.time()
         self.solver: Any = None
         self._paced = threading.Lock()
+        self._retimed = threading.Lock()
+        self.ended: set[str] = set()  # cases whose final event was sent (for the re-timing)
 
     def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
         from deltap.execution.concurrent import map_cases
@@ -353,6 +355,9 @@ class _Lanes:
         first (``{"phase": "pace", "plan": RunPlan}``)."""
         self._measure()
         self._send(event)
+        if "phase" not in event and event.get("case_id") and event.get("status") not in ("running", "preflight"):
+            self.ended.add(str(event["case_id"]))  # a case's final event
+            self._retime()
 
     def _measure(self) -> None:
         """The plan's pace from this session's first timed calls (once), kept in the user's cache for later plans."""
@@ -360,10 +365,31 @@ class _Lanes:
             return  # no plan, too few calls, or already measured (the lock stays taken)
         m = measure_run(self.tally, self.solver)
         if m is None:
+            self._paced.release()  # only failed calls so far: measured later
             return
         remember(m)
         self.plan.measure(m)
         self._send({"phase": "pace", "plan": self.plan})
+
+    def _retime(self) -> None:
+        """The time again, once, at the first case's end with :data:`MEASURE_AFTER` design or coalition trials timed
+        (:meth:`~deltap.mining.plan.RunPlan.retime`): what they cost, with the local model's prefix reuse in it;
+        sent as ``{"phase": "pace", "plan": RunPlan}`` (its :meth:`~deltap.mining.plan.RunPlan.pace_lines`)."""
+        plan = self.plan
+        if plan is None or self.solver is None or len(self.ended) >= len(plan.cases):
+            return  # nothing left to time
+        trials = measure_run(self.tally, self.solver, lambda k: trial_phase(k) != "preflight", "of this run's trials")
+        if trials is None or trials.calls < MEASURE_AFTER or not self._retimed.acquire(blocking=False):
+            return
+        overall = measure_run(self.tally, self.solver)
+        pre = measure_run(self.tally, self.solver, lambda k: trial_phase(k) == "preflight") or overall
+        if overall is None or pre is None:
+            self._retimed.release()
+            return
+        pre = replace(pre, overhead=overall.overhead)  # the wall time outside the solver, per call, of every call
+        plan.retime(time.time() - self.planned_at, self.tally.timer.snapshot(), set(self.ended),
+                    replace(trials, overhead=overall.overhead), pre)  # fmt: skip
+        self._send({"phase": "pace", "plan": plan})
 
     def close_pace(self, ended: float) -> float:
         """Keep every timed call of this session as the solver's measurement (the figure the next plan starts
@@ -439,12 +465,15 @@ def _plan(
     return plan
 
 
-def measure_run(tally: CallTally, solver: Solver) -> Measurement | None:
-    """This session's timed calls as a :class:`~deltap.trials.pace.Measurement` (``None`` before any)."""
+def measure_run(
+    tally: CallTally, solver: Solver, kinds: Callable[[str | None], bool] | None = None, origin: str = "of this run"
+) -> Measurement | None:
+    """This session's timed calls (``kinds``: of those trial kinds) as a :class:`~deltap.trials.pace.Measurement`
+    (``None`` before any)."""
     from deltap.trials.pace import solver_threads
     from deltap.trials.planning import scales_with_tokens
 
-    return tally.timer.measurement(solver_id(solver), solver_threads(solver), scales_with_tokens(solver))
+    return tally.timer.measurement(solver_id(solver), solver_threads(solver), scales_with_tokens(solver), kinds, origin)
 
 
 def _prepare_case(

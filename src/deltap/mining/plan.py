@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CasePlan",
+    "Retimed",
     "RunPlan",
     "logged_in_run_dir",
     "plan_calls",
@@ -68,7 +69,54 @@ __all__ = [
     "plan_time_line",
     "plan_vs_spent_rows",
     "planned_pace",
+    "trial_phase",
 ]
+
+
+def trial_phase(kind: str | None) -> str:
+    """The plan's phase of a trial kind: ``preflight`` (``preflight_none``, ``preflight_all``), else the kind itself
+    (``design``, ``coalition``)."""
+    kind = kind or ""
+    return "preflight" if kind.startswith("preflight") else kind
+
+
+@dataclass(frozen=True)
+class Retimed:
+    """The run's time again once a case has ended (:meth:`RunPlan.retime`): the wall time spent so far plus the calls
+    still to come, each at what this session's own calls of its phase cost — the design trials with the local
+    model's prefix reuse in them, which the first re-timing (tokens given) cannot see.
+
+    Attributes:
+        at: Wall seconds from the plan to the re-timing (spent, known).
+        seconds: ``(fastest, slowest)`` wall seconds from the plan to the run's end.
+        per_trial: ``(fastest, slowest)`` seconds of a design trial of the plan's typical size, as measured.
+        trials: Design and coalition calls measured.
+        calls_left: ``(floor, ceiling)`` of the calls still to come.
+        cases_ended: Cases ended when it was computed.
+    """
+
+    at: float
+    seconds: tuple[float, float]
+    per_trial: tuple[float, float]
+    trials: int
+    calls_left: tuple[int, int]
+    cases_ended: int
+
+    def line(self) -> str:
+        """``       time 2:58–4:10 (re-timed at 0:33 from 9 trials: 1.20–1.80 s/call)`` (80 columns)."""
+        a, b = self.seconds
+        lo, hi = self.per_trial
+        return (
+            f"       time {clock_text(a)}–{clock_text(b)} (re-timed at {clock_text(self.at)} from {self.trials} "
+            f"trials: {lo:.2f}–{hi:.2f} s/call)"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "at": round(self.at, 1), "printed_min": round(self.seconds[0], 1), "printed_max": round(self.seconds[1], 1),
+            "seconds_per_trial": [round(self.per_trial[0], 3), round(self.per_trial[1], 3)], "trials_measured": self.trials,
+            "calls_left": {"floor": self.calls_left[0], "ceiling": self.calls_left[1]}, "cases_ended": self.cases_ended,
+        }  # fmt: skip
 
 
 @dataclass
@@ -148,6 +196,7 @@ class RunPlan:
     prices: Prices | None = None
     notes: list[str] = field(default_factory=list)
     seconds_to_plan: float | None = None
+    retimed: Retimed | None = None  # the time again once a case has ended (set by the run, printed once)
 
     @property
     def workers(self) -> int:
@@ -213,6 +262,48 @@ class RunPlan:
         """Take the pace from ``measured`` (a run's own first calls), scaled to this plan's tokens per call."""
         tin, tout = self.per_call_tokens()
         self.pace = plan_pace(None, None, self.pace.workers, self.pace.rpm, tin, tout, measured=measured)
+
+    def retime(
+        self, at: float, made: Sequence[Any], ended: Collection[str], trials: Measurement, preflight: Measurement
+    ) -> Retimed:
+        """The time again once a case has ended: ``at`` seconds spent since the plan, plus the calls still to come —
+        per case its ceiling (and floor) minus the calls the log held and this session ``made``
+        (:class:`~deltap.trials.pace.CallTime` with ``kind`` and ``case``; an ``ended`` case has only its coalition
+        checks left) — a preflight call at the ``preflight`` calls' measured pace, a design or coalition trial at the
+        ``trials``' (both scaled to the case's tokens per call). Kept in :attr:`retimed`."""
+        done: dict[str, dict[str, int]] = {}
+        for call in made:
+            by_phase = done.setdefault(str(call.case), {})
+            by_phase[trial_phase(call.kind)] = by_phase.get(trial_phase(call.kind), 0) + 1
+        floor_calls = ceiling_calls = 0
+        fast = slow = 0.0
+        for c in self.cases:
+            d = {k: int(c.logged.get(k, 0)) + done.get(c.case_id, {}).get(k, 0) for k in c.calls}
+            gone = c.case_id in ended
+            pre = 0 if gone else max(0, c.calls.get("preflight", 0) - d.get("preflight", 0))
+            rest = max(0, c.calls.get("coalition", 0) - d.get("coalition", 0))
+            rest += 0 if gone else max(0, c.calls.get("design", 0) - d.get("design", 0))
+            floor = 0 if gone else max(0, c.floor - sum(d.values()))
+            p_lo, p_hi = preflight.seconds_per_call((c.tokens_none + c.tokens_all) / 2, c.tokens_out)
+            t_lo, t_hi = trials.seconds_per_call(c.tokens_expected, c.tokens_out)
+            floor_calls, ceiling_calls = floor_calls + floor, ceiling_calls + pre + rest
+            fast += min(pre, floor) * p_lo + max(0, floor - pre) * t_lo  # a case's floor: its preflight, then trials
+            slow += pre * p_hi + rest * t_hi
+        workers, rpm = max(1, self.pace.workers), self.pace.rpm
+        lo, hi = fast / workers, slow / workers
+        if rpm:
+            lo, hi = max(lo, 60.0 * floor_calls / rpm), max(hi, 60.0 * ceiling_calls / rpm)
+        tin, tout = self.per_call_tokens()
+        self.retimed = Retimed(
+            at, (at + lo, at + hi), trials.seconds_per_call(tin, tout), trials.calls, (floor_calls, ceiling_calls),
+            len(ended),
+        )  # fmt: skip
+        return self.retimed
+
+    def pace_lines(self) -> list[str]:
+        """What a run prints when its time is measured again: the re-timing once a case has ended (one line), else
+        the first calls' time (:meth:`time_brief`)."""
+        return [self.retimed.line()] if self.retimed is not None else self.time_brief()
 
     # --- output ---------------------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -557,6 +648,10 @@ def plan_vs_spent(
         inside = "below" if since_plan < printed[0] else "above" if since_plan > printed[1] else "inside"
         out["seconds"].update(wall_since_plan=round(since_plan, 1), printed_min=round(printed[0], 1),
                               printed_max=round(printed[1], 1), wall_in_range=inside)  # fmt: skip
+        if plan.retimed is not None:  # the range printed again once a case had ended
+            r = plan.retimed.seconds
+            again = "below" if since_plan < r[0] else "above" if since_plan > r[1] else "inside"
+            out["seconds"]["retimed"] = {**plan.retimed.to_dict(), "wall_in_range": again}
     out["tokens_counted"] = plan.counted
     return out
 
@@ -588,10 +683,17 @@ def plan_time_line(pvs: Any) -> str | None:
     s = (pvs.get("seconds") or {}) if isinstance(pvs, Mapping) else {}
     if not s.get("wall_in_range"):
         return None
-    return (
+    text = (
         f"time {clock_text(s['wall_since_plan'])} from the plan on, {s['wall_in_range']} its "
         f"{clock_text(s['printed_min'])}–{clock_text(s['printed_max'])}"
     )
+    r = s.get("retimed")
+    if isinstance(r, Mapping) and r.get("wall_in_range"):
+        text += (
+            f", {r['wall_in_range']} {clock_text(r['printed_min'])}–{clock_text(r['printed_max'])} "
+            f"(re-timed at {clock_text(r['at'])})"
+        )
+    return text
 
 
 def plan_vs_spent_rows(pvs: Any) -> list[tuple[str, str]]:

@@ -230,7 +230,7 @@ class MiningProgress:
             self.run_plan = event.get("plan") or self.run_plan
             console = self._live.console if self._live is not None else self._console
             if self.run_plan is not None and self.enabled and (self._live is not None or self._plain is not None):
-                for line in self.run_plan.time_brief():
+                for line in self.run_plan.pace_lines():
                     console.print(line, markup=False, highlight=False)
             self._refresh()
             return ""

@@ -7,8 +7,8 @@ calls timed here:
 * **What is measured.** :class:`CallTime`: one call's seconds and its prompt / completion tokens. A real run takes
   them from its own first calls (logged and used, not wasted: :meth:`CallTimer.measurement`, fed by the trial
   runner's :class:`~deltap.trials.runner.CallTally`), a resumed run from its trial log's most recent calls
-  (:func:`from_log`), ``deltap endtoend`` from a short calibration of two calls (:func:`calibrate`) when its log
-  holds none.
+  (:func:`from_log`), ``deltap endtoend`` from its own first two calls, made before its plan and logged for the run
+  (:func:`deltap.endtoend.engine.first_trials`) when its log holds none.
 * **Scaled to the calls' sizes.** For a solver whose cost grows with its tokens (the local model: the table says how
   the prompt and the generated tokens weigh, :func:`call_units`), each call's seconds are divided by its *units* —
   the seconds the table gives that call on an idle 2-core machine — so the measurement is a **slowdown** against the
@@ -54,7 +54,6 @@ __all__ = [
     "CallTime",
     "CallTimer",
     "Measurement",
-    "calibrate",
     "call_units",
     "from_log",
     "pace_cache_path",
@@ -141,11 +140,15 @@ def table_source(threads: int | None = None, cores: int | None = None) -> str:
 
 @dataclass(frozen=True)
 class CallTime:
-    """One timed call: ``seconds`` of solver time, its prompt and completion tokens (``None``: not counted)."""
+    """One timed call: ``seconds`` of solver time, its prompt and completion tokens (``None``: not counted), and
+    which trial it was (``kind``, ``case``; ``None``: not said). A call that failed has ``seconds`` 0 (counted, not
+    timed)."""
 
     seconds: float
     tokens_in: int | None = None
     tokens_out: int | None = None
+    kind: str | None = None
+    case: str | None = None
 
 
 def _quantile(xs: Sequence[float], q: float) -> float:
@@ -173,7 +176,7 @@ class Measurement:
             than :data:`MIN_CALLS_FOR_SPREAD`): the fastest figure of a scaled measurement is never above it.
         when: When it was measured (epoch seconds).
         load: The 1-minute load average then (``None``: unknown).
-        origin: Which calls (``of this run``, ``in the trial log``, ``of a calibration``).
+        origin: Which calls (``of this run``, ``in the trial log``, ``made first by this run``).
     """
 
     solver: str
@@ -305,12 +308,20 @@ class CallTimer:
     def __len__(self) -> int:
         return len(self.calls)
 
-    def measurement(self, solver: str, threads: int | None, scaled: bool) -> Measurement | None:
-        """The calls timed so far, with their wall time."""
+    def measurement(
+        self, solver: str, threads: int | None, scaled: bool, kinds: Any = None, origin: str = "of this run"
+    ) -> Measurement | None:
+        """The calls timed so far, with their wall time; ``kinds(kind) -> bool`` keeps only some trials (their wall
+        time is then not known: no overhead)."""
         with self._lock:
-            calls = list(self.calls)
-            wall = None if self.started is None or self.last is None else self.last - self.started
-        return Measurement.of(calls, solver, threads, scaled, wall_seconds=wall, origin="of this run")
+            calls = [c for c in self.calls if kinds is None or kinds(c.kind)]
+            wall = None if self.started is None or self.last is None or kinds else self.last - self.started
+        return Measurement.of(calls, solver, threads, scaled, wall_seconds=wall, origin=origin)
+
+    def snapshot(self) -> list[CallTime]:
+        """The calls so far (a copy)."""
+        with self._lock:
+            return list(self.calls)
 
 
 def from_log(rows: Sequence[tuple[float | None, int | None, int | None, float | None]], solver: str,
@@ -325,23 +336,6 @@ def from_log(rows: Sequence[tuple[float | None, int | None, int | None, float | 
     calls = [CallTime(float(r[0] or 0.0), r[1], r[2]) for r in got]
     when = max((r[3] or 0.0) for r in got) or None
     return Measurement.of(calls, solver, threads, scaled, origin="in the trial log (its latest)", when=when, load=None)
-
-
-def calibrate(call: Any, requests: Sequence[Any], solver: str, threads: int | None, scaled: bool,
-              count: Any = None) -> Measurement | None:  # fmt: skip
-    """Time ``call(request)`` on each request (a short calibration before a run whose log holds no call): its
-    result's ``latency`` when it has one, else the wall time; ``count(request)`` gives its prompt tokens."""
-    calls: list[CallTime] = []
-    for req in requests:
-        t0 = time.perf_counter()
-        res = call(req)
-        wall = time.perf_counter() - t0
-        latency = float(getattr(res, "latency", 0.0) or 0.0) or wall
-        tin = getattr(res, "prompt_tokens", None) or (count(req) if count is not None else None)
-        tout = (getattr(res, "usage", None) or {}).get("completion_tokens") if hasattr(res, "usage") else None
-        calls.append(CallTime(latency, tin, tout))
-    m = Measurement.of(calls, solver, threads, scaled, origin="of a calibration before the run")
-    return m
 
 
 def pace_cache_path() -> Path:

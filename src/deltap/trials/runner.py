@@ -186,8 +186,8 @@ class CaseTrials:
 
         tokens_in, tokens_out = call_tokens(res)
         self.tally.add_tokens(tokens_in, tokens_out)
-        if not isinstance(res, Exception):
-            self.tally.timer.add(CallTime(float(getattr(res, "latency", 0.0) or 0.0), tokens_in, tokens_out))
+        seconds = 0.0 if isinstance(res, Exception) else float(getattr(res, "latency", 0.0) or 0.0)
+        self.tally.timer.add(CallTime(seconds, tokens_in, tokens_out, kind, self.case.case_id))  # a failure: not timed
 
         def rec(
             answer: str | None, outcome: str, value: float | None, latency: float, checker: str, detail: str

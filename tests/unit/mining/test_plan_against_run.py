@@ -210,15 +210,10 @@ def test_end_to_end_plan_counts_the_calls_the_run_makes(tmp_path: Path) -> None:
 
 def test_cli_endtoend_plan_makes_no_call(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from deltap.cli.app import main
-    from tests.helpers import mine_files as _files
+    from tests.helpers import mined_endtoend_args
 
-    corpus, bench = _files(tmp_path)
-    out = tmp_path / "run"
-    main(["mine", str(bench), "--corpus", str(corpus), "--retriever", "none", "--solver", "simulated", "--budget", "16",
-          "--placebo", "3", "--out", str(out), "--pilot", "0"])  # fmt: skip
+    _, _, out, args = mined_endtoend_args(tmp_path, "--plan")
     capsys.readouterr()
-    args = ["endtoend", str(out), str(bench), "--corpus", str(corpus), "--retriever", "", "--controls", "none,gold,all",
-            "--solver", "simulated", "--repeats", "2", "--plan"]  # fmt: skip
     main([*args, "--json", "--price-in", "1", "--latency", "0.5"])
     d = json.loads(capsys.readouterr().out)
     assert [s["system"] for s in d["by_system"]] == ["none", "gold", "all"]
