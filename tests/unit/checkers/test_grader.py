@@ -327,9 +327,14 @@ def test_a_long_reply_is_read_in_linear_time() -> None:
     ctx = Context(("nsmallest",), question="Which heapq function finds the n smallest?", gold=("heapq.nsmallest",))
     para = "Use `heapq.heapify`, or `sorted(xs)[:n]`; hmm, actually no. Wait, no, that is wrong. So `heapq.nsmallest`. "
     many = "Use `nsmallest`. " + " ".join(f"Also `f_{i}` is nice." for i in range(300))
+    # session 12 (grader5): 300 names weighed with ``but`` and 300 code lines after the answer (0.17 s and 0.08 s)
+    weighed = " ".join(f"You could use `f_{i}`, but honestly just use `g_{i}` instead." for i in range(300))
+    code = "Use `nsmallest(3, xs)`.\n\n" + "\n".join(f"    out.write_{i}(line)" for i in range(300))
     start = time.perf_counter()
     assert read_identifier(para * 40, ctx).rule == "ok"
     assert read_identifier(many, ctx).rule == "ok"
+    assert read_identifier(weighed, ctx).rule == "wrong"
+    assert read_identifier(code, ctx).rule == "ok"
     assert time.perf_counter() - start < 2.5
 
 
@@ -513,6 +518,7 @@ FRESH6_IDENTIFIER_KINDS = [
     ("heading-after-preamble", SHLEX_Q, "split", "`str.split()` and `re.split()` both ignore quoting.\n\n## Answer\n\n`shlex.split(cmd)`", "pass"),
     ("bold-heading-after-preamble", LOWEST_Q, "nsmallest", "People reach for `sorted()` or `list.sort()`.\n\n**Answer**\n\n`heapq.nsmallest(10, xs)`", "pass"),
     ("heading-wrong-after-preamble", SHLEX_Q, "split", "`shlex.split` is one idea.\n\n### Answer\n`str.split()`", "fail"),
+    ("solution-heading-over-code", SHLEX_Q, "split", "Use `shlex.split`.\n\nSolution:\n```python\nsubprocess.run(args)\n```", "pass"),
     ("heading-with-two", SHLEX_Q, "split", "Two ways.\n\n### Answer\n`shlex.split` or `str.split`", "fail"),
     # a setup step (subclass / inherit from / import / create X, then ...) is context when the question asks for a method
     ("setup-step-then-method", REGISTRY_Q, "register", "Subclass `BaseTool`, give it a `name`, then call `ToolRegistry.register(MyTool)`.", "pass"),
@@ -524,11 +530,14 @@ FRESH6_IDENTIFIER_KINDS = [
     ("tempting-but-use-another", CAPS_Q, "capwords", "`str.title()` seems like the obvious choice but it mangles apostrophes. Go with `string.capwords(s)`.", "pass"),
     ("could-use-but-go-with-another", LOWEST_Q, "nsmallest", "You could call `heapq.nsmallest(10, xs)`, but honestly I wouldn't bother: `sorted(xs)[:10]` is simpler. Go with sorted.", "fail"),
     ("would-work-but-use-another", SUM_Q, "fsum", "`math.fsum` would work, but for ten floats just use `sum`.", "fail"),
+    ("could-use-but-another-for-another-case", MERGE_Q, "merge", "You could use `heapq.merge(a, b)`, but use `sorted(a + b)` if the lists are small.", "pass"),
+    ("works-but-a-keyword", MERGE_Q, "merge", "`heapq.merge` works on sorted inputs, but use `key=` for a custom order.", "pass"),
     ("could-use-but-a-note", LOWEST_Q, "nsmallest", "You could use `heapq.nsmallest(10, xs)`, but note that it returns a list, not a generator.", "pass"),
     ("looks-like-overkill-but-right", LOWEST_Q, "nsmallest", "`heapq.nsmallest(10, xs)` looks like overkill, but it is the right call: it never sorts the whole list.", "pass"),
     # after a retraction, the retracted name explained again is the reason, not a new answer; a denial concludes nothing
     ("retracted-then-explained", TEE_Q, "tee", "Maybe itertools.tee... hmm, no: tee shares one buffer, so its copies are not independent. There is no such function; use `list()`.", "fail"),
     ("retracted-then-denial", PUSHPOP_Q, "heappushpop", "`heappushpop`... wait, no, heappushpop does the opposite order. So the answer is: heapq has no function for that.", "fail"),
+    ("retracted-then-affirmed-again", PUSHPOP_Q, "heappushpop", "`heappushpop`... hmm, no, wait. Yes: `heappushpop` is the right one here.", "pass"),
     ("retracted-another-then-answer", PUSHPOP_Q, "heappushpop", "`heapreplace`... no, wait, heapreplace pops first. It's `heappushpop`.", "pass"),
     # a quoted question is the question: its names are restated; a refusal below it answers nothing
     ("quoted-question-then-refusal", MERGE_Q, "merge", "> Which heapq function merges sorted inputs into one sorted output? (heapq.merge?)\n\nSorry, I can't check that without the documentation.", "fail"),
@@ -541,6 +550,7 @@ FRESH6_IDENTIFIER_KINDS = [
     # an accepted word used as English (plural noun, "in quotes") is no answer
     ("english-quotes", QUOTE_Q, "quote", "Wrap it in single quotes: `rm 'my file.txt'`. Nothing else is needed.", "fail"),
     ("english-double-quotes", QUOTE_Q, "quote", "Just put double quotes around the name.", "fail"),
+    ("plain-word-with-a-keyword", MERGE_Q, "merge", "heapq has merge with a key argument since 3.5.", "pass"),
     ("english-a-double-quote", QUOTE_Q, "quote", "Escape each inner double quote with a backslash.", "fail"),
     ("quote-the-function", QUOTE_Q, "quote", "Pass it through `shlex.quote(name)` first.", "pass"),
     # a method written on an instance or with a bare dot belongs to that object: not a module's function
@@ -559,6 +569,7 @@ FRESH6_OPTION_KINDS = [
     ("letter-then-anothers-subject", CASE, RUNNER_OPTIONS, "C", "C: the Runner does that for every call.", "fail"),
     ("letter-then-anothers-backticked", CASE, PLUGIN, "C", "C - `PluginManager` handles it.", "fail"),
     ("letter-then-its-own-subject", CASE, RUNNER_OPTIONS, "C", "C — the GlobalInstructionPlugin adds it to every call.", "pass"),
+    ("letter-then-elimination", CASE, RUNNER_OPTIONS, "C", "C — Runner only runs agents; GlobalInstructionPlugin is the one that adds it.", "pass"),
     ("letter-then-because-another", CASE, RUNNER_OPTIONS, "C", "C, because the Runner only executes agents.", "pass"),
     ("letter-then-unlike-another", CASE, RUNNER_OPTIONS, "C", "C — unlike the Runner, it changes every request.", "pass"),
 ]
