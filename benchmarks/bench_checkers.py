@@ -20,6 +20,10 @@ reply answers) and one file per set of replies, each reply with the verdict a pe
 * ``fresh5.yaml`` (session 12) — a fifth set (168 replies), written blind, measured once by the lead at 8.9 %/7.7 %
   (8/90 right failed, 6/78 wrong passed) before it was used for rules; session 12 (helper "grader4") revised the
   rules on the kinds of its misses, so it is a training set since;
+* ``fresh6.yaml`` (session 12) — a sixth set (252 replies), written blind, measured once by the lead on grader4's
+  rules at 4.6 %/5.7 % (6/130 right failed, 7/122 wrong passed; 6.9 %/7.4 % on the rules before grader4) before it
+  was used for rules; session 12 (helper "grader5") revised the rules on the kinds of its misses, so it is a training
+  set since;
 * ``classes.yaml`` (session 11) — replies of those four kinds (equal alternatives, retractions, Markdown tables,
   conclusions), labelled before their rules were written; a training set;
 * ``attacks.yaml`` (session 11) — replies that look like those kinds but should go the other way, labelled before
@@ -71,6 +75,7 @@ SETS = (
     "fresh3",
     "fresh4",
     "fresh5",
+    "fresh6",
     "classes",
     "attacks",
     "attacks2",

@@ -78,13 +78,13 @@ _DISCLAIM = re.compile(
     re.I,
 )
 _REFUSAL = re.compile(
-    r"\b(?:(?:can'?t|cannot|unable\s+to)\s+(?:find|answer|determine)|does\s+not\s+(?:say|mention|specify)|"
+    r"\b(?:(?:can'?t|cannot|unable\s+to)\s+(?:find|answer|determine|verify|confirm|look\s+up)|does\s+not\s+(?:say|mention|specify)|"
     r"doesn'?t\s+(?:say|mention|specify)|no\s+(?:such|information))\b",
     re.I,
 )
 _NEG_BEFORE = re.compile(
     r"(?:\b(?:not|never|neither|nor|avoid|avoiding|without|instead\s+of|rather\s+than|other\s+than|unlike|except|"
-    r"besides|apart\s+from)\b|n't(?:\s+(?:use|call|need|want|pick|choose|recommend))?|\bdo\s+not\s+(?:use|call|need|"
+    r"besides|apart\s+from|(?:un|not\s+)familiar\s+with|never\s+(?:heard|seen)\s+of|not\s+aware\s+of)\b|n't(?:\s+(?:use|call|need|want|pick|choose|recommend))?|\bdo\s+not\s+(?:use|call|need|"
     r"want|recommend)\b|\bthere(?:'s|\s+is)\s+no\b)(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$|\bno\s*[`*(\[\"']*$",
     re.I,
 )
@@ -370,8 +370,21 @@ def _split(dotted: str) -> tuple[str, str]:
     return (dotted.rsplit(".", 1)[1], dotted.rsplit(".", 1)[0]) if "." in dotted else (dotted, "")
 
 
+#: the qualifier of a method written with a bare dot (```.split()```): an object the reply does not name
+UNNAMED_OBJECT = "<object>"
+
+
 def claims(m: Mention) -> list[Claim]:
-    """What a mention puts forward (see :class:`Claim`), in order."""
+    """What a mention puts forward (see :class:`Claim`), in order. A method written with a bare dot (```.split()```)
+    is a method of some object (qualifier :data:`UNNAMED_OBJECT`): a module's function only if the module is a
+    class."""
+    out = _claims(m)
+    if m.text.lstrip("`*").startswith(".") and out and out[0].role == "asserted" and not out[0].qualifier:
+        out[0] = Claim(out[0].name, UNNAMED_OBJECT, "asserted", out[0].owner)
+    return out
+
+
+def _claims(m: Mention) -> list[Claim]:
     if m.value is not None:
         return [Claim(m.text, "", "value")]
     if m.text in _CONSTANTS:
@@ -414,6 +427,27 @@ class _Judge:
         self.asked = ctx.asked()
         self.asks_parameter = bool(_ASKS_PARAMETER.search(ctx.question))
         self.owners: set[str] = set()
+        self.asks_method = bool(_ASKS_METHOD.search(ctx.question)) and not _ASKS_CLASS.search(ctx.question)
+        self.classes = {g.rsplit(".", 1)[-1] for g in ctx.gold if g.rsplit(".", 1)[-1][:1].isupper()}
+        self.classes |= {w for w in _WORD.findall(ctx.question) if _CAMEL.fullmatch(w)}
+
+    def is_class(self, m: Mention) -> bool:
+        """The mention names a class only (``BaseLlm``, ``SequenceMatcher(None, a, b)``), not the answer."""
+        cl = [c for c in claims(m) if c.role == "asserted"]
+        return bool(cl) and all(_CAMEL.fullmatch(c.name) and not c.qualifier and not self.hit(c) for c in cl)
+
+    def member_call(self, m: Mention) -> bool:
+        """The mention calls a method of the question's or the gold's class, or of an instance of it
+        (``LLMRegistry.register(...)``, ``runner.run_async(...)``, ``.ratio()``)."""
+        for c in claims(m):
+            if c.role != "asserted" or not c.qualifier or _CAMEL.fullmatch(c.name):
+                continue
+            owner = c.qualifier.rsplit(".", 1)[-1]
+            if owner in self.classes or owner == UNNAMED_OBJECT and self.classes:
+                return True
+            if owner[:1].islower() and any(owner.lower() in k.lower() for k in self.classes):
+                return True  # an instance named after its class (``runner`` of ``InMemoryRunner``)
+        return False
 
     def learn_owners(self, found: Sequence[Mention]) -> None:
         """The owners the reply gives the answer (``AgentEvaluator`` of ``AgentEvaluator.evaluate(...)``): named alone
@@ -509,6 +543,13 @@ _VERB_USE = re.compile(
     r"\b(?:to|can|will|the|a|an|this|that|these|those|its|your|their|our|my|of|for|with|in|on|by)\s*$", re.I
 )
 _VERB_OBJECT = re.compile(r"^\s+(?:the|them|it|a|an|your|these|those|this|that|each|all|up|out|into|together)\b", re.I)
+#: an accepted word used as an English noun: a modifier before it (``a double quote``), a preposition of place or
+#: a noun after it (``a quote around it``, ``quote marks``)
+_NOUN_MODIFIER = re.compile(
+    r"\b(?:double|single|inner|outer|escaped|matching|closing|opening|straight|curly|smart|back|each|every|any)\s+$",
+    re.I,
+)
+_NOUN_AFTER = re.compile(r"^\s+(?:around|inside|marks?|characters?|chars?|signs?)\b", re.I)
 _ABBREVIATION = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]?\.?|etc|vs")
 
 
@@ -522,7 +563,13 @@ def _mentions(text: str, ctx: Context) -> list[Mention]:
         if not _ABBREVIATION.fullmatch(m.text)
         and not (re.fullmatch(r"[A-Za-z]\(.*\)", m.text) and m.kind == "plain")  # C(52, 5), O(n): notation
         and not (
-            m.kind == "spot" and (_VERB_USE.search(text[: m.start]) or _VERB_OBJECT.match(text[m.end : m.end + 12]))
+            m.kind == "spot"
+            and (
+                _VERB_USE.search(text[: m.start])
+                or _VERB_OBJECT.match(text[m.end : m.end + 12])
+                or _NOUN_MODIFIER.search(text[max(0, m.start - 20) : m.start])
+                or _NOUN_AFTER.match(text[m.end : m.end + 16])
+            )
         )
     ]
     flags = 0 if ctx.case_sensitive else re.I
@@ -598,8 +645,74 @@ def _flag(text: str, found: list[Mention], judge: _Judge | None = None) -> None:
             m.flags.add("contrasted")
         if _REJECT_AFTER.match(after) or (_TEMPTED.search(before) and _BUT_AFTER.match(after)):
             m.flags.add("rejected")
+    if judge is not None:
+        _flag_appraised(text, found, judge)
     if judge is not None and judge.ctx.numeric:
         _flag_subjects(text, found, judge)
+
+
+#: a name offered and then weighed with ``but`` (``You could use X, but …``, ``X looks tempting but …``, ``X would
+#: work, but …``)
+_MAY_USE = re.compile(
+    r"\b(?:could|might)\s+(?:also\s+|just\s+|certainly\s+)?(?:use|call|try|go\s+with|reach\s+for)"
+    r"(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$",
+    re.I,
+)
+_APPRAISED = re.compile(
+    r"^[`*'\")\]]*(?:\s*\([^)]*\))?\s+(?:(?:looks|seems|sounds|feels|appears)\b|would\s+(?:work|do)\b|could\s+work\b|"
+    r"is\s+tempting\b)[^.;!?\n]{0,40}?\bbut\b",
+    re.I,
+)
+#: the ``but`` clause goes on to recommend something else
+_RECOMMEND = re.compile(
+    r"\b(?:(?:wouldn'?t|would\s+not|don'?t|do\s+not|needn'?t)\s+bother|go\s+with|stick\s+(?:with|to)|use|prefer|"
+    r"instead|better\s+(?:off|to)|reach\s+for)\b",
+    re.I,
+)
+
+
+def _flag_appraised(text: str, found: list[Mention], judge: _Judge) -> None:
+    """A name offered and weighed with ``but`` (``You could use X, but …``, ``X looks tempting but …``, ``X would work,
+    but …``) is turned down (``rejected``) when the ``but`` clause, or the sentence after it, recommends another
+    name that is not itself negated (``… I wouldn't bother — sorted(xs)[:10] is simpler. Go with sorted.``, ``…
+    Use `string.capwords(s)` instead``); a ``but`` that only adds a note (``but note that it returns a list``) or
+    confirms it (``but it is the right call``) leaves it."""
+    sents = {x.index: x for x in sentences(text)}
+    for i, m in enumerate(found):
+        if _set_aside(m) or judge.matches(m) is None:
+            continue
+        sent = sents.get(m.sentence)
+        s_start = sent.start if sent else 0
+        nxt = found[i + 1].start if i + 1 < len(found) else len(text)
+        after = text[m.end : max(nxt, m.end)]
+        offered = _MAY_USE.search(text[s_start : m.start]) and _BUT_AFTER.match(after)
+        if not offered and not _APPRAISED.match(text[m.end : _sentence_end(text, m.sentence)]):
+            continue
+        word = re.search(r"\b(?:but|however)\b", text[m.end :], re.I)
+        but = m.end + (word.end() if word else 0)
+        end = _sentence_end(text, m.sentence, 1)
+        window = text[but:end]
+        if re.search(r"\b(?:wouldn'?t|would\s+not|don'?t|do\s+not|needn'?t)\s+bother\b", window, re.I):
+            m.flags.add("rejected")
+            continue
+        if re.search(r"\b(?:if|when|unless|only\s+for)\b", window, re.I):
+            continue  # another for another situation (``but use `sorted` if the lists are small``)
+        for rec in _RECOMMEND.finditer(window):
+            later = [
+                x
+                for x in found
+                if but + rec.start() - 60 <= x.start <= but + rec.end() + 60
+                and x.start < end
+                and x.start > m.end
+                and judge.label(x) != judge.label(m)
+                and "negated" not in x.flags
+                and x.value is None
+                and any(c.role == "asserted" for c in claims(x))
+                and not re.search(r"\b(?:not|n't|never)\b", text[but + rec.start() - 12 : but + rec.start()], re.I)
+            ]
+            if later:
+                m.flags.add("rejected")
+                break
 
 
 #: what may stand between a subject and its number in one clause (```wrap` defaults to a width of 70``): no
@@ -683,6 +796,9 @@ def _distinct(ms: Sequence[Mention], judge: _Judge) -> list[str]:
     return labels
 
 
+_ASKS_METHOD = re.compile(r"\b(?:method|function)s?\b", re.I)
+_ASKS_CLASS = re.compile(r"\b(?:which|what)\s+(?:[\w-]+\s+)?(?:class|type|object|base)\b|\bsubclass", re.I)
+_CAMEL = re.compile(r"[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[A-Z][a-z]+[A-Z]*")
 _ASKS_PARAMETER = re.compile(r"\b(?:parameter|argument|keyword|kwarg|option|setting)s?\b", re.I)
 
 
@@ -722,23 +838,48 @@ def _equal_alternative(text: str, answer: Mention, m: Mention, found: list[Menti
 
 #: a clause that says what the answer takes, returns or holds (``it takes a string or a `BaseLlm` instance``)
 _DESCRIBES = re.compile(
-    r"(?:^[^\w]*|\b(?:it|which|that|this|they)\s+(?:also\s+|only\s+|can\s+|will\s+|may\s+)?)(?:takes?|accepts?|"
+    r"(?:^[^\w]*(?:(?:argument|parameter|keyword|kwarg|field|attribute|option|function|method|class|callback|"
+    r"object|setting)s?\b[^\w]*)?(?:also\s+|only\s+|can\s+|will\s+|may\s+)?|"
+    r"\b(?:it|which|that|this|they)\s+(?:also\s+|only\s+|can\s+|will\s+|may\s+)?)(?:takes?|accepts?|"
     r"expects?|receives?|returns?|yields?|produces?|holds?|wants?|needs?|gives\s+(?:you\s+)?back)\b",
     re.I,
 )
 
 
-def _describes(text: str, answer: Mention, m: Mention) -> bool:
+def _describes(text: str, answer: Mention, m: Mention, found: Sequence[Mention], judge: _Judge) -> bool:
     """``m`` comes after the answer in a clause that says what the answer takes, returns or holds, with no comma
     between the verb and ``m`` (``it takes a model name or a `BaseLlm` instance``; not ``which returns a string, or
-    `wrap` …``)."""
+    `wrap` …``). The clause's subject is the answer: ``it`` / ``which``, or the answer itself (named again, with its
+    noun: ``The `model` argument accepts a string or a `BaseLlm` instance`` after a snippet)."""
     if m.start <= answer.end:
         return False
     sent = next((x for x in sentences(text) if x.index == m.sentence), None)
     start = max(answer.end, sent.start if sent is not None else 0)
+    again = [x for x in found if start <= x.start and x.end <= m.start and x is not answer and judge.matches(x)]
+    if again:  # the answer named again as the subject of m's clause
+        start = again[-1].end
     window = text[start : m.start]
     verb = _DESCRIBES.search(window)
     return verb is not None and not re.search(r"[,;:.!?]", window[verb.end() :])
+
+
+_REPL = re.compile(r"^\s*(?:>>>|\.\.\.|In \[\d+\]:|\$ )")
+
+
+def _code_line(text: str, pos: int) -> bool:
+    """The line at ``pos`` is code, not prose: a line of an indented block (four spaces or a tab, after a blank line or
+    another code line), a REPL prompt (``>>>``, ``...``, ``In [1]:``, ``$ ``), or the output printed under one."""
+    start = text.rfind("\n", 0, pos) + 1
+    line = text[start : (text.find("\n", pos) + 1 or len(text) + 1) - 1]
+    if _REPL.match(line):
+        return True
+    prev_end = start - 1
+    prev = text[text.rfind("\n", 0, max(prev_end, 0)) + 1 : max(prev_end, 0)] if start else ""
+    if _REPL.match(prev) and line.strip():
+        return True  # the output a REPL printed under its prompt
+    if re.match(r"(?: {4}|\t)", line) and line.strip():
+        return not prev.strip() or bool(re.match(r"(?: {4}|\t)", prev)) or prev.rstrip().endswith(":")
+    return False
 
 
 def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> Reading | None:
@@ -769,7 +910,7 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
             )
         if _set_aside(m):
             continue
-        if _describes(text, answer, m):
+        if _describes(text, answer, m, found, judge):
             continue  # ``it takes a name string or a `BaseLlm` instance``: what the answer takes, not another answer
         a, b = (answer, m) if answer.start < m.start else (m, answer)
         second = verdict is not None or (m.code is not None and not judge.ctx.numeric)
@@ -794,6 +935,8 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
             prev = max((x.end for x in found if x.end <= m.start), default=0)
             window = text[max(prev, answer.end) : m.start]
             alone = [s for s in sentences(text) if s.index == m.sentence and s.text.strip(" .?!") == m.text]
+            if alone and _code_line(text, m.start):
+                continue  # ``    out.write(line)`` in an indented block, a REPL's printed result: a use of the answer
             offered = _ALT_AFTER.match(text[m.end : m.end + 80])  # ``though `fill` might also be what you mean``
             if _ALT_CUE.search(window) or offered or (alone and m.sentence != answer.sentence):
                 names = [judge.label(answer), judge.label(m)]
@@ -808,6 +951,13 @@ def _cued_first(text: str, found: list[Mention], judge: _Judge) -> list[Mention]
     if not live:
         return found
     first = live[0]
+    if judge.asks_method and judge.is_class(first):
+        # a method question: a class the reply sets up first (``Subclass `BaseLlm`, …, then call
+        # `LLMRegistry.register(MyLlm)```) is context for the method it then calls on the question's or the gold's
+        # class, or on an instance of it (``runner.run_async(...)``, ``.ratio()``)
+        member = next((m for m in live if judge.member_call(m)), None)
+        if member is not None:
+            return [member, *(x for x in found if x is not member)]
     for m in live[1:]:
         if m.sentence != first.sentence:
             break
@@ -917,6 +1067,7 @@ def read_identifier(reply: str | None, ctx: Context, protocol: bool = False) -> 
     if not text:
         return Reading(None, "empty", "empty answer")
     judge = _Judge(ctx)
+    text = _drop_quoted_question(text, ctx.question)
     declared = declared_answer(text)
     if declared is not None:
         head = text[: text.rfind(declared)] if declared in text else ""
@@ -932,12 +1083,77 @@ def read_identifier(reply: str | None, ctx: Context, protocol: bool = False) -> 
     if protocol:
         return Reading(None, "no declared answer", "no declared answer: the reply has no 'Answer: ...' line")
     judge.learn_owners(_mentions(text, ctx))
+    below = _below_answer_heading(text)
+    if below is not None:  # a preamble, then an explicit ``### Answer`` heading: the answer is read below it
+        reading = _read_tables(below, judge) or _read_prose(below, judge)
+        if not reading.unreadable:
+            return reading
     return _read_tables(text, judge) or _read_prose(text, judge)
 
 
-def _read_plain(text: str, judge: _Judge, where: str = "") -> Reading:
+#: a line that only heads the answer (``### Answer``, ``**Final answer**``, ``## TL;DR``, ``Short answer:``)
+_ANSWER_HEADING = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]*)?(?:\*\*|__)?[ \t]*(?:the[ \t]+)?(?:(?:final|short|direct|quick)[ \t]+)?"
+    r"(?:answer|tl;?dr)[ \t]*:?[ \t]*(?:\*\*|__)?[ \t]*:?[ \t]*$",
+    re.I | re.M,
+)
+
+
+def _below_answer_heading(text: str) -> str | None:
+    """What follows the last line that only heads the answer, when something precedes it (a preamble) and something
+    follows it; ``None`` otherwise."""
+    heads = list(_ANSWER_HEADING.finditer(text))
+    if not heads:
+        return None
+    head = heads[-1]
+    below = text[head.end() :]
+    if not text[: head.start()].strip() or not below.strip():
+        return None
+    return below.lstrip("\n")
+
+
+#: the name taken back, affirmed again (``… but yes, `pairwise` is the answer``, ``Yes: `X` is right``)
+_REAFFIRM_BEFORE = re.compile(r"\byes\b[^\w\n]*$", re.I)
+_REAFFIRM_AFTER = re.compile(
+    r"^[`*'\")\]]*(?:\s*\([^)]*\))?\s+(?:is|was)\s+(?:(?:the\s+)?(?:right|correct|answer|one)|fine|it)\b|"
+    r"^[`*'\")\]]*\s*(?:,\s*)?after\s+all\b",
+    re.I,
+)
+_QUOTED = re.compile(r"^[ \t]*>(?!>>)[^\n]*(?:\n[ \t]*>(?!>>)[^\n]*)*", re.M)
+
+
+def _drop_quoted_question(text: str, question: str) -> str:
+    """The reply without a quoted block (``> …``) that restates the question (most of its words): names in it are
+    the question's, not an answer (``> Which functools function …? (hint: cmp_to_key)`` above a refusal). A quoted
+    block that is not the question (a quote from the documentation) stays."""
+    asked = {w.lower() for w in re.findall(r"[A-Za-z_]\w+", question) if len(w) > 2}
+    if len(asked) < 4 or ">" not in text:
+        return text
+
+    def drop(block: re.Match[str]) -> str:
+        words = {w.lower() for w in re.findall(r"[A-Za-z_]\w+", block.group(0))}
+        return "" if len(asked & words) >= 0.7 * len(asked) else block.group(0)
+
+    return _QUOTED.sub(drop, text).strip() or text
+
+
+def _read_plain(text: str, judge: _Judge, where: str = "", retracted: str | None = None) -> Reading:
     found = _mentions(text, judge.ctx)
     _flag(text, found, judge)
+    if retracted is not None:
+        # after a retraction, the name taken back is the reason given for it (``X... no: X shares one buffer, …``),
+        # not a new answer, unless a conclusion or an answer cue brings it back (``So it is X after all``)
+        for i, m in enumerate(found):
+            label = judge.label(m)
+            if label == retracted or judge.ctx.same(label, retracted):
+                before = text[found[i - 1].end if i else 0 : m.start]
+                if not (
+                    _CONCLUDE.search(before)
+                    or _ANSWER_CUE.search(before)
+                    or _REAFFIRM_BEFORE.search(before)
+                    or _REAFFIRM_AFTER.match(text[m.end : m.end + 60])
+                ):
+                    m.flags.add("rejected")
     return _decide(text, found, judge, where)
 
 
@@ -969,7 +1185,7 @@ def _read_prose(text: str, judge: _Judge) -> Reading:
     if back is None:
         return _read_plain(text, judge)
     start, answer, cue = back
-    after = _read_plain(text[start:], judge)
+    after = _read_plain(text[start:], judge, retracted=answer)
     if after.answer is None and _WEAK_RETRACT.match(cue):
         return _read_plain(text, judge)  # ``X. Correction: it returns None, …``: a detail corrected, not the answer
     if after.answer is None and after.rule in ("no answer", "negated", "rejected", "hedge", "refusal"):
@@ -1259,6 +1475,14 @@ def _text_of_another(rest: str, key: str, options: Mapping[str, str]) -> str | N
     for k, t in options.items():
         other = _norm_text(str(t))
         if k != key and other and (line == other or (len(other.split()) >= 3 and whole.startswith(other))):
+            return k
+    # the clause after the letter is about another option: its text (as written) is the clause's subject, followed by
+    # its predicate (``C — the Runner applies it to every call``, ``C - `PluginManager` handles it``)
+    subject = re.sub(r"^(?:the|an?)\s+", "", rest.split("\n", 1)[0], flags=re.I)
+    if own and own in _norm_text(subject):
+        return None  # the letter's own text named in its clause too (an elimination, not a contradiction)
+    for k, t in options.items():
+        if k != key and str(t).strip() and re.match(r"[`*]*" + re.escape(str(t).strip()) + r"[`*]*\s+[a-z]", subject):
             return k
     return None
 

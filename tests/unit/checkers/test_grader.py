@@ -327,9 +327,14 @@ def test_a_long_reply_is_read_in_linear_time() -> None:
     ctx = Context(("nsmallest",), question="Which heapq function finds the n smallest?", gold=("heapq.nsmallest",))
     para = "Use `heapq.heapify`, or `sorted(xs)[:n]`; hmm, actually no. Wait, no, that is wrong. So `heapq.nsmallest`. "
     many = "Use `nsmallest`. " + " ".join(f"Also `f_{i}` is nice." for i in range(300))
+    # session 12 (grader5): 300 names weighed with ``but`` and 300 code lines after the answer (0.17 s and 0.08 s)
+    weighed = " ".join(f"You could use `f_{i}`, but honestly just use `g_{i}` instead." for i in range(300))
+    code = "Use `nsmallest(3, xs)`.\n\n" + "\n".join(f"    out.write_{i}(line)" for i in range(300))
     start = time.perf_counter()
     assert read_identifier(para * 40, ctx).rule == "ok"
     assert read_identifier(many, ctx).rule == "ok"
+    assert read_identifier(weighed, ctx).rule == "wrong"
+    assert read_identifier(code, ctx).rule == "ok"
     assert time.perf_counter() - start < 2.5
 
 
@@ -478,6 +483,99 @@ FRESH5_OPTION_KINDS = [
 # fmt: on
 
 
+# -- session 12 (grader5): the kinds of fresh6's misses, one general rule each (written before the rules) ----------
+
+MERGE_Q = Case("mg", "Which heapq function merges sorted inputs into one sorted output?", ("heapq.merge",))
+URL_Q = Case("u", "Which urllib.parse function splits a URL into five parts?", ("urllib.parse.urlsplit",))
+RUNNER_Q = Case("r", "Which method of `Runner` runs the agent asynchronously?", ("google.adk.runners.Runner",))
+REGISTRY_Q = Case("rg", "Which method adds a new tool class to the `ToolRegistry`?", ("x.ToolRegistry",))
+SUBCLASS_Q = Case("sc", "Which class do custom tools subclass?", ("google.adk.tools.BaseTool",))
+BEFORE_Q = Case("bm", "Which parameter sets a callback that runs before the model is called?", ("x.LlmAgent",))
+LOWEST_Q = Case("lo", "I need the ten lowest of a million numbers. Which function should I call?", ("heapq.nsmallest",))
+CAPS_Q = Case("cw", "How do I capitalise every word of a sentence?", ("string.capwords",))
+SHLEX_Q = Case("sh", "How do I split a command line into arguments the way a shell does?", ("shlex.split",))
+QUOTE_Q = Case("q", "How do I make a file name safe to paste into a shell command?", ("shlex.quote",))
+RATIO_Q = Case("ra", "Which method gives the similarity of two sequences as a float?", ("difflib.SequenceMatcher",))
+CONTEXT_Q = Case("cx", "What is the `ToolContext` object?", ("google.adk.tools.ToolContext",))
+TEE_Q = Case("t", "Which itertools function returns n independent iterators from one iterable?", ("itertools.tee",))
+PUSHPOP_Q = Case("pp", "Which heapq function pushes an item and then pops the smallest?", ("heapq.heappushpop",))
+
+# one row an example: (id, case, accepted answer, reply, outcome)
+# fmt: off
+FRESH6_IDENTIFIER_KINDS = [
+    # a later code line that only uses the answer's result is usage, not another answer
+    ("code-uses-the-result", MERGE_Q, "merge", "`heapq.merge(a, b)` does it lazily.\n\n```python\nfor row in heapq.merge(a, b):\n    sink.append(row)\n```", "pass"),
+    ("indented-code-uses-the-result", MERGE_Q, "merge", "Use `heapq.merge(a, b)`; it is lazy.\n\n    import heapq\n    for row in heapq.merge(a, b):\n        sink.append(row)\n\nEdit: `key=` came in 3.5.", "pass"),
+    ("repl-prints-the-result", URL_Q, "urlsplit", ">>> parse.urlsplit(url)\nSplitResult(scheme='https', netloc='example.org', path='/')", "pass"),
+    ("code-offers-another-after-or", MERGE_Q, "merge", "```python\nout = list(heapq.merge(a, b))\n```\nor\n```python\nout = sorted(a + b)\n```", "fail"),
+    ("code-only-another", MERGE_Q, "merge", "```python\nfor row in sorted(itertools.chain(a, b)):\n    sink.append(row)\n```", "fail"),
+    # the answer sentence's subject is the answer: what it takes / accepts / expects / returns describes it
+    ("subject-accepts", BEFORE_Q, "before_model_callback", "The `before_model_callback` parameter accepts a function that receives a `CallbackContext` and an `LlmRequest`.", "pass"),
+    ("subject-argument-takes", MODEL_Q, "model", "```python\nLlmAgent(name='a', model='gemini-2.0-flash')\n```\nThe `model` argument expects a model name or a `LiteLlm` wrapper.", "pass"),
+    ("subject-then-alternative", MODEL_Q, "model", "The `model` argument, or `llm` in older versions, takes a model name.", "fail"),
+    ("subject-is-another", MODEL_Q, "model", "The `llm` argument takes a model name or a `BaseLlm` instance.", "fail"),
+    # a preamble before an explicit answer heading is context: the answer is read below the heading
+    ("heading-after-preamble", SHLEX_Q, "split", "`str.split()` and `re.split()` both ignore quoting.\n\n## Answer\n\n`shlex.split(cmd)`", "pass"),
+    ("bold-heading-after-preamble", LOWEST_Q, "nsmallest", "People reach for `sorted()` or `list.sort()`.\n\n**Answer**\n\n`heapq.nsmallest(10, xs)`", "pass"),
+    ("heading-wrong-after-preamble", SHLEX_Q, "split", "`shlex.split` is one idea.\n\n### Answer\n`str.split()`", "fail"),
+    ("solution-heading-over-code", SHLEX_Q, "split", "Use `shlex.split`.\n\nSolution:\n```python\nsubprocess.run(args)\n```", "pass"),
+    ("heading-with-two", SHLEX_Q, "split", "Two ways.\n\n### Answer\n`shlex.split` or `str.split`", "fail"),
+    # a setup step (subclass / inherit from / import / create X, then ...) is context when the question asks for a method
+    ("setup-step-then-method", REGISTRY_Q, "register", "Subclass `BaseTool`, give it a `name`, then call `ToolRegistry.register(MyTool)`.", "pass"),
+    ("setup-import-then-method", RUNNER_Q, "run_async", "Import `InMemoryRunner`, build it with your agent, then iterate over `runner.run_async(...)`.", "pass"),
+    ("setup-step-alone", REGISTRY_Q, "register", "Subclass `BaseTool` and give it a `name`.", "fail"),
+    ("setup-step-then-wrong-method", REGISTRY_Q, "register", "Subclass `BaseTool`, then call `ToolRegistry.resolve(MyTool)`.", "fail"),
+    ("subclass-asked-for", SUBCLASS_Q, "BaseTool", "Subclass `BaseTool` and implement `run_async`.", "pass"),
+    # a name set aside by an appraisal-but clause that goes on to recommend another
+    ("tempting-but-use-another", CAPS_Q, "capwords", "`str.title()` seems like the obvious choice but it mangles apostrophes. Go with `string.capwords(s)`.", "pass"),
+    ("could-use-but-go-with-another", LOWEST_Q, "nsmallest", "You could call `heapq.nsmallest(10, xs)`, but honestly I wouldn't bother: `sorted(xs)[:10]` is simpler. Go with sorted.", "fail"),
+    ("would-work-but-use-another", SUM_Q, "fsum", "`math.fsum` would work, but for ten floats just use `sum`.", "fail"),
+    ("could-use-but-another-for-another-case", MERGE_Q, "merge", "You could use `heapq.merge(a, b)`, but use `sorted(a + b)` if the lists are small.", "pass"),
+    ("works-but-a-keyword", MERGE_Q, "merge", "`heapq.merge` works on sorted inputs, but use `key=` for a custom order.", "pass"),
+    ("could-use-but-a-note", LOWEST_Q, "nsmallest", "You could use `heapq.nsmallest(10, xs)`, but note that it returns a list, not a generator.", "pass"),
+    ("looks-like-overkill-but-right", LOWEST_Q, "nsmallest", "`heapq.nsmallest(10, xs)` looks like overkill, but it is the right call: it never sorts the whole list.", "pass"),
+    # after a retraction, the retracted name explained again is the reason, not a new answer; a denial concludes nothing
+    ("retracted-then-explained", TEE_Q, "tee", "Maybe itertools.tee... hmm, no: tee shares one buffer, so its copies are not independent. There is no such function; use `list()`.", "fail"),
+    ("retracted-then-denial", PUSHPOP_Q, "heappushpop", "`heappushpop`... wait, no, heappushpop does the opposite order. So the answer is: heapq has no function for that.", "fail"),
+    ("retracted-then-affirmed-again", PUSHPOP_Q, "heappushpop", "`heappushpop`... hmm, no, wait. Yes: `heappushpop` is the right one here.", "pass"),
+    ("retracted-another-then-answer", PUSHPOP_Q, "heappushpop", "`heapreplace`... no, wait, heapreplace pops first. It's `heappushpop`.", "pass"),
+    # a quoted question is the question: its names are restated; a refusal below it answers nothing
+    ("quoted-question-then-refusal", MERGE_Q, "merge", "> Which heapq function merges sorted inputs into one sorted output? (heapq.merge?)\n\nSorry, I can't check that without the documentation.", "fail"),
+    ("quoted-question-then-answer", MERGE_Q, "merge", "> Which heapq function merges sorted inputs into one sorted output?\n\n`heapq.merge` does that.", "pass"),
+    ("quoted-docs-hold-the-answer", MERGE_Q, "merge", "The docs say:\n\n> heapq.merge(*iterables): merge several sorted inputs into a single sorted output.\n\nSo use that.", "pass"),
+    # a name inside a refusal ("I'm not familiar with X", "I've never heard of X") is not an answer
+    ("refusal-names-it", CONTEXT_Q, "ToolContext", "I've never heard of a `ToolContext` object in that library. Which framework is it?", "fail"),
+    ("refusal-names-merge", MERGE_Q, "merge", "I'm not familiar with `heapq.merge`, sorry.", "fail"),
+    ("refusal-then-answer", CONTEXT_Q, "ToolContext", "I'm not familiar with every field, but `ToolContext` is the object a tool function receives to reach state and artifacts.", "pass"),
+    # an accepted word used as English (plural noun, "in quotes") is no answer
+    ("english-quotes", QUOTE_Q, "quote", "Wrap it in single quotes: `rm 'my file.txt'`. Nothing else is needed.", "fail"),
+    ("english-double-quotes", QUOTE_Q, "quote", "Just put double quotes around the name.", "fail"),
+    ("plain-word-with-a-keyword", MERGE_Q, "merge", "heapq has merge with a key argument since 3.5.", "pass"),
+    ("english-a-double-quote", QUOTE_Q, "quote", "Escape each inner double quote with a backslash.", "fail"),
+    ("quote-the-function", QUOTE_Q, "quote", "Pass it through `shlex.quote(name)` first.", "pass"),
+    # a method written on an instance or with a bare dot belongs to that object: not a module's function
+    ("bare-dot-method", SHLEX_Q, "split", "Call `.split()` on the string: it splits on whitespace.", "fail"),
+    ("instance-method-of-str", SHLEX_Q, "split", "`args = cmdline.split()` splits it like the shell.", "fail"),
+    ("bare-dot-method-of-a-class", RATIO_Q, "ratio", "Build a `SequenceMatcher(None, a, b)` and call `.ratio()` on it.", "pass"),
+]
+# fmt: on
+
+RUNNER_OPTIONS = {"A": "BaseToolset", "B": "Runner", "C": "GlobalInstructionPlugin", "D": "ParallelAgent"}
+
+# one row an example: (id, case, options, key, reply, outcome)
+# fmt: off
+FRESH6_OPTION_KINDS = [
+    # a letter whose clause is about another option (its one-word text as the subject) contradicts itself
+    ("letter-then-anothers-subject", CASE, RUNNER_OPTIONS, "C", "C: the Runner does that for every call.", "fail"),
+    ("letter-then-anothers-backticked", CASE, PLUGIN, "C", "C - `PluginManager` handles it.", "fail"),
+    ("letter-then-its-own-subject", CASE, RUNNER_OPTIONS, "C", "C — the GlobalInstructionPlugin adds it to every call.", "pass"),
+    ("letter-then-elimination", CASE, RUNNER_OPTIONS, "C", "C — Runner only runs agents; GlobalInstructionPlugin is the one that adds it.", "pass"),
+    ("letter-then-because-another", CASE, RUNNER_OPTIONS, "C", "C, because the Runner only executes agents.", "pass"),
+    ("letter-then-unlike-another", CASE, RUNNER_OPTIONS, "C", "C — unlike the Runner, it changes every request.", "pass"),
+]
+# fmt: on
+
+
 # -- every table above, one test each for identifiers and options ------------------------------------------------
 
 #: the identifier tables by the session (and set) their rules came from; a test id is ``<table>-<row id>``
@@ -487,8 +585,14 @@ IDENTIFIER_RULES = {
     "s11-attacks2": RULES_S11_ATTACKS2,
     "fresh4": RULES_FRESH4,
     "fresh5": FRESH5_IDENTIFIER_KINDS,
+    "fresh6": FRESH6_IDENTIFIER_KINDS,
 }
-OPTION_RULES = {"s10": OPTION_RULES_S10, "s11": OPTION_RULES_S11, "fresh5": FRESH5_OPTION_KINDS}
+OPTION_RULES = {
+    "s10": OPTION_RULES_S10,
+    "s11": OPTION_RULES_S11,
+    "fresh5": FRESH5_OPTION_KINDS,
+    "fresh6": FRESH6_OPTION_KINDS,
+}
 
 
 @pytest.mark.parametrize(
@@ -511,8 +615,8 @@ def test_option_rule(case: Case, options: dict[str, str], correct: str, reply: s
 
 def test_the_rule_tables_keep_every_example() -> None:
     """The tables were one test each until session 12 (99 identifier and 25 option examples), plus session 12's 35
-    and 8; none may be lost, and every id is unique."""
+    and 8 (grader4) and 44 and 6 (grader5); none may be lost, and every id is unique."""
     ids = [f"{t}-{r[0]}" for t, rows in IDENTIFIER_RULES.items() for r in rows]
     option_ids = [f"{t}-{r[0]}" for t, rows in OPTION_RULES.items() for r in rows]
-    assert len(ids) >= 99 + 35 and len(option_ids) >= 25 + 8
+    assert len(ids) >= 99 + 35 + 44 and len(option_ids) >= 25 + 8 + 6
     assert len(set(ids)) == len(ids) and len(set(option_ids)) == len(option_ids)
