@@ -634,15 +634,13 @@ def _block_scores(
     block: Sequence[Mapping[str, float]],
     values_of: Callable[[Any], Iterable[Any]],
     out: np.ndarray,
-    rows: Sequence[Mapping[str, float]],
-    query_ids: Sequence[str],
-    run_name: str,
+    refuse: Callable[[], None],
 ) -> None:
     """Write the scores of a block of run rows into ``out`` (as many), as float64, in row order.
 
     Raises:
-        DeltapError: a score that is not a number (``"1.5"`` and ``True`` included), naming every bad entry of
-            ``rows`` (the whole run).
+        DeltapError: a score that is not a number (``"1.5"`` and ``True`` included): ``refuse()`` raises it, naming
+            the bad entries of the whole run.
     """
     if values_of is _DICT_VALUES:
         values: list[Any] = []  # grown a row at a time (extend knows each row's size): ~20 % faster than chain
@@ -653,7 +651,7 @@ def _block_scores(
     # floats (identity compares) is the cheap check, any other type gets the set of types
     if operator.countOf(map(type, chain.from_iterable(map(values_of, block))), float) != len(out):
         if not all(map(_is_number_type, set(map(type, chain.from_iterable(map(values_of, block)))))):
-            _refuse_non_numbers(rows, query_ids, run_name)
+            refuse()
     out[:] = np.fromiter(chain.from_iterable(map(values_of, block)), dtype=np.float64, count=len(out))
 
 
@@ -681,10 +679,11 @@ def _run_scores(
     scores = np.empty(int(offsets[-1]), dtype=np.float64)
     t_score = np.empty(len(t_doc), dtype=np.float64)
     nan = math.nan
+    refuse = partial(_refuse_non_numbers, rows, query_ids, run_name)
     for a in range(0, len(rows), _ROW_BLOCK):
         b = min(len(rows), a + _ROW_BLOCK)
         block, lo, hi = rows[a:b], int(offsets[a]), int(offsets[b])
-        _block_scores(block, values_of, scores[lo:hi], rows, query_ids, run_name)
+        _block_scores(block, values_of, scores[lo:hi], refuse)
         ta, tb = int(t_start[a]), int(t_start[b])
         holders = chain.from_iterable(map(repeat, block, per_query[a:b].tolist()))
         t_score[ta:tb] = np.fromiter(map(get, holders, t_doc[ta:tb], repeat(nan)), dtype=np.float64, count=tb - ta)
@@ -710,7 +709,7 @@ def _grown(buffer: np.ndarray, filled: int, needed: int) -> np.ndarray:
 
 
 def _ranks_by_block(
-    rows: Sequence[Mapping[str, float]],
+    run: Mapping[str, Mapping[str, float]],
     query_ids: Sequence[str],
     run_name: str,
     p_query: np.ndarray,
@@ -727,8 +726,10 @@ def _ranks_by_block(
     Raises:
         DeltapError: a score that is not a number, or NaN / infinite, with the messages of :func:`_run_scores`.
     """
-    n = len(rows)
-    lens = np.zeros(n, dtype=np.int64)  # counted block by block, as each block's dicts are read
+    n = len(query_ids)
+    empty: Mapping[str, float] = {}
+    rows: list[Mapping[str, float]] = []  # fetched block by block, as each block's dicts are read
+    lens = np.zeros(n, dtype=np.int64)
     t_query = p_query if keep is None else p_query[keep]
     per_query = np.bincount(t_query, minlength=n) if len(t_query) else np.zeros(n, dtype=np.int64)
     t_start = np.zeros(n + 1, dtype=np.int64)
@@ -744,11 +745,13 @@ def _ranks_by_block(
     buffer = np.empty(_FIRST_BUFFER, dtype=np.float64)  # grown (doubling) when a pass holds more scores
     t_buffer = np.empty(int(np.diff(t_start[cuts]).max(initial=0)), dtype=np.float64)
     nan = math.nan
+    refuse = partial(_refuse_run, run, query_ids, run_name)
     for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
         ta, tb, filled = int(t_start[a]), int(t_start[b]), 0
         for c in range(a, b, _ROW_BLOCK):
             d = min(b, c + _ROW_BLOCK)
-            block, tc, td = rows[c:d], int(t_start[c]), int(t_start[d])
+            block, tc, td = list(map(run.get, query_ids[c:d], repeat(empty))), int(t_start[c]), int(t_start[d])
+            rows += block
             plain = operator.countOf(map(type, block), dict) == len(block)  # per block: its dicts are read next
             values_of = _DICT_VALUES if plain else _VALUES
             get: Callable[[Any, str, float], Any] = dict.get if plain else _mapping_get
@@ -756,7 +759,7 @@ def _ranks_by_block(
             size = int(lens[c:d].sum())
             if filled + size > len(buffer):
                 buffer = _grown(buffer, filled, filled + size)
-            _block_scores(block, values_of, buffer[filled : filled + size], rows, query_ids, run_name)
+            _block_scores(block, values_of, buffer[filled : filled + size], refuse)
             filled += size
             docs = p_doc[int(p_start[c]) : int(p_start[d])]
             t_doc += docs if picks is None else compress(docs, picks[int(p_start[c]) : int(p_start[d])])
@@ -765,7 +768,8 @@ def _ranks_by_block(
             t_buffer[tc - ta : td - ta] = np.fromiter(found, dtype=np.float64, count=td - tc)
         scores = buffer[:filled]
         if not bool(np.isfinite(scores).all()):
-            _run_scores(rows, query_ids, run_name, p_query, p_doc)  # raises: names the run's bad scores, in order
+            all_rows = list(map(run.get, query_ids, repeat(empty)))
+            _run_scores(all_rows, query_ids, run_name, p_query, p_doc)  # raises: names the run's bad scores, in order
         if tb > ta:
             local = np.zeros(b - a + 1, dtype=np.int64)
             np.cumsum(lens[a:b], out=local[1:])
@@ -780,6 +784,11 @@ def _row_names(rows: Sequence[Mapping[str, float]], offsets: np.ndarray, positio
     return [
         next(islice(rows[q], p, None)) for q, p in zip(seg.tolist(), (positions - offsets[seg]).tolist(), strict=True)
     ]
+
+
+def _refuse_run(run: Mapping[str, Mapping[str, float]], query_ids: Sequence[str], run_name: str) -> None:
+    empty: Mapping[str, float] = {}
+    _refuse_non_numbers(list(map(run.get, query_ids, repeat(empty))), query_ids, run_name)
 
 
 def _refuse_non_numbers(rows: Sequence[Mapping[str, float]], query_ids: Sequence[str], run_name: str) -> None:
@@ -880,15 +889,13 @@ def rank_from_dicts(
         judged: Also rank every judged document, grade 0 included (``judged@K``).
         columns: ``qrels`` as validated :class:`QrelsColumns` (saves walking its dicts again).
     """
-    empty: Mapping[str, float] = {}
-    rows = list(map(run.get, query_ids, repeat(empty)))
     if not coalitions and gains is None:  # every target known up front: ranked block by block, no run-sized array
         j_q, j_doc, j_grade = judged_pairs(qrels, query_ids, relevant_only=False, columns=columns)
         keep = j_grade > 0
         if not judged:  # the relevant pairs' ids are picked block by block, just before they are looked up
-            n_retrieved, t_rank, t_doc = _ranks_by_block(rows, query_ids, run_name, j_q, j_doc, keep)
+            n_retrieved, t_rank, t_doc = _ranks_by_block(run, query_ids, run_name, j_q, j_doc, keep)
             return _ranking(query_ids, n_retrieved, j_q[keep], t_doc, j_grade[keep], t_rank)
-        n_retrieved, j_rank, _ = _ranks_by_block(rows, query_ids, run_name, j_q, j_doc)
+        n_retrieved, j_rank, _ = _ranks_by_block(run, query_ids, run_name, j_q, j_doc)
         return _ranking(
             query_ids,
             n_retrieved,
@@ -898,6 +905,8 @@ def rank_from_dicts(
             j_rank[keep],
             judged=JudgedRanks(j_q, j_rank),
         )
+    empty: Mapping[str, float] = {}
+    rows = list(map(run.get, query_ids, repeat(empty)))
     t_q, t_doc, t_grade = judged_pairs(qrels, query_ids, columns=columns)  # in query order
     offsets, scores, t_score = _run_scores(rows, query_ids, run_name, t_q, t_doc)
     lookup = _dict_lookup(rows)
