@@ -501,12 +501,12 @@ def _count_above(
 
 
 def _row_counter(depth: int) -> Callable[[np.ndarray], np.ndarray]:
-    """``count(mask)``: the ``True`` cells of each row of a ``(rows, depth)`` boolean matrix, summed as bytes (or
-    16-bit words) in their own type, which needs no cast: measured 36 vs 50 ms for ``np.count_nonzero(axis=1)``
-    at 225,000 rows × 100."""
+    """``count(mask)``: the ``True`` cells of each row of a ``(rows, depth)`` boolean matrix, its bytes summed in
+    8 bits (16 for rows of 256 or more; ``np.count_nonzero`` past 65,535), which needs no cast to a wide integer:
+    measured 36 vs 50 ms for ``np.count_nonzero(axis=1)`` at 225,000 rows × 100."""
     kind = np.uint8 if depth < 1 << 8 else np.uint16 if depth < 1 << 16 else None
     if kind is None:
-        return partial(np.count_nonzero, axis=1)
+        return lambda mask: np.asarray(np.count_nonzero(mask, axis=1))
     return lambda mask: np.add.reduce(mask.view(np.uint8), axis=1, dtype=kind)
 
 
