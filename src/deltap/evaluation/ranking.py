@@ -716,10 +716,10 @@ def _ranks_by_block(
     p_doc: Sequence[str],
     keep: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """``(documents retrieved per query, rank of each target, the targets' doc ids)``: the run rows converted
-    ``_ROW_BLOCK`` at a time (each block's targets looked up while its dicts are in cache) into a buffer reused for
-    every ``_RANK_BLOCKS`` blocks, which are then ranked together. No run-sized array is made (fresh memory faults
-    in slowly). The targets are the pairs (query index ``p_query``, sorted, and doc id ``p_doc``) where ``keep``
+    """``(documents retrieved per query, rank of each target, the targets' doc ids)``: the rows of ``query_ids``
+    fetched from ``run`` (absent: empty), counted and converted ``_ROW_BLOCK`` at a time (each block's targets looked
+    up while its dicts are in cache) into a buffer reused for every ``_RANK_BLOCKS`` blocks, which are then ranked
+    together. No run-sized array is made (fresh memory faults in slowly). The targets are the pairs (query index ``p_query``, sorted, and doc id ``p_doc``) where ``keep``
     holds (all when ``None``); their ids are picked block by block, so each id object is fetched from memory once
     for the pick and the lookup.
 
