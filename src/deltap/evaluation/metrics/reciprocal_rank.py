@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from deltap.evaluation.metrics.base import Metric, hits_within
+from deltap.evaluation.metrics.base import Metric, group_starts, hits_within
 from deltap.evaluation.ranking import Ranking
 
 
@@ -28,8 +28,8 @@ class ReciprocalRank(Metric):
         mask = hits_within(ranking, k, int(params.get("rel", 1)))
         q = ranking.query[mask]
         out = np.zeros(ranking.n_queries)
-        first_q, first_i = np.unique(q, return_index=True)  # entries are sorted by (query, rank)
-        out[first_q] = 1.0 / ranking.rank[mask][first_i]
+        first = group_starts(q)  # entries are sorted by (query, rank): a query's first entry is its best
+        out[q[first]] = 1.0 / ranking.rank[mask][first]
         return out
 
     def trec_eval(self, k: int | None, params: dict[str, int | str]) -> tuple[str, str] | None:
