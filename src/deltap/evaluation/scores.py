@@ -32,7 +32,6 @@ from deltap.evaluation.ranking import (
     validate_qrels,
 )
 from deltap.evaluation.settings import EvaluationSettings, merge_settings
-from deltap.evaluation.stats import bootstrap_ci
 from deltap.frames import is_dataframe, qrels_from_dataframe
 
 if TYPE_CHECKING:
@@ -380,11 +379,12 @@ def evaluate(
     judged = "judged" in needs_of(measures)
     ranking = _rank(qrels_d, run_d, query_ids, coalitions, name, signed, judged, columns)
     values = compute_values(ranking, measures)
-    ci = (
-        bootstrap_ci(values, n_resamples=n_resamples, confidence=confidence, seed=seed)
-        if n_resamples > 0
-        else np.full((len(measures), 2), np.nan)
-    )
+    if n_resamples > 0:  # scipy.stats (~0.6 s to import) only when intervals are asked for
+        from deltap.evaluation.stats import bootstrap_ci
+
+        ci = bootstrap_ci(values, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    else:
+        ci = np.full((len(measures), 2), np.nan)
     return EvalResult(
         run_name=name,
         measures=tuple(measures),
