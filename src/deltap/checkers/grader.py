@@ -109,6 +109,7 @@ _CONTRAST_OPEN = re.compile(
 )
 _REJECT_AFTER = re.compile(
     r"^[`*'\")\]]*(?:\s*\([^)]*\))?\s*,?\s*(?:"
+    r"no\s+longer\s+(?:works?|exists?|(?:is\s+)?(?:available|supported|accepted))\b|"
     r"(?:is|was|are)\s*(?:not|n't)\s+(?:in|what|the\s+(?:right|correct|best|one)|a\s+(?:parameter|method|function|"
     r"class|valid|real|public|good)|an?\s+(?:argument|option|attribute|answer)|available|supported|accurate|correct|"
     r"right|needed|necessary|valid|it|part\s+of|suitable|appropriate|meant|helpful|useful|recommended)\b|"
@@ -130,7 +131,7 @@ _REJECT_AFTER = re.compile(
     re.I,
 )
 _ALT_CUE = re.compile(
-    r"(?:\bor\b|\beither\b|\bmaybe\b|\bperhaps\b|\bpossibly\b|\balternatively\b|\botherwise\b|"
+    r"(?:\bor\b(?!\s+with\b)|\beither\b|\bmaybe\b|\bperhaps\b|\bpossibly\b|\balternatively\b|\botherwise\b|"
     r"\b(?:could|might|may)\s+(?:also\s+)?be\b|\bor\s+else\b)(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$",
     re.I,
 )
@@ -416,6 +417,8 @@ def _claims(m: Mention) -> list[Claim]:
             out.append(Claim(v, "", "value", owner=k))
     for imp in cn.imports:
         out.append(Claim(*_split(imp), "import"))
+    for exc in cn.caught:
+        out.append(Claim(*_split(exc), "caught"))
     return out
 
 
@@ -426,6 +429,7 @@ class _Judge:
         self.ctx = ctx
         self.asked = ctx.asked()
         self.asks_parameter = bool(_ASKS_PARAMETER.search(ctx.question))
+        self.asks_exception = bool(_ASKS_EXCEPTION.search(ctx.question))
         self.owners: set[str] = set()
         self.asks_method = bool(_ASKS_METHOD.search(ctx.question)) and not _ASKS_CLASS.search(ctx.question)
         self.classes = {g.rsplit(".", 1)[-1] for g in ctx.gold if g.rsplit(".", 1)[-1][:1].isupper()}
@@ -505,13 +509,15 @@ class _Judge:
                 # a parameter question: the one keyword argument of a call is what it shows (several: none singly)
                 if not (self.asks_parameter and sum(x.owner == c.owner and x.role == "param" for x in cl) == 1):
                     continue
-            if c.role == "value":
-                continue
+            if c.role == "value" or (c.role == "caught" and not self.asks_exception):
+                continue  # an ``except`` clause answers only a question about an exception
             if self.hit(c):
                 bare = not any("." in self.ctx.norm(a) for a in self.ctx.accepted)
                 return not (bare and c.qualifier and not qualifier_agrees(c.qualifier, c.name, self.ctx))
             if c.role in ("import", "annotation") or self.restated(c.name) or c.name in _CONSTANTS:
                 continue
+            if self.module_of_gold(full):
+                continue  # ``google.adk.models.base_llm``: the module the answer lives in, not another answer
             if self.ctx.norm(c.name) in self.owners:
                 continue  # the answer's owner (``AgentEvaluator`` of ``AgentEvaluator.evaluate``)
             if _DUNDER.fullmatch(c.name):
@@ -520,6 +526,18 @@ class _Judge:
                 continue  # print(json.dumps(d)): the builtin is the wrapping, not the answer
             verdict = False
         return verdict
+
+    def module_of_gold(self, full: str) -> bool:
+        """``full`` is a module path (lower-case dotted segments) that holds a gold document (``google.adk.models`` of
+        ``google.adk.models.base_llm.BaseLlm``)."""
+        return "." in full and full == full.lower() and any(g.startswith(full + ".") for g in self.ctx.gold)
+
+    def answer_of(self, m: Mention) -> str:
+        """The name a mention that gives the reference gives (its accepted claim), else its label."""
+        for c in claims(m):
+            if c.role in ("asserted", "annotation", "caught", "param") and self.hit(c):
+                return f"{c.qualifier}.{c.name}" if c.qualifier else c.name
+        return self.label(m)
 
     def contradicted(self, m: Mention) -> bool:
         return any(
@@ -799,6 +817,7 @@ def _distinct(ms: Sequence[Mention], judge: _Judge) -> list[str]:
 _ASKS_METHOD = re.compile(r"\b(?:method|function)s?\b", re.I)
 _ASKS_CLASS = re.compile(r"\b(?:which|what)\s+(?:[\w-]+\s+)?(?:class|type|object|base)\b|\bsubclass", re.I)
 _CAMEL = re.compile(r"[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[A-Z][a-z]+[A-Z]*")
+_ASKS_EXCEPTION = re.compile(r"\b(?:exception|error|raises?|raised)\b", re.I)
 _ASKS_PARAMETER = re.compile(r"\b(?:parameter|argument|keyword|kwarg|option|setting)s?\b", re.I)
 
 
@@ -1005,7 +1024,7 @@ def _decide(text: str, found: list[Mention], judge: _Judge, where: str) -> Readi
             return other
         how = " (concluded)" if m is concluded else ""
         if verdict:
-            return Reading(judge.label(m), "ok", f"answer {m.text!r}{where}{how}", (m.text,))
+            return Reading(judge.answer_of(m), "ok", f"answer {m.text!r}{where}{how}", (m.text,))
         if judge.contradicted(m):
             return Reading(
                 None,
