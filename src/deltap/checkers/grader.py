@@ -154,7 +154,8 @@ _EQUAL_AFTER = re.compile(
     r"(?:\s+(?:equally\s+well|just\s+as\s+well))?(?=\s*(?:[.;!,]|$)))|also\s+(?:works?|does\s+(?:it|the\s+(?:job|trick))|will\s+do)|"
     r"(?:is|are|would\s+be)\s+(?:just\s+as|equally)\s+(?:good|fine|accurate|valid|correct|right|efficient|fast)|"
     r"(?:is|are)\s+(?:another|an\s+equally\s+good|also\s+an?|an\s+equivalent)\s+(?:option|choice|way|alternative|answer)|"
-    r"(?:is|are)\s+equivalent\b|"
+    r"(?:is|are)\s+equivalent\b|(?:is|are)\s+(?:just\s+as|equally)\s+(?:involved|responsible|relevant|important|"
+    r"applicable|needed|necessary|likely|useful|suitable|appropriate)\b|"
     r"(?:is|are|would\s+be|seems?)\s+(?:also|equally)\s+(?:defensible|valid|acceptable|reasonable|plausible|arguable|"
     r"correct|right|fine|an?\s+(?:valid|reasonable|good|fine|defensible|possible|acceptable)\s+(?:answer|choice|option|"
     r"pick))\b|(?:is|are)\s+(?:defensible|arguable|plausible)\s+(?:too|as\s+well)\b)",
@@ -805,6 +806,30 @@ def _ticked(text: str, listed: list[Mention]) -> list[Mention]:
     return ticked if len(ticked) < len(listed) else []
 
 
+#: a sentence that recommends one name (``For the actual measure use `ratio()`.``, ``Pick `X`.``)
+_PICK = re.compile(r"\b(?:use|pick|choose|go\s+with|call|want|need|reach\s+for)\s*[`*'\"]*$", re.I)
+
+
+def _picked(text: str, listed: list[Mention], found: list[Mention], judge: _Judge) -> Mention | None:
+    """After a list of candidates, the one a later sentence outside the list recommends, alone in its sentence
+    (``- `ratio()` …\n- `quick_ratio()` …\n\nFor the actual measure use `ratio()`.``)."""
+    if len(listed) < 2:
+        return None
+    labels = [judge.label(x) for x in listed]
+    end = max(x.end for x in listed)
+    later = [m for m in found if m.start > end and judge.matches(m) is not None and not _set_aside(m)]
+    for m in later:
+        line_start = text.rfind("\n", 0, m.start) + 1
+        if _BULLET.match(text[line_start : m.start]) or judge.label(m) not in labels:
+            continue
+        if sum(x.sentence == m.sentence for x in later) != 1:
+            continue
+        sent = next((x for x in sentences(text) if x.index == m.sentence), None)
+        if sent is not None and (_PICK.search(text[sent.start : m.start]) or _ANSWER_CUE.search(text[sent.start : m.start])):
+            return m
+    return None
+
+
 def _distinct(ms: Sequence[Mention], judge: _Judge) -> list[str]:
     labels: list[str] = []
     for m in ms:
@@ -882,6 +907,18 @@ def _describes(text: str, answer: Mention, m: Mention, found: Sequence[Mention],
     return verb is not None and not re.search(r"[,;:.!?]", window[verb.end() :])
 
 
+_TYPED_BEFORE = re.compile(r"\b(?:an?|any)\s+[`*]*$", re.I)
+_TYPED_AFTER = re.compile(r"^[`*]*\s+(?:instances?|objects?|subclass(?:es)?|wrappers?)\b", re.I)
+
+
+def _typed_value(text: str, m: Mention, judge: _Judge) -> bool:
+    """``a `BaseLlm` instance`` (of a question that asks for no class): the kind of value the answer takes or holds,
+    not another answer."""
+    if _ASKS_CLASS.search(judge.ctx.question):
+        return False
+    return bool(_TYPED_BEFORE.search(text[max(0, m.start - 12) : m.start]) and _TYPED_AFTER.match(text[m.end : m.end + 20]))
+
+
 _REPL = re.compile(r"^\s*(?:>>>|\.\.\.|In \[\d+\]:|\$ )")
 
 
@@ -929,7 +966,7 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
             )
         if _set_aside(m):
             continue
-        if _describes(text, answer, m, found, judge):
+        if _describes(text, answer, m, found, judge) or _typed_value(text, m, judge):
             continue  # ``it takes a name string or a `BaseLlm` instance``: what the answer takes, not another answer
         a, b = (answer, m) if answer.start < m.start else (m, answer)
         second = verdict is not None or (m.code is not None and not judge.ctx.numeric)
@@ -986,6 +1023,9 @@ def _cued_first(text: str, found: list[Mention], judge: _Judge) -> list[Mention]
     return found
 
 
+_RESULT = re.compile(r"(?<![=!<>])=\s*[*`]*$")
+
+
 def _concluded(text: str, found: list[Mention], judge: _Judge) -> Mention | None:
     """The name a conclusion introduces (``So the function is X.``, ``Therefore X.``, ``That makes it X``, ``which
     leaves X``, ``In short: X``, ``→ X``): the last such name that ends its clause (``So `X` gives …`` is a use of X,
@@ -995,7 +1035,10 @@ def _concluded(text: str, found: list[Mention], judge: _Judge) -> Mention | None
         if judge.matches(m) is None or _set_aside(m):
             continue
         prev = found[i - 1].end if i else 0
-        if _CONCLUDE.search(text[prev : m.start]) and _CLAUSE_END.match(text[m.end : _sentence_end(text, m.sentence)]):
+        before = text[prev : m.start]
+        # a number question: the result a derivation ends with (``… / 120 = 2598960.``)
+        result = judge.ctx.numeric and m.value is not None and _RESULT.search(before)
+        if (_CONCLUDE.search(before) or result) and _CLAUSE_END.match(text[m.end : _sentence_end(text, m.sentence)]):
             return m
     return None
 
@@ -1004,8 +1047,11 @@ def _decide(text: str, found: list[Mention], judge: _Judge, where: str) -> Readi
     """The reading of ``text`` (the whole reply, or a declared answer's value) from its mentions."""
     sents = sentences(text)
     set_aside: list[Mention] = []
-    ticked = _ticked(text, _bullet_answers(text, found, judge))
-    concluded = _concluded(text, found, judge) or (ticked[0] if len(ticked) == 1 else None)
+    listed = _bullet_answers(text, found, judge)
+    ticked = _ticked(text, listed)
+    concluded = (
+        _concluded(text, found, judge) or (ticked[0] if len(ticked) == 1 else None) or _picked(text, listed, found, judge)
+    )
     order = [concluded, *(x for x in found if x is not concluded)] if concluded else _cued_first(text, found, judge)
     for m in order:
         verdict = judge.matches(m)
@@ -1432,6 +1478,15 @@ def _option_mentions(text: str, options: Mapping[str, str]) -> list[_Option]:
         following = re.match(r"[)\].:*`\"']*[ \t]+([A-Za-z']+)", text[e:])
         word = following.group(1) if following else None
         article = m.group(1) in "AI" and word is not None and word[:1].islower() and word.lower() not in _VERBISH
+        # ``A Session keeps …``: the article before a capitalised noun, at a sentence's start, then a verb
+        article = article or (
+            m.group(1) == "A"
+            and word is not None
+            and word[:1].isupper()
+            and text[e : e + 1] == " "
+            and not text[max(0, s - 3) : s].strip(" \t*_")[-1:].isalnum()
+            and bool(re.match(r"[ \t]+[A-Za-z_]\w*[ \t]+[a-z]+s\b", text[e:]))
+        )
         if m.group(1).islower():
             alone = not text.strip(" \t\n()[]*`'\".,:;!?").replace(m.group(1), "", 1).strip()
             if not (alone or (marker and after.startswith(")")) or named or wrapped):
@@ -1592,6 +1647,27 @@ def _option_table(text: str, options: Mapping[str, str]) -> Reading | None:
     return None
 
 
+_IT_IS = re.compile(r"^[`*'\")\]]*[ \t]+it\s+is\s*[.!]", re.I)
+
+
+def _closing(text: str, found: list[_Option]) -> _Option | None:
+    """The option a reply closes with after weighing the others: ``… The model abstraction is BaseLlm. **C**`` (a
+    letter alone at the end, after a sentence's end) or ``GoogleSearchTool it is.``."""
+    live = [o for o in found if not o.negated]
+    if not live:
+        return None
+    last = live[-1]
+    if (
+        last.form == "letter"
+        and last is found[-1]
+        and not text[last.end :].strip(" \t\n*_).!")
+        and re.search(r"[.!?:\n][ \t\n*_(]*$", text[: last.start])
+    ):
+        return last
+    said = [o for o in live if _IT_IS.match(text[o.end : o.end + 20])]
+    return said[-1] if said else None
+
+
 def _read_options_text(text: str, options: Mapping[str, str]) -> Reading:
     """The option a reply's text chooses (rule 5 of the module docstring)."""
     text, echoed = _drop_echo(text, options)
@@ -1611,6 +1687,10 @@ def _read_options_text(text: str, options: Mapping[str, str]) -> Reading:
     if chosen is None:
         chosen = _leading(text, options, found)
         at = found[0].end if chosen is not None and found else at
+    if chosen is None:
+        closing = _closing(text, found)
+        if closing is not None:
+            chosen, at = Reading(closing.key, "ok", f"option {closing.key} (closing)", (closing.key,)), closing.end
     if chosen is None:
         positive = [o for o in found if not o.negated]
         if positive:
