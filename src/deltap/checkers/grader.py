@@ -825,7 +825,9 @@ def _picked(text: str, listed: list[Mention], found: list[Mention], judge: _Judg
         if sum(x.sentence == m.sentence for x in later) != 1:
             continue
         sent = next((x for x in sentences(text) if x.index == m.sentence), None)
-        if sent is not None and (_PICK.search(text[sent.start : m.start]) or _ANSWER_CUE.search(text[sent.start : m.start])):
+        if sent is not None and (
+            _PICK.search(text[sent.start : m.start]) or _ANSWER_CUE.search(text[sent.start : m.start])
+        ):
             return m
     return None
 
@@ -916,7 +918,9 @@ def _typed_value(text: str, m: Mention, judge: _Judge) -> bool:
     not another answer."""
     if _ASKS_CLASS.search(judge.ctx.question):
         return False
-    return bool(_TYPED_BEFORE.search(text[max(0, m.start - 12) : m.start]) and _TYPED_AFTER.match(text[m.end : m.end + 20]))
+    return bool(
+        _TYPED_BEFORE.search(text[max(0, m.start - 12) : m.start]) and _TYPED_AFTER.match(text[m.end : m.end + 20])
+    )
 
 
 _REPL = re.compile(r"^\s*(?:>>>|\.\.\.|In \[\d+\]:|\$ )")
@@ -1050,7 +1054,9 @@ def _decide(text: str, found: list[Mention], judge: _Judge, where: str) -> Readi
     listed = _bullet_answers(text, found, judge)
     ticked = _ticked(text, listed)
     concluded = (
-        _concluded(text, found, judge) or (ticked[0] if len(ticked) == 1 else None) or _picked(text, listed, found, judge)
+        _concluded(text, found, judge)
+        or (ticked[0] if len(ticked) == 1 else None)
+        or _picked(text, listed, found, judge)
     )
     order = [concluded, *(x for x in found if x is not concluded)] if concluded else _cued_first(text, found, judge)
     for m in order:
@@ -1647,6 +1653,50 @@ def _option_table(text: str, options: Mapping[str, str]) -> Reading | None:
     return None
 
 
+_FILLER = frozenset("a an the it its and then on of to into in which that this is are be can you just with".split())
+
+
+def _stems(text: str) -> list[str]:
+    """The content words of ``text``, crudely stemmed (``pushes`` / ``pushed`` / ``push`` -> ``push``)."""
+    out = []
+    for w in re.findall(r"[a-z]+", text.lower()):
+        if w in _FILLER:
+            continue
+        w = re.sub(r"(?:ing|ed|es|s)$", "", w) if len(w) > 3 else w
+        out.append(w.rstrip("e") or w)
+    return out
+
+
+def _common(a: list[str], b: list[str]) -> int:
+    """The length of the longest common subsequence of ``a`` and ``b``."""
+    row = [0] * (len(b) + 1)
+    for x in a:
+        prev = 0
+        for j, y in enumerate(b):
+            cur = row[j + 1]
+            row[j + 1] = prev + 1 if x == y else max(row[j + 1], row[j])
+            prev = cur
+    return row[-1]
+
+
+def _paraphrased(text: str, options: Mapping[str, str]) -> str | None:
+    """The option whose text a reply that names no option says in its own words, in the option's order (``It pushes
+    the item on the heap, then pops and returns the smallest item`` for *Push item on the heap, then pop and return
+    the smallest item*): at least 80 % of the option's content words, and at least 20 points more than any other
+    option's. Options of fewer than four content words are names, not sentences: never paraphrased."""
+    said = _stems(text[:2000])
+    scores = {}
+    for k, t in options.items():
+        words = _stems(str(t))
+        if len(words) >= 4:
+            scores[k] = _common(words, said) / len(words)
+    if not scores:
+        return None
+    best = max(scores, key=lambda k: scores[k])
+    rest = [v for k, v in scores.items() if k != best]
+    return best if scores[best] >= 0.8 and all(v <= scores[best] - 0.2 for v in rest) else None
+
+
 _IT_IS = re.compile(r"^[`*'\")\]]*[ \t]+it\s+is\s*[.!]", re.I)
 
 
@@ -1707,6 +1757,9 @@ def _read_options_text(text: str, options: Mapping[str, str]) -> Reading:
         if any(o.negated for o in found):
             negated = ", ".join(dict.fromkeys(o.key for o in found if o.negated))
             return Reading(None, "negated", f"negated: the reply rejects option(s) {negated} and names no other")
+        said = _paraphrased(text, options) if not found else None
+        if said is not None:
+            return Reading(said, "ok", f"option {said} (its text paraphrased)", (said,))
         return Reading(None, "no answer", "no answer: no option letter or option text in the reply")
     if _DISCLAIM.search(text[:at]) or _DISCLAIM.search(text[: text.find("\n", at)] if "\n" in text[at:] else text):
         return Reading(None, "hedge", f"hedge: the reply disclaims knowing the answer ({chosen.answer})")

@@ -268,8 +268,8 @@ class _Visitor(ast.NodeVisitor):
 
     def _decorated(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
         if not isinstance(node, ast.ClassDef):  # ``def f(tool_context: ToolContext)`` names the class
-            a = node.args
-            for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs]:
+            params = node.args
+            for arg in [*params.posonlyargs, *params.args, *params.kwonlyargs]:
                 name = _dotted(arg.annotation) if arg.annotation is not None else None
                 if name:
                     self.out.annotations.append(name)

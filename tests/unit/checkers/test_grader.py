@@ -703,8 +703,8 @@ def test_option_rule(case: Case, options: dict[str, str], correct: str, reply: s
 
 def test_the_rule_tables_keep_every_example() -> None:
     """The tables were one test each until session 12 (99 identifier and 25 option examples), plus session 12's 35
-    and 8 (grader4) and 44 and 6 (grader5); none may be lost, and every id is unique."""
+    and 8 (grader4), 44 and 6 (grader5), 25 and 10 (grader6); none may be lost, and every id is unique."""
     ids = [f"{t}-{r[0]}" for t, rows in IDENTIFIER_RULES.items() for r in rows]
     option_ids = [f"{t}-{r[0]}" for t, rows in OPTION_RULES.items() for r in rows]
-    assert len(ids) >= 99 + 35 + 44 and len(option_ids) >= 25 + 8 + 6
+    assert len(ids) >= 99 + 35 + 44 + 25 and len(option_ids) >= 25 + 8 + 6 + 10
     assert len(set(ids)) == len(ids) and len(set(option_ids)) == len(option_ids)
