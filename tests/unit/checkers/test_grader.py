@@ -628,6 +628,11 @@ FRESH7_IDENTIFIER_KINDS = [
     ("derivation-ends-in-answer", ORDER_Q, "6", "3 × 2 × 1 = 6.", "pass"),
     ("derivation-longer", ORDER_Q, "6", "There are 3 choices for the first place, then 2, then 1: 3 × 2 = 6 ordered pairs of the first two, times 1 = 6.", "pass"),
     ("derivation-ends-in-another", ORDER_Q, "6", "3 × 3 × 3 = 27.", "fail"),
+    # written after the rules, against over-reach (counted apart)
+    ("except-clause-not-asked", PARTIAL_Q, "partial", "```python\ntry:\n    g = functools.partial(f, 1)\nexcept TypeError:\n    g = f\n```", "pass"),
+    ("except-clause-beside-wrong-call", PARTIAL_Q, "partial", "```python\ntry:\n    g = functools.reduce(f, xs)\nexcept partial:\n    pass\n```", "fail"),
+    ("derivation-then-hedge", ORDER_Q, "6", "3 × 2 × 1 = 6, or 27 if repeats are allowed.", "fail"),
+    ("list-then-use-both", SPLIT_Q, "split", "- `shlex.split()` — shell-like\n- `str.split()` — whitespace only\n\nUse `shlex.split()` or `str.split()`.", "fail"),
 ]
 # fmt: on
 
@@ -658,6 +663,10 @@ FRESH7_OPTION_KINDS = [
     # the key option's text paraphrased without a letter
     ("paraphrased-key-text", CASE, PUSH_OPTIONS, "B", "It inserts the item into the list, then removes and returns the first item.", "pass"),
     ("paraphrased-another-text", CASE, PUSH_OPTIONS, "B", "It removes the first item, then inserts the new item.", "fail"),
+    # written after the rules, against over-reach (counted apart)
+    ("paraphrased-both-orders", CASE, PUSH_OPTIONS, "B", "Either it inserts the item into the list and then removes and returns the first item, or it removes the first item and then inserts the new item.", "fail"),
+    ("closing-letter-after-hedge", CASE, BASE_OPTIONS, "C", "Not sure between Runner and BasePlugin. **C**", "fail"),
+    ("it-is-negated-before", CASE, SEARCH_OPTIONS, "C", "GoogleSearchTool? Not it. BaseToolset it is.", "fail"),
 ]
 # fmt: on
 
