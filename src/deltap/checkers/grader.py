@@ -1683,7 +1683,9 @@ def _paraphrased(text: str, options: Mapping[str, str]) -> str | None:
     """The option whose text a reply that names no option says in its own words, in the option's order (``It pushes
     the item on the heap, then pops and returns the smallest item`` for *Push item on the heap, then pop and return
     the smallest item*): at least 80 % of the option's content words, and at least 20 points more than any other
-    option's. Options of fewer than four content words are names, not sentences: never paraphrased."""
+    option's; a reply with a negation says none. Options of fewer than four content words are names, not sentences: never paraphrased."""
+    if re.search(r"\b(?:not|never|no|neither|nor)\b|n't\b", text[:2000], re.I):
+        return None  # a negated description chooses nothing (``it does not pop first``)
     said = _stems(text[:2000])
     scores = {}
     for k, t in options.items():
