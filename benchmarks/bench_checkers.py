@@ -24,6 +24,10 @@ reply answers) and one file per set of replies, each reply with the verdict a pe
   rules at 4.6 %/5.7 % (6/130 right failed, 7/122 wrong passed; 6.9 %/7.4 % on the rules before grader4) before it
   was used for rules; session 12 (helper "grader5") revised the rules on the kinds of its misses, so it is a training
   set since;
+* ``fresh7.yaml`` (session 12) — a seventh set (194 replies), written blind, measured once by the lead on grader5's
+  rules at 16.2 %/1.1 % (16/99 right failed, 1/95 wrong passed; the same on grader4's and session 11's rules but for
+  2/95 wrong passed on session 11's) before it was used for rules; session 12 (helper "grader6") revised the rules on
+  the kinds of its misses, so it is a training set since;
 * ``classes.yaml`` (session 11) — replies of those four kinds (equal alternatives, retractions, Markdown tables,
   conclusions), labelled before their rules were written; a training set;
 * ``attacks.yaml`` (session 11) — replies that look like those kinds but should go the other way, labelled before
@@ -76,6 +80,7 @@ SETS = (
     "fresh4",
     "fresh5",
     "fresh6",
+    "fresh7",
     "classes",
     "attacks",
     "attacks2",

@@ -109,6 +109,7 @@ _CONTRAST_OPEN = re.compile(
 )
 _REJECT_AFTER = re.compile(
     r"^[`*'\")\]]*(?:\s*\([^)]*\))?\s*,?\s*(?:"
+    r"no\s+longer\s+(?:works?|exists?|(?:is\s+)?(?:available|supported|accepted))\b|"
     r"(?:is|was|are)\s*(?:not|n't)\s+(?:in|what|the\s+(?:right|correct|best|one)|a\s+(?:parameter|method|function|"
     r"class|valid|real|public|good)|an?\s+(?:argument|option|attribute|answer)|available|supported|accurate|correct|"
     r"right|needed|necessary|valid|it|part\s+of|suitable|appropriate|meant|helpful|useful|recommended)\b|"
@@ -130,7 +131,7 @@ _REJECT_AFTER = re.compile(
     re.I,
 )
 _ALT_CUE = re.compile(
-    r"(?:\bor\b|\beither\b|\bmaybe\b|\bperhaps\b|\bpossibly\b|\balternatively\b|\botherwise\b|"
+    r"(?:\bor\b(?!\s+with\b)|\beither\b|\bmaybe\b|\bperhaps\b|\bpossibly\b|\balternatively\b|\botherwise\b|"
     r"\b(?:could|might|may)\s+(?:also\s+)?be\b|\bor\s+else\b)(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$",
     re.I,
 )
@@ -153,7 +154,8 @@ _EQUAL_AFTER = re.compile(
     r"(?:\s+(?:equally\s+well|just\s+as\s+well))?(?=\s*(?:[.;!,]|$)))|also\s+(?:works?|does\s+(?:it|the\s+(?:job|trick))|will\s+do)|"
     r"(?:is|are|would\s+be)\s+(?:just\s+as|equally)\s+(?:good|fine|accurate|valid|correct|right|efficient|fast)|"
     r"(?:is|are)\s+(?:another|an\s+equally\s+good|also\s+an?|an\s+equivalent)\s+(?:option|choice|way|alternative|answer)|"
-    r"(?:is|are)\s+equivalent\b|"
+    r"(?:is|are)\s+equivalent\b|(?:is|are)\s+(?:just\s+as|equally)\s+(?:involved|responsible|relevant|important|"
+    r"applicable|needed|necessary|likely|useful|suitable|appropriate)\b|"
     r"(?:is|are|would\s+be|seems?)\s+(?:also|equally)\s+(?:defensible|valid|acceptable|reasonable|plausible|arguable|"
     r"correct|right|fine|an?\s+(?:valid|reasonable|good|fine|defensible|possible|acceptable)\s+(?:answer|choice|option|"
     r"pick))\b|(?:is|are)\s+(?:defensible|arguable|plausible)\s+(?:too|as\s+well)\b)",
@@ -416,6 +418,8 @@ def _claims(m: Mention) -> list[Claim]:
             out.append(Claim(v, "", "value", owner=k))
     for imp in cn.imports:
         out.append(Claim(*_split(imp), "import"))
+    for exc in cn.caught:
+        out.append(Claim(*_split(exc), "caught"))
     return out
 
 
@@ -426,6 +430,7 @@ class _Judge:
         self.ctx = ctx
         self.asked = ctx.asked()
         self.asks_parameter = bool(_ASKS_PARAMETER.search(ctx.question))
+        self.asks_exception = bool(_ASKS_EXCEPTION.search(ctx.question))
         self.owners: set[str] = set()
         self.asks_method = bool(_ASKS_METHOD.search(ctx.question)) and not _ASKS_CLASS.search(ctx.question)
         self.classes = {g.rsplit(".", 1)[-1] for g in ctx.gold if g.rsplit(".", 1)[-1][:1].isupper()}
@@ -505,13 +510,15 @@ class _Judge:
                 # a parameter question: the one keyword argument of a call is what it shows (several: none singly)
                 if not (self.asks_parameter and sum(x.owner == c.owner and x.role == "param" for x in cl) == 1):
                     continue
-            if c.role == "value":
-                continue
+            if c.role == "value" or (c.role == "caught" and not self.asks_exception):
+                continue  # an ``except`` clause answers only a question about an exception
             if self.hit(c):
                 bare = not any("." in self.ctx.norm(a) for a in self.ctx.accepted)
                 return not (bare and c.qualifier and not qualifier_agrees(c.qualifier, c.name, self.ctx))
             if c.role in ("import", "annotation") or self.restated(c.name) or c.name in _CONSTANTS:
                 continue
+            if self.module_of_gold(full):
+                continue  # ``google.adk.models.base_llm``: the module the answer lives in, not another answer
             if self.ctx.norm(c.name) in self.owners:
                 continue  # the answer's owner (``AgentEvaluator`` of ``AgentEvaluator.evaluate``)
             if _DUNDER.fullmatch(c.name):
@@ -520,6 +527,18 @@ class _Judge:
                 continue  # print(json.dumps(d)): the builtin is the wrapping, not the answer
             verdict = False
         return verdict
+
+    def module_of_gold(self, full: str) -> bool:
+        """``full`` is a module path (lower-case dotted segments) that holds a gold document (``google.adk.models`` of
+        ``google.adk.models.base_llm.BaseLlm``)."""
+        return "." in full and full == full.lower() and any(g.startswith(full + ".") for g in self.ctx.gold)
+
+    def answer_of(self, m: Mention) -> str:
+        """The name a mention that gives the reference gives (its accepted claim), else its label."""
+        for c in claims(m):
+            if c.role in ("asserted", "annotation", "caught", "param") and self.hit(c):
+                return f"{c.qualifier}.{c.name}" if c.qualifier else c.name
+        return self.label(m)
 
     def contradicted(self, m: Mention) -> bool:
         return any(
@@ -787,6 +806,32 @@ def _ticked(text: str, listed: list[Mention]) -> list[Mention]:
     return ticked if len(ticked) < len(listed) else []
 
 
+#: a sentence that recommends one name (``For the actual measure use `ratio()`.``, ``Pick `X`.``)
+_PICK = re.compile(r"\b(?:use|pick|choose|go\s+with|call|want|need|reach\s+for)\s*[`*'\"]*$", re.I)
+
+
+def _picked(text: str, listed: list[Mention], found: list[Mention], judge: _Judge) -> Mention | None:
+    """After a list of candidates, the one a later sentence outside the list recommends, alone in its sentence
+    (``- `ratio()` …\n- `quick_ratio()` …\n\nFor the actual measure use `ratio()`.``)."""
+    if len(listed) < 2:
+        return None
+    labels = [judge.label(x) for x in listed]
+    end = max(x.end for x in listed)
+    later = [m for m in found if m.start > end and judge.matches(m) is not None and not _set_aside(m)]
+    for m in later:
+        line_start = text.rfind("\n", 0, m.start) + 1
+        if _BULLET.match(text[line_start : m.start]) or judge.label(m) not in labels:
+            continue
+        if sum(x.sentence == m.sentence for x in later) != 1:
+            continue
+        sent = next((x for x in sentences(text) if x.index == m.sentence), None)
+        if sent is not None and (
+            _PICK.search(text[sent.start : m.start]) or _ANSWER_CUE.search(text[sent.start : m.start])
+        ):
+            return m
+    return None
+
+
 def _distinct(ms: Sequence[Mention], judge: _Judge) -> list[str]:
     labels: list[str] = []
     for m in ms:
@@ -799,6 +844,7 @@ def _distinct(ms: Sequence[Mention], judge: _Judge) -> list[str]:
 _ASKS_METHOD = re.compile(r"\b(?:method|function)s?\b", re.I)
 _ASKS_CLASS = re.compile(r"\b(?:which|what)\s+(?:[\w-]+\s+)?(?:class|type|object|base)\b|\bsubclass", re.I)
 _CAMEL = re.compile(r"[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[A-Z][a-z]+[A-Z]*")
+_ASKS_EXCEPTION = re.compile(r"\b(?:exception|error|raises?|raised)\b", re.I)
 _ASKS_PARAMETER = re.compile(r"\b(?:parameter|argument|keyword|kwarg|option|setting)s?\b", re.I)
 
 
@@ -863,6 +909,20 @@ def _describes(text: str, answer: Mention, m: Mention, found: Sequence[Mention],
     return verb is not None and not re.search(r"[,;:.!?]", window[verb.end() :])
 
 
+_TYPED_BEFORE = re.compile(r"\b(?:an?|any)\s+[`*]*$", re.I)
+_TYPED_AFTER = re.compile(r"^[`*]*\s+(?:instances?|objects?|subclass(?:es)?|wrappers?)\b", re.I)
+
+
+def _typed_value(text: str, m: Mention, judge: _Judge) -> bool:
+    """``a `BaseLlm` instance`` (of a question that asks for no class): the kind of value the answer takes or holds,
+    not another answer."""
+    if _ASKS_CLASS.search(judge.ctx.question):
+        return False
+    return bool(
+        _TYPED_BEFORE.search(text[max(0, m.start - 12) : m.start]) and _TYPED_AFTER.match(text[m.end : m.end + 20])
+    )
+
+
 _REPL = re.compile(r"^\s*(?:>>>|\.\.\.|In \[\d+\]:|\$ )")
 
 
@@ -910,7 +970,7 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
             )
         if _set_aside(m):
             continue
-        if _describes(text, answer, m, found, judge):
+        if _describes(text, answer, m, found, judge) or _typed_value(text, m, judge):
             continue  # ``it takes a name string or a `BaseLlm` instance``: what the answer takes, not another answer
         a, b = (answer, m) if answer.start < m.start else (m, answer)
         second = verdict is not None or (m.code is not None and not judge.ctx.numeric)
@@ -967,6 +1027,9 @@ def _cued_first(text: str, found: list[Mention], judge: _Judge) -> list[Mention]
     return found
 
 
+_RESULT = re.compile(r"(?<![=!<>])=\s*[*`]*$")
+
+
 def _concluded(text: str, found: list[Mention], judge: _Judge) -> Mention | None:
     """The name a conclusion introduces (``So the function is X.``, ``Therefore X.``, ``That makes it X``, ``which
     leaves X``, ``In short: X``, ``→ X``): the last such name that ends its clause (``So `X` gives …`` is a use of X,
@@ -976,7 +1039,10 @@ def _concluded(text: str, found: list[Mention], judge: _Judge) -> Mention | None
         if judge.matches(m) is None or _set_aside(m):
             continue
         prev = found[i - 1].end if i else 0
-        if _CONCLUDE.search(text[prev : m.start]) and _CLAUSE_END.match(text[m.end : _sentence_end(text, m.sentence)]):
+        before = text[prev : m.start]
+        # a number question: the result a derivation ends with (``… / 120 = 2598960.``)
+        result = judge.ctx.numeric and m.value is not None and _RESULT.search(before)
+        if (_CONCLUDE.search(before) or result) and _CLAUSE_END.match(text[m.end : _sentence_end(text, m.sentence)]):
             return m
     return None
 
@@ -985,8 +1051,13 @@ def _decide(text: str, found: list[Mention], judge: _Judge, where: str) -> Readi
     """The reading of ``text`` (the whole reply, or a declared answer's value) from its mentions."""
     sents = sentences(text)
     set_aside: list[Mention] = []
-    ticked = _ticked(text, _bullet_answers(text, found, judge))
-    concluded = _concluded(text, found, judge) or (ticked[0] if len(ticked) == 1 else None)
+    listed = _bullet_answers(text, found, judge)
+    ticked = _ticked(text, listed)
+    concluded = (
+        _concluded(text, found, judge)
+        or (ticked[0] if len(ticked) == 1 else None)
+        or _picked(text, listed, found, judge)
+    )
     order = [concluded, *(x for x in found if x is not concluded)] if concluded else _cued_first(text, found, judge)
     for m in order:
         verdict = judge.matches(m)
@@ -1005,7 +1076,7 @@ def _decide(text: str, found: list[Mention], judge: _Judge, where: str) -> Readi
             return other
         how = " (concluded)" if m is concluded else ""
         if verdict:
-            return Reading(judge.label(m), "ok", f"answer {m.text!r}{where}{how}", (m.text,))
+            return Reading(judge.answer_of(m), "ok", f"answer {m.text!r}{where}{how}", (m.text,))
         if judge.contradicted(m):
             return Reading(
                 None,
@@ -1413,6 +1484,15 @@ def _option_mentions(text: str, options: Mapping[str, str]) -> list[_Option]:
         following = re.match(r"[)\].:*`\"']*[ \t]+([A-Za-z']+)", text[e:])
         word = following.group(1) if following else None
         article = m.group(1) in "AI" and word is not None and word[:1].islower() and word.lower() not in _VERBISH
+        # ``A Session keeps …``: the article before a capitalised noun, at a sentence's start, then a verb
+        article = article or (
+            m.group(1) == "A"
+            and word is not None
+            and word[:1].isupper()
+            and text[e : e + 1] == " "
+            and not text[max(0, s - 3) : s].strip(" \t*_")[-1:].isalnum()
+            and bool(re.match(r"[ \t]+[A-Za-z_]\w*[ \t]+[a-z]+s\b", text[e:]))
+        )
         if m.group(1).islower():
             alone = not text.strip(" \t\n()[]*`'\".,:;!?").replace(m.group(1), "", 1).strip()
             if not (alone or (marker and after.startswith(")")) or named or wrapped):
@@ -1573,6 +1653,73 @@ def _option_table(text: str, options: Mapping[str, str]) -> Reading | None:
     return None
 
 
+_FILLER = frozenset("a an the it its and then on of to into in which that this is are be can you just with".split())
+
+
+def _stems(text: str) -> list[str]:
+    """The content words of ``text``, crudely stemmed (``pushes`` / ``pushed`` / ``push`` -> ``push``)."""
+    out = []
+    for w in re.findall(r"[a-z]+", text.lower()):
+        if w in _FILLER:
+            continue
+        w = re.sub(r"(?:ing|ed|es|s)$", "", w) if len(w) > 3 else w
+        out.append(w.rstrip("e") or w)
+    return out
+
+
+def _common(a: list[str], b: list[str]) -> int:
+    """The length of the longest common subsequence of ``a`` and ``b``."""
+    row = [0] * (len(b) + 1)
+    for x in a:
+        prev = 0
+        for j, y in enumerate(b):
+            cur = row[j + 1]
+            row[j + 1] = prev + 1 if x == y else max(row[j + 1], row[j])
+            prev = cur
+    return row[-1]
+
+
+def _paraphrased(text: str, options: Mapping[str, str]) -> str | None:
+    """The option whose text a reply that names no option says in its own words, in the option's order (``It pushes
+    the item on the heap, then pops and returns the smallest item`` for *Push item on the heap, then pop and return
+    the smallest item*): at least 80 % of the option's content words, and at least 20 points more than any other
+    option's; a reply with a negation says none. Options of fewer than four content words are names, not sentences: never paraphrased."""
+    if re.search(r"\b(?:not|never|no|neither|nor)\b|n't\b", text[:2000], re.I):
+        return None  # a negated description chooses nothing (``it does not pop first``)
+    said = _stems(text[:2000])
+    scores = {}
+    for k, t in options.items():
+        words = _stems(str(t))
+        if len(words) >= 4:
+            scores[k] = _common(words, said) / len(words)
+    if not scores:
+        return None
+    best = max(scores, key=lambda k: scores[k])
+    rest = [v for k, v in scores.items() if k != best]
+    return best if scores[best] >= 0.8 and all(v <= scores[best] - 0.2 for v in rest) else None
+
+
+_IT_IS = re.compile(r"^[`*'\")\]]*[ \t]+it\s+is\s*[.!]", re.I)
+
+
+def _closing(text: str, found: list[_Option]) -> _Option | None:
+    """The option a reply closes with after weighing the others: ``… The model abstraction is BaseLlm. **C**`` (a
+    letter alone at the end, after a sentence's end) or ``GoogleSearchTool it is.``."""
+    live = [o for o in found if not o.negated]
+    if not live:
+        return None
+    last = live[-1]
+    if (
+        last.form == "letter"
+        and last is found[-1]
+        and not text[last.end :].strip(" \t\n*_).!")
+        and re.search(r"[.!?:\n][ \t\n*_(]*$", text[: last.start])
+    ):
+        return last
+    said = [o for o in live if _IT_IS.match(text[o.end : o.end + 20])]
+    return said[-1] if said else None
+
+
 def _read_options_text(text: str, options: Mapping[str, str]) -> Reading:
     """The option a reply's text chooses (rule 5 of the module docstring)."""
     text, echoed = _drop_echo(text, options)
@@ -1593,6 +1740,10 @@ def _read_options_text(text: str, options: Mapping[str, str]) -> Reading:
         chosen = _leading(text, options, found)
         at = found[0].end if chosen is not None and found else at
     if chosen is None:
+        closing = _closing(text, found)
+        if closing is not None:
+            chosen, at = Reading(closing.key, "ok", f"option {closing.key} (closing)", (closing.key,)), closing.end
+    if chosen is None:
         positive = [o for o in found if not o.negated]
         if positive:
             sent_end = min((i for i in (text.find(c, positive[0].end) for c in ".;!?\n") if i >= 0), default=len(text))
@@ -1608,6 +1759,9 @@ def _read_options_text(text: str, options: Mapping[str, str]) -> Reading:
         if any(o.negated for o in found):
             negated = ", ".join(dict.fromkeys(o.key for o in found if o.negated))
             return Reading(None, "negated", f"negated: the reply rejects option(s) {negated} and names no other")
+        said = _paraphrased(text, options) if not found else None
+        if said is not None:
+            return Reading(said, "ok", f"option {said} (its text paraphrased)", (said,))
         return Reading(None, "no answer", "no answer: no option letter or option text in the reply")
     if _DISCLAIM.search(text[:at]) or _DISCLAIM.search(text[: text.find("\n", at)] if "\n" in text[at:] else text):
         return Reading(None, "hedge", f"hedge: the reply disclaims knowing the answer ({chosen.answer})")

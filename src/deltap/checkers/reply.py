@@ -176,13 +176,18 @@ def declared_answer(text: str) -> str | None:
 # -- numbers -------------------------------------------------------------------------------------------------------
 
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
-_GROUPED = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[-+]?\d{1,3}(?:[ \u00a0\u202f\u2009]\d{3})+(?:\.\d+)?")
+_GROUPED = re.compile(
+    r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[-+]?\d{1,3}(?:[ \u00a0\u202f\u2009]\d{3})+(?:\.\d+)?|[-+]?\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?"
+)
 
 
 def number_value(text: str) -> float | None:
-    """``text`` as a number (``0.60``, ``1e-9``, ``2,598,960``, ``2 598 960``), else ``None``."""
+    """``text`` as a number (``0.60``, ``1e-9``, ``2,598,960``, ``2 598 960``, ``2.598.960``: dots grouping digits
+    twice or more, as in German), else ``None``."""
     s = text.strip().strip("`*'\"").rstrip(".,;:!?")
     if _GROUPED.fullmatch(s):
+        if s.count(".") >= 2:  # ``2.598.960`` / ``1.234.567,5``: dots group, a comma marks the decimals
+            s = s.replace(".", "").replace(",", ".")
         s = re.sub(r"[, \u00a0\u202f\u2009]", "", s)
     if _NUMBER.fullmatch(s):
         try:
@@ -207,7 +212,9 @@ class CodeNames:
             value is not a call (``i = f(x)`` is the call's).
         names: A bare expression's names (``json.dumps``, ``nsmallest``).
         kwarg_values: ``(keyword, value)`` of the calls' keyword arguments.
-        annotations: The types of annotated names (``tool_context: ToolContext`` -> ``ToolContext``).
+        annotations: The types of annotated names and parameters (``tool_context: ToolContext`` ->
+            ``ToolContext``), and the values of a YAML mapping's keys (``agent_class: LoopAgent`` -> ``LoopAgent``).
+        caught: The exception classes ``except`` clauses catch.
     """
 
     calls: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
@@ -217,9 +224,10 @@ class CodeNames:
     names: list[str] = field(default_factory=list)
     kwarg_values: list[tuple[str, str]] = field(default_factory=list)
     annotations: list[str] = field(default_factory=list)
+    caught: list[str] = field(default_factory=list)
 
     def empty(self) -> bool:
-        return not (self.calls or self.decorators or self.imports or self.assigned or self.names)
+        return not (self.calls or self.decorators or self.imports or self.assigned or self.names or self.annotations)
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -259,6 +267,12 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _decorated(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        if not isinstance(node, ast.ClassDef):  # ``def f(tool_context: ToolContext)`` names the class
+            params = node.args
+            for arg in [*params.posonlyargs, *params.args, *params.kwonlyargs]:
+                name = _dotted(arg.annotation) if arg.annotation is not None else None
+                if name:
+                    self.out.annotations.append(name)
         for d in node.decorator_list:
             name = _dotted(d.func if isinstance(d, ast.Call) else d)
             if name:
@@ -271,6 +285,11 @@ class _Visitor(ast.NodeVisitor):
             self.visit(stmt)
 
     visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _decorated
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        types = node.type.elts if isinstance(node.type, ast.Tuple) else [node.type] if node.type else []
+        self.out.caught += [n for n in (_dotted(t) for t in types) if n]
+        self.generic_visit(node)
 
     def visit_Import(self, node: ast.Import) -> None:
         self.out.imports += [a.name for a in node.names]
@@ -306,6 +325,8 @@ _CALL_RE = re.compile(r"@?([A-Za-z_][\w.]*)\s*\(")
 _KWARG_RE = re.compile(r"(?<![=!<>])\b([A-Za-z_]\w*)\s*=(?!=)\s*([^,()\s]*)")
 _DECORATOR_RE = re.compile(r"^\s*@([A-Za-z_][\w.]*)", re.M)
 _NAME_RE = re.compile(r"^[A-Za-z_][\w.]*$")
+#: a YAML mapping's line (``agent_class: LoopAgent``, ``  - config_path: a.yaml``, ``sub_agents:``)
+_YAML_LINE = re.compile(r"^\s*(?:-\s+)?[A-Za-z_][\w.-]*\s*:(?:\s+(?P<value>\S.*?))?\s*$")
 
 
 def code_names(code: str) -> CodeNames | None:
@@ -325,6 +346,11 @@ def code_names(code: str) -> CodeNames | None:
         visitor.visit(tree)
         return visitor.out
     out = CodeNames()  # not parseable (``@total_ordering``, ``key=``, a cut-off call): read it with patterns
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if lines and all(_YAML_LINE.match(ln) for ln in lines):  # a YAML mapping: its values name what it configures
+        values = [v.strip("'\"") for ln in lines for v in [_YAML_LINE.match(ln).group("value")] if v]  # type: ignore[union-attr]
+        out.annotations = [v for v in values if _NAME_RE.match(v) and number_value(v) is None]
+        return out if out.annotations else None
     out.decorators = _DECORATOR_RE.findall(text)
     out.calls = [(m.group(1), ()) for m in _CALL_RE.finditer(text) if not m.group(0).startswith("@")]
     kwargs = [(m.group(1), m.group(2)) for m in _KWARG_RE.finditer(text)]
@@ -428,7 +454,7 @@ _TOKEN = re.compile(
     r"|\*\*`(?P<boldcode>[^`\n]+)`\*\*"
     r"|`(?P<bt>[^`\n]+)(?:`|$)"
     r"|\*\*(?P<bold>[^*\n]+?)\*\*"
-    r"|(?P<num>(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:[\u00a0\u202f\u2009 ]\d{3})+(?![\d.])|"
+    r"|(?P<num>(?<![\w.])[-+]?(?:\d{1,3}(?:\.\d{3}){2,}(?![\d.]*\d)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:[\u00a0\u202f\u2009 ]\d{3})+(?![\d.])|"
     r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)(?![\w.]*\w))"
     r"|(?P<ident>@?[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*(?:\([^()\n]*\))?)",
     re.S,
@@ -461,7 +487,12 @@ def mentions(text: str, spotted: Callable[[str], bool], numbers: bool = True) ->
         s, e = m.start(), m.end()
         if m.group("fence") is not None:
             body = m.group("fence")
+            if _TREE.search(body):  # a tree drawing: the hierarchy under its root, which is what it shows
+                root = body.strip().split("\n", 1)[0].strip()
+                yield Mention(root, s, e, sentence_of(s), "code", code_names(root.split(" ", 1)[0]))
+                continue
             yield Mention(body.strip(), s, e, sentence_of(s), "code", code_names(body), number_value(body))
+            yield from _printed_numbers(body, m.start("fence"), sentence_of(s))
         elif m.group("boldcode") is not None or m.group("bt") is not None:
             body = m.group("boldcode") if m.group("boldcode") is not None else m.group("bt")
             yield Mention(body.strip(), s, e, sentence_of(s), "code", code_names(body), number_value(body))
@@ -481,6 +512,22 @@ def mentions(text: str, spotted: Callable[[str], bool], numbers: bool = True) ->
                 yield Mention(tok, s, e, sentence_of(s), "spot", code_names(tok))
             elif _one_token_line(text, lines, s, e):
                 yield Mention(tok, s, e, sentence_of(s), "line", code_names(tok))
+
+
+#: a line of a tree drawing (``├── LlmAgent``, ``└── LoopAgent``, ``|-- x``)
+_TREE = re.compile(r"^\s*(?:[\u2502 ]*[\u251c\u2514]\u2500|[|`+]--)", re.M)
+
+
+def _printed_numbers(body: str, at: int, sentence: int) -> Iterator[Mention]:
+    """The numbers a REPL session in a code block prints: a line that is one number, after a ``>>>`` prompt line."""
+    prompted = False
+    for line in re.finditer(r"[^\n]+", body):
+        t = line.group(0).strip()
+        if re.match(r"(?:>>>|\.\.\.|In \[\d+\]:)", t):
+            prompted = True
+        elif prompted and number_value(t) is not None:
+            a = at + line.start() + line.group(0).find(t)
+            yield Mention(t, a, a + len(t), sentence, "number", None, number_value(t))
 
 
 #: words that label or open a reply, never answers on a line of their own (``**Answer**``, ``Sure!``)

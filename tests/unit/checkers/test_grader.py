@@ -576,6 +576,101 @@ FRESH6_OPTION_KINDS = [
 # fmt: on
 
 
+# -- session 12 (grader6): the kinds of fresh7's misses, one general rule each (written before the rules) ----------
+
+EXC_Q = Case("ex", "Which exception does int() raise when the string is not a number?", ("builtins.ValueError",))
+STATE_Q = Case("st", "Which class gives a callback access to the session state?", ("x.CallbackContext",))
+ROOT_Q = Case("rt", "What is the base class of every tool?", ("google.adk.tools.base_tool.BaseTool",))
+LOOP_Q = Case("lp", "Which class runs its sub-agents again and again until a condition?", ("x.LoopAgent",))
+LIMIT_Q = Case("li", "What is the default maximum line length of textwrap.fill?", ("textwrap.fill",))
+PARTIAL_Q = Case("pa", "Which functools function fixes some arguments of a function?", ("functools.partial",))
+SPLIT_Q = Case("sp", "Which shlex function splits a string like a shell?", ("shlex.split",))
+MODEL_ARG_Q = Case("ma", "Which parameter sets the model of an agent?", ("x.LlmAgent",))
+ORDER_Q = Case("or", "How many ways can 3 people stand in a row of 3?", ())
+PLUGIN_Q = Case("pl", "Which class is the base of all plugins?", ("google.adk.plugins.base_plugin.BasePlugin",))
+
+# one row an example: (id, case, accepted answer, reply, outcome)
+# fmt: off
+FRESH7_IDENTIFIER_KINDS = [
+    # an exception question answered by code alone: the class an ``except`` clause catches
+    ("except-clause", EXC_Q, "ValueError", "```python\ntry:\n    n = int(s)\nexcept ValueError:\n    n = 0\n```", "pass"),
+    ("except-clause-another", EXC_Q, "ValueError", "```python\ntry:\n    n = int(s)\nexcept TypeError:\n    n = 0\n```", "fail"),
+    # a class question answered by code alone: a parameter's type annotation
+    ("annotation-answers-class", STATE_Q, "CallbackContext", "```python\ndef before(cb: CallbackContext) -> None:\n    cb.state['seen'] = cb.state.get('seen', 0) + 1\n```", "pass"),
+    ("annotation-another-class", STATE_Q, "CallbackContext", "```python\ndef before(tc: ToolContext) -> None:\n    tc.state['seen'] = tc.state.get('seen', 0) + 1\n```", "fail"),
+    # a tree drawing: its children are the hierarchy under the root, the root is what it shows
+    ("tree-root", ROOT_Q, "BaseTool", "```\nBaseTool\n├── FunctionTool\n└── AgentTool\n```", "pass"),
+    ("tree-root-another", ROOT_Q, "BaseTool", "```\nFunctionTool\n├── LongRunningFunctionTool\n└── AgentTool\n```", "fail"),
+    # a YAML / config block: a key's value is the answer
+    ("yaml-value", LOOP_Q, "LoopAgent", "Agent config:\n\n```yaml\nagent_class: LoopAgent\nname: retry\nmax_iterations: 3\n```", "pass"),
+    ("yaml-value-another", LOOP_Q, "LoopAgent", "Agent config:\n\n```yaml\nagent_class: SequentialAgent\nname: retry\n```", "fail"),
+    # a REPL session for a number question: the value it prints
+    ("repl-prints-number", LIMIT_Q, "70", "```\n>>> import textwrap\n>>> textwrap.TextWrapper().width\n70\n```", "pass"),
+    ("repl-prints-another-number", LIMIT_Q, "70", "```\n>>> import textwrap\n>>> textwrap.TextWrapper().width\n80\n```", "fail"),
+    # a call that "no longer works" is the old way; the fix that follows is the answer
+    ("no-longer-works-then-fix", PARTIAL_Q, "partial", "`apply(f, args)` no longer works in Python 3. What we use is `functools.partial(f, 1)`.", "pass"),
+    ("answer-no-longer-works", PARTIAL_Q, "partial", "`functools.partial` no longer works here; use `lambda x: f(1, x)`.", "fail"),
+    # the module where the answer lives, named before it, is its place, not another answer
+    ("module-path-then-class", PLUGIN_Q, "BasePlugin", "See `google.adk.plugins.base_plugin`; the class there, `BasePlugin`, is what every plugin extends.", "pass"),
+    ("module-path-then-another", PLUGIN_Q, "BasePlugin", "See `google.adk.plugins.base_plugin`; the class you extend is `PluginManager`.", "fail"),
+    # ``or with `x` `` describes how the answer works (a parameter), not another answer
+    ("or-with-a-parameter", SPLIT_Q, "split", "Use `shlex.split`; it splits on whitespace, or with `posix=False` keeps the quotes.", "pass"),
+    ("or-another-function", SPLIT_Q, "split", "Use `shlex.split`, or `str.split` if there are no quotes.", "fail"),
+    # ``either a X or a `Y` instance``: the kinds of value the answer takes
+    ("either-a-or-an-instance", MODEL_ARG_Q, "model", "`model` — either a model-name string or a `LiteLlm` instance.", "pass"),
+    ("either-two-parameters", MODEL_ARG_Q, "model", "Either `model` or `llm`.", "fail"),
+    # a list of candidates, then one sentence that picks one of them
+    ("list-then-pick", SPLIT_Q, "split", "- `shlex.split()` — shell-like\n- `str.split()` — whitespace only\n- `re.split()` — by pattern\n\nFor shell syntax use `shlex.split()`.", "pass"),
+    ("list-then-pick-another", SPLIT_Q, "split", "- `shlex.split()` — shell-like\n- `str.split()` — whitespace only\n\nFor this use `str.split()`.", "fail"),
+    ("list-without-pick", SPLIT_Q, "split", "- `shlex.split()` — shell-like\n- `str.split()` — whitespace only", "fail"),
+    # numbers: dot grouping (1.234.567) and a derivation whose last result is the answer
+    ("dot-grouped-number", ORDER_Q, "1234567", "Es sind 1.234.567 Möglichkeiten bei 3 Personen.", "pass"),
+    ("derivation-ends-in-answer", ORDER_Q, "6", "3 × 2 × 1 = 6.", "pass"),
+    ("derivation-longer", ORDER_Q, "6", "There are 3 choices for the first place, then 2, then 1: 3 × 2 = 6 ordered pairs of the first two, times 1 = 6.", "pass"),
+    ("derivation-ends-in-another", ORDER_Q, "6", "3 × 3 × 3 = 27.", "fail"),
+    # written after the rules, against over-reach (counted apart)
+    ("except-clause-not-asked", PARTIAL_Q, "partial", "```python\ntry:\n    g = functools.partial(f, 1)\nexcept TypeError:\n    g = f\n```", "pass"),
+    ("except-clause-beside-wrong-call", PARTIAL_Q, "partial", "```python\ntry:\n    g = functools.reduce(f, xs)\nexcept partial:\n    pass\n```", "fail"),
+    ("derivation-then-hedge", ORDER_Q, "6", "3 × 2 × 1 = 6, or 27 if repeats are allowed.", "fail"),
+    ("list-then-use-both", SPLIT_Q, "split", "- `shlex.split()` — shell-like\n- `str.split()` — whitespace only\n\nUse `shlex.split()` or `str.split()`.", "fail"),
+]
+# fmt: on
+
+BASE_OPTIONS = {"A": "Runner", "B": "Event", "C": "BasePlugin", "D": "Session"}
+SEARCH_OPTIONS = {"A": "Event", "B": "BaseToolset", "C": "GoogleSearchTool", "D": "Session"}
+METHOD_OPTIONS = {"A": "append_event", "B": "find_agent", "C": "name", "D": "close"}
+PUSH_OPTIONS = {
+    "A": "Remove the first item, then insert the new item",
+    "B": "Insert the item into the list, then remove and return the first item",
+    "C": "Insert the item and return nothing",
+}
+
+# one row an example: (id, case, options, key, reply, outcome)
+# fmt: off
+FRESH7_OPTION_KINDS = [
+    # a bold letter closing a discussion that names the other options
+    ("bold-letter-after-discussion", CASE, BASE_OPTIONS, "C", "Runner runs agents and Event is a record; Session holds history. Plugins derive from BasePlugin. **C**", "pass"),
+    ("bold-letter-another-after-discussion", CASE, BASE_OPTIONS, "C", "Runner runs agents and Event is a record; BasePlugin is for plugins. **A**", "fail"),
+    # ``X it is.`` after an elimination
+    ("it-is-after-elimination", CASE, SEARCH_OPTIONS, "C", "Event and Session are not tools, and BaseToolset only groups tools. GoogleSearchTool it is.", "pass"),
+    ("it-is-another", CASE, SEARCH_OPTIONS, "C", "Event and Session are not tools. BaseToolset it is.", "fail"),
+    # a sentence opening with the article ``A`` is no choice of option A
+    ("article-a-then-letter", CASE, BASE_OPTIONS, "D", "A Session holds every event of the conversation: D.", "pass"),
+    ("article-a-then-another-letter", CASE, BASE_OPTIONS, "D", "A Runner drives the conversation: A.", "fail"),
+    # ``Y is equally involved``: an equal alternative
+    ("equally-involved", CASE, METHOD_OPTIONS, "A", "A, append_event — though B, find_agent, is equally responsible for it.", "fail"),
+    ("equally-not-involved", CASE, METHOD_OPTIONS, "A", "A, append_event — B, find_agent, only looks agents up.", "pass"),
+    # the key option's text paraphrased without a letter
+    ("paraphrased-key-text", CASE, PUSH_OPTIONS, "B", "It inserts the item into the list, then removes and returns the first item.", "pass"),
+    ("paraphrased-another-text", CASE, PUSH_OPTIONS, "B", "It removes the first item, then inserts the new item.", "fail"),
+    # written after the rules, against over-reach (counted apart)
+    ("paraphrased-both-orders", CASE, PUSH_OPTIONS, "B", "Either it inserts the item into the list and then removes and returns the first item, or it removes the first item and then inserts the new item.", "fail"),
+    ("closing-letter-after-hedge", CASE, BASE_OPTIONS, "C", "Not sure between Runner and BasePlugin. **C**", "fail"),
+    ("it-is-negated-before", CASE, SEARCH_OPTIONS, "C", "GoogleSearchTool? Not it. BaseToolset it is.", "fail"),
+]
+# fmt: on
+
+
 # -- every table above, one test each for identifiers and options ------------------------------------------------
 
 #: the identifier tables by the session (and set) their rules came from; a test id is ``<table>-<row id>``
@@ -586,12 +681,14 @@ IDENTIFIER_RULES = {
     "fresh4": RULES_FRESH4,
     "fresh5": FRESH5_IDENTIFIER_KINDS,
     "fresh6": FRESH6_IDENTIFIER_KINDS,
+    "fresh7": FRESH7_IDENTIFIER_KINDS,
 }
 OPTION_RULES = {
     "s10": OPTION_RULES_S10,
     "s11": OPTION_RULES_S11,
     "fresh5": FRESH5_OPTION_KINDS,
     "fresh6": FRESH6_OPTION_KINDS,
+    "fresh7": FRESH7_OPTION_KINDS,
 }
 
 
@@ -615,8 +712,8 @@ def test_option_rule(case: Case, options: dict[str, str], correct: str, reply: s
 
 def test_the_rule_tables_keep_every_example() -> None:
     """The tables were one test each until session 12 (99 identifier and 25 option examples), plus session 12's 35
-    and 8 (grader4) and 44 and 6 (grader5); none may be lost, and every id is unique."""
+    and 8 (grader4), 44 and 6 (grader5), 25 and 10 (grader6); none may be lost, and every id is unique."""
     ids = [f"{t}-{r[0]}" for t, rows in IDENTIFIER_RULES.items() for r in rows]
     option_ids = [f"{t}-{r[0]}" for t, rows in OPTION_RULES.items() for r in rows]
-    assert len(ids) >= 99 + 35 + 44 and len(option_ids) >= 25 + 8 + 6
+    assert len(ids) >= 99 + 35 + 44 + 25 and len(option_ids) >= 25 + 8 + 6 + 10
     assert len(set(ids)) == len(ids) and len(set(option_ids)) == len(option_ids)

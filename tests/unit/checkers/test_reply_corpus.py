@@ -75,6 +75,7 @@ SETS = (
     "fresh4",
     "fresh5",
     "fresh6",
+    "fresh7",
     "classes",
     "attacks",
     "attacks2",
@@ -114,14 +115,14 @@ def test_the_third_fresh_set_scores_as_a_person_does() -> None:
 def test_the_fourth_fresh_set_scores_as_a_person_does() -> None:
     """fresh4 (147 replies, written blind) was measured once by the lead at 10/75 right failed and 5/72 wrong passed
     (13.3 %/6.9 %) before it was used for rules; session 11 (helper "grader3") revised the rules on the kinds of its
-    misses, so it is a training set since (no blind figure exists for those rules). Three misses are left, kinds no
-    rule reads yet: an option's text paraphrased without its letter (right, fails), a small model's rambling where the
-    answer ``model`` is a common word next to another name (right, fails), and a wrong default next to the right
-    number offered as an example (``such as 128``; wrong, passes)."""
+    misses, so it is a training set since (no blind figure exists for those rules). Two misses are left, kinds no
+    rule reads yet: a small model's rambling where the answer ``model`` is a common word next to another name (right,
+    fails), and a wrong default next to the right number offered as an example (``such as 128``; wrong, passes); the
+    third, an option's text paraphrased without its letter, is read since session 12 (grader6)."""
     right_failed, wrong_passed, right, wrong = _errors("fresh4")
     assert (right, wrong) == (75, 72)
     assert len(wrong_passed) <= 1, "wrong answers passed:\n" + "\n".join(wrong_passed)
-    assert len(right_failed) <= 2, "right answers failed:\n" + "\n".join(right_failed)
+    assert len(right_failed) <= 1, "right answers failed:\n" + "\n".join(right_failed)
 
 
 def test_the_fifth_fresh_set_scores_as_a_person_does() -> None:
@@ -141,6 +142,17 @@ def test_the_sixth_fresh_set_scores_as_a_person_does() -> None:
     blind figure exists for those rules)."""
     right_failed, wrong_passed, right, wrong = _errors("fresh6")
     assert (right, wrong) == (130, 122)
+    assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
+    assert len(right_failed) <= 0.02 * right, "right answers failed:\n" + "\n".join(right_failed)
+
+
+def test_the_seventh_fresh_set_scores_as_a_person_does() -> None:
+    """fresh7 (194 replies, written blind) was measured once by the lead on grader5's rules at 16/99 right failed and
+    1/95 wrong passed (16.2 %/1.1 %; the same right-failed count on grader4's and session 11's rules) before it was
+    used for rules; session 12 (helper "grader6") revised the rules on the kinds of its misses, so it is a training
+    set since (no blind figure exists for those rules)."""
+    right_failed, wrong_passed, right, wrong = _errors("fresh7")
+    assert (right, wrong) == (99, 95)
     assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
     assert len(right_failed) <= 0.02 * right, "right answers failed:\n" + "\n".join(right_failed)
 
