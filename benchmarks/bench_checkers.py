@@ -28,6 +28,9 @@ reply answers) and one file per set of replies, each reply with the verdict a pe
   rules at 16.2 %/1.1 % (16/99 right failed, 1/95 wrong passed; the same on grader4's and session 11's rules but for
   2/95 wrong passed on session 11's) before it was used for rules; session 12 (helper "grader6") revised the rules on
   the kinds of its misses, so it is a training set since;
+* ``fresh8.yaml`` (session 12) — an eighth set (153 replies), written blind, measured once by the lead on grader6's
+  rules at 1.3 %/2.7 % (1/78 right failed, 2/75 wrong passed; 2/78, 2/75 on grader5's) before it was used for rules;
+  the lead then revised the rules on the kinds of its misses, so it is a training set since;
 * ``classes.yaml`` (session 11) — replies of those four kinds (equal alternatives, retractions, Markdown tables,
   conclusions), labelled before their rules were written; a training set;
 * ``attacks.yaml`` (session 11) — replies that look like those kinds but should go the other way, labelled before
@@ -81,6 +84,7 @@ SETS = (
     "fresh5",
     "fresh6",
     "fresh7",
+    "fresh8",
     "classes",
     "attacks",
     "attacks2",

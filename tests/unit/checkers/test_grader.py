@@ -674,6 +674,34 @@ FRESH7_OPTION_KINDS = [
 # -- every table above, one test each for identifiers and options ------------------------------------------------
 
 #: the identifier tables by the session (and set) their rules came from; a test id is ``<table>-<row id>``
+# -- session 12 (lead): the kinds of fresh8's misses, written before the rules ---------------------------------------
+CTX_Q = Case(
+    "ic", "What is the `InvocationContext` object?", ("google.adk.agents.invocation_context.InvocationContext",)
+)
+SUM8_Q = Case("fs", "Which math function adds floats without losing precision?", ("math.fsum",))
+HANDS_Q = Case("hd", "How many 5-card hands can be dealt from a 52-card deck?", ())
+# fmt: off
+FRESH8_IDENTIFIER_KINDS = [
+    # a method named with a builtin type as its owner in prose: the type's method, not the module's function
+    ("type-owner-possessive", SPLIT_Q, "split", "Call the string's split method: `parts = line.split()`.", "fail"),
+    ("type-owner-method-of", SPLIT_Q, "split", "It is the split method of str, e.g. `line.split()`.", "fail"),
+    ("type-owner-list", SUM8_Q, "fsum", "Just use the list's sum: `sum(values)`.", "fail"),
+    ("module-owner-possessive", SPLIT_Q, "split", "Use shlex's split function: `shlex.split(line)`.", "pass"),
+    ("string-module-owner", CAPS_Q, "capwords", "Use the string module's capwords: `string.capwords(s)`.", "pass"),
+    # a reply that says it has no information about the name: the name is the subject of a refusal
+    ("no-information-about", CTX_Q, "InvocationContext", "Sorry, I don't have any information about `InvocationContext` in that library. Can you paste its docs?", "fail"),
+    ("no-knowledge-of", CTX_Q, "InvocationContext", "I have no knowledge of an `InvocationContext` type there; which version are you on?", "fail"),
+    ("dont-know-about", CTX_Q, "InvocationContext", "I don't know about `InvocationContext`, could you share the code?", "fail"),
+    ("no-info-then-answer", CTX_Q, "InvocationContext", "I don't have the docs open, but `InvocationContext` is the object that carries one invocation's session, agent and services.", "pass"),
+    ("information-about-it-is", CTX_Q, "InvocationContext", "`InvocationContext` holds all the information about one invocation: session, agent, services.", "pass"),
+    # a number question answered by a code line whose comment gives the result
+    ("result-in-comment", HANDS_Q, "2598960", "```python\nmath.comb(52, 5)  # 2598960\n```", "pass"),
+    ("arrow-result-in-comment", HANDS_Q, "2598960", "```python\n>>> from math import comb\ncomb(52, 5)  # -> 2598960\n```", "pass"),
+    ("wrong-result-in-comment", HANDS_Q, "2598960", "```python\nmath.perm(52, 5)  # 311875200\n```", "fail"),
+]
+# fmt: on
+
+
 IDENTIFIER_RULES = {
     "s10": RULES_S10,
     "s11": RULES_S11,
@@ -682,6 +710,7 @@ IDENTIFIER_RULES = {
     "fresh5": FRESH5_IDENTIFIER_KINDS,
     "fresh6": FRESH6_IDENTIFIER_KINDS,
     "fresh7": FRESH7_IDENTIFIER_KINDS,
+    "fresh8": FRESH8_IDENTIFIER_KINDS,
 }
 OPTION_RULES = {
     "s10": OPTION_RULES_S10,
@@ -712,8 +741,9 @@ def test_option_rule(case: Case, options: dict[str, str], correct: str, reply: s
 
 def test_the_rule_tables_keep_every_example() -> None:
     """The tables were one test each until session 12 (99 identifier and 25 option examples), plus session 12's 35
-    and 8 (grader4), 44 and 6 (grader5), 25 and 10 (grader6); none may be lost, and every id is unique."""
+    and 8 (grader4), 44 and 6 (grader5), 25 and 10 (grader6), 13 identifier examples (lead, fresh8's kinds); none
+    may be lost, and every id is unique."""
     ids = [f"{t}-{r[0]}" for t, rows in IDENTIFIER_RULES.items() for r in rows]
     option_ids = [f"{t}-{r[0]}" for t, rows in OPTION_RULES.items() for r in rows]
-    assert len(ids) >= 99 + 35 + 44 + 25 and len(option_ids) >= 25 + 8 + 6 + 10
+    assert len(ids) >= 99 + 35 + 44 + 25 + 13 and len(option_ids) >= 25 + 8 + 6 + 10
     assert len(set(ids)) == len(ids) and len(set(option_ids)) == len(option_ids)
