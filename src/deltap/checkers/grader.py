@@ -85,7 +85,12 @@ _REFUSAL = re.compile(
 _NEG_BEFORE = re.compile(
     r"(?:\b(?:not|never|neither|nor|avoid|avoiding|without|instead\s+of|rather\s+than|other\s+than|unlike|except|"
     r"besides|apart\s+from|(?:un|not\s+)familiar\s+with|never\s+(?:heard|seen)\s+of|not\s+aware\s+of)\b|n't(?:\s+(?:use|call|need|want|pick|choose|recommend))?|\bdo\s+not\s+(?:use|call|need|"
-    r"want|recommend)\b|\bthere(?:'s|\s+is)\s+no\b)(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$|\bno\s*[`*(\[\"']*$",
+    r"want|recommend)\b|\bthere(?:'s|\s+is)\s+no\b|"
+    # a reply that says it knows nothing of the name (``I don't have any information about `X` ``)
+    r"\b(?:(?:don'?t|do\s+not)\s+have|have\s+no|lack)\s+(?:(?:any|much|enough|reliable|specific|accurate|detailed|"
+    r"up-to-date|the)\s+)*(?:information|knowledge|details|data|documentation|context)\s+(?:about|on|of|regarding)\b|"
+    r"\b(?:don'?t|do\s+not)\s+know\s+(?:(?:anything|much)\s+)?(?:about|of)\b)"
+    r"(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$|\bno\s*[`*(\[\"']*$",
     re.I,
 )
 #: a double negative is a commitment (``There's no reason not to use X``, ``you can't go wrong with X``)
@@ -136,6 +141,13 @@ _ALT_CUE = re.compile(
     re.I,
 )
 _OWN = re.compile(r"\b(?:your|my|our)\s+(?:own\s+)?(?:[\w-]+\s+){0,2}[`*'\"]*$", re.I)
+#: a builtin type named as a method's owner in prose (``the string's split method``, ``the list's sum``, ``the split
+#: method of str``): the qualifier of a name the reply writes without one
+_TYPE_WORDS = r"(?P<type>str|string|list|dict|dictionary|bytes|bytearray|set|tuple|int|float)"
+_TYPE_OWNER_BEFORE = re.compile(r"\b" + _TYPE_WORDS + r"(?:'s|\s+object's|\s+type's)\s+[`*'\"]*$", re.I)
+_TYPE_OWNER_AFTER = re.compile(
+    r"^[`*'\"]*(?:\(\))?[`*'\"]*\s+method\s+of\s+(?:the\s+|a\s+|an\s+|your\s+)?[`*]*" + _TYPE_WORDS + r"\b", re.I
+)
 #: an answer cue in the clause before a mention: ``but the right choice is `X```, ``what you want is `X```
 _ANSWER_CUE = re.compile(
     r"\b(?:(?:the\s+)?(?:right|correct|best|proper|real)\s+(?:choice|answer|one|function|method|class|option|tool|"
@@ -379,10 +391,14 @@ UNNAMED_OBJECT = "<object>"
 def claims(m: Mention) -> list[Claim]:
     """What a mention puts forward (see :class:`Claim`), in order. A method written with a bare dot (```.split()```)
     is a method of some object (qualifier :data:`UNNAMED_OBJECT`): a module's function only if the module is a
-    class."""
+    class. A plain word whose owner the prose names as a builtin type (``the string's split method``) has that type
+    for its qualifier."""
     out = _claims(m)
     if m.text.lstrip("`*").startswith(".") and out and out[0].role == "asserted" and not out[0].qualifier:
         out[0] = Claim(out[0].name, UNNAMED_OBJECT, "asserted", out[0].owner)
+    owner = next((f.split(":", 1)[1] for f in m.flags if f.startswith("owner:")), "")
+    if owner and out and out[0].role == "asserted" and not out[0].qualifier:  # ``the string's split method``
+        out[0] = Claim(out[0].name, owner, "asserted", out[0].owner)
     return out
 
 
@@ -660,6 +676,9 @@ def _flag(text: str, found: list[Mention], judge: _Judge | None = None) -> None:
             m.flags.add("negated")
         if _OWN.search(before):  # ``your comparison function `mycmp` ``: the user's own code, not an answer
             m.flags.add("own")
+        owner = _TYPE_OWNER_BEFORE.search(before) or _TYPE_OWNER_AFTER.match(after)
+        if owner and m.kind != "code":  # ``the string's split method``: a method of ``str``, written as a plain word
+            m.flags.add("owner:" + owner.group("type").lower())
         if _CONTRAST_OPEN.match(text[s_start : m.start]):
             m.flags.add("contrasted")
         if _REJECT_AFTER.match(after) or (_TEMPTED.search(before) and _BUT_AFTER.match(after)):

@@ -518,11 +518,22 @@ def mentions(text: str, spotted: Callable[[str], bool], numbers: bool = True) ->
 _TREE = re.compile(r"^\s*(?:[\u2502 ]*[\u251c\u2514]\u2500|[|`+]--)", re.M)
 
 
+#: a code line's comment that gives its result: one number, maybe after an arrow or ``returns`` (``# 2598960``,
+#: ``# -> 2598960``, ``# => 1000``, ``# returns 6``)
+_RESULT_COMMENT = re.compile(r"\S.*?\s#\s*(?:->|=>|==?|→|returns?:?|gives:?|out:?)?\s*(?P<n>[^\s#][^#]*?)\s*$", re.I)
+
+
 def _printed_numbers(body: str, at: int, sentence: int) -> Iterator[Mention]:
-    """The numbers a REPL session in a code block prints: a line that is one number, after a ``>>>`` prompt line."""
+    """The numbers a code block gives as results: in a REPL session, a line that is one number after a ``>>>`` prompt
+    line; on any code line, a comment that is one number (``math.comb(52, 5)  # 2598960``)."""
     prompted = False
     for line in re.finditer(r"[^\n]+", body):
         t = line.group(0).strip()
+        comment = _RESULT_COMMENT.match(t)
+        if comment and number_value(comment.group("n")) is not None:
+            n = comment.group("n")
+            a = at + line.start() + line.group(0).find(t) + comment.start("n")
+            yield Mention(n, a, a + len(n), sentence, "number", None, number_value(n))
         if re.match(r"(?:>>>|\.\.\.|In \[\d+\]:)", t):
             prompted = True
         elif prompted and number_value(t) is not None:
