@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["PLAIN_INTERVAL", "CountProgress", "PlainTicker", "clock_text", "plain_interval"]
+__all__ = ["PLAIN_INTERVAL", "BarOrLines", "CountProgress", "PlainTicker", "clock_text", "plain_interval"]
 
 #: seconds between two plain progress lines (a run writing to a file or a pipe); ``$DELTAP_PROGRESS_EVERY`` overrides
 PLAIN_INTERVAL = 30.0
@@ -81,7 +81,48 @@ def clock_text(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
-class CountProgress:
+class BarOrLines:
+    """What every deltap progress display shares: a rich bar on a terminal, a :class:`PlainTicker` off it.
+
+    A subclass sets ``enabled``, ``_console`` and ``_interval`` and calls :meth:`_open` from ``__enter__`` (with how to
+    build its bar and its plain line) and :meth:`_close` from ``__exit__``.
+    """
+
+    enabled: bool
+    _console: Any
+    _interval: float | None
+    _bar: Any = None
+    _task: Any = None
+    _plain: PlainTicker | None = None
+
+    def _open(self, make_bar: Callable[[Any], tuple[Any, Any]], line: Callable[[], str]) -> None:
+        """Start the display: ``make_bar(console)`` gives ``(rich Progress, its task)`` on a terminal; off it, ``line``
+        is printed every interval."""
+        if not self.enabled:
+            return
+        from rich.console import Console
+
+        console = self._console if self._console is not None else Console(stderr=True)
+        if console.is_terminal:
+            self._bar, self._task = make_bar(console)
+            self._bar.start()
+        else:
+            write = lambda text: console.print(text, markup=False, highlight=False, soft_wrap=True)  # noqa: E731
+            self._plain = PlainTicker(line, write, self._interval).start()
+
+    def _close(self, done: bool) -> None:
+        """Stop the display; off a terminal, a last line ending ``done`` when the work ended well."""
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+        if self._plain is not None:
+            self._plain.stop()
+            if done:
+                self._plain.emit("done")
+            self._plain = None
+
+
+class CountProgress(BarOrLines):
     """The display of one counted step (``embedding``, ``documents``): a rich bar with the time left on a terminal,
     a plain line every ``interval`` seconds off it (``progress 1:10 elapsed · embedding 320 of 735 documents · ~1:30
     left``).
@@ -111,9 +152,7 @@ class CountProgress:
         self.done, self.total = 0, 0
         self.started = time.monotonic()
         self._console, self._interval = console, interval
-        self._bar: Any = None
-        self._task: Any = None
-        self._plain: PlainTicker | None = None
+        self._bar, self._task, self._plain = None, None, None
 
     def line(self) -> str:
         elapsed = time.monotonic() - self.started
@@ -129,29 +168,16 @@ class CountProgress:
 
     def __enter__(self) -> CountProgress:
         self.started = time.monotonic()
-        if not self.enabled:
-            return self
-        from rich.console import Console
 
-        console = self._console if self._console is not None else Console(stderr=True)
-        if console.is_terminal:
+        def bar(console: Any) -> tuple[Any, Any]:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-            self._bar = Progress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                                 transient=self.transient, console=console)  # fmt: skip
-            self._task = self._bar.add_task(self.label, total=None)
-            self._bar.start()
-        else:
-            write = lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True)  # noqa: E731
-            self._plain = PlainTicker(self.line, write, self._interval).start()
+            progress = Progress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                                transient=self.transient, console=console)  # fmt: skip
+            return progress, progress.add_task(self.label, total=None)
+
+        self._open(bar, self.line)
         return self
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-            self._bar = None
-        if self._plain is not None:
-            self._plain.stop()
-            if exc_type is None and self.total:
-                self._plain.emit("done")
-            self._plain = None
+        self._close(exc_type is None and bool(self.total))

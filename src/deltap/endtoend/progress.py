@@ -15,12 +15,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from deltap._ticker import PlainTicker, clock_text
+from deltap._ticker import BarOrLines, clock_text
 
 __all__ = ["EndToEndProgress"]
 
 
-class EndToEndProgress:
+class EndToEndProgress(BarOrLines):
     """The progress display of an end-to-end run (see the module docstring).
 
     Args:
@@ -50,9 +50,7 @@ class EndToEndProgress:
         self.clock = clock
         self.started = clock()
         self._console, self._interval = console, interval
-        self._bar: Any = None
-        self._task: Any = None
-        self._plain: PlainTicker | None = None
+        self._bar, self._task, self._plain = None, None, None
         self._state = threading.Lock()
 
     def plain_line(self) -> str:
@@ -82,29 +80,16 @@ class EndToEndProgress:
 
     def __enter__(self) -> EndToEndProgress:
         self.started = self.clock()
-        if not self.enabled:
-            return self
-        from rich.console import Console
 
-        console = self._console if self._console is not None else Console(stderr=True)
-        if console.is_terminal:
+        def bar(console: Any) -> tuple[Any, Any]:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self._bar = Progress(TextColumn("cases"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[calls]}"),
-                                 TimeElapsedColumn(), console=console, transient=True)  # fmt: skip
-            self._task = self._bar.add_task("cases", total=self.cases, calls=f"0/≤{self.ceiling} calls")
-            self._bar.start()
-        else:
-            write = lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True)  # noqa: E731
-            self._plain = PlainTicker(self.plain_line, write, self._interval).start()
+            progress = Progress(TextColumn("cases"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[calls]}"),
+                                TimeElapsedColumn(), console=console, transient=True)  # fmt: skip
+            return progress, progress.add_task("cases", total=self.cases, calls=f"0/≤{self.ceiling} calls")
+
+        self._open(bar, self.plain_line)
         return self
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-            self._bar = None
-        if self._plain is not None:
-            self._plain.stop()
-            if exc_type is None:
-                self._plain.emit("done")
-            self._plain = None
+        self._close(exc_type is None)
