@@ -31,6 +31,9 @@ reply answers) and one file per set of replies, each reply with the verdict a pe
 * ``fresh8.yaml`` (session 12) — an eighth set (153 replies), written blind, measured once by the lead on grader6's
   rules at 1.3 %/2.7 % (1/78 right failed, 2/75 wrong passed; 2/78, 2/75 on grader5's) before it was used for rules;
   the lead then revised the rules on the kinds of its misses, so it is a training set since;
+* ``fresh9.yaml`` (session 12) — a ninth set (242 replies), written blind, measured once by the lead on the rules
+  after fresh8's kinds at 3.9 %/0.0 % (5/127 right failed, 0/115 wrong passed) before it was used for rules; the
+  lead then revised the rules on the kinds of its misses, so it is a training set since;
 * ``classes.yaml`` (session 11) — replies of those four kinds (equal alternatives, retractions, Markdown tables,
   conclusions), labelled before their rules were written; a training set;
 * ``attacks.yaml`` (session 11) — replies that look like those kinds but should go the other way, labelled before
@@ -85,6 +88,7 @@ SETS = (
     "fresh6",
     "fresh7",
     "fresh8",
+    "fresh9",
     "classes",
     "attacks",
     "attacks2",

@@ -702,6 +702,30 @@ FRESH8_IDENTIFIER_KINDS = [
 # fmt: on
 
 
+# -- session 12 (lead): the kinds of fresh9's misses, written before the rules ---------------------------------------
+LLM_BASE_Q = Case("lb", "What is the core interface for all LLM integrations?", ("google.adk.models.base_llm.BaseLlm",))
+RUN_Q = Case("rn", "Which class is the primary entry point for running an agent?", ("google.adk.runners.Runner",))
+# fmt: off
+FRESH9_IDENTIFIER_KINDS = [
+    # names given as examples (``such as X or Y``, ``e.g. X``, ``like X``) illustrate the answer: no alternatives
+    ("such-as-examples", LLM_BASE_Q, "BaseLlm", "`BaseLlm` — every wrapper such as `Gemini` or `LiteLlm` subclasses it.", "pass"),
+    ("eg-examples", LLM_BASE_Q, "BaseLlm", "`BaseLlm`; concrete models (e.g. `Gemini`, `Claude`) extend it.", "pass"),
+    ("such-as-is-the-answer", LLM_BASE_Q, "BaseLlm", "Use a model class such as `Gemini` or `LiteLlm`; `BaseLlm` is only abstract.", "fail"),
+    # ``pass X as `param` ``: for a parameter question the parameter is what ``as`` names
+    ("pass-value-as-param", CONFIG_Q, "generate_content_config", "Pass a `types.GenerateContentConfig` as `generate_content_config`.", "pass"),
+    ("pass-value-as-other-param", CONFIG_Q, "generate_content_config", "Pass a `types.GenerateContentConfig` as `config`.", "fail"),
+    # the module path in parentheses right after the answer says where it lives
+    ("module-in-parentheses", PLUGIN_Q, "BasePlugin", "Subclass `BasePlugin` (`google.adk.plugins.base_plugin`) and register it.", "pass"),
+    ("module-in-parentheses-another", PLUGIN_Q, "BasePlugin", "Subclass `PluginManager` (`google.adk.plugins.plugin_manager`) and register it.", "fail"),
+    # the answer's own call's arguments are its arguments, not alternatives
+    ("own-call-arguments", HEAPQ_Q, "heapreplace", "Use **`heapq.heapreplace(heap, item)`**. It pops the smallest first, then pushes the new item.", "pass"),
+    # a bold first bullet, then bullets that describe it (a verb first, or a method of it at work)
+    ("bullets-describe-bold-first", RUN_Q, "Runner", "- **`Runner`** (`google.adk.runners.Runner`)\n- Takes the root agent and a session service\n- `run_async()` drives the event loop", "pass"),
+    ("bullets-of-candidates", RUN_Q, "Runner", "- `Runner`\n- `InMemoryRunner`\n- `App`", "fail"),
+]
+# fmt: on
+
+
 IDENTIFIER_RULES = {
     "s10": RULES_S10,
     "s11": RULES_S11,
@@ -711,6 +735,7 @@ IDENTIFIER_RULES = {
     "fresh6": FRESH6_IDENTIFIER_KINDS,
     "fresh7": FRESH7_IDENTIFIER_KINDS,
     "fresh8": FRESH8_IDENTIFIER_KINDS,
+    "fresh9": FRESH9_IDENTIFIER_KINDS,
 }
 OPTION_RULES = {
     "s10": OPTION_RULES_S10,
@@ -741,9 +766,9 @@ def test_option_rule(case: Case, options: dict[str, str], correct: str, reply: s
 
 def test_the_rule_tables_keep_every_example() -> None:
     """The tables were one test each until session 12 (99 identifier and 25 option examples), plus session 12's 35
-    and 8 (grader4), 44 and 6 (grader5), 25 and 10 (grader6), 13 identifier examples (lead, fresh8's kinds); none
+    and 8 (grader4), 44 and 6 (grader5), 25 and 10 (grader6), 13 and 10 identifier examples (lead, fresh8's and fresh9's kinds); none
     may be lost, and every id is unique."""
     ids = [f"{t}-{r[0]}" for t, rows in IDENTIFIER_RULES.items() for r in rows]
     option_ids = [f"{t}-{r[0]}" for t, rows in OPTION_RULES.items() for r in rows]
-    assert len(ids) >= 99 + 35 + 44 + 25 + 13 and len(option_ids) >= 25 + 8 + 6 + 10
+    assert len(ids) >= 99 + 35 + 44 + 25 + 13 + 10 and len(option_ids) >= 25 + 8 + 6 + 10
     assert len(set(ids)) == len(ids) and len(set(option_ids)) == len(option_ids)
