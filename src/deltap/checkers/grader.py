@@ -816,12 +816,17 @@ _TICK = re.compile("[\u2705\u2713\u2714\u2611]")
 
 
 def _ticked(text: str, listed: list[Mention]) -> list[Mention]:
-    """The items of a list whose line carries a tick (``✅``, ``✓``, ``✔``, ``☑``), when at least one does not."""
+    """The items of a list whose line carries a tick (``✅``, ``✓``, ``✔``, ``☑``), when at least one does not; without
+    ticks, the one item set in bold."""
 
     def line(m: Mention) -> str:
         return text[text.rfind("\n", 0, m.start) + 1 : (text.find("\n", m.end) + 1 or len(text) + 1) - 1]
 
     ticked = [m for m in listed if _TICK.search(line(m))]
+    if not ticked:  # the one item set in bold (``- **`Runner`** …`` above items in plain code): the list's answer
+        ticked = [m for m in listed if m.kind == "bold" or text.startswith("**", m.start)]
+        if len(ticked) != 1:
+            return []
     return ticked if len(ticked) < len(listed) else []
 
 
@@ -961,8 +966,33 @@ def _code_line(text: str, pos: int) -> bool:
     return False
 
 
+#: a name given as an example (``every wrapper such as `Gemini` or `LiteLlm` ``, ``e.g. `Claude` ``)
+_EXAMPLE_BEFORE = re.compile(
+    r"\b(?:such\s+as|e\.\s?g\.,?|for\s+(?:example|instance),?|like|including)\s*[`*(\[\"']*$", re.I
+)
+_JOINED = re.compile(r"[`*'\")\]]*\s*(?:,|,?\s*(?:or|and))\s*[`*'\"(\[]*")
+
+
+def _examples(text: str, answer: Mention, found: list[Mention]) -> set[int]:
+    """The mentions after the answer given as examples (``such as X or Y``, ``e.g. X, Y``, ``like X``): they illustrate
+    it (``every model wrapper such as `Gemini` or `LiteLlm` subclasses it``), they are not alternatives to it."""
+    out: set[int] = set()
+    prev: Mention | None = None
+    for m in found:
+        if m.start > answer.end:
+            gap = text[max(prev.end, answer.end) if prev is not None else answer.end : m.start]
+            joined = prev is not None and id(prev) in out and prev.sentence == m.sentence and _JOINED.fullmatch(gap)
+            if _EXAMPLE_BEFORE.search(gap) or joined:
+                out.add(id(m))
+        prev = m
+    return out
+
+
 def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> Reading | None:
-    """``several`` / ``alternatives`` when another answer is joined to the answer or offered after it."""
+    """``several`` / ``alternatives`` when another answer is joined to the answer or offered after it (names given as
+    examples of it aside)."""
+    examples = _examples(text, answer, found)
+    found = [m for m in found if id(m) not in examples]
     listed = _bullet_answers(text, found, judge)
     listed = _ticked(text, listed) or listed
     if answer in listed:
@@ -980,6 +1010,8 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
             continue
         if verdict is True and judge.matches(answer) is True:
             continue  # the same answer twice (``product`` and `itertools.product`)
+        if judge.module_of_gold(m.text.strip("`*()[] ")):
+            continue  # ``BasePlugin`` (`google.adk.plugins.base_plugin`): where the answer lives
         if _SAME_THING.match(text[m.end : m.end + 80]):
             continue  # ``or `insort_right`, which is the same function``
         if m.start > answer.end and _equal_alternative(text, answer, m, found, judge):
@@ -1041,9 +1073,16 @@ def _cued_first(text: str, found: list[Mention], judge: _Judge) -> list[Mention]
         if m.sentence != first.sentence:
             break
         prev = max((x.end for x in found if x.end <= m.start), default=0)
-        if _ANSWER_CUE.search(text[prev : m.start]):
+        if _ANSWER_CUE.search(text[prev : m.start]) or (
+            judge.asks_parameter and _PASSED_AS.search(text[prev : m.start])
+        ):
             return [m, *(x for x in found if x is not m)]
     return found
+
+
+#: ``Pass a `GenerateContentConfig` as `generate_content_config` ``: for a parameter question, the name after ``as``
+#: is the parameter the value goes to
+_PASSED_AS = re.compile(r"^[`*'\")\]]*\s+(?:\w+\s+){0,3}?as\s+(?:the\s+)?[`*]*$", re.I)
 
 
 _RESULT = re.compile(r"(?<![=!<>])=\s*[*`]*$")

@@ -719,6 +719,8 @@ FRESH9_IDENTIFIER_KINDS = [
     ("module-in-parentheses-another", PLUGIN_Q, "BasePlugin", "Subclass `PluginManager` (`google.adk.plugins.plugin_manager`) and register it.", "fail"),
     # the answer's own call's arguments are its arguments, not alternatives
     ("own-call-arguments", HEAPQ_Q, "heapreplace", "Use **`heapq.heapreplace(heap, item)`**. It pops the smallest first, then pushes the new item.", "pass"),
+    ("own-call-argument-named-again", HEAPQ_Q, "heapreplace", "Use `heapq.heapreplace(heap, item)`. The value returned may be larger than `item`.", "pass"),
+    ("another-call-named-after", HEAPQ_Q, "heapreplace", "Use `heapq.heapreplace(heap, item)`, or maybe `heappushpop`.", "fail"),
     # a bold first bullet, then bullets that describe it (a verb first, or a method of it at work)
     ("bullets-describe-bold-first", RUN_Q, "Runner", "- **`Runner`** (`google.adk.runners.Runner`)\n- Takes the root agent and a session service\n- `run_async()` drives the event loop", "pass"),
     ("bullets-of-candidates", RUN_Q, "Runner", "- `Runner`\n- `InMemoryRunner`\n- `App`", "fail"),
@@ -766,9 +768,9 @@ def test_option_rule(case: Case, options: dict[str, str], correct: str, reply: s
 
 def test_the_rule_tables_keep_every_example() -> None:
     """The tables were one test each until session 12 (99 identifier and 25 option examples), plus session 12's 35
-    and 8 (grader4), 44 and 6 (grader5), 25 and 10 (grader6), 13 and 10 identifier examples (lead, fresh8's and fresh9's kinds); none
+    and 8 (grader4), 44 and 6 (grader5), 25 and 10 (grader6), 13 and 12 identifier examples (lead, fresh8's and fresh9's kinds); none
     may be lost, and every id is unique."""
     ids = [f"{t}-{r[0]}" for t, rows in IDENTIFIER_RULES.items() for r in rows]
     option_ids = [f"{t}-{r[0]}" for t, rows in OPTION_RULES.items() for r in rows]
-    assert len(ids) >= 99 + 35 + 44 + 25 + 13 + 10 and len(option_ids) >= 25 + 8 + 6 + 10
+    assert len(ids) >= 99 + 35 + 44 + 25 + 13 + 12 and len(option_ids) >= 25 + 8 + 6 + 10
     assert len(set(ids)) == len(ids) and len(set(option_ids)) == len(option_ids)
