@@ -973,6 +973,12 @@ _EXAMPLE_BEFORE = re.compile(
 _JOINED = re.compile(r"[`*'\")\]]*\s*(?:,|,?\s*(?:or|and))\s*[`*'\"(\[]*")
 
 
+def _call_arguments(code: str) -> set[str]:
+    """The plain names a call passes (``heapreplace(heap, item)`` -> ``heap``, ``item``; ``f(x=y)`` -> ``x``, ``y``)."""
+    inside = re.search(r"\(([^()]*)\)", code)
+    return set(re.findall(r"[A-Za-z_]\w*", inside.group(1))) if inside else set()
+
+
 def _examples(text: str, answer: Mention, found: list[Mention]) -> set[int]:
     """The mentions after the answer given as examples (``such as X or Y``, ``e.g. X, Y``, ``like X``): they illustrate
     it (``every model wrapper such as `Gemini` or `LiteLlm` subclasses it``), they are not alternatives to it."""
@@ -1012,6 +1018,8 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
             continue  # the same answer twice (``product`` and `itertools.product`)
         if judge.module_of_gold(m.text.strip("`*()[] ")):
             continue  # ``BasePlugin`` (`google.adk.plugins.base_plugin`): where the answer lives
+        if m.start > answer.end and m.text.strip("`*") in _call_arguments(answer.text):
+            continue  # ``heapreplace(heap, item)`` … ``larger than `item` ``: the answer's own argument
         if _SAME_THING.match(text[m.end : m.end + 80]):
             continue  # ``or `insort_right`, which is the same function``
         if m.start > answer.end and _equal_alternative(text, answer, m, found, judge):
