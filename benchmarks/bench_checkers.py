@@ -34,6 +34,9 @@ reply answers) and one file per set of replies, each reply with the verdict a pe
 * ``fresh9.yaml`` (session 12) — a ninth set (242 replies), written blind, measured once by the lead on the rules
   after fresh8's kinds at 3.9 %/0.0 % (5/127 right failed, 0/115 wrong passed) before it was used for rules; the
   lead then revised the rules on the kinds of its misses, so it is a training set since;
+* ``fresh10.yaml`` (session 12) — a tenth set (161 replies), written blind, measured once by the lead on the rules
+  after fresh9's kinds at 2.2 %/0.0 % (2/89 right failed, 0/72 wrong passed) before it was used for rules; the lead
+  then revised the rules on the kinds of its misses, so it is a training set since;
 * ``classes.yaml`` (session 11) — replies of those four kinds (equal alternatives, retractions, Markdown tables,
   conclusions), labelled before their rules were written; a training set;
 * ``attacks.yaml`` (session 11) — replies that look like those kinds but should go the other way, labelled before
@@ -89,6 +92,7 @@ SETS = (
     "fresh7",
     "fresh8",
     "fresh9",
+    "fresh10",
     "classes",
     "attacks",
     "attacks2",

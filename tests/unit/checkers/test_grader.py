@@ -728,6 +728,23 @@ FRESH9_IDENTIFIER_KINDS = [
 # fmt: on
 
 
+# -- session 12 (lead): the kinds of fresh10's misses, written before the rules --------------------------------------
+TOOL_Q = Case(
+    "ft", "What's the easiest way to create a tool from a Python function?", ("google.adk.tools.FunctionTool",)
+)
+# fmt: off
+FRESH10_IDENTIFIER_KINDS = [
+    # names the reply presents as settings of the answer (``adjust `rel_tol` or `abs_tol` ``) are its parameters,
+    # wherever they come again (``use `abs_tol` when comparing against 0``)
+    ("settings-named-again", ISCLOSE_Q, "isclose", "Use `math.isclose(a, b)`; tune `rel_tol` or `abs_tol` if needed (use `abs_tol` near zero).", "pass"),
+    ("setting-then-another-function", ISCLOSE_Q, "isclose", "Use `math.isclose(a, b)`; set `rel_tol` if needed, or use `numpy.allclose` instead.", "fail"),
+    # for a question that asks for no parameter, a `name=value` setting (no call named) is how the answer is used
+    ("setting-before-the-class", TOOL_Q, "FunctionTool", "Just put it in `tools=[my_function]`; ADK wraps it in a `FunctionTool` for you.", "pass"),
+    ("setting-before-another-class", TOOL_Q, "FunctionTool", "Just put it in `tools=[my_function]`; ADK wraps it in an `AgentTool` for you.", "fail"),
+]
+# fmt: on
+
+
 IDENTIFIER_RULES = {
     "s10": RULES_S10,
     "s11": RULES_S11,
@@ -738,6 +755,7 @@ IDENTIFIER_RULES = {
     "fresh7": FRESH7_IDENTIFIER_KINDS,
     "fresh8": FRESH8_IDENTIFIER_KINDS,
     "fresh9": FRESH9_IDENTIFIER_KINDS,
+    "fresh10": FRESH10_IDENTIFIER_KINDS,
 }
 OPTION_RULES = {
     "s10": OPTION_RULES_S10,
@@ -768,9 +786,9 @@ def test_option_rule(case: Case, options: dict[str, str], correct: str, reply: s
 
 def test_the_rule_tables_keep_every_example() -> None:
     """The tables were one test each until session 12 (99 identifier and 25 option examples), plus session 12's 35
-    and 8 (grader4), 44 and 6 (grader5), 25 and 10 (grader6), 13 and 12 identifier examples (lead, fresh8's and fresh9's kinds); none
+    and 8 (grader4), 44 and 6 (grader5), 25 and 10 (grader6), 13, 12 and 4 identifier examples (lead, fresh8's, fresh9's and fresh10's kinds); none
     may be lost, and every id is unique."""
     ids = [f"{t}-{r[0]}" for t, rows in IDENTIFIER_RULES.items() for r in rows]
     option_ids = [f"{t}-{r[0]}" for t, rows in OPTION_RULES.items() for r in rows]
-    assert len(ids) >= 99 + 35 + 44 + 25 + 13 + 12 and len(option_ids) >= 25 + 8 + 6 + 10
+    assert len(ids) >= 99 + 35 + 44 + 25 + 13 + 12 + 4 and len(option_ids) >= 25 + 8 + 6 + 10
     assert len(set(ids)) == len(ids) and len(set(option_ids)) == len(option_ids)
