@@ -522,6 +522,8 @@ class _Judge:
             full = f"{c.qualifier}.{c.name}" if c.qualifier else c.name
             if c.role == "asserted" and self.context_call(full, cl):
                 continue  # ``LlmAgent(…, after_agent_callback=f)`` for a parameter question: the call is the setting
+            if c.role == "param" and not c.owner and not self.asks_parameter and not self.hit(c):
+                continue  # ``tools=[my_function]`` for a question that asks for no parameter: how the answer is used
             if c.role == "param" and c.owner and not self.open_call(c.owner):
                 # a parameter question: the one keyword argument of a call is what it shows (several: none singly)
                 if not (self.asks_parameter and sum(x.owner == c.owner and x.role == "param" for x in cl) == 1):
@@ -994,11 +996,32 @@ def _examples(text: str, answer: Mention, found: list[Mention]) -> set[int]:
     return out
 
 
+#: a name the reply tells the user to adjust (``tune `rel_tol` or `abs_tol` ``): a setting of the answer
+_SETTING_BEFORE = re.compile(
+    r"\b(?:adjust|tweak|tune|set|change|raise|lower|increase|decrease|override|configure)\s+(?:the\s+)?[`*'\"]*$", re.I
+)
+
+
+def _settings(text: str, found: list[Mention]) -> set[str]:
+    """The names the reply presents as settings to adjust (``adjust `rel_tol` or `abs_tol` if …``), with the names
+    joined to them: parameters of the answer wherever they come again (``use `abs_tol` near zero``)."""
+    out: set[str] = set()
+    prev: Mention | None = None
+    for m in found:
+        gap = text[prev.end if prev is not None else 0 : m.start]
+        joined = prev is not None and prev.text in out and prev.sentence == m.sentence and _JOINED.fullmatch(gap)
+        if m.code is not None and not m.code.calls and (_SETTING_BEFORE.search(gap) or joined):
+            out.add(m.text)
+        prev = m
+    return out
+
+
 def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> Reading | None:
     """``several`` / ``alternatives`` when another answer is joined to the answer or offered after it (names given as
-    examples of it aside)."""
+    examples of it, and the settings the reply tells the user to adjust, aside)."""
     examples = _examples(text, answer, found)
-    found = [m for m in found if id(m) not in examples]
+    settings = _settings(text, found)
+    found = [m for m in found if id(m) not in examples and (m is answer or m.text not in settings)]
     listed = _bullet_answers(text, found, judge)
     listed = _ticked(text, listed) or listed
     if answer in listed:
