@@ -729,6 +729,7 @@ FRESH9_IDENTIFIER_KINDS = [
 
 
 # -- session 12 (lead): the kinds of fresh10's misses, written before the rules --------------------------------------
+CACHE_Q = Case("lc", "What is the default maxsize of functools.lru_cache?", ("functools.lru_cache",))
 TOOL_Q = Case(
     "ft", "What's the easiest way to create a tool from a Python function?", ("google.adk.tools.FunctionTool",)
 )
@@ -741,6 +742,10 @@ FRESH10_IDENTIFIER_KINDS = [
     # for a question that asks for no parameter, a `name=value` setting (no call named) is how the answer is used
     ("setting-before-the-class", TOOL_Q, "FunctionTool", "Just put it in `tools=[my_function]`; ADK wraps it in a `FunctionTool` for you.", "pass"),
     ("setting-before-another-class", TOOL_Q, "FunctionTool", "Just put it in `tools=[my_function]`; ADK wraps it in an `AgentTool` for you.", "fail"),
+    # (fresh4's last wrong pass, same session) a number given as an example (``such as 128``) is no answer
+    ("number-as-example-only", CACHE_Q, "128", "By default `maxsize` is None (unbounded); you can pass a bound such as 128.", "fail"),
+    ("number-then-example", CACHE_Q, "128", "It defaults to 128; a larger power of two, e.g. 1024, also works.", "pass"),
+    ("number-example-of-the-answer", CACHE_Q, "128", "The default is 128 entries, like most caches of that kind.", "pass"),
 ]
 # fmt: on
 
@@ -786,9 +791,9 @@ def test_option_rule(case: Case, options: dict[str, str], correct: str, reply: s
 
 def test_the_rule_tables_keep_every_example() -> None:
     """The tables were one test each until session 12 (99 identifier and 25 option examples), plus session 12's 35
-    and 8 (grader4), 44 and 6 (grader5), 25 and 10 (grader6), 13, 12 and 4 identifier examples (lead, fresh8's, fresh9's and fresh10's kinds); none
+    and 8 (grader4), 44 and 6 (grader5), 25 and 10 (grader6), 13, 12 and 7 identifier examples (lead, fresh8's, fresh9's and fresh10's kinds); none
     may be lost, and every id is unique."""
     ids = [f"{t}-{r[0]}" for t, rows in IDENTIFIER_RULES.items() for r in rows]
     option_ids = [f"{t}-{r[0]}" for t, rows in OPTION_RULES.items() for r in rows]
-    assert len(ids) >= 99 + 35 + 44 + 25 + 13 + 12 + 4 and len(option_ids) >= 25 + 8 + 6 + 10
+    assert len(ids) >= 99 + 35 + 44 + 25 + 13 + 12 + 7 and len(option_ids) >= 25 + 8 + 6 + 10
     assert len(set(ids)) == len(ids) and len(set(option_ids)) == len(option_ids)
