@@ -678,6 +678,8 @@ def _flag(text: str, found: list[Mention], judge: _Judge | None = None) -> None:
             m.flags.add("negated")
         if _OWN.search(before):  # ``your comparison function `mycmp` ``: the user's own code, not an answer
             m.flags.add("own")
+        if m.value is not None and judge is not None and judge.ctx.numeric and _EXAMPLE_BEFORE.search(before):
+            m.flags.add("other")  # ``you can pass a bound such as 128``: an example value, not the one asked for
         owner = _TYPE_OWNER_BEFORE.search(before) or _TYPE_OWNER_AFTER.match(after)
         if owner and m.kind != "code":  # ``the string's split method``: a method of ``str``, written as a plain word
             m.flags.add("owner:" + owner.group("type").lower())

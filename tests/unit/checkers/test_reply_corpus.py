@@ -79,6 +79,7 @@ SETS = (
     "fresh8",
     "fresh9",
     "fresh10",
+    "fresh11",
     "classes",
     "attacks",
     "attacks2",
@@ -118,13 +119,13 @@ def test_the_third_fresh_set_scores_as_a_person_does() -> None:
 def test_the_fourth_fresh_set_scores_as_a_person_does() -> None:
     """fresh4 (147 replies, written blind) was measured once by the lead at 10/75 right failed and 5/72 wrong passed
     (13.3 %/6.9 %) before it was used for rules; session 11 (helper "grader3") revised the rules on the kinds of its
-    misses, so it is a training set since (no blind figure exists for those rules). Two misses are left, kinds no
-    rule reads yet: a small model's rambling where the answer ``model`` is a common word next to another name (right,
-    fails), and a wrong default next to the right number offered as an example (``such as 128``; wrong, passes); the
-    third, an option's text paraphrased without its letter, is read since session 12 (grader6)."""
+    misses, so it is a training set since (no blind figure exists for those rules). One miss is left, a kind no rule
+    reads yet: a small model's rambling where the answer ``model`` is a common word next to another name (right,
+    fails); an option's text paraphrased without its letter is read since session 12 (grader6), and a number offered
+    only as an example (``such as 128``, beside a wrong default) is no answer since session 12 (lead)."""
     right_failed, wrong_passed, right, wrong = _errors("fresh4")
     assert (right, wrong) == (75, 72)
-    assert len(wrong_passed) <= 1, "wrong answers passed:\n" + "\n".join(wrong_passed)
+    assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
     assert len(right_failed) <= 1, "right answers failed:\n" + "\n".join(right_failed)
 
 
@@ -186,6 +187,17 @@ def test_the_tenth_fresh_set_scores_as_a_person_does() -> None:
     the kinds of its two misses (session 12), so it is a training set since."""
     right_failed, wrong_passed, right, wrong = _errors("fresh10")
     assert (right, wrong) == (89, 72)
+    assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
+    assert len(right_failed) <= 0.02 * right, "right answers failed:\n" + "\n".join(right_failed)
+
+
+def test_the_eleventh_fresh_set_scores_as_a_person_does() -> None:
+    """fresh11 (168 replies, written blind) was measured once by the lead on session 12's final rules at 1/88 right
+    failed and 0/80 wrong passed (1.1 %/0.0 %; the same after the last rule, a number given only as an example, which
+    came from fresh4). Registered to hold that figure; its one miss (an 8B model's drift naming `json.loads` after
+    the answer) is not read as a kind."""
+    right_failed, wrong_passed, right, wrong = _errors("fresh11")
+    assert (right, wrong) == (88, 80)
     assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
     assert len(right_failed) <= 0.02 * right, "right answers failed:\n" + "\n".join(right_failed)
 
