@@ -40,6 +40,10 @@ reply answers) and one file per set of replies, each reply with the verdict a pe
 * ``fresh11.yaml`` (session 12) — an eleventh set (168 replies), written blind, measured by the lead on session 12's
   final rules at 1.1 %/0.0 % (1/88 right failed, 0/80 wrong passed); registered to hold that figure (its one miss is
   not read as a kind);
+* ``fresh12.yaml`` (session 12) — a twelfth set (192 replies), written blind, measured once by the lead on the same
+  final rules at 6.9 %/0.0 % (7/102 right failed, 0/90 wrong passed) before it was used for rules; the lead then
+  revised the rules on two of its kinds (a retrieval bot's cited files, an agent's bracketed final step), so it is a
+  training set since;
 * ``classes.yaml`` (session 11) — replies of those four kinds (equal alternatives, retractions, Markdown tables,
   conclusions), labelled before their rules were written; a training set;
 * ``attacks.yaml`` (session 11) — replies that look like those kinds but should go the other way, labelled before
@@ -97,6 +101,7 @@ SETS = (
     "fresh9",
     "fresh10",
     "fresh11",
+    "fresh12",
     "classes",
     "attacks",
     "attacks2",

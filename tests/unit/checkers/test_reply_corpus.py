@@ -80,6 +80,7 @@ SETS = (
     "fresh9",
     "fresh10",
     "fresh11",
+    "fresh12",
     "classes",
     "attacks",
     "attacks2",
@@ -200,6 +201,18 @@ def test_the_eleventh_fresh_set_scores_as_a_person_does() -> None:
     assert (right, wrong) == (88, 80)
     assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
     assert len(right_failed) <= 0.02 * right, "right answers failed:\n" + "\n".join(right_failed)
+
+
+def test_the_twelfth_fresh_set_scores_as_a_person_does() -> None:
+    """fresh12 (192 replies, written blind) was measured once by the lead on session 12's final rules at 7/102 right
+    failed and 0/90 wrong passed (6.9 %/0.0 %; retrieval bots citing source files were most of it) before it was used
+    for rules; the lead then read two of its kinds, so it is a training set since. Two right answers still fail,
+    kinds no rule reads: a signature shown after "the one taking `prefix` plus an optional `predicate` … is indent",
+    and "`str.title()` also capitalizes after apostrophes …, so the cleaner tool … `string.capwords(…)`"."""
+    right_failed, wrong_passed, right, wrong = _errors("fresh12")
+    assert (right, wrong) == (102, 90)
+    assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
+    assert len(right_failed) <= 2, "right answers failed:\n" + "\n".join(right_failed)
 
 
 def test_the_attacks_on_session_11s_rules() -> None:
