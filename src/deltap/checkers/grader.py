@@ -402,7 +402,13 @@ def claims(m: Mention) -> list[Claim]:
     return out
 
 
+#: a file or page a retrieval bot cites (``tools/base_tool.py``, ``index.md``): where the answer comes from
+_SOURCE_FILE = re.compile(r"[\w./-]*\.(?:py|pyi|md|mdx|rst|txt|html?|ipynb|json|ya?ml|toml|cfg|ini)", re.I)
+
+
 def _claims(m: Mention) -> list[Claim]:
+    if _SOURCE_FILE.fullmatch(m.text.strip("`*[]()")):
+        return []
     if m.value is not None:
         return [Claim(m.text, "", "value")]
     if m.text in _CONSTANTS:

@@ -131,13 +131,14 @@ def _json_answer(text: str) -> str | None:
 
 
 #: an agent's final answer written as a tool call in code or markup: ``final_answer("X")`` (smolagents),
-#: ``<final_answer>X</final_answer>`` / ``<answer>X</answer>``, ``Finish[X]`` (ReAct)
+#: ``<final_answer>X</final_answer>`` / ``<answer>X</answer>``, ``Finish[X]`` (ReAct), a ``[final_answer] X`` step
 _WRAPPED_ANSWER = re.compile(
     r"(?<![\w.])(?:final_answer|submit_answer|give_answer|provide_answer|return_answer)\s*\(\s*(?:answer\s*=\s*)?"
     r"(?:(?P<q>[\"'])(?P<quoted>[^\n]*?)(?P=q)|(?P<name>[A-Za-z_][\w.]*))\s*\)"
     r"|<(?P<tag>final_answer|answer|final)>\s*(?P<tagged>.*?)\s*</(?P=tag)>"
-    r"|(?<![\w.])Finish\[(?P<finish>[^\]\n]+)\]",
-    re.S | re.I,
+    r"|(?<![\w.])Finish\[(?P<finish>[^\]\n]+)\]"
+    r"|^[ \t]*\[(?:final[ _]answer|answer)\][ \t]*:?[ \t]*(?P<bracketed>[^\n]+?)[ \t]*$",
+    re.S | re.I | re.M,
 )
 
 
@@ -148,7 +149,13 @@ def _wrapped_answer(text: str) -> str | None:
     last = found[-1]
     value = next(
         g
-        for g in (last.group("quoted"), last.group("name"), last.group("tagged"), last.group("finish"))
+        for g in (
+            last.group("quoted"),
+            last.group("name"),
+            last.group("tagged"),
+            last.group("finish"),
+            last.group("bracketed"),
+        )
         if g is not None
     )
     return value.strip() or None
