@@ -44,6 +44,9 @@ reply answers) and one file per set of replies, each reply with the verdict a pe
   final rules at 6.9 %/0.0 % (7/102 right failed, 0/90 wrong passed) before it was used for rules; the lead then
   revised the rules on two of its kinds (a retrieval bot's cited files, an agent's bracketed final step), so it is a
   training set since;
+* ``fresh13.yaml`` (session 12) — a thirteenth set (165 replies), written blind, measured once by the lead on the
+  rules after fresh12's kinds at 5.8 %/1.3 % (5/86 right failed, 1/79 wrong passed) before it was used for rules;
+  the lead then read three of its kinds, so it is a training set since;
 * ``classes.yaml`` (session 11) — replies of those four kinds (equal alternatives, retractions, Markdown tables,
   conclusions), labelled before their rules were written; a training set;
 * ``attacks.yaml`` (session 11) — replies that look like those kinds but should go the other way, labelled before
@@ -102,6 +105,7 @@ SETS = (
     "fresh10",
     "fresh11",
     "fresh12",
+    "fresh13",
     "classes",
     "attacks",
     "attacks2",

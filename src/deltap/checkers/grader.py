@@ -539,7 +539,12 @@ class _Judge:
             if self.hit(c):
                 bare = not any("." in self.ctx.norm(a) for a in self.ctx.accepted)
                 return not (bare and c.qualifier and not qualifier_agrees(c.qualifier, c.name, self.ctx))
-            if c.role in ("import", "annotation") or self.restated(c.name) or c.name in _CONSTANTS:
+            builtin_call = (
+                c.role == "asserted" and not c.qualifier and c.name in BUILTINS and m.text.rstrip("`*").endswith(")")
+            )
+            if c.role in ("import", "annotation") or (self.restated(c.name) and not builtin_call):
+                continue  # (a builtin called, ``sum()``, is a name even where the question says "sum" in English)
+            if c.name in _CONSTANTS:
                 continue
             if self.module_of_gold(full):
                 continue  # ``google.adk.models.base_llm``: the module the answer lives in, not another answer

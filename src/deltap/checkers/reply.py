@@ -76,8 +76,8 @@ _FINAL_TOOLS = frozenset(
     "final_answer finalanswer final answer submit_answer submit give_answer provide_answer return_answer finish "
     "respond".split()
 )
-_TOOL_NAME_KEYS = ("tool", "name", "action", "function", "tool_name")
-_TOOL_ARGS_KEYS = ("arguments", "args", "parameters", "input", "action_input", "tool_input")
+_TOOL_NAME_KEYS = ("tool", "name", "action", "function", "tool_name", "step", "type")
+_TOOL_ARGS_KEYS = ("arguments", "args", "parameters", "input", "action_input", "tool_input", "content", "output")
 
 
 def _scalar(value: object) -> str | None:
@@ -111,6 +111,23 @@ def _tool_answer(obj: dict[str, object]) -> str | None:
     return _scalar(args)
 
 
+def _json_lines_answer(body: str) -> str | None:
+    """An agent's steps as JSON lines (``{"step": "tool_call", …}`` … ``{"step": "final_answer", "content": "X"}``):
+    the answer of its last final-answer step; ``None`` when a line is not a JSON object."""
+    answer = None
+    for line in (x.strip() for x in body.split("\n")):
+        if not line:
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            return None
+        if not isinstance(obj, dict):
+            return None
+        answer = _tool_answer(obj) or answer
+    return answer
+
+
 def _json_answer(text: str) -> str | None:
     body = text.strip()
     fence = _FENCE.fullmatch(body) if body.startswith("```") else None
@@ -121,7 +138,7 @@ def _json_answer(text: str) -> str | None:
     try:
         obj = json.loads(body)
     except json.JSONDecodeError:
-        return None
+        return _json_lines_answer(body)
     if isinstance(obj, dict):
         for key in _JSON_KEYS:
             if _scalar(obj.get(key)) is not None:
@@ -137,7 +154,8 @@ _WRAPPED_ANSWER = re.compile(
     r"(?:(?P<q>[\"'])(?P<quoted>[^\n]*?)(?P=q)|(?P<name>[A-Za-z_][\w.]*))\s*\)"
     r"|<(?P<tag>final_answer|answer|final)>\s*(?P<tagged>.*?)\s*</(?P=tag)>"
     r"|(?<![\w.])Finish\[(?P<finish>[^\]\n]+)\]"
-    r"|^[ \t]*\[(?:final[ _]answer|answer)\][ \t]*:?[ \t]*(?P<bracketed>[^\n]+?)[ \t]*$",
+    r"|^[^\n]*?(?:\[(?:final[ _]answer|answer)\][ \t]*:?|(?<![\w.])final_answer[ \t]*:)[ \t]*"
+    r"(?P<bracketed>[^\n]+?)[ \t]*$",
     re.S | re.I | re.M,
 )
 
@@ -158,7 +176,7 @@ def _wrapped_answer(text: str) -> str | None:
         )
         if g is not None
     )
-    return value.strip() or None
+    return value.strip().strip("\"'").strip() or None
 
 
 def declared_answer(text: str) -> str | None:

@@ -762,6 +762,21 @@ FRESH12_IDENTIFIER_KINDS = [
     ("bracketed-final-answer", PARTIAL_Q, "partial", "[final_answer] functools.partial", "pass"),
     ("bracketed-final-answer-another", PARTIAL_Q, "partial", "[final_answer] functools.reduce", "fail"),
 ]
+# fmt: off
+FRESH13_IDENTIFIER_KINDS = [
+    # "use either X or Y … pick whichever you like": a hedge between two
+    ("either-or-pick-whichever", SUM8_Q, "fsum", "You can use either `math.fsum()` or the built-in `sum()`; both are fine, so pick whichever you like.", "fail"),
+    ("either-or-plain-names", SUM8_Q, "fsum", "You can use either math.fsum() or the built-in sum(); both give the total, so pick whichever you like.", "fail"),
+    # (written with the rule) a builtin called, ``sum()``, is a name even where the question says "sum" in English
+    ("builtin-call-restated-word", SUM_Q, "fsum", "You can use either math.fsum() or the built-in sum(); so pick whichever you like.", "fail"),
+    ("builtin-word-restated", SUM_Q, "fsum", "Use math.fsum(): a plain sum of floats loses precision.", "pass"),
+    ("either-or-then-recommend", SUM8_Q, "fsum", "Use `math.fsum()`; plain `sum()` loses precision, so don't pick it for this.", "pass"),
+    # an agent's steps: the final step's answer (a ``final_answer:`` step line, JSON lines with a final step)
+    ("step-line-final-answer", PARTIAL_Q, "partial", 'Step 1 — tool: docs.search(query="fix arguments")\nStep 2 — final_answer: "functools.partial"', "pass"),
+    ("json-lines-final-step", PARTIAL_Q, "partial", '{"step": "tool_call", "tool": "doc_search", "input": "fix args"}\n{"step": "final_answer", "content": "functools.partial"}', "pass"),
+    ("json-lines-final-step-another", PARTIAL_Q, "partial", '{"step": "tool_call", "tool": "doc_search", "input": "fix args"}\n{"step": "final_answer", "content": "functools.reduce"}', "fail"),
+]
+# fmt: on
 # fmt: on
 
 
@@ -777,6 +792,7 @@ IDENTIFIER_RULES = {
     "fresh9": FRESH9_IDENTIFIER_KINDS,
     "fresh10": FRESH10_IDENTIFIER_KINDS,
     "fresh12": FRESH12_IDENTIFIER_KINDS,
+    "fresh13": FRESH13_IDENTIFIER_KINDS,
 }
 OPTION_RULES = {
     "s10": OPTION_RULES_S10,
@@ -807,9 +823,9 @@ def test_option_rule(case: Case, options: dict[str, str], correct: str, reply: s
 
 def test_the_rule_tables_keep_every_example() -> None:
     """The tables were one test each until session 12 (99 identifier and 25 option examples), plus session 12's 35
-    and 8 (grader4), 44 and 6 (grader5), 25 and 10 (grader6), 13, 12, 7 and 6 identifier examples (lead, fresh8's, fresh9's, fresh10's and fresh12's kinds); none
+    and 8 (grader4), 44 and 6 (grader5), 25 and 10 (grader6), 13, 12, 7, 6 and 8 identifier examples (lead, fresh8's, fresh9's, fresh10's, fresh12's and fresh13's kinds); none
     may be lost, and every id is unique."""
     ids = [f"{t}-{r[0]}" for t, rows in IDENTIFIER_RULES.items() for r in rows]
     option_ids = [f"{t}-{r[0]}" for t, rows in OPTION_RULES.items() for r in rows]
-    assert len(ids) >= 99 + 35 + 44 + 25 + 13 + 12 + 7 + 6 and len(option_ids) >= 25 + 8 + 6 + 10
+    assert len(ids) >= 99 + 35 + 44 + 25 + 13 + 12 + 7 + 6 + 8 and len(option_ids) >= 25 + 8 + 6 + 10
     assert len(set(ids)) == len(ids) and len(set(option_ids)) == len(option_ids)
