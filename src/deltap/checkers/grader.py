@@ -402,13 +402,12 @@ def claims(m: Mention) -> list[Claim]:
     return out
 
 
-#: a file or page a retrieval bot cites (``tools/base_tool.py``, ``index.md``): where the answer comes from
+#: a file or page a retrieval bot cites (``tools/base_tool.py``, ``index.md``): where the answer comes from (unless a
+#: file is the answer asked for: ``larkspur.toml``)
 _SOURCE_FILE = re.compile(r"[\w./-]*\.(?:py|pyi|md|mdx|rst|txt|html?|ipynb|json|ya?ml|toml|cfg|ini)", re.I)
 
 
 def _claims(m: Mention) -> list[Claim]:
-    if _SOURCE_FILE.fullmatch(m.text.strip("`*[]()")):
-        return []
     if m.value is not None:
         return [Claim(m.text, "", "value")]
     if m.text in _CONSTANTS:
@@ -518,6 +517,8 @@ class _Judge:
         """``True``: the mention gives the reference; ``False``: it gives another answer; ``None``: it gives none
         (restated names, builtins only, nothing name-like)."""
         cl = claims(m)
+        if _SOURCE_FILE.fullmatch(m.text.strip("`*[]()")) and not any(self.hit(c) for c in cl):
+            return None  # a file or page a retrieval bot cites (``tools/base_tool.py``), unless it is the answer asked
         if self.ctx.numeric:  # a number question: its numbers (and the values of the question's parameters) count
             for c in cl:
                 if c.role == "value" and (not c.owner or self.restated(c.owner) or len(cl) <= 2):

@@ -751,6 +751,7 @@ FRESH10_IDENTIFIER_KINDS = [
 
 
 # -- session 12 (lead): the kinds of fresh12's misses, written before the rules --------------------------------------
+FILE_Q = Case("cf", "Which file does Larkspur read its settings from?", ())
 # fmt: off
 FRESH12_IDENTIFIER_KINDS = [
     # a retrieval bot's citation of a source file or page is where the answer comes from, not an answer
@@ -758,6 +759,9 @@ FRESH12_IDENTIFIER_KINDS = [
     ("cited-page-in-brackets", SUBCLASS_Q, "BaseTool", 'From the docs [adk-docs/tools/index.md]: "Every tool extends BaseTool." So subclass `BaseTool`.', "pass"),
     ("cited-file-alone", SUBCLASS_Q, "BaseTool", "Citing base_tool.py: custom tools subclass `BaseTool`.", "pass"),
     ("cited-source-then-another", SUBCLASS_Q, "BaseTool", "Citing tools/base_tool.py: subclass `FunctionTool` for custom tools.", "fail"),
+    # (written after the rule, from the suite's Markdown example: counted apart) a file that is the answer asked for
+    ("file-is-the-answer", FILE_Q, "larkspur.toml", "Larkspur reads `larkspur.toml` in the working directory.", "pass"),
+    ("file-another-than-the-answer", FILE_Q, "larkspur.toml", "Larkspur reads `settings.toml` in the working directory.", "fail"),
     # an agent's final step written as a bracketed tag
     ("bracketed-final-answer", PARTIAL_Q, "partial", "[final_answer] functools.partial", "pass"),
     ("bracketed-final-answer-another", PARTIAL_Q, "partial", "[final_answer] functools.reduce", "fail"),
@@ -823,9 +827,9 @@ def test_option_rule(case: Case, options: dict[str, str], correct: str, reply: s
 
 def test_the_rule_tables_keep_every_example() -> None:
     """The tables were one test each until session 12 (99 identifier and 25 option examples), plus session 12's 35
-    and 8 (grader4), 44 and 6 (grader5), 25 and 10 (grader6), 13, 12, 7, 6 and 8 identifier examples (lead, fresh8's, fresh9's, fresh10's, fresh12's and fresh13's kinds); none
+    and 8 (grader4), 44 and 6 (grader5), 25 and 10 (grader6), 13, 12, 7, 8 and 8 identifier examples (lead, fresh8's, fresh9's, fresh10's, fresh12's and fresh13's kinds); none
     may be lost, and every id is unique."""
     ids = [f"{t}-{r[0]}" for t, rows in IDENTIFIER_RULES.items() for r in rows]
     option_ids = [f"{t}-{r[0]}" for t, rows in OPTION_RULES.items() for r in rows]
-    assert len(ids) >= 99 + 35 + 44 + 25 + 13 + 12 + 7 + 6 + 8 and len(option_ids) >= 25 + 8 + 6 + 10
+    assert len(ids) >= 99 + 35 + 44 + 25 + 13 + 12 + 7 + 8 + 8 and len(option_ids) >= 25 + 8 + 6 + 10
     assert len(set(ids)) == len(ids) and len(set(option_ids)) == len(option_ids)
