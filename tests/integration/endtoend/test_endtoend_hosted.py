@@ -18,12 +18,15 @@ pytestmark = pytest.mark.integration
 
 
 def test_endtoend_paces_a_hosted_solver_to_its_request_limit(tmp_path: Path) -> None:
-    """Four calls in flight against an endpoint that allows 600 requests a minute (a bucket of 2): the solver's
-    --rpm pacing keeps every request within the limit (none refused), so 24 calls take at least 2.2 s."""
+    """Four calls in flight against an endpoint that allows 600 requests a minute (a bucket of 3): the solver's
+    --rpm pacing keeps every request within the limit (none refused), so 24 calls take at least 2.2 s. The server
+    stamps a request when its handler thread runs, so on a loaded 2-core machine two requests sent 0.1 s apart can be
+    stamped closer (a bucket of 2 refused one in about one run of five there); 3 absorbs 0.2 s of that jitter, and four
+    unpaced workers would still overflow it."""
     cases, corpus, options = job(4)
     run = tmp_path / "run"
     mine(cases, corpus, SimulatedSolver(**options), out=run, config=CFG)
-    with FakeOpenAIServer(requests_per_minute=600, answer=lambda body: "a1") as server:
+    with FakeOpenAIServer(requests_per_minute=600, burst=3.0, answer=lambda body: "a1") as server:
         solver = SolverSpec("openai", {"model": "m", "base_url": server.url, "requests_per_minute": 600}).build()
         cfg = EndToEndConfig(k=2, outcome="pass", repeats=2, seed=5, workers=4, n_resamples=100, n_permutations=100)
         res = evaluate_end_to_end(
