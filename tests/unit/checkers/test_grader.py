@@ -784,6 +784,50 @@ FRESH13_IDENTIFIER_KINDS = [
 # fmt: on
 
 
+# -- session 13 (grader7): the kinds of the corpus's last misses, written before the rules ---------------------------
+PREFIX_Q = Case("pf", "Which textwrap function adds a prefix to selected lines?", ("textwrap.indent",))
+ITER_Q = Case("it", "Which parameter limits the number of iterations for a `LoopAgent`?", ("x.LoopAgent",))
+ITER_OPTIONS = {"A": "max_iterations", "B": "name", "C": "model", "D": "evaluate"}
+LOOP_SNIPPET = '```python\nLoopAgent(name="l", sub_agents=[a], max_iterations=3)\n```\n'
+AUDIT = '```python\nagent = LlmAgent(\n    name="a",\n    model="gemini-2.0-flash",\n    {kwarg}=audit,  # executes after run_async\n)\n```'
+# fmt: off
+GRADER7_IDENTIFIER_KINDS = [
+    # an accepted word between ``the`` and the kind of thing it is (``the model parameter``) names it
+    ("kind-noun-after-word", MODEL_Q, "model", "The setting you need is the model parameter; give it a string or a BaseLlm instance.", "pass"),
+    ("kind-noun-argument", MODEL_Q, "model", "It's the model argument. Pass a name like gemini-2.0-flash to it.", "pass"),
+    ("kind-noun-then-called", MODEL_Q, "model", "The model parameter is called `llm`; pass it a model name.", "fail"),
+    ("kind-noun-another-word", MODEL_Q, "model", "Use the llm_config parameter and put a BaseLlm in it.", "fail"),
+    # names offered for another job (``to read it back use X or Y``) are no alternatives to the answer
+    ("purpose-scoped-pair", SORT_Q, "sort_keys", "Pass sort_keys=True to json.dumps. To write straight to a file use json.dump, and to read it back use json.load or json.loads.", "pass"),
+    ("purpose-same-job", SORT_Q, "sort_keys", "Pass sort_keys=True. To sort the output you could also use sorted(d.items()) or OrderedDict.", "fail"),
+    # ``…, and the one taking … is X`` concludes
+    ("the-one-participle-after-and", PREFIX_Q, "indent", "dedent strips margins, fill rewraps paragraphs, and the one taking a `prefix` and an optional `predicate` is indent.", "pass"),
+    ("the-one-participle-wrong", PREFIX_Q, "indent", "dedent strips margins, and the one taking a `prefix` and an optional `predicate` is fill.", "fail"),
+    # a number after ``=`` that the expression goes on from (``52! / …``) is no result
+    ("factorial-after-equals", HANDS_Q, "2598960", "You can deal **2,598,960** hands, i.e. C(52, 5) = 52! / (5! × 47!).", "pass"),
+    ("factorial-wrong-count", HANDS_Q, "2598960", "There are **311,875,200** ordered hands: 52! / 47! = 311,875,200.", "fail"),
+    # a parameter question: the one keyword argument of a snippet whose comment says what the question asks
+    ("commented-kwarg", CALLBACK_Q, "after_agent_callback", AUDIT.format(kwarg="after_agent_callback"), "pass"),
+    ("commented-kwarg-wrong", CALLBACK_Q, "after_agent_callback", AUDIT.format(kwarg="before_agent_callback"), "fail"),
+    # a bare ``wait`` takes the answer back when another answer follows it
+    ("wait-then-other", PARTIAL_Q, "partial", "`functools.reduce` — wait, that folds a sequence. `functools.partial(f, 1)`.", "pass"),
+    ("wait-then-other-wrong", PARTIAL_Q, "partial", "`functools.partial(f, 1)` — wait, that only fixes arguments. `functools.reduce(f, xs)`.", "fail"),
+    ("wait-note", PARTIAL_Q, "partial", "`functools.partial(f, 1)`. Wait — if you need keyword arguments too, `partial` takes them as well.", "pass"),
+    # a comparative answer cue (``so the better tool …: X``, ``the cleaner choice is X``)
+    ("better-tool-colon", CAPS_Q, "capwords", "`str.title()` mangles apostrophes, so the better tool splits on whitespace and capitalises each word: `string.capwords(s)`.", "pass"),
+    ("better-tool-colon-wrong", CAPS_Q, "capwords", "`string.capwords` only splits on spaces, so the safer tool handles every case: `str.title()`.", "fail"),
+    ("cleaner-choice-is", CAPS_Q, "capwords", "str.title() breaks on apostrophes; the cleaner choice is string.capwords(s).", "pass"),
+]
+GRADER7_OPTION_KINDS = [
+    # a line that opens with an arrow gives the result of what is above it
+    ("arrow-line-after-code", ITER_Q, ITER_OPTIONS, "A", LOOP_SNIPPET + "→ A", "pass"),
+    ("arrow-line-wrong", ITER_Q, ITER_OPTIONS, "A", LOOP_SNIPPET + "→ B", "fail"),
+    ("arrows-inline-then-pick", CASE, FILL, "B", "wrap → A, fill → B. I'd pick B.", "pass"),
+    ("arrows-inline-then-pick-other", CASE, FILL, "B", "fill → B, wrap → A. I'd pick A.", "fail"),
+]
+# fmt: on
+
+
 IDENTIFIER_RULES = {
     "s10": RULES_S10,
     "s11": RULES_S11,
@@ -797,6 +841,7 @@ IDENTIFIER_RULES = {
     "fresh10": FRESH10_IDENTIFIER_KINDS,
     "fresh12": FRESH12_IDENTIFIER_KINDS,
     "fresh13": FRESH13_IDENTIFIER_KINDS,
+    "grader7": GRADER7_IDENTIFIER_KINDS,
 }
 OPTION_RULES = {
     "s10": OPTION_RULES_S10,
@@ -804,6 +849,7 @@ OPTION_RULES = {
     "fresh5": FRESH5_OPTION_KINDS,
     "fresh6": FRESH6_OPTION_KINDS,
     "fresh7": FRESH7_OPTION_KINDS,
+    "grader7": GRADER7_OPTION_KINDS,
 }
 
 
@@ -831,5 +877,5 @@ def test_the_rule_tables_keep_every_example() -> None:
     may be lost, and every id is unique."""
     ids = [f"{t}-{r[0]}" for t, rows in IDENTIFIER_RULES.items() for r in rows]
     option_ids = [f"{t}-{r[0]}" for t, rows in OPTION_RULES.items() for r in rows]
-    assert len(ids) >= 99 + 35 + 44 + 25 + 13 + 12 + 7 + 8 + 8 and len(option_ids) >= 25 + 8 + 6 + 10
+    assert len(ids) >= 99 + 35 + 44 + 25 + 13 + 12 + 7 + 8 + 8 + 18 and len(option_ids) >= 25 + 8 + 6 + 10 + 4
     assert len(set(ids)) == len(ids) and len(set(option_ids)) == len(option_ids)
