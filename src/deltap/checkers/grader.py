@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from deltap.checkers.reply import (
     BUILTINS,
     Mention,
+    Sentence,
     clean_reply,
     declared_answer,
     mentions,
@@ -152,7 +153,9 @@ _TYPE_OWNER_AFTER = re.compile(
 _ANSWER_CUE = re.compile(
     r"\b(?:(?:the\s+)?(?:right|correct|best|proper|real)\s+(?:choice|answer|one|function|method|class|option|tool|"
     r"parameter|argument)\s+(?:here\s+)?(?:is|would\s+be)|(?:the\s+)?answer\s+is|you\s+(?:want|need)|what\s+you\s+"
-    r"(?:want|need)\s+is|(?:one|function|method|class|parameter)\s+you\s+want\s+(?:here\s+)?is)\W*$",
+    r"(?:want|need)\s+is|(?:one|function|method|class|parameter)\s+you\s+want\s+(?:here\s+)?is|"
+    # ``The model parameter is called `llm```: the name it is called by (session 13)
+    r"\b(?:is|are)\s+(?:called|named))\W*$",
     re.I,
 )
 _ALT_AFTER = re.compile(
@@ -216,19 +219,34 @@ _WEAK_RETRACT = re.compile(
     r"(?:\.\.\.|\u2026)\s*(?:hmm|wait|oh)",
     re.I,
 )
-#: a conclusion right before a name (``So the function is X``, ``Therefore X``, ``That makes it X``, ``which leaves
-#: X``, ``In short: X``, ``→ X``, ``…, the answer is X``, ``it must be X``)
+#: the adjectives that prefer one candidate to the others (``the right / better / cleaner one``)
+_PREFERRED = r"(?:right|correct|best|better|cleaner|safer|simpler|preferred|recommended|proper)"
+#: ... and those that single out the answer (``the only one``, ``the final answer``)
+_SINGLING = r"(?:" + _PREFERRED + r"|only|final)"
+#: the kinds of thing an answer is (``the function``, ``the tool``)
+_KIND = r"(?:function|answer|method|class|one|call|parameter|argument|option|choice|tool|decorator|api)"
 _WHAT = (
-    r"(?:the\s+)?(?:(?:right|correct|best|only|final)\s+)?(?:function|answer|method|class|one|call|parameter|argument|"
-    r"option|choice|tool|decorator|api)(?:\s+(?:you\s+(?:want|need)|to\s+use|here|for\s+(?:this|you|that)))?\s+"
-    r"(?:is|must\s+be|would\s+be|has\s+to\s+be)\s*:?"
+    r"(?:the\s+)?(?:" + _SINGLING + r"\s+)?" + _KIND + r"(?:\s+(?:you\s+(?:want|need)|to\s+use|here|for\s+(?:this|you|"
+    r"that)))?\s+(?:is|must\s+be|would\s+be|has\s+to\s+be)\s*:?"
 )
+#: a conclusion right before a name (``So the function is X``, ``Therefore X``, ``That makes it X``, ``which leaves
+#: X``, ``In short: X``, ``→ X``, ``…, the answer is X``, ``it must be X``, ``so the better tool …: X``)
 _CONCLUDE = re.compile(
     r"(?:(?:\b(?:so|therefore|hence|thus|ergo|that\s+leaves|which\s+leaves|this\s+leaves|leaving|that\s+makes\s+it|"
     r"which\s+makes\s+it|in\s+short|in\s+summary|in\s+conclusion|to\s+sum\s+up|bottom\s+line|conclusion)\b|"
     r"[\u2192\u21d2]|->|=>)[\s,:*_-]*(?:" + _WHAT + r"|it(?:'s|\s+is|\s+must\s+be|\s+has\s+to\s+be|\s+would\s+be)|"
     r"(?:you\s+(?:want|need|should\s+use)|use|go\s+with|pick))?|(?:^|[.;:!?\n,]\s*)" + _WHAT + r"|"
-    r"\bit\s+(?:must|has\s+to)\s+be|(?:^|[.;!?\n]\s*)the\s+one\s+(?:that|which)\s+[^.;!?`*]{3,80}?\s+is)[\s*_`(\[\"']*$",
+    r"\bit\s+(?:must|has\s+to)\s+be|"
+    # ``so the better tool splits on whitespace and capitalises each word: X`` (session 13)
+    r"(?:^|[.;!?\n,]\s*|\b(?:so|therefore|hence|thus)\s+)(?:the\s+)?" + _PREFERRED + r"\s+"
+    r"(?:tool|function|method|class|one|call|option|choice|way)\b(?:[^.;!?\n:`*]|\n(?![ \t]*\n)){0,80}:)[\s*_`(\[\"']*$",
+    re.I,
+)
+#: ``The one that … is X`` opening a sentence, or ``…, and the one taking / with … is X`` closing an elimination
+#: (session 13): read over the sentence, since the description may name things (``the one taking a `prefix` … is X``)
+_THE_ONE = re.compile(
+    r"(?:^|[.;!?\n]\s*|,\s*and\s+|,\s*)the\s+one\s+(?:that|which|who|with|\w+ing)\b[^.;!?]{3,120}?\s+is"
+    r"[\s*_`(\[\"']*$",
     re.I,
 )
 #: what may follow a concluded name in its sentence (an end, an aside, a reason), not a predicate (``X gives …``)
@@ -599,6 +617,9 @@ _NOUN_MODIFIER = re.compile(
     re.I,
 )
 _NOUN_AFTER = re.compile(r"^\s+(?:around|inside|marks?|characters?|chars?|signs?)\b", re.I)
+#: an accepted word named with the kind of thing it is, for a question that asks for a parameter (``it is the model
+#: parameter``): the word names the parameter, it is not the English noun (session 13)
+_PARAMETER_AFTER = re.compile(r"^[ \t]+(?:parameter|argument|keyword\s+argument|kwarg)s?\b", re.I)
 _ABBREVIATION = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]?\.?|etc|vs")
 
 
@@ -606,6 +627,7 @@ def _mentions(text: str, ctx: Context) -> list[Mention]:
     """The reply's mentions, with the accepted answers' own words (``ans-a``, ``Barack Obama``) added where they
     stand, and plain English uses of an accepted word (``to split``, ``join them``) left out."""
     spotted = {ctx.norm(a) for a in ctx.accepted}
+    asks_parameter = bool(_ASKS_PARAMETER.search(ctx.question))
     found = [
         m
         for m in mentions(text, lambda w: ctx.norm(w) in spotted, numbers=ctx.numeric)
@@ -613,6 +635,7 @@ def _mentions(text: str, ctx: Context) -> list[Mention]:
         and not (re.fullmatch(r"[A-Za-z]\(.*\)", m.text) and m.kind == "plain")  # C(52, 5), O(n): notation
         and not (
             m.kind == "spot"
+            and not (asks_parameter and _PARAMETER_AFTER.match(text[m.end : m.end + 24]))
             and (
                 _VERB_USE.search(text[: m.start])
                 or _VERB_OBJECT.match(text[m.end : m.end + 12])
@@ -1131,23 +1154,47 @@ _PASSED_AS = re.compile(r"^[`*'\")\]]*\s+(?:\w+\s+){0,3}?as\s+(?:the\s+)?[`*]*$"
 
 
 _RESULT = re.compile(r"(?<![=!<>])=\s*[*`]*$")
+#: an expression that goes on after a number (``= 52! / (5! · 47!)``: a factorial, an operator): the number is a
+#: term of the expression, not its result
+_EXPRESSION_GOES_ON = re.compile(r"^[*`]*\s*!?\s*[-+*/^%(\u00d7\u00b7\u22c5\u00f7]")
 
 
 def _concluded(text: str, found: list[Mention], judge: _Judge) -> Mention | None:
     """The name a conclusion introduces (``So the function is X.``, ``Therefore X.``, ``That makes it X``, ``which
-    leaves X``, ``In short: X``, ``→ X``): the last such name that ends its clause (``So `X` gives …`` is a use of X,
-    ``Hence `zip(…)` is no longer needed`` a consequence, not conclusions)."""
+    leaves X``, ``In short: X``, ``→ X``, ``…, and the one taking … is X``): the last such name that ends its clause
+    (``So `X` gives …`` is a use of X, ``Hence `zip(…)` is no longer needed`` a consequence, not conclusions)."""
+    sents = {s.index: s for s in sentences(text)}
     for i in range(len(found) - 1, -1, -1):
         m = found[i]
         if judge.matches(m) is None or _set_aside(m):
             continue
         prev = found[i - 1].end if i else 0
         before = text[prev : m.start]
-        # a number question: the result a derivation ends with (``… / 120 = 2598960.``)
-        result = judge.ctx.numeric and m.value is not None and _RESULT.search(before)
-        if (_CONCLUDE.search(before) or result) and _CLAUSE_END.match(text[m.end : _sentence_end(text, m.sentence)]):
+        # a number question: the result a derivation ends with (``… / 120 = 2598960.``), not a term (``= 52! / …``)
+        result = (
+            judge.ctx.numeric
+            and m.value is not None
+            and _RESULT.search(before)
+            and not _EXPRESSION_GOES_ON.match(text[m.end :])
+        )
+        if not (_CONCLUDE.search(before) or result or _the_one(text, sents.get(m.sentence), m, found, judge)):
+            continue
+        if _CLAUSE_END.match(text[m.end : _sentence_end(text, m.sentence)]):
             return m
     return None
+
+
+def _the_one(text: str, sent: Sentence | None, m: Mention, found: list[Mention], judge: _Judge) -> bool:
+    """``m`` ends a ``the one that / taking / with … is`` clause (:data:`_THE_ONE`) that opens its sentence, or that
+    follows only names the reply does not offer (an elimination: ``dedent strips margins, and the one taking a
+    `prefix` is indent``; not ``Use X, and the one that pushes first is Y``)."""
+    if sent is None:
+        return False
+    cue = _THE_ONE.search(text[sent.start : m.start])
+    if cue is None:
+        return False
+    at = sent.start + cue.start()
+    return not any(sent.start <= x.start < at and judge.matches(x) is not None and not _set_aside(x) for x in found)
 
 
 def _decide(text: str, found: list[Mention], judge: _Judge, where: str) -> Reading:

@@ -29,6 +29,7 @@ __all__ = [
     "LABELS",
     "CodeNames",
     "Mention",
+    "Sentence",
     "clean_reply",
     "code_names",
     "declared_answer",
