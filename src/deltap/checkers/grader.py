@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from deltap.checkers.reply import (
@@ -210,9 +210,36 @@ _RETRACT = re.compile(
     r"correct|it|the\s+(?:right|correct)\s+one))\b|\bI(?:'m|\s+am|\s+was)\s+(?:wrong|mistaken)\b|"
     r"\bI\s+(?:mixed|got)\s+(?:them|those|it|that|these)\s+(?:up|wrong|backwards)\b|\b(?:oops|whoops)\b|"
     r"\blet\s+me\s+correct\s+(?:that|myself)\b|"
-    r"(?:\.\.\.|\u2026)\s*(?:no|nope)(?=\s*[,.;:!\u2014\u2013-])|(?:\.\.\.|\u2026)\s*(?:hmm+|wait|oh)[\s,]+actually\b(?![\s,]*(?:no|nope|not)\b)",
+    r"(?:\.\.\.|\u2026)\s*(?:no|nope)(?=\s*[,.;:!\u2014\u2013-])|(?:\.\.\.|\u2026)\s*(?:hmm+|wait|oh)[\s,]+actually\b(?![\s,]*(?:no|nope|not)\b)|"
+    # a bare ``wait`` / ``hold on`` (not ``wait for``, ``asyncio.wait``): a retraction only where :func:`_cues` says
+    r"(?<![\w.`])(?:wait|hold\s+on)\b(?![\w(`])(?!\s+(?:for|until|till|on)\b)",
     re.I,
 )
+_BARE_WAIT = re.compile(r"(?:wait|hold\s+on)", re.I)
+_CLAUSE_STOP = re.compile(r"[.!?](?=\s|$)|\n")
+
+
+def _cues(text: str, live: Sequence[tuple[int, str]], same: Callable[[str, str], bool]) -> list[re.Match[str]]:
+    """The retraction cues of ``text`` (:data:`_RETRACT`). A bare ``wait`` takes back what came before only when its
+    own clause (up to the sentence's end) names nothing and the next candidate after it is another answer than the
+    last one before it (``X — wait, you're going the other way. Y.``); ``X. Wait — each input must be sorted``, ``X.
+    Wait — if you need keywords, X takes them too`` and ``X. Wait, let me double-check: … Yes, X.`` are notes.
+    ``live``: the reply's live candidates (start, label), in order; ``same``: two labels name one answer."""
+    out = []
+    for cue in _RETRACT.finditer(text):
+        if _BARE_WAIT.fullmatch(cue.group(0).strip()):
+            stop = _CLAUSE_STOP.search(text, cue.end())
+            end = stop.start() if stop else len(text)
+            before = [label for at, label in live if at < cue.start()]
+            after = [label for at, label in live if at >= cue.end()]
+            if not before or not after or any(at < end for at, _ in live if at >= cue.end()):
+                continue
+            if same(before[-1], after[0]):
+                continue
+        out.append(cue)
+    return out
+
+
 #: a correction that may be of a detail, not of the answer: it retracts only when an answer follows it
 _WEAK_RETRACT = re.compile(
     r"correction|sorry|rather|on\s+(?:second\s+thought|reflection)|oops|whoops|let\s+me\s+correct|"
@@ -550,8 +577,10 @@ class _Judge:
             if c.role == "param" and not c.owner and not self.asks_parameter and not self.hit(c):
                 continue  # ``tools=[my_function]`` for a question that asks for no parameter: how the answer is used
             if c.role == "param" and c.owner and not self.open_call(c.owner):
-                # a parameter question: the one keyword argument of a call is what it shows (several: none singly)
-                if not (self.asks_parameter and sum(x.owner == c.owner and x.role == "param" for x in cl) == 1):
+                # a parameter question: the one keyword argument of a call is what it shows (several: none singly,
+                # unless one alone carries a comment that says what the question asks)
+                alone = sum(x.owner == c.owner and x.role == "param" for x in cl) == 1
+                if not (self.asks_parameter and (alone or self.commented(c.name, m))):
                     continue
             if c.role == "value" or (c.role == "caught" and not self.asks_exception):
                 continue  # an ``except`` clause answers only a question about an exception
@@ -575,6 +604,16 @@ class _Judge:
                 continue  # print(json.dumps(d)): the builtin is the wrapping, not the answer
             verdict = False
         return verdict
+
+    def commented(self, keyword: str, m: Mention) -> bool:
+        """``keyword`` is the one keyword argument of ``m``'s code with a comment, and the comment says what the
+        question asks (two of its content words are the question's: ``after_agent_callback=log,  # runs after
+        run_async`` for *… a callback that executes after the agent's `run_async` method is called?*)."""
+        notes = m.code.commented if m.code is not None else []
+        if len(notes) != 1 or notes[0][0] != keyword:
+            return False
+        said = {w for w in _stems(notes[0][1]) if len(w) > 2}
+        return len(said & {w for w in _stems(self.ctx.question) if len(w) > 2}) >= 2
 
     def module_of_gold(self, full: str) -> bool:
         """``full`` is a module path (lower-case dotted segments) that holds a gold document (``google.adk.models`` of
@@ -1053,6 +1092,30 @@ def _settings(text: str, found: list[Mention]) -> set[str]:
     return out
 
 
+#: a clause that names what to use for a task (``to read the JSON back use X or Y``, ``If you want to write to a file,
+#: call X``), up to the mention: the task is ``verb`` and ``task``
+_PURPOSE = re.compile(
+    r"(?:^|[,;:]\s*|\b(?:and|but)\s+)(?:if\s+you\s+(?:want|need|have)\s+|in\s+order\s+)?to\s+(?P<verb>[a-z]+)\b"
+    r"(?P<task>(?:[^,;.!?\n]|\.(?=\w)){0,60}?),?\s+(?:use|call|try|pick|reach\s+for|there(?:'s|\s+is)|(?:you\s+)?(?:can|could|"
+    r"should|would|will|need\s+to)\s+(?:use|call))\b(?:[^,;!?\n.]|\.(?=\w)){0,40}$",
+    re.I,
+)
+
+
+def _another_job(text: str, m: Mention, judge: _Judge) -> bool:
+    """``m`` is named for another task than the question's: in a clause ``to <task>, use m`` (or ``if you want to
+    <task>``) whose task shares no word with the question's own words, its names aside (``… and to read the JSON
+    back use json.load or json.loads`` for *Which keyword argument of json.dumps sorts …*; not ``To make it sorted you
+    could also use Y``)."""
+    sent = next((x for x in sentences(text) if x.index == m.sentence), None)
+    purpose = _PURPOSE.search(text[sent.start if sent is not None else 0 : m.start])
+    if purpose is None:
+        return False
+    task = purpose.string[purpose.start("verb") : purpose.end("task")]
+    words = re.sub(r"`[^`]*`|[\w.]*[._][\w.]*|\b[a-z]+[A-Z]\w*", " ", judge.ctx.question)  # the question's names aside
+    return not set(_stems(task)) & set(_stems(words))
+
+
 def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> Reading | None:
     """``several`` / ``alternatives`` when another answer is joined to the answer or offered after it (names given as
     examples of it, and the settings the reply tells the user to adjust, aside)."""
@@ -1082,6 +1145,8 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
             continue  # ``heapreplace(heap, item)`` … ``larger than `item` ``: the answer's own argument
         if _SAME_THING.match(text[m.end : m.end + 80]):
             continue  # ``or `insort_right`, which is the same function``
+        if m.start > answer.end and _another_job(text, m, judge):
+            continue  # ``… and to read the JSON back use json.load or json.loads``: names for another task
         if m.start > answer.end and _equal_alternative(text, answer, m, found, judge):
             names = [judge.label(answer), judge.label(m)]
             return Reading(
@@ -1385,6 +1450,11 @@ def _retraction(text: str, judge: _Judge) -> tuple[int, str, str] | None:
     is taken back (``X. Actually, X also takes a key argument`` retracts nothing; ``Y — that's wrong`` after an answer
     X takes back Y, not X). Each stretch is read once."""
     cues = list(_RETRACT.finditer(text))
+    if any(_BARE_WAIT.fullmatch(c.group(0).strip()) for c in cues):
+        every = _mentions(text, judge.ctx)
+        _flag(text, every, judge)
+        live = [(m.start, judge.label(m)) for m in every if judge.matches(m) is not None and not _set_aside(m)]
+        cues = _cues(text, live, lambda a, b: a == b or judge.ctx.same(a, b))
     for i in range(len(cues) - 1, -1, -1):
         cue = cues[i]
         stretch = text[cues[i - 1].end() if i else 0 : cue.start()]
@@ -1538,7 +1608,9 @@ _CONCLUSION = re.compile(
     r"\b(?:which|that|this)\s+leaves\s+(?:us\s+with\s+)?(?:only\s+)?|\bleaving\s+(?:only\s+)?|"
     r"\b(?:the\s+)?(?:correct|right|best)\s+(?:answer|option|choice)\s+(?:is|would\s+be|must\s+be)\s*:?\s*|"
     r"\b(?:the\s+)?answer\s+(?:is|would\s+be|must\s+be)\s*:?\s*|"
-    r"\bI(?:'d|\s+would)\s+(?:go\s+with|choose|pick|say)\s+|\bI\s+(?:choose|pick|go\s+with)\s+)"
+    r"\bI(?:'d|\s+would)\s+(?:go\s+with|choose|pick|say)\s+|\bI\s+(?:choose|pick|go\s+with)\s+|"
+    # a line that opens with an arrow gives the result of what is above it (``…```\n→ A``; session 13)
+    r"(?:\A|(?<=\n))[ \t]*(?:[\u2192\u21d2]|->|=>)[ \t]*)"
     r"[\s*(\[`\"']*(?:option\s+)?(?P<letter>[A-Za-z])(?=$|[)\].:,;!*`'\"\u2014\u2013-]|\s+(?:because|since|as|\(|"
     r"\u2014|\u2013|-)|\s*\n)",
     re.I,
@@ -1752,6 +1824,9 @@ def _read_options_prose(text: str, options: Mapping[str, str]) -> Reading:
     no — wrap returns a list. B.``): after it, the one letter it names, else the reading of what follows."""
     start, taken = 0, None
     cues = list(_RETRACT.finditer(text))
+    if any(_BARE_WAIT.fullmatch(c.group(0).strip()) for c in cues):
+        live = [(o.start, o.key) for o in _option_mentions(text, options) if not o.negated]
+        cues = _cues(text, live, lambda a, b: a == b)
     for i in range(len(cues) - 1, -1, -1):  # as for identifiers (_retraction): each stretch read once
         stretch = text[cues[i - 1].end() if i else 0 : cues[i].start()]
         so_far = _read_options_text(stretch, options)

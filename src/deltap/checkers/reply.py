@@ -241,6 +241,8 @@ class CodeNames:
         annotations: The types of annotated names and parameters (``tool_context: ToolContext`` ->
             ``ToolContext``), and the values of a YAML mapping's keys (``agent_class: LoopAgent`` -> ``LoopAgent``).
         caught: The exception classes ``except`` clauses catch.
+        commented: ``(keyword, comment)`` of a keyword argument on a line of its own that carries a comment
+            (``    after_agent_callback=log,  # runs after run_async``).
     """
 
     calls: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
@@ -251,6 +253,7 @@ class CodeNames:
     kwarg_values: list[tuple[str, str]] = field(default_factory=list)
     annotations: list[str] = field(default_factory=list)
     caught: list[str] = field(default_factory=list)
+    commented: list[tuple[str, str]] = field(default_factory=list)
 
     def empty(self) -> bool:
         return not (self.calls or self.decorators or self.imports or self.assigned or self.names or self.annotations)
@@ -352,6 +355,8 @@ _KWARG_RE = re.compile(r"(?<![=!<>])\b([A-Za-z_]\w*)\s*=(?!=)\s*([^,()\s]*)")
 _DECORATOR_RE = re.compile(r"^\s*@([A-Za-z_][\w.]*)", re.M)
 _NAME_RE = re.compile(r"^[A-Za-z_][\w.]*$")
 #: a YAML mapping's line (``agent_class: LoopAgent``, ``  - config_path: a.yaml``, ``sub_agents:``)
+#: a keyword argument on a line of its own, with a comment (``    after_agent_callback=log,  # runs after run_async``)
+_COMMENTED_KWARG = re.compile(r"^[ \t]*([A-Za-z_]\w*)[ \t]*=(?!=)[^#\n]*#[ \t]*([^\n]*\S)[ \t]*$", re.M)
 _YAML_LINE = re.compile(r"^\s*(?:-\s+)?[A-Za-z_][\w.-]*\s*:(?:\s+(?P<value>\S.*?))?\s*$")
 
 
@@ -370,6 +375,7 @@ def code_names(code: str) -> CodeNames | None:
     if tree is not None:
         visitor = _Visitor()
         visitor.visit(tree)
+        visitor.out.commented = [(m.group(1), m.group(2).strip()) for m in _COMMENTED_KWARG.finditer(text)]
         return visitor.out
     out = CodeNames()  # not parseable (``@total_ordering``, ``key=``, a cut-off call): read it with patterns
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]

@@ -818,12 +818,27 @@ GRADER7_IDENTIFIER_KINDS = [
     ("better-tool-colon-wrong", CAPS_Q, "capwords", "`string.capwords` only splits on spaces, so the safer tool handles every case: `str.title()`.", "fail"),
     ("cleaner-choice-is", CAPS_Q, "capwords", "str.title() breaks on apostrophes; the cleaner choice is string.capwords(s).", "pass"),
 ]
+# written after the rules, against over-reach (counted apart: by the rules' author)
+GRADER7_AFTER_RULES = [
+    ("kind-noun-negated", MODEL_Q, "model", "Don't use the model parameter for that; use `llm`.", "fail"),
+    ("kind-noun-no-parameter-question", CAPS_Q, "capwords", "Use the capwords argument of str.title().", "fail"),
+    ("purpose-same-task-other-verb", SORT_Q, "sort_keys", "Use `sort_keys=True`. To make it sorted you could also use `sorted(d.items())` or `OrderedDict`.", "fail"),
+    ("the-one-after-an-answer", HEAPQ_Q, "heapreplace", "Use `heappushpop`, and the one popping first is `heapreplace`.", "fail"),
+    ("wait-names-in-its-clause", MERGE_Q, "merge", "`heapq.merge(*fs)`. Wait — you'll want `sorted()` if they're unsorted.", "pass"),
+    ("wait-double-check", PARTIAL_Q, "partial", "`functools.partial(f, 1)`. Wait, let me double-check the docs. Yes: `functools.partial`.", "pass"),
+    ("wait-for-verb", MERGE_Q, "merge", "`heapq.merge(*fs)`; wait for each file to close before you call `sorted()` on nothing.", "pass"),
+    ("better-tool-no-colon", CAPS_Q, "capwords", "`string.capwords(s)` is the simpler tool here; `str.title()` breaks on apostrophes.", "pass"),
+    ("commented-kwargs-two-comments", CALLBACK_Q, "after_agent_callback", '```python\nagent = LlmAgent(\n    name="a",  # executes after run_async\n    after_agent_callback=audit,  # executes after run_async\n)\n```', "fail"),
+]
 GRADER7_OPTION_KINDS = [
     # a line that opens with an arrow gives the result of what is above it
     ("arrow-line-after-code", ITER_Q, ITER_OPTIONS, "A", LOOP_SNIPPET + "→ A", "pass"),
     ("arrow-line-wrong", ITER_Q, ITER_OPTIONS, "A", LOOP_SNIPPET + "→ B", "fail"),
     ("arrows-inline-then-pick", CASE, FILL, "B", "wrap → A, fill → B. I'd pick B.", "pass"),
     ("arrows-inline-then-pick-other", CASE, FILL, "B", "fill → B, wrap → A. I'd pick A.", "fail"),
+    # written after the rule, against over-reach (counted apart)
+    ("arrow-lines-echo", CASE, FILL, "B", "→ A wrap\n→ B fill", "fail"),
+    ("arrow-mid-line", CASE, FILL, "B", "fill joins the lines -> B", "pass"),
 ]
 # fmt: on
 
@@ -842,6 +857,7 @@ IDENTIFIER_RULES = {
     "fresh12": FRESH12_IDENTIFIER_KINDS,
     "fresh13": FRESH13_IDENTIFIER_KINDS,
     "grader7": GRADER7_IDENTIFIER_KINDS,
+    "grader7-after": GRADER7_AFTER_RULES,
 }
 OPTION_RULES = {
     "s10": OPTION_RULES_S10,
