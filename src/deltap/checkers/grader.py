@@ -33,8 +33,11 @@ are in ``docs/answer-grammar.md``; in short:
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
 import sys
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -46,6 +49,8 @@ from deltap.checkers.reply import (
     declared_answer,
     mentions,
     number_value,
+    sentence_end,
+    sentence_of,
     sentences,
 )
 from deltap.checkers.tables import ANSWER_HEADER, LABEL_ROW, Row, Table, cell_mark, tables, without_tables
@@ -107,6 +112,7 @@ _TEMPTED = re.compile(
     r"(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$",
     re.I,
 )
+_BUT = re.compile(r"\b(?:but|however)\b", re.I)
 _BUT_AFTER = re.compile(r"^[`*'\")\]]*(?:\([^)]*\))?\s*(?:,\s*|\s+|\s*[\u2014\u2013-]\s*)(?:but|however)\b", re.I)
 _CONTRAST_OPEN = re.compile(
     r"^\W*(?:while|whereas|although|though|unlike|instead\s+of|rather\s+than|besides|apart\s+from|except\s+for)\b"
@@ -226,15 +232,16 @@ def _cues(text: str, live: Sequence[tuple[int, str]], same: Callable[[str, str],
     Wait — if you need keywords, X takes them too`` and ``X. Wait, let me double-check: … Yes, X.`` are notes.
     ``live``: the reply's live candidates (start, label), in order; ``same``: two labels name one answer."""
     out = []
+    starts = [at for at, _ in live]
     for cue in _RETRACT.finditer(text):
         if _BARE_WAIT.fullmatch(cue.group(0).strip()):
             stop = _CLAUSE_STOP.search(text, cue.end())
             end = stop.start() if stop else len(text)
-            before = [label for at, label in live if at < cue.start()]
-            after = [label for at, label in live if at >= cue.end()]
-            if not before or not after or any(at < end for at, _ in live if at >= cue.end()):
-                continue
-            if same(before[-1], after[0]):
+            last = bisect.bisect_left(starts, cue.start()) - 1  # the last candidate before the cue
+            after = bisect.bisect_left(starts, cue.end())  # the first one after it
+            if last < 0 or after >= len(live) or live[after][0] < end:
+                continue  # nothing before, nothing after, or something named in the cue's own clause
+            if same(live[last][1], live[after][1]):
                 continue
         out.append(cue)
     return out
@@ -335,9 +342,7 @@ class Context:
     gold: tuple[str, ...] = ()
 
     def norm(self, name: str) -> str:
-        s = name.strip().strip("`*'\"").lstrip("@")
-        s = re.sub(r"\(.*\)$", "", s).rstrip(".,;:!?")
-        return s if self.case_sensitive else s.lower()
+        return _norm(name, self.case_sensitive)
 
     @property
     def numeric(self) -> bool:
@@ -361,6 +366,14 @@ class Context:
         if n != e and not (self.qualified == "either" and "." in e and (e.endswith("." + n) or n.endswith("." + e))):
             return False
         return self.case_sensitive or _case_agrees(name, expected)
+
+
+@functools.lru_cache(maxsize=4096)
+def _norm(name: str, case_sensitive: bool) -> str:
+    """A name as compared (:meth:`Context.norm`); cached, since a long reply compares the same names many times."""
+    s = name.strip().strip("`*'\"").lstrip("@")
+    s = re.sub(r"\(.*\)$", "", s).rstrip(".,;:!?")
+    return s if case_sensitive else s.lower()
 
 
 def _case_agrees(name: str, expected: str) -> bool:
@@ -662,6 +675,40 @@ _PARAMETER_AFTER = re.compile(r"^[ \t]+(?:parameter|argument|keyword\s+argument|
 _ABBREVIATION = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]?\.?|etc|vs")
 
 
+def _sentence(text: str, index: int) -> Sentence | None:
+    """Sentence ``index`` of ``text`` (``None`` when it has none)."""
+    sents = sentences(text)
+    return sents[index] if 0 <= index < len(sents) else None
+
+
+class _Spans:
+    """Mentions in reading order (sorted by start), indexed so that each question about them costs a binary search,
+    not a pass over all of them (a long reply has thousands): the last end at or before a place, the mentions that
+    start in a range, whether one overlaps a range."""
+
+    def __init__(self, found: Sequence[Mention]) -> None:
+        self.found = found
+        self.starts = [m.start for m in found]
+        self.ends = sorted(m.end for m in found)
+        self.reach: list[int] = []  # the furthest end of the mentions up to each one, in start order
+        for m in found:
+            self.reach.append(max(m.end, self.reach[-1]) if self.reach else m.end)
+
+    def prev_end(self, pos: int, default: int = 0) -> int:
+        """The largest end of a mention that ends at or before ``pos`` (``default`` when none does)."""
+        i = bisect.bisect_right(self.ends, pos)
+        return self.ends[i - 1] if i else default
+
+    def between(self, lo: int, hi: int) -> Sequence[Mention]:
+        """The mentions that start at ``lo`` or after and before ``hi``."""
+        return self.found[bisect.bisect_left(self.starts, lo) : bisect.bisect_left(self.starts, hi)]
+
+    def overlaps(self, lo: int, hi: int) -> bool:
+        """A mention overlaps ``lo:hi``."""
+        i = bisect.bisect_left(self.starts, hi) - 1
+        return i >= 0 and self.reach[i] > lo
+
+
 def _mentions(text: str, ctx: Context) -> list[Mention]:
     """The reply's mentions, with the accepted answers' own words (``ans-a``, ``Barack Obama``) added where they
     stand, and plain English uses of an accepted word (``to split``, ``join them``) left out."""
@@ -676,7 +723,7 @@ def _mentions(text: str, ctx: Context) -> list[Mention]:
             m.kind == "spot"
             and not (asks_parameter and _PARAMETER_AFTER.match(text[m.end : m.end + 24]))
             and (
-                _VERB_USE.search(text[: m.start])
+                _VERB_USE.search(text, max(0, m.start - 64), m.start)
                 or _VERB_OBJECT.match(text[m.end : m.end + 12])
                 or _NOUN_MODIFIER.search(text[max(0, m.start - 20) : m.start])
                 or _NOUN_AFTER.match(text[m.end : m.end + 16])
@@ -684,15 +731,18 @@ def _mentions(text: str, ctx: Context) -> list[Mention]:
         )
     ]
     flags = 0 if ctx.case_sensitive else re.I
+    spans = _Spans(found)
     for a in ctx.accepted:
         word = a.strip()
         if not word or re.fullmatch(r"[A-Za-z_]\w*", word) or number_value(word) is not None:
             continue
         for hit in re.finditer(r"(?<![\w.-])" + re.escape(word) + r"(?![\w-]|\.\w)", text, flags):
-            if not any(m.start < hit.end() and hit.start() < m.end for m in found):
-                sent = next((s.index for s in sentences(text) if s.start <= hit.start() < s.end), 0)
+            if not spans.overlaps(hit.start(), hit.end()):
+                sent = sentence_of(text, hit.start(), default=0)
                 found.append(Mention(hit.group(0), hit.start(), hit.end(), sent, "spot", None))
+                spans = _Spans(sorted(found, key=lambda m: m.start))
     if ctx.numeric:
+        found.sort(key=lambda m: m.start)
         found += _number_words(text, found)
     found.sort(key=lambda m: m.start)
     return found
@@ -714,6 +764,7 @@ def _number_words(text: str, found: list[Mention]) -> list[Mention]:
     if any(m.value is not None for m in found):
         return []
     out = []
+    spans = _Spans(found)
     for hit in _NUMBER_WORD.finditer(text):
         if hit.group("alone"):
             if hit.group("alone").lower() == "one":
@@ -722,9 +773,9 @@ def _number_words(text: str, found: list[Mention]) -> list[Mention]:
         else:
             unit = hit.group("unit")
             value = _TENS[hit.group("tens").lower()] + (_UNITS.index(unit.lower()) if unit else 0)
-        if any(m.start < hit.end() and hit.start() < m.end for m in found):
+        if spans.overlaps(hit.start(), hit.end()):
             continue
-        sent = next((s.index for s in sentences(text) if s.start <= hit.start() < s.end), 0)
+        sent = sentence_of(text, hit.start(), default=0)
         out.append(Mention(str(value), hit.start(), hit.end(), sent, "number", None, float(value)))
     return out
 
@@ -793,20 +844,20 @@ def _flag_appraised(text: str, found: list[Mention], judge: _Judge) -> None:
     name that is not itself negated (``… I wouldn't bother — sorted(xs)[:10] is simpler. Go with sorted.``, ``…
     Use `string.capwords(s)` instead``); a ``but`` that only adds a note (``but note that it returns a list``) or
     confirms it (``but it is the right call``) leaves it."""
-    sents = {x.index: x for x in sentences(text)}
+    sents = sentences(text)
+    spans = _Spans(found)
     for i, m in enumerate(found):
         if _set_aside(m) or judge.matches(m) is None:
             continue
-        sent = sents.get(m.sentence)
-        s_start = sent.start if sent else 0
+        s_start = sents[m.sentence].start if m.sentence < len(sents) else 0
         nxt = found[i + 1].start if i + 1 < len(found) else len(text)
         after = text[m.end : max(nxt, m.end)]
-        offered = _MAY_USE.search(text[s_start : m.start]) and _BUT_AFTER.match(after)
-        if not offered and not _APPRAISED.match(text[m.end : _sentence_end(text, m.sentence)]):
+        offered = _MAY_USE.search(text, max(s_start, m.start - 160), m.start) and _BUT_AFTER.match(after)
+        if not offered and not _APPRAISED.match(text[m.end : sentence_end(text, m.sentence)]):
             continue
-        word = re.search(r"\b(?:but|however)\b", text[m.end :], re.I)
-        but = m.end + (word.end() if word else 0)
-        end = _sentence_end(text, m.sentence, 1)
+        end = sentence_end(text, m.sentence, 1)
+        word = _BUT.search(text, m.end, max(end, m.end))  # within the sentence: both cues above saw it there
+        but = word.end() if word else m.end
         window = text[but:end]
         if re.search(r"\b(?:wouldn'?t|would\s+not|don'?t|do\s+not|needn'?t)\s+bother\b", window, re.I):
             m.flags.add("rejected")
@@ -814,17 +865,16 @@ def _flag_appraised(text: str, found: list[Mention], judge: _Judge) -> None:
         if re.search(r"\b(?:if|when|unless|only\s+for)\b", window, re.I):
             continue  # another for another situation (``but use `sorted` if the lists are small``)
         for rec in _RECOMMEND.finditer(window):
+            at, to = but + rec.start(), but + rec.end()
+            if re.search(r"\b(?:not|n't|never)\b", text[max(0, at - 12) : at], re.I):
+                continue  # ``but don't use …``
             later = [
                 x
-                for x in found
-                if but + rec.start() - 60 <= x.start <= but + rec.end() + 60
-                and x.start < end
-                and x.start > m.end
-                and judge.label(x) != judge.label(m)
+                for x in spans.between(max(at - 60, m.end + 1), min(to + 61, end))
+                if judge.label(x) != judge.label(m)
                 and "negated" not in x.flags
                 and x.value is None
                 and any(c.role == "asserted" for c in claims(x))
-                and not re.search(r"\b(?:not|n't|never)\b", text[but + rec.start() - 12 : but + rec.start()], re.I)
             ]
             if later:
                 m.flags.add("rejected")
@@ -843,10 +893,12 @@ def _flag_subjects(text: str, found: list[Mention], judge: _Judge) -> None:
     it gives for another name is marked ``other`` (set aside): ```wrap` defaults to 70, but `fill` uses 80`` answers
     80 for ``fill``."""
     subject: dict[int, bool] = {}
+    last_name: dict[int, Mention] = {}  # the last mention before, not a number, of each sentence
     for i, m in enumerate(found):
         if m.value is None:
+            last_name[m.sentence] = m
             continue
-        prev = next((x for x in reversed(found[:i]) if x.value is None and x.sentence == m.sentence), None)
+        prev = last_name.get(m.sentence)
         if prev is None:
             continue
         gap = text[prev.end : m.start]
@@ -873,8 +925,9 @@ def _bullet_answers(text: str, found: list[Mention], judge: _Judge) -> list[Ment
         pos += len(line) + 1
     out: list[Mention] = []
     run: list[Mention] = []
+    spans = _Spans(found)
     for a, b, bullet in lines:
-        inside = [m for m in found if a <= m.start < b and judge.matches(m) is not None and not _set_aside(m)]
+        inside = [m for m in spans.between(a, b) if judge.matches(m) is not None and not _set_aside(m)]
         only = len(inside) == 1 and not text[a:b].replace(inside[0].text, "").strip(" \t*_`'\".,;:!?()[]-")
         if bullet and inside and not _BULLET.sub("", text[a : inside[0].start]).strip(" \t*_`'\"([#>"):
             out.append(inside[0])  # an item that opens with a name (``- `nsmallest` — …``), not a step of prose
@@ -917,16 +970,18 @@ def _picked(text: str, listed: list[Mention], found: list[Mention], judge: _Judg
     (``- `ratio()` …\n- `quick_ratio()` …\n\nFor the actual measure use `ratio()`.``)."""
     if len(listed) < 2:
         return None
-    labels = [judge.label(x) for x in listed]
+    labels = {judge.label(x) for x in listed}
     end = max(x.end for x in listed)
     later = [m for m in found if m.start > end and judge.matches(m) is not None and not _set_aside(m)]
+    per_sentence = Counter(x.sentence for x in later)
+    sents = sentences(text)
     for m in later:
         line_start = text.rfind("\n", 0, m.start) + 1
         if _BULLET.match(text[line_start : m.start]) or judge.label(m) not in labels:
             continue
-        if sum(x.sentence == m.sentence for x in later) != 1:
+        if per_sentence[m.sentence] != 1:
             continue
-        sent = next((x for x in sentences(text) if x.index == m.sentence), None)
+        sent = sents[m.sentence] if m.sentence < len(sents) else None
         if sent is not None and (
             _PICK.search(text[sent.start : m.start]) or _ANSWER_CUE.search(text[sent.start : m.start])
         ):
@@ -950,13 +1005,7 @@ _ASKS_EXCEPTION = re.compile(r"\b(?:exception|error|raises?|raised)\b", re.I)
 _ASKS_PARAMETER = re.compile(r"\b(?:parameter|argument|keyword|kwarg|option|setting)s?\b", re.I)
 
 
-def _sentence_end(text: str, index: int, more: int = 0) -> int:
-    """Where sentence ``index`` (or, ``more`` > 0, the ``more``-th sentence after it) ends."""
-    sents = [s for s in sentences(text) if s.index >= index]
-    return sents[min(more, len(sents) - 1)].end if sents else len(text)
-
-
-def _equal_alternative(text: str, answer: Mention, m: Mention, found: list[Mention], judge: _Judge) -> bool:
+def _equal_alternative(text: str, answer: Mention, m: Mention, spans: _Spans, judge: _Judge) -> bool:
     """``m`` (after the answer) is offered as an equal alternative to it: ``Y works just as well``, ``Y also works``,
     ``you could just as well call Y``, ``Y — either one will work`` (not: ``Y also works, but …``, ``Y, which is the
     same function``, a keyword argument of the answer's call when the question does not ask for a parameter)."""
@@ -971,17 +1020,17 @@ def _equal_alternative(text: str, answer: Mention, m: Mention, found: list[Menti
         for c in cl
     ):
         return False  # ``itertools.chain.from_iterable works too``: the answer's own method
-    sent = next((x for x in sentences(text) if x.index == m.sentence), None)
+    sent = _sentence(text, m.sentence)
     if sent is not None and _SCOPED.match(text[sent.start : m.start]):
         return False  # ``For numpy arrays, `numpy.isclose` does the same``: another situation, not another answer
-    after = text[m.end : _sentence_end(text, m.sentence)]
+    after = text[m.end : sentence_end(text, m.sentence)]
     equal = _EQUAL_AFTER.match(after)
     if equal and not _DOWNGRADE.search(after[equal.end() :]):
         return True
-    prev = max((x.end for x in found if x.end <= m.start), default=answer.end)
+    prev = spans.prev_end(m.start, default=answer.end)
     if _EQUAL_BEFORE.search(text[max(prev, answer.end) : m.start]):
         return True
-    return bool(_EITHER.search(text[m.end : _sentence_end(text, m.sentence, 1)]))
+    return bool(_EITHER.search(text[m.end : sentence_end(text, m.sentence, 1)]))
 
 
 #: a clause that says what the answer takes, returns or holds (``it takes a string or a `BaseLlm` instance``)
@@ -994,16 +1043,16 @@ _DESCRIBES = re.compile(
 )
 
 
-def _describes(text: str, answer: Mention, m: Mention, found: Sequence[Mention], judge: _Judge) -> bool:
+def _describes(text: str, answer: Mention, m: Mention, spans: _Spans, judge: _Judge) -> bool:
     """``m`` comes after the answer in a clause that says what the answer takes, returns or holds, with no comma
     between the verb and ``m`` (``it takes a model name or a `BaseLlm` instance``; not ``which returns a string, or
     `wrap` …``). The clause's subject is the answer: ``it`` / ``which``, or the answer itself (named again, with its
     noun: ``The `model` argument accepts a string or a `BaseLlm` instance`` after a snippet)."""
     if m.start <= answer.end:
         return False
-    sent = next((x for x in sentences(text) if x.index == m.sentence), None)
+    sent = _sentence(text, m.sentence)
     start = max(answer.end, sent.start if sent is not None else 0)
-    again = [x for x in found if start <= x.start and x.end <= m.start and x is not answer and judge.matches(x)]
+    again = [x for x in spans.between(start, m.start) if x.end <= m.start and x is not answer and judge.matches(x)]
     if again:  # the answer named again as the subject of m's clause
         start = again[-1].end
     window = text[start : m.start]
@@ -1107,7 +1156,7 @@ def _another_job(text: str, m: Mention, judge: _Judge) -> bool:
     <task>``) whose task shares no word with the question's own words, its names aside (``… and to read the JSON
     back use json.load or json.loads`` for *Which keyword argument of json.dumps sorts …*; not ``To make it sorted you
     could also use Y``)."""
-    sent = next((x for x in sentences(text) if x.index == m.sentence), None)
+    sent = _sentence(text, m.sentence)
     purpose = _PURPOSE.search(text[sent.start if sent is not None else 0 : m.start])
     if purpose is None:
         return False
@@ -1122,13 +1171,14 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
     examples = _examples(text, answer, found)
     settings = _settings(text, found)
     found = [m for m in found if id(m) not in examples and (m is answer or m.text not in settings)]
+    spans = _Spans(found)
     listed = _bullet_answers(text, found, judge)
     listed = _ticked(text, listed) or listed
     if answer in listed:
         names = _distinct(listed, judge)
         if len(names) >= 2:
             return Reading(None, "several", f"several: a list of {len(names)} candidates {names[:6]}", tuple(names))
-    sent = next((x for x in sentences(text) if x.index == answer.sentence), None)
+    sent = _sentence(text, answer.sentence)
     if sent is not None and _BARE_LIST.fullmatch(sent.text.strip()) and number_value(sent.text) is None:
         items = [w for w in re.split(r"\s*(?:,|/|\bor\b|\band\b|\bnor\b)\s*", sent.text.strip(" .!?")) if w]
         if len({judge.ctx.norm(w) for w in items}) >= 2:
@@ -1147,14 +1197,14 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
             continue  # ``or `insort_right`, which is the same function``
         if m.start > answer.end and _another_job(text, m, judge):
             continue  # ``… and to read the JSON back use json.load or json.loads``: names for another task
-        if m.start > answer.end and _equal_alternative(text, answer, m, found, judge):
+        if m.start > answer.end and _equal_alternative(text, answer, m, spans, judge):
             names = [judge.label(answer), judge.label(m)]
             return Reading(
                 None, "alternatives", f"alternatives: {names[1]!r} is offered as an equal alternative to {names[0]!r}"
             )
         if _set_aside(m):
             continue
-        if _describes(text, answer, m, found, judge) or _typed_value(text, m, judge):
+        if _describes(text, answer, m, spans, judge) or _typed_value(text, m, judge):
             continue  # ``it takes a name string or a `BaseLlm` instance``: what the answer takes, not another answer
         a, b = (answer, m) if answer.start < m.start else (m, answer)
         second = verdict is not None or (m.code is not None and not judge.ctx.numeric)
@@ -1168,7 +1218,7 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
             and not judge.ctx.numeric
             and not _DUNDER.fullmatch(m.text)
         ):
-            prev = max((x.end for x in found if x.end <= m.start), default=0)
+            prev = spans.prev_end(m.start)
             if _ALT_CUE.search(text[max(prev, answer.end) : m.start]):  # ``X, or maybe just `a + b` ``
                 return Reading(
                     None, "alternatives", f"alternatives: after {judge.label(answer)!r} the reply offers {m.text!r}"
@@ -1176,9 +1226,10 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
         if verdict is not False:
             continue
         if m.start > answer.end:
-            prev = max((x.end for x in found if x.end <= m.start), default=0)
+            prev = spans.prev_end(m.start)
             window = text[max(prev, answer.end) : m.start]
-            alone = [s for s in sentences(text) if s.index == m.sentence and s.text.strip(" .?!") == m.text]
+            sent = _sentence(text, m.sentence)
+            alone = sent is not None and sent.text.strip(" .?!") == m.text
             if alone and _code_line(text, m.start):
                 continue  # ``    out.write(line)`` in an indented block, a REPL's printed result: a use of the answer
             offered = _ALT_AFTER.match(text[m.end : m.end + 80])  # ``though `fill` might also be what you mean``
@@ -1202,10 +1253,11 @@ def _cued_first(text: str, found: list[Mention], judge: _Judge) -> list[Mention]
         member = next((m for m in live if judge.member_call(m)), None)
         if member is not None:
             return [member, *(x for x in found if x is not member)]
+    spans = _Spans(found)
     for m in live[1:]:
         if m.sentence != first.sentence:
             break
-        prev = max((x.end for x in found if x.end <= m.start), default=0)
+        prev = spans.prev_end(m.start)
         if _ANSWER_CUE.search(text[prev : m.start]) or (
             judge.asks_parameter and _PASSED_AS.search(text[prev : m.start])
         ):
@@ -1228,7 +1280,7 @@ def _concluded(text: str, found: list[Mention], judge: _Judge) -> Mention | None
     """The name a conclusion introduces (``So the function is X.``, ``Therefore X.``, ``That makes it X``, ``which
     leaves X``, ``In short: X``, ``→ X``, ``…, and the one taking … is X``): the last such name that ends its clause
     (``So `X` gives …`` is a use of X, ``Hence `zip(…)` is no longer needed`` a consequence, not conclusions)."""
-    sents = {s.index: s for s in sentences(text)}
+    spans = _Spans(found)
     for i in range(len(found) - 1, -1, -1):
         m = found[i]
         if judge.matches(m) is None or _set_aside(m):
@@ -1242,14 +1294,14 @@ def _concluded(text: str, found: list[Mention], judge: _Judge) -> Mention | None
             and _RESULT.search(before)
             and not _EXPRESSION_GOES_ON.match(text[m.end :])
         )
-        if not (_CONCLUDE.search(before) or result or _the_one(text, sents.get(m.sentence), m, found, judge)):
+        if not (_CONCLUDE.search(before) or result or _the_one(text, _sentence(text, m.sentence), m, spans, judge)):
             continue
-        if _CLAUSE_END.match(text[m.end : _sentence_end(text, m.sentence)]):
+        if _CLAUSE_END.match(text[m.end : sentence_end(text, m.sentence)]):
             return m
     return None
 
 
-def _the_one(text: str, sent: Sentence | None, m: Mention, found: list[Mention], judge: _Judge) -> bool:
+def _the_one(text: str, sent: Sentence | None, m: Mention, spans: _Spans, judge: _Judge) -> bool:
     """``m`` ends a ``the one that / taking / with … is`` clause (:data:`_THE_ONE`) that opens its sentence, or that
     follows only names the reply does not offer (an elimination: ``dedent strips margins, and the one taking a
     `prefix` is indent``; not ``Use X, and the one that pushes first is Y``)."""
@@ -1259,7 +1311,7 @@ def _the_one(text: str, sent: Sentence | None, m: Mention, found: list[Mention],
     if cue is None:
         return False
     at = sent.start + cue.start()
-    return not any(sent.start <= x.start < at and judge.matches(x) is not None and not _set_aside(x) for x in found)
+    return not any(judge.matches(x) is not None and not _set_aside(x) for x in spans.between(sent.start, at))
 
 
 def _decide(text: str, found: list[Mention], judge: _Judge, where: str) -> Reading:
@@ -1281,7 +1333,7 @@ def _decide(text: str, found: list[Mention], judge: _Judge, where: str) -> Readi
         if _set_aside(m):
             set_aside.append(m)
             continue
-        upto = max((s.end for s in sents if s.index == m.sentence), default=len(text))
+        upto = sents[m.sentence].end if m.sentence < len(sents) else len(text)
         if _DISCLAIM.search(text[:upto]):
             return Reading(None, "hedge", f"hedge: the reply disclaims knowing the answer before {judge.label(m)!r}")
         # a conclusion is weighed against what follows it, not against the reasoning that led to it
@@ -1453,8 +1505,8 @@ def _retraction(text: str, judge: _Judge) -> tuple[int, str, str] | None:
     if any(_BARE_WAIT.fullmatch(c.group(0).strip()) for c in cues):
         every = _mentions(text, judge.ctx)
         _flag(text, every, judge)
-        live = [(m.start, judge.label(m)) for m in every if judge.matches(m) is not None and not _set_aside(m)]
-        cues = _cues(text, live, lambda a, b: a == b or judge.ctx.same(a, b))
+        named = [(m.start, judge.label(m)) for m in every if judge.matches(m) is not None and not _set_aside(m)]
+        cues = _cues(text, named, lambda a, b: a == b or judge.ctx.same(a, b))
     for i in range(len(cues) - 1, -1, -1):
         cue = cues[i]
         stretch = text[cues[i - 1].end() if i else 0 : cue.start()]
@@ -1733,9 +1785,11 @@ def _option_mentions(text: str, options: Mapping[str, str]) -> list[_Option]:
             if not any(o.start <= m.start() < o.end or m.start() <= o.start < m.end() for o in out):
                 out.append(_Option(key, m.start(), m.end(), "text"))
     out.sort(key=lambda o: o.start)
+    ends = sorted(o.end for o in out)
     for o in out:
         sent_start = max(text.rfind(c, 0, o.start) for c in ".;!?\n") + 1
-        prev = max((x.end for x in out if x.end <= o.start), default=0)
+        i = bisect.bisect_right(ends, o.start)
+        prev = ends[i - 1] if i else 0  # the last end at or before the option
         before = text[max(sent_start, prev) : o.start]
         after = text[o.end : o.end + 40]
         o.negated = bool(_NEG_BEFORE.search(before) and not _DOUBLE_NEG.search(before)) or bool(
@@ -2001,16 +2055,18 @@ def _read_options_text(text: str, options: Mapping[str, str]) -> Reading:
                 break
             if o.key != chosen.answer and not o.negated:
                 return Reading(None, "several", f"several: the reply names options {chosen.answer} and {o.key}")
+    ends = sorted(o.end for o in found)
     for o in found:
         if o.start >= at and o.key != chosen.answer and not o.negated:
-            prev = max((x.end for x in found if x.end <= o.start), default=at)
+            i = bisect.bisect_right(ends, o.start)
+            prev = ends[i - 1] if i else at
             if _ALT_CUE.search(text[max(prev, at - 1) : o.start]):
                 return Reading(None, "alternatives", f"alternatives: after {chosen.answer} the reply offers {o.key}")
-            sent = next((x for x in sentences(text) if x.start <= o.start < x.end), None)
+            sent = _sentence(text, sentence_of(text, o.start, default=-1))
             after = text[o.end : sent.end if sent else len(text)]
             equal = _EQUAL_AFTER.match(after)
             if (equal and not _DOWNGRADE.search(after[equal.end() :])) or (
-                sent is not None and _EITHER.search(text[o.end : _sentence_end(text, sent.index, 1)])
+                sent is not None and _EITHER.search(text[o.end : sentence_end(text, sent.index, 1)])
             ):
                 return Reading(
                     None, "alternatives", f"alternatives: {o.key} is offered as an equal alternative to {chosen.answer}"

@@ -18,6 +18,7 @@ The text layer of the ``grader`` answer grammar (:mod:`deltap.checkers.grader`, 
 from __future__ import annotations
 
 import ast
+import bisect
 import functools
 import json
 import re
@@ -35,6 +36,8 @@ __all__ = [
     "declared_answer",
     "mentions",
     "number_value",
+    "sentence_end",
+    "sentence_of",
     "sentences",
 ]
 
@@ -413,10 +416,35 @@ class Sentence:
     code: bool = False
 
 
-def sentences(text: str) -> list[Sentence]:
+def sentences(text: str) -> tuple[Sentence, ...]:
     """``text`` cut into sentences: ends of sentences, line breaks, ``;`` and dashes between spaces; fenced code
-    blocks and backticked spans are never cut. (Cached: the grader asks for the same text's sentences many times.)"""
-    return list(_sentences(text))
+    blocks and backticked spans are never cut. A sentence's ``index`` is its place in the tuple. (Cached: the grader
+    asks for the same text's sentences many times.)"""
+    return _sentences(text)
+
+
+def sentence_end(text: str, index: int, more: int = 0) -> int:
+    """Where sentence ``index`` (or, ``more`` > 0, the ``more``-th sentence after it, or the last one) ends; the
+    text's end when there is no such sentence."""
+    sents = _sentences(text)
+    return sents[min(index + more, len(sents) - 1)].end if 0 <= index < len(sents) else len(text)
+
+
+def sentence_of(text: str, pos: int, default: int | None = None) -> int:
+    """The index of the sentence that holds position ``pos``; outside every sentence (between two), ``default``
+    (``None``: the last sentence's index, ``0`` when there is none). Binary search over the cached sentences."""
+    sents = _sentences(text)
+    i = bisect.bisect_right(_starts(text), pos) - 1
+    if i >= 0 and pos < sents[i].end:
+        return sents[i].index
+    if default is not None:
+        return default
+    return sents[-1].index if sents else 0
+
+
+@functools.lru_cache(maxsize=256)
+def _starts(text: str) -> tuple[int, ...]:
+    return tuple(s.start for s in _sentences(text))
 
 
 #: a hard-wrapped line of prose (a long line, cut mid-sentence) and the line that carries it on (lowercase or code)
@@ -445,13 +473,19 @@ def _sentences(text: str) -> tuple[Sentence, ...]:
         last = m.end()
     pieces.append((last, len(text), False))
     fences = [(m.start(), m.end()) for m in _FENCE.finditer(text)]
+    f = 0  # pieces and fences are both in order: one pass over each
     for a, b, _ in pieces:
-        for fa, fb in fences:  # a fence inside a piece: the piece before, the fence, the piece after
-            if a <= fa < b:
-                if text[a:fa].strip():
-                    out.append(Sentence(len(out), a, fa, text[a:fa]))
-                out.append(Sentence(len(out), fa, fb, text[fa:fb], code=True))
-                a = fb
+        while f < len(fences) and fences[f][0] < a:
+            f += 1
+        while (
+            f < len(fences) and fences[f][0] < b
+        ):  # a fence inside a piece: the piece before, the fence, the piece after
+            fa, fb = fences[f]
+            if text[a:fa].strip():
+                out.append(Sentence(len(out), a, fa, text[a:fa]))
+            out.append(Sentence(len(out), fa, fb, text[fa:fb], code=True))
+            a = fb
+            f += 1
         if text[a:b].strip():
             out.append(Sentence(len(out), a, b, text[a:b]))
     return tuple(out)
@@ -506,44 +540,36 @@ def _name_like(token: str) -> bool:
 def mentions(text: str, spotted: Callable[[str], bool], numbers: bool = True) -> Iterator[Mention]:
     """The mentions of ``text`` in order (see :class:`Mention`). ``spotted(word)``: the word is an accepted answer
     (a candidate even unformatted); ``numbers``: numbers in prose are candidates."""
-    sents = sentences(text)
-
-    def sentence_of(pos: int) -> int:
-        for s in sents:
-            if s.start <= pos < s.end:
-                return s.index
-        return sents[-1].index if sents else 0
-
-    lines = {m.start(): m.group(0) for m in re.finditer(r"[^\n]+", text)}
+    lines = _line_spans(text)
     for m in _TOKEN.finditer(text):
         s, e = m.start(), m.end()
         if m.group("fence") is not None:
             body = m.group("fence")
             if _TREE.search(body):  # a tree drawing: the hierarchy under its root, which is what it shows
                 root = body.strip().split("\n", 1)[0].strip()
-                yield Mention(root, s, e, sentence_of(s), "code", code_names(root.split(" ", 1)[0]))
+                yield Mention(root, s, e, sentence_of(text, s), "code", code_names(root.split(" ", 1)[0]))
                 continue
-            yield Mention(body.strip(), s, e, sentence_of(s), "code", code_names(body), number_value(body))
-            yield from _printed_numbers(body, m.start("fence"), sentence_of(s))
+            yield Mention(body.strip(), s, e, sentence_of(text, s), "code", code_names(body), number_value(body))
+            yield from _printed_numbers(body, m.start("fence"), sentence_of(text, s))
         elif m.group("boldcode") is not None or m.group("bt") is not None:
             body = m.group("boldcode") if m.group("boldcode") is not None else m.group("bt")
-            yield Mention(body.strip(), s, e, sentence_of(s), "code", code_names(body), number_value(body))
+            yield Mention(body.strip(), s, e, sentence_of(text, s), "code", code_names(body), number_value(body))
         elif m.group("bold") is not None:
             body = m.group("bold").strip()
             value = number_value(body)
             if value is not None or _name_like(body) or spotted(body) or _one_token_line(text, lines, s, e):
-                yield Mention(body, s, e, sentence_of(s), "bold", code_names(body), value)
+                yield Mention(body, s, e, sentence_of(text, s), "bold", code_names(body), value)
         elif m.group("num") is not None:
             if numbers or _one_token_line(text, lines, s, e):
-                yield Mention(m.group("num"), s, e, sentence_of(s), "number", None, number_value(m.group("num")))
+                yield Mention(m.group("num"), s, e, sentence_of(text, s), "number", None, number_value(m.group("num")))
         else:
             tok = m.group("ident")
             if _name_like(tok):
-                yield Mention(tok, s, e, sentence_of(s), "plain", code_names(tok))
+                yield Mention(tok, s, e, sentence_of(text, s), "plain", code_names(tok))
             elif spotted(tok):
-                yield Mention(tok, s, e, sentence_of(s), "spot", code_names(tok))
+                yield Mention(tok, s, e, sentence_of(text, s), "spot", code_names(tok))
             elif _one_token_line(text, lines, s, e):
-                yield Mention(tok, s, e, sentence_of(s), "line", code_names(tok))
+                yield Mention(tok, s, e, sentence_of(text, s), "line", code_names(tok))
 
 
 #: a line of a tree drawing (``├── LlmAgent``, ``└── LoopAgent``, ``|-- x``)
@@ -581,12 +607,23 @@ LABELS = frozenset(
 )
 
 
-def _one_token_line(text: str, lines: dict[int, str], s: int, e: int) -> bool:
+#: what may stand beside a token on a line of its own (decorations and end punctuation)
+_DECORATION = re.compile(r"[ \t*_`'\".,;:!?()\[\]#>-]*")
+
+
+def _line_spans(text: str) -> tuple[list[int], list[int]]:
+    """Where each line of ``text`` starts and ends (in order)."""
+    starts = [0, *(m.end() for m in re.finditer(r"\n", text))]
+    ends = [*(m.start() for m in re.finditer(r"\n", text)), len(text)]
+    return starts, ends
+
+
+def _one_token_line(text: str, lines: tuple[list[int], list[int]], s: int, e: int) -> bool:
     """The token at ``s:e`` is the only thing on its line (decorations and end punctuation aside) and not a label
-    word (:data:`LABELS`)."""
+    word (:data:`LABELS`). ``lines``: :func:`_line_spans` of ``text`` (a binary search finds the token's line, and
+    only the decorations next to the token are read, so a long line costs no more than a short one)."""
     if text[s:e].strip("*_`'\" ").lower() in LABELS:
         return False
-    start = text.rfind("\n", 0, s) + 1
-    line = lines.get(start, "")
-    rest = (line[: s - start] + line[e - start :]).strip(" \t*_`'\".,;:!?()[]#>-")
-    return not rest
+    starts, ends = lines
+    i = bisect.bisect_right(starts, s) - 1
+    return bool(_DECORATION.fullmatch(text, starts[i], s) and _DECORATION.fullmatch(text, e, max(e, ends[i])))

@@ -338,6 +338,30 @@ def test_a_long_reply_is_read_in_linear_time() -> None:
     assert time.perf_counter() - start < 2.5
 
 
+def test_a_very_long_reply_is_read_to_its_end() -> None:
+    """Session 13 (grader7): the grader's work grows linearly with the reply (each mention's sentence, the mentions
+    before or after it, its line are found by binary search over indexes built once, not by a pass over the whole
+    reply); what matters here is that a reply of a thousand sentences and more is still read as a whole: what its last
+    sentence says decides. (The figures, before and after: docs/notes/issue-34.md, session 13.)"""
+    ctx = Context(("nsmallest",), question="Which heapq function finds the n smallest?", gold=("heapq.nsmallest",))
+    filler = " ".join(f"Sentence {i} says nothing about `f_{i}`, which is only an example." for i in range(1000))
+    weighed = " ".join(f"You could use `f_{i}`, but honestly just use `g_{i}` instead." for i in range(1000))
+    one_line = "Use `nsmallest`. " + " ".join(
+        f"This sentence number {i} says nothing much about heaps." for i in range(1000)
+    )
+    assert read_identifier("Use `nsmallest`. " + filler, ctx).rule == "ok"
+    assert read_identifier(filler + " So the function is `heapq.nsmallest`.", ctx).answer == "heapq.nsmallest"
+    assert read_identifier(one_line, ctx).rule == "ok"
+    assert read_identifier(one_line + " `heapq.nlargest` works just as well.", ctx).rule == "alternatives"
+    assert read_identifier(weighed, ctx).rule == "wrong"
+    assert read_identifier(weighed + " Go with `nsmallest`, though.", ctx).rule == "wrong"
+    code = "Use `nsmallest(3, xs)`.\n\n" + "\n".join(f"    out.write_{i}(line)" for i in range(1000))
+    assert read_identifier(code, ctx).rule == "ok"
+    discussion = "B. " + " ".join(f"Option A is not it in case {i}, and C is wrong too." for i in range(1000))
+    assert read_option(discussion, FILL).answer == "B"
+    assert read_option(discussion + " A would also work — either is fine.", FILL).rule == "alternatives"
+
+
 # -- session 11 (grader3): the kinds of fresh4's misses, one rule each ----------------------------------------------
 
 ROWS = (
