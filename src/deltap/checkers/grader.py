@@ -41,6 +41,18 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from deltap.checkers.cues import (
+    DISCLAIM,
+    EITHER,
+    EXAMPLE_BEFORE,
+    NEG_BEFORE,
+    REFUSAL,
+    REJECT_AFTER,
+    RETRACT,
+    after,
+    before,
+    cue,
+)
 from deltap.checkers.reply import (
     BUILTINS,
     Mention,
@@ -76,93 +88,57 @@ class Reading:
         return self.rule in UNREADABLE_RULES
 
 
-_DISCLAIM = re.compile(
-    r"\b(?:i(?:'m|\s+am)\s+not\s+(?:sure|certain)|not\s+(?:sure|certain)|unsure|uncertain|"
-    r"(?:i\s+)?(?:do\s+not|don'?t|dont)\s+(?:know|have\s+enough)|no\s+idea|(?:can'?t|cannot|can\s+not)\s+"
-    r"(?:tell|say|be\s+sure|determine|check|recall|remember)|(?:don'?t|do\s+not)\s+(?:recall|remember)|"
-    r"not\s+enough\s+information|hard\s+to\s+say|(?:i'?m|i\s+am)\s+guessing|(?:it|that)\s+depends)\b",
-    re.I,
-)
-_REFUSAL = re.compile(
-    r"\b(?:(?:can'?t|cannot|unable\s+to)\s+(?:find|answer|determine|verify|confirm|look\s+up)|does\s+not\s+(?:say|mention|specify)|"
-    r"doesn'?t\s+(?:say|mention|specify)|no\s+(?:such|information))\b",
-    re.I,
-)
-_NEG_BEFORE = re.compile(
-    r"(?:\b(?:not|never|neither|nor|avoid|avoiding|without|instead\s+of|rather\s+than|other\s+than|unlike|except|"
-    r"besides|apart\s+from|(?:un|not\s+)familiar\s+with|never\s+(?:heard|seen)\s+of|not\s+aware\s+of)\b|n't(?:\s+(?:use|call|need|want|pick|choose|recommend))?|\bdo\s+not\s+(?:use|call|need|"
-    r"want|recommend)\b|\bthere(?:'s|\s+is)\s+no\b|"
-    # a reply that says it knows nothing of the name (``I don't have any information about `X` ``)
-    r"\b(?:(?:don'?t|do\s+not)\s+have|have\s+no|lack)\s+(?:(?:any|much|enough|reliable|specific|accurate|detailed|"
-    r"up-to-date|the)\s+)*(?:information|knowledge|details|data|documentation|context)\s+(?:about|on|of|regarding)\b|"
-    r"\b(?:don'?t|do\s+not)\s+know\s+(?:(?:anything|much)\s+)?(?:about|of)\b)"
-    r"(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$|\bno\s*[`*(\[\"']*$",
-    re.I,
-)
 #: a double negative is a commitment (``There's no reason not to use X``, ``you can't go wrong with X``)
-_DOUBLE_NEG = re.compile(
-    r"\b(?:no\s+reason\s+(?:not\s+to|to\s+avoid)|(?:can'?t|cannot|can\s+not)\s+go\s+wrong\s+with|"
-    r"(?:don'?t|do\s+not|never)\s+hesitate\s+to|nothing\s+wrong\s+with)\b(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$",
-    re.I,
+_DOUBLE_NEG = cue(
+    before(
+        r"\b(?:no\s+reason\s+(?:not\s+to|to\s+avoid)|(?:can'?t|cannot|can\s+not)\s+go\s+wrong\s+with|"
+        r"(?:don'?t|do\s+not|never)\s+hesitate\s+to|nothing\s+wrong\s+with)\b",
+        words=2,
+    )
 )
 #: a name offered as the tempting choice and then turned down (``You might reach for `X`, but …``)
-_TEMPTED = re.compile(
-    r"\b(?:(?:might|may|could|would)\s+(?:be\s+tempted\s+to\s+(?:use|call|reach\s+for)|reach\s+for|think\s+of|"
-    r"want\s+to\s+(?:use|call))|(?:it's|it\s+is)\s+tempting\s+to\s+(?:use|call|reach\s+for))"
-    r"(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$",
-    re.I,
+_TEMPTED = cue(
+    before(
+        r"\b(?:(?:might|may|could|would)\s+(?:be\s+tempted\s+to\s+(?:use|call|reach\s+for)|reach\s+for|think\s+of|"
+        r"want\s+to\s+(?:use|call))|(?:it's|it\s+is)\s+tempting\s+to\s+(?:use|call|reach\s+for))",
+        words=2,
+    )
 )
 _BUT = re.compile(r"\b(?:but|however)\b", re.I)
-_BUT_AFTER = re.compile(r"^[`*'\")\]]*(?:\([^)]*\))?\s*(?:,\s*|\s+|\s*[\u2014\u2013-]\s*)(?:but|however)\b", re.I)
+_BUT_AFTER = cue(after(r"(?:\([^)]*\))?\s*(?:,\s*|\s+|\s*[\u2014\u2013-]\s*)(?:but|however)\b"))
 _CONTRAST_OPEN = re.compile(
     r"^\W*(?:while|whereas|although|though|unlike|instead\s+of|rather\s+than|besides|apart\s+from|except\s+for)\b"
     r"[^,]*$",
     re.I,
 )
-_REJECT_AFTER = re.compile(
-    r"^[`*'\")\]]*(?:\s*\([^)]*\))?\s*,?\s*(?:"
-    r"no\s+longer\s+(?:works?|exists?|(?:is\s+)?(?:available|supported|accepted))\b|"
-    r"(?:is|was|are)\s*(?:not|n't)\s+(?:in|what|the\s+(?:right|correct|best|one)|a\s+(?:parameter|method|function|"
-    r"class|valid|real|public|good)|an?\s+(?:argument|option|attribute|answer)|available|supported|accurate|correct|"
-    r"right|needed|necessary|valid|it|part\s+of|suitable|appropriate|meant|helpful|useful|recommended)\b|"
-    r"isn'?t\s+(?:in|what|the\s+(?:right|correct|best|one)|a\s+\w+|an\s+\w+|available|supported|accurate|correct|right|"
-    r"needed|valid|it|part\s+of|suitable|appropriate|meant|helpful|useful|recommended)\b|"
-    r"(?:won'?t|will\s+not|wouldn'?t|would\s+not|doesn'?t|does\s+not|didn'?t|can'?t|cannot)\s+(?:help|work|do|exist|"
-    r"apply|handle|be\s+used)\b|"
-    r"(?:is|was|are|has\s+been|have\s+been)\s+(?:(?:effectively|essentially|basically|largely|now|long)\s+)?"
-    r"(?:legacy|outdated|superseded|old-fashioned|deprecated|obsolete|removed|wrong|incorrect|internal|private|an\s+"
-    r"internal|not\s+recommended|a\s+(?:bad|poor)\s+(?:choice|idea)|the\s+wrong)\b|"
-    r"(?:should|must)\s+(?:be\s+avoided|not|n't)|shouldn'?t|must\s+not|is\s+to\s+be\s+avoided|"
-    r"(?:is|are|would\s+be)\s+(?:overkill|unnecessary|needless|inefficient|too\s+(?:slow|heavy|complex))\b|"
-    r"(?:won'?t|will\s+not|wouldn'?t|would\s+not|doesn'?t|does\s+not|don'?t|do\s+not)\s+(?:really\s+|actually\s+)?"
-    r"(?:give|buy|get|gain|bring|offer|add|provide|earn)\s+(?:you\s+|us\s+)?(?:anything|much|a\s+thing|a\s+lot|"
-    r"any\s+(?:benefit|advantage|gain|improvement|extra|more)|extra|more\s+than)\b|"
-    r"(?:gives|buys|gets|adds|brings|earns)\s+(?:you\s+|us\s+)?(?:nothing|little)\b|"
-    r"(?:isn'?t|is\s+not|aren'?t|are\s+not)\s+(?:really\s+)?worth\b|makes\s+no\s+difference\b|"
-    r"(?:is\s+)?(?:wrong|incorrect)\b)",
-    re.I,
+_ALT_CUE = cue(
+    before(
+        r"(?:\bor\b(?!\s+with\b)|\beither\b|\bmaybe\b|\bperhaps\b|\bpossibly\b|\balternatively\b|\botherwise\b|"
+        r"\b(?:could|might|may)\s+(?:also\s+)?be\b|\bor\s+else\b)",
+        words=2,
+    )
 )
-_ALT_CUE = re.compile(
-    r"(?:\bor\b(?!\s+with\b)|\beither\b|\bmaybe\b|\bperhaps\b|\bpossibly\b|\balternatively\b|\botherwise\b|"
-    r"\b(?:could|might|may)\s+(?:also\s+)?be\b|\bor\s+else\b)(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$",
-    re.I,
-)
-_OWN = re.compile(r"\b(?:your|my|our)\s+(?:own\s+)?(?:[\w-]+\s+){0,2}[`*'\"]*$", re.I)
+_OWN = cue(before(r"\b(?:your|my|our)\s+(?:own\s+)?(?:[\w-]+\s+){0,2}", end=r"[`*'\"]*"))
 #: a builtin type named as a method's owner in prose (``the string's split method``, ``the list's sum``, ``the split
 #: method of str``): the qualifier of a name the reply writes without one
 _TYPE_WORDS = r"(?P<type>str|string|list|dict|dictionary|bytes|bytearray|set|tuple|int|float)"
-_TYPE_OWNER_BEFORE = re.compile(r"\b" + _TYPE_WORDS + r"(?:'s|\s+object's|\s+type's)\s+[`*'\"]*$", re.I)
-_TYPE_OWNER_AFTER = re.compile(
-    r"^[`*'\"]*(?:\(\))?[`*'\"]*\s+method\s+of\s+(?:the\s+|a\s+|an\s+|your\s+)?[`*]*" + _TYPE_WORDS + r"\b", re.I
+_TYPE_OWNER_BEFORE = cue(before(r"\b" + _TYPE_WORDS + r"(?:'s|\s+object's|\s+type's)", end=r"\s+[`*'\"]*"))
+_TYPE_OWNER_AFTER = cue(
+    after(
+        r"(?:\(\))?[`*'\"]*\s+method\s+of\s+(?:the\s+|a\s+|an\s+|your\s+)?[`*]*" + _TYPE_WORDS + r"\b",
+        start=r"[`*'\"]*",
+    )
 )
 #: an answer cue in the clause before a mention: ``but the right choice is `X```, ``what you want is `X```
-_ANSWER_CUE = re.compile(
-    r"\b(?:(?:the\s+)?(?:right|correct|best|proper|real)\s+(?:choice|answer|one|function|method|class|option|tool|"
-    r"parameter|argument)\s+(?:here\s+)?(?:is|would\s+be)|(?:the\s+)?answer\s+is|you\s+(?:want|need)|what\s+you\s+"
-    r"(?:want|need)\s+is|(?:one|function|method|class|parameter)\s+you\s+want\s+(?:here\s+)?is|"
-    # ``The model parameter is called `llm```: the name it is called by (session 13)
-    r"\b(?:is|are)\s+(?:called|named))\W*$",
-    re.I,
+_ANSWER_CUE = cue(
+    before(
+        r"\b(?:(?:the\s+)?(?:right|correct|best|proper|real)\s+(?:choice|answer|one|function|method|class|option|tool|"
+        r"parameter|argument)\s+(?:here\s+)?(?:is|would\s+be)|(?:the\s+)?answer\s+is|you\s+(?:want|need)|what\s+you\s+"
+        r"(?:want|need)\s+is|(?:one|function|method|class|parameter)\s+you\s+want\s+(?:here\s+)?is|"
+        # ``The model parameter is called `llm```: the name it is called by (session 13)
+        r"\b(?:is|are)\s+(?:called|named))",
+        end=r"\W*",
+    )
 )
 _ALT_AFTER = re.compile(
     r"^[^.;!?\n]{0,40}?\b(?:might|could|may)\s+(?:also\s+)?(?:be|work|do)\b(?!\s+(?:larger|smaller|slower|faster))",
@@ -183,18 +159,14 @@ _EQUAL_AFTER = re.compile(
     re.I,
 )
 #: an equal alternative announced before another name (``you could just as well call Y``, ``you could equally use Y``)
-_EQUAL_BEFORE = re.compile(
-    r"\b(?:could|can|might|may)\s+(?:just\s+as\s+well|equally(?:\s+well)?)\s+(?:use|call|pick|go\s+with|do)\b"
-    r"(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$|\b(?:equivalently|equally)\s*,?[\s`*]*$",
-    re.I,
+_EQUAL_BEFORE = cue(
+    before(
+        r"\b(?:could|can|might|may)\s+(?:just\s+as\s+well|equally(?:\s+well)?)\s+(?:use|call|pick|go\s+with|do)\b",
+        words=2,
+    ),
+    before(r"\b(?:equivalently|equally)", end=r"\s*,?[\s`*]*"),
 )
-#: either / both of the names work (``either one will work``, ``both are fine``)
-_EITHER = re.compile(
-    r"\b(?:either\s+(?:one|of\s+(?:them|these|those|the\s+two)\s+)?\s*(?:will|would|works?|is|does|should)\b|"
-    r"both\s+(?:will|would|work|do|are\s+(?:fine|ok|okay|valid|correct|good|right)|of\s+them\s+(?:work|will|are))\b|"
-    r"any\s+of\s+(?:them|these)\s+(?:works?|will)\b)",
-    re.I,
-)
+
 #: the alternative is offered as worse (``Y also works, but it sorts everything``): not an equal alternative
 _DOWNGRADE = re.compile(
     r"\b(?:but|though|although|except|however|slower|less\s+\w+|only\s+(?:if|when)|not\s+as|whereas)\b", re.I
@@ -207,43 +179,29 @@ _SAME_THING = re.compile(
 )
 #: a sentence scoped to another situation (``For numpy arrays, …``, ``If you write to a file, …``)
 _SCOPED = re.compile(r"^\W*(?:for|if|when|with|in|on|on\s+a|under)\s+[^,.;\n]{2,60},", re.I)
-#: the reply takes back what it just said (``hmm, actually no``, ``wait, that's wrong``, ``sorry, I mean``)
-_RETRACT = re.compile(
-    r"\b(?:actually|hmm+|wait|oh|um+|uh+|er+|hold\s+on)\b[\s,.!\u2014\u2013-]*(?:actually[\s,]*)?(?:no|nope|not\s+quite)"
-    r"(?=\s*(?:[,.;:!\u2014\u2013-]|$))|\bno[\s,]+wait\b|\bscratch\s+that\b|\bstrike\s+that\b|"
-    r"\bI\s+take\s+(?:that|it)\s+back\b|\bon\s+(?:second\s+thought|reflection)\b|\bcorrection\s*:|"
-    r"\b(?:sorry|rather)\s*,?\s+I\s+mean(?:t)?\b|\bthat(?:'s|\s+is|\s+was)\s+(?:wrong|incorrect|a\s+mistake|not\s+(?:right|"
-    r"correct|it|the\s+(?:right|correct)\s+one))\b|\bI(?:'m|\s+am|\s+was)\s+(?:wrong|mistaken)\b|"
-    r"\bI\s+(?:mixed|got)\s+(?:them|those|it|that|these)\s+(?:up|wrong|backwards)\b|\b(?:oops|whoops)\b|"
-    r"\blet\s+me\s+correct\s+(?:that|myself)\b|"
-    r"(?:\.\.\.|\u2026)\s*(?:no|nope)(?=\s*[,.;:!\u2014\u2013-])|(?:\.\.\.|\u2026)\s*(?:hmm+|wait|oh)[\s,]+actually\b(?![\s,]*(?:no|nope|not)\b)|"
-    # a bare ``wait`` / ``hold on`` (not ``wait for``, ``asyncio.wait``): a retraction only where :func:`_cues` says
-    r"(?<![\w.`])(?:wait|hold\s+on)\b(?![\w(`])(?!\s+(?:for|until|till|on)\b)",
-    re.I,
-)
 _BARE_WAIT = re.compile(r"(?:wait|hold\s+on)", re.I)
 _CLAUSE_STOP = re.compile(r"[.!?](?=\s|$)|\n")
 
 
 def _cues(text: str, live: Sequence[tuple[int, str]], same: Callable[[str, str], bool]) -> list[re.Match[str]]:
-    """The retraction cues of ``text`` (:data:`_RETRACT`). A bare ``wait`` takes back what came before only when its
+    """The retraction cues of ``text`` (:data:`RETRACT`). A bare ``wait`` takes back what came before only when its
     own clause (up to the sentence's end) names nothing and the next candidate after it is another answer than the
     last one before it (``X — wait, you're going the other way. Y.``); ``X. Wait — each input must be sorted``, ``X.
     Wait — if you need keywords, X takes them too`` and ``X. Wait, let me double-check: … Yes, X.`` are notes.
     ``live``: the reply's live candidates (start, label), in order; ``same``: two labels name one answer."""
     out = []
     starts = [at for at, _ in live]
-    for cue in _RETRACT.finditer(text):
-        if _BARE_WAIT.fullmatch(cue.group(0).strip()):
-            stop = _CLAUSE_STOP.search(text, cue.end())
+    for hit in RETRACT.finditer(text):
+        if _BARE_WAIT.fullmatch(hit.group(0).strip()):
+            stop = _CLAUSE_STOP.search(text, hit.end())
             end = stop.start() if stop else len(text)
-            last = bisect.bisect_left(starts, cue.start()) - 1  # the last candidate before the cue
-            after = bisect.bisect_left(starts, cue.end())  # the first one after it
+            last = bisect.bisect_left(starts, hit.start()) - 1  # the last candidate before the cue
+            after = bisect.bisect_left(starts, hit.end())  # the first one after it
             if last < 0 or after >= len(live) or live[after][0] < end:
                 continue  # nothing before, nothing after, or something named in the cue's own clause
             if same(live[last][1], live[after][1]):
                 continue
-        out.append(cue)
+        out.append(hit)
     return out
 
 
@@ -658,15 +616,17 @@ class _Judge:
 
 # -- identifier answers ------------------------------------------------------------------------------------------
 
-_VERB_USE = re.compile(
-    r"\b(?:to|can|will|the|a|an|this|that|these|those|its|your|their|our|my|of|for|with|in|on|by)\s*$", re.I
+_VERB_USE = cue(
+    before(r"\b(?:to|can|will|the|a|an|this|that|these|those|its|your|their|our|my|of|for|with|in|on|by)", end=r"\s*")
 )
 _VERB_OBJECT = re.compile(r"^\s+(?:the|them|it|a|an|your|these|those|this|that|each|all|up|out|into|together)\b", re.I)
 #: an accepted word used as an English noun: a modifier before it (``a double quote``), a preposition of place or
 #: a noun after it (``a quote around it``, ``quote marks``)
-_NOUN_MODIFIER = re.compile(
-    r"\b(?:double|single|inner|outer|escaped|matching|closing|opening|straight|curly|smart|back|each|every|any)\s+$",
-    re.I,
+_NOUN_MODIFIER = cue(
+    before(
+        r"\b(?:double|single|inner|outer|escaped|matching|closing|opening|straight|curly|smart|back|each|every|any)",
+        end=r"\s+",
+    )
 )
 _NOUN_AFTER = re.compile(r"^\s+(?:around|inside|marks?|characters?|chars?|signs?)\b", re.I)
 #: an accepted word named with the kind of thing it is, for a question that asks for a parameter (``it is the model
@@ -781,7 +741,7 @@ def _number_words(text: str, found: list[Mention]) -> list[Mention]:
 
 
 #: the joint of a coordination (``X or Y``, ``X, and Y``, ``neither X nor Y``): a negation before X covers Y
-_COORDINATED = re.compile(r"^[`*'\")\]]*\s*,?\s*(?:or|nor|and|and/or)\s+[`*'\"(\[]*$", re.I)
+_COORDINATED = cue(after(r"\s*,?\s*(?:or|nor|and|and/or)\s+[`*'\"(\[]*$"))
 
 
 def _flag(text: str, found: list[Mention], judge: _Judge | None = None) -> None:
@@ -795,7 +755,7 @@ def _flag(text: str, found: list[Mention], judge: _Judge | None = None) -> None:
         prev = found[i - 1].end if i and found[i - 1].sentence == m.sentence else s_start
         nxt = found[i + 1].start if i + 1 < len(found) and found[i + 1].sentence == m.sentence else s_end
         before, after = text[max(prev, s_start) : m.start], text[m.end : max(nxt, m.end)]
-        if _NEG_BEFORE.search(before) and not _DOUBLE_NEG.search(before):
+        if NEG_BEFORE.search(before) and not _DOUBLE_NEG.search(before):
             m.flags.add("negated")
         elif (
             i and "negated" in found[i - 1].flags and found[i - 1].sentence == m.sentence and _COORDINATED.match(before)
@@ -803,14 +763,14 @@ def _flag(text: str, found: list[Mention], judge: _Judge | None = None) -> None:
             m.flags.add("negated")
         if _OWN.search(before):  # ``your comparison function `mycmp` ``: the user's own code, not an answer
             m.flags.add("own")
-        if m.value is not None and judge is not None and judge.ctx.numeric and _EXAMPLE_BEFORE.search(before):
+        if m.value is not None and judge is not None and judge.ctx.numeric and EXAMPLE_BEFORE.search(before):
             m.flags.add("other")  # ``you can pass a bound such as 128``: an example value, not the one asked for
         owner = _TYPE_OWNER_BEFORE.search(before) or _TYPE_OWNER_AFTER.match(after)
         if owner and m.kind != "code":  # ``the string's split method``: a method of ``str``, written as a plain word
             m.flags.add("owner:" + owner.group("type").lower())
         if _CONTRAST_OPEN.match(text[s_start : m.start]):
             m.flags.add("contrasted")
-        if _REJECT_AFTER.match(after) or (_TEMPTED.search(before) and _BUT_AFTER.match(after)):
+        if REJECT_AFTER.match(after) or (_TEMPTED.search(before) and _BUT_AFTER.match(after)):
             m.flags.add("rejected")
     if judge is not None:
         _flag_appraised(text, found, judge)
@@ -820,15 +780,15 @@ def _flag(text: str, found: list[Mention], judge: _Judge | None = None) -> None:
 
 #: a name offered and then weighed with ``but`` (``You could use X, but …``, ``X looks tempting but …``, ``X would
 #: work, but …``)
-_MAY_USE = re.compile(
-    r"\b(?:could|might)\s+(?:also\s+|just\s+|certainly\s+)?(?:use|call|try|go\s+with|reach\s+for)"
-    r"(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$",
-    re.I,
+_MAY_USE = cue(
+    before(r"\b(?:could|might)\s+(?:also\s+|just\s+|certainly\s+)?(?:use|call|try|go\s+with|reach\s+for)", words=2)
 )
-_APPRAISED = re.compile(
-    r"^[`*'\")\]]*(?:\s*\([^)]*\))?\s+(?:(?:looks|seems|sounds|feels|appears)\b|would\s+(?:work|do)\b|could\s+work\b|"
-    r"is\s+tempting\b)[^.;!?\n]{0,40}?\bbut\b",
-    re.I,
+_APPRAISED = cue(
+    after(
+        r"\s+(?:(?:looks|seems|sounds|feels|appears)\b|would\s+(?:work|do)\b|could\s+work\b|is\s+tempting\b)"
+        r"[^.;!?\n]{0,40}?\bbut\b",
+        aside=True,
+    )
 )
 #: the ``but`` clause goes on to recommend something else
 _RECOMMEND = re.compile(
@@ -962,7 +922,7 @@ def _ticked(text: str, listed: list[Mention]) -> list[Mention]:
 
 
 #: a sentence that recommends one name (``For the actual measure use `ratio()`.``, ``Pick `X`.``)
-_PICK = re.compile(r"\b(?:use|pick|choose|go\s+with|call|want|need|reach\s+for)\s*[`*'\"]*$", re.I)
+_PICK = cue(before(r"\b(?:use|pick|choose|go\s+with|call|want|need|reach\s+for)", end=r"\s*[`*'\"]*"))
 
 
 def _picked(text: str, listed: list[Mention], found: list[Mention], judge: _Judge) -> Mention | None:
@@ -1030,7 +990,7 @@ def _equal_alternative(text: str, answer: Mention, m: Mention, spans: _Spans, ju
     prev = spans.prev_end(m.start, default=answer.end)
     if _EQUAL_BEFORE.search(text[max(prev, answer.end) : m.start]):
         return True
-    return bool(_EITHER.search(text[m.end : sentence_end(text, m.sentence, 1)]))
+    return bool(EITHER.search(text[m.end : sentence_end(text, m.sentence, 1)]))
 
 
 #: a clause that says what the answer takes, returns or holds (``it takes a string or a `BaseLlm` instance``)
@@ -1060,8 +1020,8 @@ def _describes(text: str, answer: Mention, m: Mention, spans: _Spans, judge: _Ju
     return verb is not None and not re.search(r"[,;:.!?]", window[verb.end() :])
 
 
-_TYPED_BEFORE = re.compile(r"\b(?:an?|any)\s+[`*]*$", re.I)
-_TYPED_AFTER = re.compile(r"^[`*]*\s+(?:instances?|objects?|subclass(?:es)?|wrappers?)\b", re.I)
+_TYPED_BEFORE = cue(before(r"\b(?:an?|any)", end=r"\s+[`*]*"))
+_TYPED_AFTER = cue(after(r"\s+(?:instances?|objects?|subclass(?:es)?|wrappers?)\b", start=r"[`*]*"))
 
 
 def _typed_value(text: str, m: Mention, judge: _Judge) -> bool:
@@ -1093,10 +1053,6 @@ def _code_line(text: str, pos: int) -> bool:
     return False
 
 
-#: a name given as an example (``every wrapper such as `Gemini` or `LiteLlm` ``, ``e.g. `Claude` ``)
-_EXAMPLE_BEFORE = re.compile(
-    r"\b(?:such\s+as|e\.\s?g\.,?|for\s+(?:example|instance),?|like|including)\s*[`*(\[\"']*$", re.I
-)
 _JOINED = re.compile(r"[`*'\")\]]*\s*(?:,|,?\s*(?:or|and))\s*[`*'\"(\[]*")
 
 
@@ -1115,15 +1071,18 @@ def _examples(text: str, answer: Mention, found: list[Mention]) -> set[int]:
         if m.start > answer.end:
             gap = text[max(prev.end, answer.end) if prev is not None else answer.end : m.start]
             joined = prev is not None and id(prev) in out and prev.sentence == m.sentence and _JOINED.fullmatch(gap)
-            if _EXAMPLE_BEFORE.search(gap) or joined:
+            if EXAMPLE_BEFORE.search(gap) or joined:
                 out.add(id(m))
         prev = m
     return out
 
 
 #: a name the reply tells the user to adjust (``tune `rel_tol` or `abs_tol` ``): a setting of the answer
-_SETTING_BEFORE = re.compile(
-    r"\b(?:adjust|tweak|tune|set|change|raise|lower|increase|decrease|override|configure)\s+(?:the\s+)?[`*'\"]*$", re.I
+_SETTING_BEFORE = cue(
+    before(
+        r"\b(?:adjust|tweak|tune|set|change|raise|lower|increase|decrease|override|configure)\s+(?:the\s+)?",
+        end=r"[`*'\"]*",
+    )
 )
 
 
@@ -1267,7 +1226,7 @@ def _cued_first(text: str, found: list[Mention], judge: _Judge) -> list[Mention]
 
 #: ``Pass a `GenerateContentConfig` as `generate_content_config` ``: for a parameter question, the name after ``as``
 #: is the parameter the value goes to
-_PASSED_AS = re.compile(r"^[`*'\")\]]*\s+(?:\w+\s+){0,3}?as\s+(?:the\s+)?[`*]*$", re.I)
+_PASSED_AS = cue(after(r"\s+(?:\w+\s+){0,3}?as\s+(?:the\s+)?[`*]*$"))
 
 
 _RESULT = re.compile(r"(?<![=!<>])=\s*[*`]*$")
@@ -1334,7 +1293,7 @@ def _decide(text: str, found: list[Mention], judge: _Judge, where: str) -> Readi
             set_aside.append(m)
             continue
         upto = sents[m.sentence].end if m.sentence < len(sents) else len(text)
-        if _DISCLAIM.search(text[:upto]):
+        if DISCLAIM.search(text[:upto]):
             return Reading(None, "hedge", f"hedge: the reply disclaims knowing the answer before {judge.label(m)!r}")
         # a conclusion is weighed against what follows it, not against the reasoning that led to it
         scope = [x for x in found if x.sentence >= m.sentence] if m is concluded else found
@@ -1358,9 +1317,9 @@ def _decide(text: str, found: list[Mention], judge: _Judge, where: str) -> Readi
     if rejected:
         how = "rejected" if any("rejected" in m.flags for m in rejected) else "negated"
         return Reading(None, how, f"{how}: the reply names {rejected[0].text!r} only to set it aside", ())
-    if _DISCLAIM.search(text):
+    if DISCLAIM.search(text):
         return Reading(None, "hedge", "hedge: the reply disclaims knowing the answer and names none")
-    if _REFUSAL.search(text):
+    if REFUSAL.search(text):
         return Reading(None, "refusal", "refusal: the reply says it cannot answer")
     if set_aside:
         return Reading(None, "negated", f"negated: the reply only sets aside {[m.text for m in set_aside][:4]}", ())
@@ -1409,7 +1368,7 @@ def read_identifier(reply: str | None, ctx: Context, protocol: bool = False) -> 
     declared = declared_answer(text)
     if declared is not None:
         head = text[: text.rfind(declared)] if declared in text else ""
-        if _DISCLAIM.search(head):
+        if DISCLAIM.search(head):
             return Reading(None, "hedge", "hedge: the reply disclaims knowing the answer before declaring it")
         value = _declared_clause(declared)
         found = _mentions(value, ctx)
@@ -1451,11 +1410,10 @@ def _below_answer_heading(text: str) -> str | None:
 
 
 #: the name taken back, affirmed again (``… but yes, `pairwise` is the answer``, ``Yes: `X` is right``)
-_REAFFIRM_BEFORE = re.compile(r"\byes\b[^\w\n]*$", re.I)
-_REAFFIRM_AFTER = re.compile(
-    r"^[`*'\")\]]*(?:\s*\([^)]*\))?\s+(?:is|was)\s+(?:(?:the\s+)?(?:right|correct|answer|one)|fine|it)\b|"
-    r"^[`*'\")\]]*\s*(?:,\s*)?after\s+all\b",
-    re.I,
+_REAFFIRM_BEFORE = cue(before(r"\byes\b"))
+_REAFFIRM_AFTER = cue(
+    after(r"\s+(?:is|was)\s+(?:(?:the\s+)?(?:right|correct|answer|one)|fine|it)\b", aside=True),
+    after(r"\s*(?:,\s*)?after\s+all\b"),
 )
 _QUOTED = re.compile(r"^[ \t]*>(?!>>)[^\n]*(?:\n[ \t]*>(?!>>)[^\n]*)*", re.M)
 
@@ -1501,7 +1459,7 @@ def _retraction(text: str, judge: _Judge) -> tuple[int, str, str] | None:
     retraction) gives an answer and ends with it, with that answer and the retraction's words; ``None`` when nothing
     is taken back (``X. Actually, X also takes a key argument`` retracts nothing; ``Y — that's wrong`` after an answer
     X takes back Y, not X). Each stretch is read once."""
-    cues = list(_RETRACT.finditer(text))
+    cues = list(RETRACT.finditer(text))
     if any(_BARE_WAIT.fullmatch(c.group(0).strip()) for c in cues):
         every = _mentions(text, judge.ctx)
         _flag(text, every, judge)
@@ -1652,7 +1610,7 @@ _VERBISH = frozenset(
     "is was would seems looks appears and or nor are because since as but then matches fits describes best correctly "
     "can could should will might may only alone too also here instead needs need sorts gives returns".split()
 )
-_OPTION_WORD = re.compile(r"\b(?:option|choice|letter)\s*$", re.I)
+_OPTION_WORD = cue(before(r"\b(?:option|choice|letter)", end=r"\s*"))
 _CONCLUSION = re.compile(
     r"(?:\b(?:so|thus|therefore|hence)\b[\s,:]*(?:(?:the\s+)?(?:correct\s+|right\s+|best\s+)?(?:answer|option|choice)"
     r"\s+(?:is|must\s+be|would\s+be)\s*:?\s*|it(?:'s|\s+is|\s+must\s+be|\s+has\s+to\s+be|\s+would\s+be)\s+)?|"
@@ -1792,7 +1750,7 @@ def _option_mentions(text: str, options: Mapping[str, str]) -> list[_Option]:
         prev = ends[i - 1] if i else 0  # the last end at or before the option
         before = text[max(sent_start, prev) : o.start]
         after = text[o.end : o.end + 40]
-        o.negated = bool(_NEG_BEFORE.search(before) and not _DOUBLE_NEG.search(before)) or bool(
+        o.negated = bool(NEG_BEFORE.search(before) and not _DOUBLE_NEG.search(before)) or bool(
             re.match(r"^[)\].:*`'\"]*\s*(?:is|was|would\s+be|seems)\s+(?:wrong|incorrect|false|not\b)", after, re.I)
         )
     return out
@@ -1865,7 +1823,7 @@ def read_option(reply: str | None, options: Mapping[str, str], protocol: bool = 
     declared = declared_answer(text)
     if declared is not None:
         head = text[: text.rfind(declared)] if declared in text else ""
-        if _DISCLAIM.search(head):
+        if DISCLAIM.search(head):
             return Reading(None, "hedge", "hedge: the reply disclaims knowing the answer before declaring it")
         return _declared_option(declared, options)
     if protocol:
@@ -1877,7 +1835,7 @@ def _read_options_prose(text: str, options: Mapping[str, str]) -> Reading:
     """The option a reply's text chooses, after its last retraction if it takes its choice back (``A. Hmm, actually
     no — wrap returns a list. B.``): after it, the one letter it names, else the reading of what follows."""
     start, taken = 0, None
-    cues = list(_RETRACT.finditer(text))
+    cues = list(RETRACT.finditer(text))
     if any(_BARE_WAIT.fullmatch(c.group(0).strip()) for c in cues):
         live = [(o.start, o.key) for o in _option_mentions(text, options) if not o.negated]
         cues = _cues(text, live, lambda a, b: a == b)
@@ -2033,7 +1991,7 @@ def _read_options_text(text: str, options: Mapping[str, str]) -> Reading:
     if chosen is None or chosen.rule != "ok":
         if chosen is not None:
             return chosen
-        if _DISCLAIM.search(text):
+        if DISCLAIM.search(text):
             return Reading(None, "hedge", "hedge: the reply disclaims knowing the answer and names no option")
         if any(o.negated for o in found):
             negated = ", ".join(dict.fromkeys(o.key for o in found if o.negated))
@@ -2042,7 +2000,7 @@ def _read_options_text(text: str, options: Mapping[str, str]) -> Reading:
         if said is not None:
             return Reading(said, "ok", f"option {said} (its text paraphrased)", (said,))
         return Reading(None, "no answer", "no answer: no option letter or option text in the reply")
-    if _DISCLAIM.search(text[:at]) or _DISCLAIM.search(text[: text.find("\n", at)] if "\n" in text[at:] else text):
+    if DISCLAIM.search(text[:at]) or DISCLAIM.search(text[: text.find("\n", at)] if "\n" in text[at:] else text):
         return Reading(None, "hedge", f"hedge: the reply disclaims knowing the answer ({chosen.answer})")
     chain = [o for o in found if o.start >= at - 2 or o.key == chosen.answer]
     start = next((i for i, o in enumerate(chain) if o.key == chosen.answer), None)
@@ -2066,7 +2024,7 @@ def _read_options_text(text: str, options: Mapping[str, str]) -> Reading:
             after = text[o.end : sent.end if sent else len(text)]
             equal = _EQUAL_AFTER.match(after)
             if (equal and not _DOWNGRADE.search(after[equal.end() :])) or (
-                sent is not None and _EITHER.search(text[o.end : sentence_end(text, sent.index, 1)])
+                sent is not None and EITHER.search(text[o.end : sentence_end(text, sent.index, 1)])
             ):
                 return Reading(
                     None, "alternatives", f"alternatives: {o.key} is offered as an equal alternative to {chosen.answer}"

@@ -72,6 +72,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from deltap.checkers.cues import after, before, cue
 from deltap.checkers.extract import _json_answer, clean_identifier, normalize_identifier, strip_fences
 
 __all__ = ["DEFAULT_GRAMMAR", "GRAMMARS", "Reading", "grammar_param", "read_answer", "read_choice", "same_answer"]
@@ -104,15 +105,16 @@ _TOKEN = re.compile(
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 #: a negation cue at most two words before a candidate (``not X``, ``not the `X` class``, ``isn't X``, ``no X``)
-_NEG_BEFORE = re.compile(
-    r"(?:\b(?:not|never|neither|nor|instead\s+of|rather\s+than|other\s+than|unlike|except)\b|n't\b)"
-    r"(?:[^\w\n]+[\w'-]+){0,2}[^\w\n]*$|\bno\s*[`*(\[\"']*$",
-    re.I,
+_NEG_BEFORE = cue(
+    before(r"(?:\b(?:not|never|neither|nor|instead\s+of|rather\s+than|other\s+than|unlike|except)\b|n't\b)", words=2),
+    before(r"\bno", end=r"\s*[`*(\[\"']*"),
 )
-_NEG_AFTER = re.compile(
-    r"^[`*'\"\u2019\u201d)\]]*\s*(?:(?:is|was|would\s+be|seems)\s+(?:wrong|incorrect|false)\b|"
-    r"(?:is|was)\s*n[o']t\b\s*(?:$|[.,;!]|(?:the\s+)?(?:right|correct|answer|it|one)\b)|wrong\b|incorrect\b)",
-    re.I,
+_NEG_AFTER = cue(
+    after(
+        r"\s*(?:(?:is|was|would\s+be|seems)\s+(?:wrong|incorrect|false)\b|"
+        r"(?:is|was)\s*n[o']t\b\s*(?:$|[.,;!]|(?:the\s+)?(?:right|correct|answer|it|one)\b)|wrong\b|incorrect\b)",
+        start=r"[`*'\"\u2019\u201d)\]]*",
+    )
 )
 _DISCLAIM = re.compile(
     r"\b(?:i\s+(?:do\s+not|don'?t|dont)\s+know|not\s+(?:sure|certain)|unsure|no\s+idea|"
@@ -644,12 +646,12 @@ def read_choice(reply: str | None, options: Mapping[str, str] | Iterable[str]) -
         mentions = [m for m in mentions if not m.echo]
     # Mentions in the clause right after an answer cue win.
     scoped: list[_Mention] = []
-    for cue in _CHOICE_CUE.finditer(body):
-        brk = _BREAK.search(body, cue.end() + 1)
+    for hit in _CHOICE_CUE.finditer(body):
+        brk = _BREAK.search(body, hit.end() + 1)
         end = brk.start() if brk else len(body)
-        nl = body.find("\n", cue.end())
+        nl = body.find("\n", hit.end())
         end = min(end, nl) if nl >= 0 else end
-        scoped += [m for m in mentions if cue.end() <= m.start < end and m not in scoped]
+        scoped += [m for m in mentions if hit.end() <= m.start < end and m not in scoped]
     pool = scoped if scoped else mentions
     positive = list(dict.fromkeys(str(m.key) for m in pool if not m.negated))
     negated = list(dict.fromkeys(str(m.key) for m in pool if m.negated))
