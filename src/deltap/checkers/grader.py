@@ -53,6 +53,7 @@ from deltap.checkers.cues import (
     before,
     cue,
 )
+from deltap.checkers.fallback import one_candidate
 from deltap.checkers.reply import (
     BUILTINS,
     Mention,
@@ -1385,7 +1386,13 @@ def read_identifier(reply: str | None, ctx: Context, protocol: bool = False) -> 
         reading = _read_tables(below, judge) or _read_prose(below, judge)
         if not reading.unreadable:
             return reading
-    return _read_tables(text, judge) or _read_prose(text, judge)
+    reading = _read_tables(text, judge) or _read_prose(text, judge)
+    if reading.rule == "no answer":  # no rule located an answer: the reply's one candidate, if it is the answer
+        found = one_candidate(text, ctx.accepted, ctx.question, ctx.same)
+        if found is not None:
+            detail = f"answer {found!r} (the one candidate: no rule located an answer, and nothing else has its shape)"
+            return Reading(found, "ok", detail, (found,))
+    return reading
 
 
 #: a line that only heads the answer (``### Answer``, ``**Final answer**``, ``## TL;DR``, ``Short answer:``)

@@ -302,6 +302,23 @@ RULES_S11_ATTACKS2 = [
 # fmt: on
 
 
+def test_the_fallback_reads_only_an_answer_of_a_trusted_shape() -> None:
+    from deltap.checkers.fallback import one_candidate, shape
+
+    assert [shape(a) for a in ("2598960", "SequentialAgent", "after_agent_callback", "json.dumps", "quote")] == [
+        "number",
+        "class",
+        "identifier",
+        "identifier",
+        "word",
+    ]
+    same = Context(("quote",)).same
+    assert one_candidate("Put it in double quotes: quote it.", ("quote",), "How do I quote a name?", same) is None
+    same = Context(("BaseLlm",)).same
+    assert one_candidate("`BaseLLM` is the one.", ("BaseLlm",), "What is the base?", same) is None  # case differs
+    assert one_candidate("`BaseLlm` is the one.", ("BaseLlm",), "What is the base?", same) == "BaseLlm"
+
+
 def test_the_table_layer() -> None:
     from deltap.checkers.tables import cell_mark, tables, without_tables
 
@@ -854,6 +871,19 @@ GRADER7_AFTER_RULES = [
     ("better-tool-no-colon", CAPS_Q, "capwords", "`string.capwords(s)` is the simpler tool here; `str.title()` breaks on apostrophes.", "pass"),
     ("commented-kwargs-two-comments", CALLBACK_Q, "after_agent_callback", '```python\nagent = LlmAgent(\n    name="a",  # executes after run_async\n    after_agent_callback=audit,  # executes after run_async\n)\n```', "fail"),
 ]
+# the one-candidate fallback (deltap.checkers.fallback), for replies no rule reads: written with it (counted apart)
+SEQ_Q = Case("sq", "Which class runs its sub-agents one after another?", ("x.SequentialAgent",))
+RECURSION_Q = Case("rc", "What is the default recursion limit of CPython?", ())
+SHELL = "```\n$ python -c 'import sys; print(sys.getrecursionlimit())'\n{n}\n```"
+GRADER7_FALLBACK = [
+    ("one-class-in-json", SEQ_Q, "SequentialAgent", '```json\n{"agent_class": "SequentialAgent", "name": "p"}\n```', "pass"),
+    ("two-classes-in-json", SEQ_Q, "SequentialAgent", '```json\n{"agent_class": "SequentialAgent", "retry": "LoopAgent"}\n```', "fail"),
+    ("another-class-in-json", SEQ_Q, "SequentialAgent", '```json\n{"agent_class": "LoopAgent", "name": "p"}\n```', "fail"),
+    ("one-number-printed", RECURSION_Q, "1000", SHELL.format(n=1000), "pass"),
+    ("another-number-printed", RECURSION_Q, "1000", SHELL.format(n=3000), "fail"),
+    ("one-number-then-another", RECURSION_Q, "1000", SHELL.format(n=1000) + "\nor 3000 on some builds", "fail"),
+    ("one-number-negated", RECURSION_Q, "1000", SHELL.format(n="# not 1000 here"), "fail"),
+]
 GRADER7_OPTION_KINDS = [
     # a line that opens with an arrow gives the result of what is above it
     ("arrow-line-after-code", ITER_Q, ITER_OPTIONS, "A", LOOP_SNIPPET + "→ A", "pass"),
@@ -882,6 +912,7 @@ IDENTIFIER_RULES = {
     "fresh13": FRESH13_IDENTIFIER_KINDS,
     "grader7": GRADER7_IDENTIFIER_KINDS,
     "grader7-after": GRADER7_AFTER_RULES,
+    "grader7-fallback": GRADER7_FALLBACK,
 }
 OPTION_RULES = {
     "s10": OPTION_RULES_S10,
