@@ -1388,10 +1388,10 @@ def read_identifier(reply: str | None, ctx: Context, protocol: bool = False) -> 
             return reading
     reading = _read_tables(text, judge) or _read_prose(text, judge)
     if reading.rule == "no answer":  # no rule located an answer: the reply's one candidate, if it is the answer
-        found = one_candidate(text, ctx.accepted, ctx.question, ctx.same)
-        if found is not None:
-            detail = f"answer {found!r} (the one candidate: no rule located an answer, and nothing else has its shape)"
-            return Reading(found, "ok", detail, (found,))
+        only = one_candidate(text, ctx.accepted, ctx.question, ctx.same)
+        if only is not None:
+            detail = f"answer {only!r} (the one candidate: no rule located an answer, and nothing else has its shape)"
+            return Reading(only, "ok", detail, (only,))
     return reading
 
 
