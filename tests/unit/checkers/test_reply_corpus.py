@@ -96,158 +96,66 @@ def test_every_reply_names_a_known_case_and_a_verdict() -> None:
             assert isinstance(r["reply"], str)
 
 
-@pytest.mark.parametrize("name", ["local", "localbench", "hosted", "fresh", "fresh2", "fresh3", "classes"])
-def test_the_grader_reading_meets_the_goal_on_the_corpus(name: str) -> None:
-    """Right answers failed <= 2 %, wrong answers passed 0. The fresh sets were written blind to the rules of their
-    day and measured once (benchmarks/README.md keeps those figures); the rules were then revised on their misses,
-    so here they are training sets like the others. ``classes`` (session 11) holds the four kinds of reply fresh3's
-    misses stood for — equal alternatives, retractions, tables, conclusions — labelled before their rules."""
-    right_failed, wrong_passed, right, wrong = _errors(name)
-    if not right + wrong:
-        pytest.skip(f"no {name} set")
+#: every set with its right (person: pass) and wrong (person: fail) replies and the most right answers the grader may
+#: fail on it (wrong answers passed: always 0). All but the two attack sets are training sets: their misses were read
+#: while rules were written, so these are training figures; the blind figures, each measured once on the rules of its
+#: day, are in benchmarks/README.md and docs/notes/issue-34.md. The history of each row is its comment.
+CORPUS = [
+    # the local model's replies in the stdlib demo and the ADK runs, labelled before issue 34's grammar (session 10)
+    pytest.param("local", 1, 52, 0, id="local"),
+    # every distinct reply of the local model to the 56 stdlib questions of bench_protocol.py (session 10)
+    pytest.param("localbench", 59, 106, 0, id="localbench"),
+    # hosted chat models' styles, written and labelled before the grammar (session 10, 82539fd)
+    pytest.param("hosted", 137, 90, 0, id="hosted"),
+    # fresh, fresh2: written blind after the grammar; the rules were revised on their misses (session 10)
+    pytest.param("fresh", 45, 36, 0, id="fresh"),
+    pytest.param("fresh2", 36, 27, 0, id="fresh2"),
+    # fresh3: blind to session 10's rules, measured 2/41 right failed, 2/39 wrong passed; 0/0 since session 11
+    pytest.param("fresh3", 41, 39, 0, id="fresh3"),
+    # fresh4: blind, measured 10/75, 5/72 (lead, session 11); grader3 read its kinds; 1 miss left (a small model's
+    # rambling `model` beside `BaseLlm`) until session 13 read "the model parameter" (grader7): 0
+    pytest.param("fresh4", 75, 72, 0, id="fresh4"),
+    # fresh5: blind, 8/90, 6/78 on session 11's rules; grader4 read its kinds (session 12)
+    pytest.param("fresh5", 90, 78, 0, id="fresh5"),
+    # fresh6: blind, 6/130, 7/122 on grader4's rules (9/130, 9/122 before); grader5 read its kinds (session 12)
+    pytest.param("fresh6", 130, 122, 0, id="fresh6"),
+    # fresh7: blind, 16/99, 1/95 on grader5's rules; grader6 read its kinds (session 12)
+    pytest.param("fresh7", 99, 95, 0, id="fresh7"),
+    # fresh8: blind, 1/78, 2/75 on grader6's rules; the lead read its kinds (session 12)
+    pytest.param("fresh8", 78, 75, 0, id="fresh8"),
+    # fresh9: blind, 5/127, 0/115; the lead read its kinds (session 12)
+    pytest.param("fresh9", 127, 115, 0, id="fresh9"),
+    # fresh10: blind, 2/89, 0/72; the lead read its kinds (session 12)
+    pytest.param("fresh10", 89, 72, 0, id="fresh10"),
+    # fresh11: blind on session 12's final rules, 1/88, 0/80 (an 8B model's drift naming json.loads after the
+    # answer); read in session 13 (grader7: names for another task are no alternatives): 0
+    pytest.param("fresh11", 88, 80, 0, id="fresh11"),
+    # fresh12: blind, 7/102, 0/90 (retrieval citations); the lead read two kinds (2 left: "the one taking `prefix`
+    # … is indent" and "so the cleaner tool …: string.capwords"), session 13 (grader7) the other two: 0
+    pytest.param("fresh12", 102, 90, 0, id="fresh12"),
+    # fresh13: blind, 5/86, 1/79; the lead read three kinds (3 left: a number before its derivation, a commented
+    # keyword argument, "→ A" after code), session 13 (grader7) the other three: 0
+    pytest.param("fresh13", 86, 79, 0, id="fresh13"),
+    # classes (session 11): the four kinds of fresh3's misses, labelled before their rules
+    pytest.param("classes", 29, 36, 0, id="classes"),
+    # attacks (session 11): replies that look like those kinds but go the other way, labelled before the rules;
+    # one known miss (a bare `wait` before another answer) until session 13 (grader7): 0
+    pytest.param("attacks", 40, 13, 0, id="attacks"),
+    # attacks2 (session 11): written after the rules by their author, first measured 5/24, 1/6; its last miss ("the
+    # one that pops first is X") read by session 11's grader3: 0
+    pytest.param("attacks2", 24, 6, 0, id="attacks2"),
+]
+
+
+@pytest.mark.parametrize(("name", "right", "wrong", "bound"), CORPUS)
+def test_the_grader_scores_each_set_as_a_person_does(name: str, right: int, wrong: int, bound: int) -> None:
+    """No wrong answer passes on any set, and at most ``bound`` right answers fail (the goal: <= 2 %; every set is at
+    0 since session 13). The counts pin the set: a reply added or relabelled shows here first."""
+    right_failed, wrong_passed, n_right, n_wrong = _errors(name)
+    assert (n_right, n_wrong) == (right, wrong)
     assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
-    assert len(right_failed) <= 0.02 * right, "right answers failed:\n" + "\n".join(right_failed)
+    assert len(right_failed) <= bound, "right answers failed:\n" + "\n".join(right_failed)
 
 
-def test_the_third_fresh_set_scores_as_a_person_does() -> None:
-    """fresh3 (80 replies, written blind to session 10's rules) measured 2/41 right failed and 2/39 wrong passed
-    before session 11's rules (benchmarks/README.md); it is a training set since, and scores 0/0."""
-    right_failed, wrong_passed, right, wrong = _errors("fresh3")
-    assert (right, wrong) == (41, 39)
-    assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
-    assert not right_failed, "right answers failed:\n" + "\n".join(right_failed)
-
-
-def test_the_fourth_fresh_set_scores_as_a_person_does() -> None:
-    """fresh4 (147 replies, written blind) was measured once by the lead at 10/75 right failed and 5/72 wrong passed
-    (13.3 %/6.9 %) before it was used for rules; session 11 (helper "grader3") revised the rules on the kinds of its
-    misses, so it is a training set since (no blind figure exists for those rules). One miss is left, a kind no rule
-    reads yet: a small model's rambling where the answer ``model`` is a common word next to another name (right,
-    fails); an option's text paraphrased without its letter is read since session 12 (grader6), and a number offered
-    only as an example (``such as 128``, beside a wrong default) is no answer since session 12 (lead)."""
-    right_failed, wrong_passed, right, wrong = _errors("fresh4")
-    assert (right, wrong) == (75, 72)
-    assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
-    assert len(right_failed) <= 1, "right answers failed:\n" + "\n".join(right_failed)
-
-
-def test_the_fifth_fresh_set_scores_as_a_person_does() -> None:
-    """fresh5 (168 replies, written blind) was measured once by the lead at 8/90 right failed and 6/78 wrong passed
-    (8.9 %/7.7 %) before it was used for rules; session 12 (helper "grader4") revised the rules on the kinds of its
-    misses, so it is a training set since (no blind figure exists for those rules)."""
-    right_failed, wrong_passed, right, wrong = _errors("fresh5")
-    assert (right, wrong) == (90, 78)
-    assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
-    assert len(right_failed) <= 0.02 * right, "right answers failed:\n" + "\n".join(right_failed)
-
-
-def test_the_sixth_fresh_set_scores_as_a_person_does() -> None:
-    """fresh6 (252 replies, written blind) was measured once by the lead on grader4's rules at 6/130 right failed and
-    7/122 wrong passed (4.6 %/5.7 %; 9/130 and 9/122 on the rules before grader4) before it was used for rules;
-    session 12 (helper "grader5") revised the rules on the kinds of its misses, so it is a training set since (no
-    blind figure exists for those rules)."""
-    right_failed, wrong_passed, right, wrong = _errors("fresh6")
-    assert (right, wrong) == (130, 122)
-    assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
-    assert len(right_failed) <= 0.02 * right, "right answers failed:\n" + "\n".join(right_failed)
-
-
-def test_the_seventh_fresh_set_scores_as_a_person_does() -> None:
-    """fresh7 (194 replies, written blind) was measured once by the lead on grader5's rules at 16/99 right failed and
-    1/95 wrong passed (16.2 %/1.1 %; the same right-failed count on grader4's and session 11's rules) before it was
-    used for rules; session 12 (helper "grader6") revised the rules on the kinds of its misses, so it is a training
-    set since (no blind figure exists for those rules)."""
-    right_failed, wrong_passed, right, wrong = _errors("fresh7")
-    assert (right, wrong) == (99, 95)
-    assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
-    assert len(right_failed) <= 0.02 * right, "right answers failed:\n" + "\n".join(right_failed)
-
-
-def test_the_eighth_fresh_set_scores_as_a_person_does() -> None:
-    """fresh8 (153 replies, written blind) was measured once by the lead on grader6's rules at 1/78 right failed and
-    2/75 wrong passed (1.3 %/2.7 %; 2/78 and 2/75 on grader5's) before it was used for rules; the lead then revised
-    the rules on the kinds of its three misses (session 12), so it is a training set since."""
-    right_failed, wrong_passed, right, wrong = _errors("fresh8")
-    assert (right, wrong) == (78, 75)
-    assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
-    assert len(right_failed) <= 0.02 * right, "right answers failed:\n" + "\n".join(right_failed)
-
-
-def test_the_ninth_fresh_set_scores_as_a_person_does() -> None:
-    """fresh9 (242 replies, written blind) was measured once by the lead on the rules after fresh8's kinds at 5/127
-    right failed and 0/115 wrong passed (3.9 %/0.0 %) before it was used for rules; the lead then revised the rules on
-    the kinds of its misses (session 12), so it is a training set since."""
-    right_failed, wrong_passed, right, wrong = _errors("fresh9")
-    assert (right, wrong) == (127, 115)
-    assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
-    assert len(right_failed) <= 0.02 * right, "right answers failed:\n" + "\n".join(right_failed)
-
-
-def test_the_tenth_fresh_set_scores_as_a_person_does() -> None:
-    """fresh10 (161 replies, written blind) was measured once by the lead on the rules after fresh9's kinds at 2/89
-    right failed and 0/72 wrong passed (2.2 %/0.0 %) before it was used for rules; the lead then revised the rules on
-    the kinds of its two misses (session 12), so it is a training set since."""
-    right_failed, wrong_passed, right, wrong = _errors("fresh10")
-    assert (right, wrong) == (89, 72)
-    assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
-    assert len(right_failed) <= 0.02 * right, "right answers failed:\n" + "\n".join(right_failed)
-
-
-def test_the_eleventh_fresh_set_scores_as_a_person_does() -> None:
-    """fresh11 (168 replies, written blind) was measured once by the lead on session 12's final rules at 1/88 right
-    failed and 0/80 wrong passed (1.1 %/0.0 %; the same after the last rule, a number given only as an example, which
-    came from fresh4). Registered to hold that figure; its one miss (an 8B model's drift naming `json.loads` after
-    the answer) is not read as a kind."""
-    right_failed, wrong_passed, right, wrong = _errors("fresh11")
-    assert (right, wrong) == (88, 80)
-    assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
-    assert len(right_failed) <= 0.02 * right, "right answers failed:\n" + "\n".join(right_failed)
-
-
-def test_the_twelfth_fresh_set_scores_as_a_person_does() -> None:
-    """fresh12 (192 replies, written blind) was measured once by the lead on session 12's final rules at 7/102 right
-    failed and 0/90 wrong passed (6.9 %/0.0 %; retrieval bots citing source files were most of it) before it was used
-    for rules; the lead then read two of its kinds, so it is a training set since. Two right answers still fail,
-    kinds no rule reads: a signature shown after "the one taking `prefix` plus an optional `predicate` … is indent",
-    and "`str.title()` also capitalizes after apostrophes …, so the cleaner tool … `string.capwords(…)`"."""
-    right_failed, wrong_passed, right, wrong = _errors("fresh12")
-    assert (right, wrong) == (102, 90)
-    assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
-    assert len(right_failed) <= 2, "right answers failed:\n" + "\n".join(right_failed)
-
-
-def test_the_thirteenth_fresh_set_scores_as_a_person_does() -> None:
-    """fresh13 (165 replies, written blind) was measured once by the lead on the rules after fresh12's kinds at 5/86
-    right failed and 1/79 wrong passed (5.8 %/1.3 %) before it was used for rules; the lead then read three of its
-    kinds (an agent's step lines and JSON-lines steps, a builtin called where the question says its name in
-    English), so it is a training set since. Three right answers still fail, kinds no rule reads: a number with its
-    derivation after it (``**2,598,960** … C(52, 5) = 52! / …``), a keyword argument in a snippet with its comment,
-    and an option letter after a code line (``→ A``)."""
-    right_failed, wrong_passed, right, wrong = _errors("fresh13")
-    assert (right, wrong) == (86, 79)
-    assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
-    assert len(right_failed) <= 3, "right answers failed:\n" + "\n".join(right_failed)
-
-
-def test_the_attacks_on_session_11s_rules() -> None:
-    """``attacks.yaml``: replies that look like an alternative, a retraction, a table or a conclusion but should go
-    the other way, labelled before the rules (counted apart). No wrong answer passes; one right answer fails, a
-    known miss: ```json.loads` — wait, you're going the other way. `json.dumps(d)` `` (a bare ``wait`` is not read
-    as a retraction, because ``X. Wait — make sure the inputs are sorted`` is not one)."""
-    right_failed, wrong_passed, right, wrong = _errors("attacks")
-    assert right + wrong >= 40
-    assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
-    assert len(right_failed) <= 1, "right answers failed:\n" + "\n".join(right_failed)
-
-
-def test_the_second_attack_on_session_11s_rules() -> None:
-    """``attacks2.yaml`` (30 replies written after the rules by their author, labelled before a checker ran on them;
-    first measured 5/24 right failed and 1/6 wrong passed (benchmarks/README.md), then four of its
-    kinds of miss were mended): no wrong answer passes; one right answer fails, a known miss: ``That leaves
-    `heappushpop` and `heapreplace`; the one that pops first is `heapreplace`.`` (``the one that … is X`` is not read
-    as a conclusion, because after an answer it is usually an explanation of another name). Session 11's grader3 read
-    ``The one that … is X`` opening a sentence as a conclusion (a kind of fresh4's misses), which mends it: 0/24."""
-    right_failed, wrong_passed, right, wrong = _errors("attacks2")
-    assert right + wrong == 30
-    assert not wrong_passed, "wrong answers passed:\n" + "\n".join(wrong_passed)
-    assert len(right_failed) <= 1, "right answers failed:\n" + "\n".join(right_failed)
+def test_the_table_holds_every_set() -> None:
+    assert [p.values[0] for p in CORPUS] == list(SETS)
