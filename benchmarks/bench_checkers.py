@@ -38,8 +38,8 @@ reply answers) and one file per set of replies, each reply with the verdict a pe
   after fresh9's kinds at 2.2 %/0.0 % (2/89 right failed, 0/72 wrong passed) before it was used for rules; the lead
   then revised the rules on the kinds of its misses, so it is a training set since;
 * ``fresh11.yaml`` (session 12) — an eleventh set (168 replies), written blind, measured by the lead on session 12's
-  final rules at 1.1 %/0.0 % (1/88 right failed, 0/80 wrong passed); registered to hold that figure (its one miss is
-  not read as a kind);
+  final rules at 1.1 %/0.0 % (1/88 right failed, 0/80 wrong passed); registered to hold that figure (its one miss, an
+  8B model's drift naming ``json.loads`` for another task, is read since session 13);
 * ``fresh12.yaml`` (session 12) — a twelfth set (192 replies), written blind, measured once by the lead on the same
   final rules at 6.9 %/0.0 % (7/102 right failed, 0/90 wrong passed) before it was used for rules; the lead then
   revised the rules on two of its kinds (a retrieval bot's cited files, an agent's bracketed final step), so it is a
@@ -57,6 +57,9 @@ reply answers) and one file per set of replies, each reply with the verdict a pe
 
 Every set but the attack sets is a training set: its misses were read while the rules were written, so its figures
 are not a measure of replies the rules have not seen (benchmarks/README.md keeps the blind figures as measured).
+Session 13 (helper "grader7") read the last eight right-failed replies of the corpus (fresh4 1, fresh11 1, fresh12 2,
+fresh13 3, attacks 1) as general rules, and added the one-candidate fallback for replies no rule reads
+(``deltap.checkers.fallback``); every set scores 0 right failed, 0 wrong passed since.
 
 Each reply is judged by its case's checker with each reading (``grammar=``): ``grader`` (the default: a declared
 ``Answer:`` line first, then the grader grammar), ``strict`` (issue 24's grammar), ``lenient`` (deltap's matching
