@@ -184,11 +184,18 @@ _BARE_WAIT = re.compile(r"(?:wait|hold\s+on)", re.I)
 _CLAUSE_STOP = re.compile(r"[.!?](?=\s|$)|\n")
 
 
+def _scoped_at(text: str, pos: int) -> bool:
+    """The sentence that holds ``pos`` opens with a scope before it (``For small lists, …``, ``If …, …``)."""
+    sent = _sentence(text, sentence_of(text, pos, default=-1))
+    return sent is not None and bool(_SCOPED.match(text[sent.start : pos]))
+
+
 def _cues(text: str, live: Sequence[tuple[int, str]], same: Callable[[str, str], bool]) -> list[re.Match[str]]:
     """The retraction cues of ``text`` (:data:`RETRACT`). A bare ``wait`` takes back what came before only when its
     own clause (up to the sentence's end) names nothing and the next candidate after it is another answer than the
-    last one before it (``X — wait, you're going the other way. Y.``); ``X. Wait — each input must be sorted``, ``X.
-    Wait — if you need keywords, X takes them too`` and ``X. Wait, let me double-check: … Yes, X.`` are notes.
+    last one before it, not scoped to another situation (``X — wait, you're going the other way. Y.``); ``X. Wait —
+    each input must be sorted``, ``X. Wait — if you need keywords, X takes them too``, ``X. Wait, let me double-check:
+    … Yes, X.`` and ``X. Wait — that needs sorted input. For small lists, Y is simpler.`` are notes.
     ``live``: the reply's live candidates (start, label), in order; ``same``: two labels name one answer."""
     out = []
     starts = [at for at, _ in live]
@@ -200,8 +207,8 @@ def _cues(text: str, live: Sequence[tuple[int, str]], same: Callable[[str, str],
             after = bisect.bisect_left(starts, hit.end())  # the first one after it
             if last < 0 or after >= len(live) or live[after][0] < end:
                 continue  # nothing before, nothing after, or something named in the cue's own clause
-            if same(live[last][1], live[after][1]):
-                continue
+            if same(live[last][1], live[after][1]) or _scoped_at(text, live[after][0]):
+                continue  # the same answer again, or another for another situation (``For small lists, Y …``)
         out.append(hit)
     return out
 

@@ -867,6 +867,7 @@ GRADER7_AFTER_RULES = [
     ("the-one-after-an-answer", HEAPQ_Q, "heapreplace", "Use `heappushpop`, and the one popping first is `heapreplace`.", "fail"),
     ("wait-names-in-its-clause", MERGE_Q, "merge", "`heapq.merge(*fs)`. Wait — you'll want `sorted()` if they're unsorted.", "pass"),
     ("wait-double-check", PARTIAL_Q, "partial", "`functools.partial(f, 1)`. Wait, let me double-check the docs. Yes: `functools.partial`.", "pass"),
+    ("wait-then-scoped-other", MERGE_Q, "merge", "`heapq.merge(*fs)`. Wait — that needs sorted input. For small lists, `sorted(a + b)` is simpler.", "pass"),
     ("wait-for-verb", MERGE_Q, "merge", "`heapq.merge(*fs)`; wait for each file to close before you call `sorted()` on nothing.", "pass"),
     ("better-tool-no-colon", CAPS_Q, "capwords", "`string.capwords(s)` is the simpler tool here; `str.title()` breaks on apostrophes.", "pass"),
     ("commented-kwargs-two-comments", CALLBACK_Q, "after_agent_callback", '```python\nagent = LlmAgent(\n    name="a",  # executes after run_async\n    after_agent_callback=audit,  # executes after run_async\n)\n```', "fail"),
