@@ -21,6 +21,11 @@ Query alignment (documented rules; see :func:`deltap.evaluation.evaluate` for th
   trec_eval does, with a warning naming it; ``on_empty="skip"`` drops it, ``"error"`` refuses;
 * if no run query matches a qrels query at all, that is an error naming examples from both sides (the ranx #27
   trap: ``1`` vs ``"1"``, ``q1`` vs ``1``), never a table of zeros.
+
+The two per-value loops of the dict path — packing the run's scores, looking the judged documents up — also exist in
+C (:mod:`deltap.evaluation.accel`, built at install when a compiler is there). The Python code here is the reference:
+it runs whenever the C loops are absent, switched off (``DELTAP_ACCEL=0``) or decline an input, and gives the same
+numbers bit for bit.
 """
 
 from __future__ import annotations
