@@ -14,6 +14,10 @@ Times count everything from the given input to the per-query numbers:
 Memory is the peak resident-set growth during the timed part (Linux ``VmHWM`` after resetting it).
 Means are cross-checked: deltap's must equal pytrec_eval's to 1e-9.
 
+deltap runs its compiled accelerator when the install built it (``deltap --version`` says so; the first line printed
+here too). When it is in use, deltap is also timed with ``DELTAP_ACCEL=0`` (rows "deltap (pure Python)", workers
+``deltap-pure-dict``/``deltap-pure-file``) in the same rounds, and both paths' means must be identical.
+
 Usage::
 
     python benchmarks/bench_metrics.py                      # 100,000 × 100 (the table in benchmarks/README.md)
@@ -40,6 +44,8 @@ RANX_METRICS = {"ndcg@10": "ndcg@10", "recall@100": "recall@100", "P@10": "preci
 N_DOCS = 1 << 20
 
 WORKERS = ["deltap-dict", "pytrec-dict", "ranx-dict", "deltap-file", "pytrec-file", "ranx-file"]
+#: deltap again on its pure-Python path (``DELTAP_ACCEL=0``), when the accelerator is in use
+PURE_WORKERS = ["deltap-pure-dict", "deltap-pure-file"]
 
 
 # ------------------------------------------------------------------------------------------------ data
@@ -123,6 +129,10 @@ def worker(name: str, args: argparse.Namespace) -> dict[str, Any]:
 
         import deltap.evaluation  # noqa: F401
         import deltap.evaluation.trec_fast  # noqa: F401
+        from deltap.evaluation.accel import accelerator_mode
+
+        out["mode"] = accelerator_mode()
+        name = name.replace("-pure", "")  # the same work; the driver set DELTAP_ACCEL=0
     base = _reset_peak()
     if name == "deltap-dict":
         from deltap.evaluation import evaluate
@@ -196,7 +206,11 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data", default="/tmp/deltap-bench-metrics", help="Where the TREC files are written.")
-    parser.add_argument("--only", default=",".join(WORKERS), help="Comma-separated workers to run.")
+    parser.add_argument(
+        "--only",
+        help=f"Comma-separated workers to run (default: all of {', '.join(WORKERS)}, and {', '.join(PURE_WORKERS)} "
+        "when the accelerator is in use).",
+    )
     parser.add_argument(
         "--repeat", type=int, default=1, help="Rounds (fresh processes, tools alternating); the median is reported."
     )
@@ -208,13 +222,28 @@ def main() -> None:
         print(json.dumps(worker(args.worker, args)))
         return
 
+    from deltap.evaluation.accel import accelerator_mode, accelerator_status
+
+    accelerated = accelerator_mode() == "accelerated"
+    names = args.only.split(",") if args.only else WORKERS + (PURE_WORKERS if accelerated else [])
     qrels_path, run_path = data_files(Path(args.data), args.queries, args.depth, args.seed)
     lines = args.queries * args.depth
     print(f"{args.queries:,} queries × {args.depth} results = {lines:,} run lines; metrics {', '.join(DELTAP_METRICS)}")
-    results: dict[str, dict[str, Any]] = {}
+    print(f"deltap metric evaluation: {accelerator_status()}")
+    samples = _rounds(args, names, qrels_path, run_path)
+    results = {name: sorted(outs, key=lambda o: o["seconds"])[len(outs) // 2] for name, outs in samples.items()}
+    if args.repeat > 1:
+        print(f"(median of {args.repeat} fresh-process rounds per tool)")
+    _table(results)
+    _agreement(results)
+
+
+def _rounds(args: argparse.Namespace, names: list[str], qrels_path: Path, run_path: Path) -> dict[str, list[dict]]:
+    """Every worker ``args.repeat`` times, each in a fresh process, the tools alternating within a round (so slow
+    phases of the machine hit all of them)."""
     samples: dict[str, list[dict[str, Any]]] = {}
-    for rep in range(args.repeat):  # tools alternate within each round, so slow phases of the machine hit all of them
-        for name in args.only.split(","):
+    for rep in range(args.repeat):
+        for name in names:
             cmd = [
                 sys.executable,
                 __file__,
@@ -224,25 +253,24 @@ def main() -> None:
                 str(args.queries),
                 "--depth",
                 str(args.depth),
-                "--seed",
-                str(args.seed),
-                "--qrels",
-                str(qrels_path),
-                "--run",
-                str(run_path),
             ]
-            proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+            cmd += ["--seed", str(args.seed), "--qrels", str(qrels_path), "--run", str(run_path)]
+            env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+            if name in PURE_WORKERS:
+                env["DELTAP_ACCEL"] = "0"
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
             if proc.returncode != 0:
                 print(f"{name} failed:\n{proc.stderr[-2000:]}", file=sys.stderr)
                 continue
             out = json.loads(proc.stdout.strip().splitlines()[-1])
             samples.setdefault(name, []).append(out)
             print(f"  round {rep + 1}: {name}: {out['seconds']:.2f} s", file=sys.stderr)
-    for name, outs in samples.items():  # the median round of each tool (its time, memory and means)
-        outs.sort(key=lambda o: o["seconds"])
-        results[name] = outs[len(outs) // 2]
-    if args.repeat > 1:
-        print(f"(median of {args.repeat} fresh-process rounds per tool)")
+    return samples
+
+
+def _table(results: dict[str, dict[str, Any]]) -> None:
+    """The Markdown table (speed-up of deltap: that row's time over deltap's, deltap on its default path) and one
+    line per input: deltap's speed-up over pytrec_eval, on each path timed."""
 
     def ratio(a: str, b: str) -> str:
         if a in results and b in results:
@@ -253,30 +281,31 @@ def main() -> None:
     print("| input | tool | time (s) | peak memory (MB) | speed-up of deltap |")
     print("|---|---|---:|---:|---:|")
     for source in ("dict", "file"):
-        for tool in ("deltap", "pytrec", "ranx"):
+        for tool in ("deltap", "deltap-pure", "pytrec", "ranx"):
             key = f"{tool}-{source}"
             if key not in results:
                 continue
             r = results[key]
-            label = {"deltap": "deltap", "pytrec": "pytrec_eval", "ranx": "ranx (first call, JIT)"}[tool]
+            label = {"pytrec": "pytrec_eval", "ranx": "ranx (first call, JIT)"}.get(tool, f"deltap ({r.get('mode')})")
             speed = "" if tool == "deltap" else ratio(f"deltap-{source}", key)
             print(f"| {source} | {label} | {r['seconds']:.2f} | {r['peak_mb']:.0f} | {speed} |")
             if tool == "ranx":
-                warm = {"seconds": r["seconds_warm"]}
-                sp = (
-                    f"{warm['seconds'] / results[f'deltap-{source}']['seconds']:.2f}×"
-                    if f"deltap-{source}" in results
-                    else "—"
-                )
+                base = results.get(f"deltap-{source}")
+                sp = f"{r['seconds_warm'] / base['seconds']:.2f}×" if base else "—"
                 print(f"| {source} | ranx (second call, warm) | {r['seconds_warm']:.2f} | | {sp} |")
-    if "deltap-file" in results and "pytrec-file" in results:
-        print(f"\ndeltap from TREC files vs pytrec_eval from TREC files: {ratio('deltap-file', 'pytrec-file')}")
-    if "deltap-dict" in results and "pytrec-dict" in results:
-        print(f"deltap from dicts vs pytrec_eval from dicts: {ratio('deltap-dict', 'pytrec-dict')}")
-    # agreement of the means
+    print()
+    for source, words in (("file", "from TREC files"), ("dict", "from dicts")):
+        paths = [f"{ratio(key, f'pytrec-{source}')} ({results[key].get('mode')})"
+                 for key in (f"deltap-{source}", f"deltap-pure-{source}") if key in results]  # fmt: skip
+        if paths and f"pytrec-{source}" in results:
+            print(f"deltap {words} vs pytrec_eval {words}: {'; '.join(paths)}")
+
+
+def _agreement(results: dict[str, dict[str, Any]]) -> None:
+    """deltap's means against pytrec_eval's (1e-9, else exit), ranx's shown; both deltap paths identical."""
     ref = results.get("pytrec-dict") or results.get("pytrec-file")
     if ref:
-        for key in ("deltap-dict", "deltap-file"):
+        for key in ("deltap-dict", "deltap-pure-dict", "deltap-file", "deltap-pure-file"):
             if key in results:
                 diff = max(abs(results[key]["means"][m] - ref["means"][m]) for m in DELTAP_METRICS)
                 print(f"max |mean difference| {key} vs pytrec_eval: {diff:.2e}")
@@ -286,6 +315,12 @@ def main() -> None:
             if key in results:
                 diff = max(abs(results[key]["means"][m] - ref["means"][m]) for m in DELTAP_METRICS)
                 print(f"max |mean difference| {key} vs pytrec_eval: {diff:.2e} (ranx breaks ties differently)")
+    for source in ("dict", "file"):
+        a, b = results.get(f"deltap-{source}"), results.get(f"deltap-pure-{source}")
+        if a and b:
+            if a["means"] != b["means"]:
+                raise SystemExit(f"deltap's two paths differ from {source}s: {a['means']} vs {b['means']}")
+            print(f"deltap {source}: the {a.get('mode')} and {b.get('mode')} means are identical (bit for bit)")
 
 
 if __name__ == "__main__":

@@ -9,10 +9,16 @@ A ratio of two tools timed on the same machine in the same minutes travels betwe
 and the best of several timings shrugs off a noisy neighbour: each tool runs in ``--rounds`` fresh processes
 (the tools alternating), each timing ``--inner`` evaluations of the same input, and the fastest evaluation counts.
 
+The reference is kept per path deltap runs (``deltap --version`` tells): ``accelerated`` (the compiled inner loops
+the install built) and ``pure Python`` (no compiler at install, or ``DELTAP_ACCEL=0``). Every line printed names the
+path, and the ratios are compared with that path's reference: an install whose build failed is compared with the
+pure-Python reference and says so, rather than failing as a regression or passing as accelerated unnoticed.
+
 Usage::
 
-    python benchmarks/guard_metrics.py             # CI: check against the reference
-    python benchmarks/guard_metrics.py --update    # store the current ratios as the reference (after a speed-up)
+    python benchmarks/guard_metrics.py                     # CI: check against the reference of the path in use
+    python benchmarks/guard_metrics.py --update            # store this path's ratios as its reference
+    DELTAP_ACCEL=0 python benchmarks/guard_metrics.py ...  # the same for the pure-Python path
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ import bench_metrics as bench  # noqa: E402  (the benchmark this guard runs)
 REFERENCE = HERE / "reference" / "metrics.json"
 NAME = "benchmarks/bench_metrics.py"
 INPUTS = {"dict": "from dicts", "file": "from TREC files"}
+#: The paths deltap runs (``deltap.evaluation.accel.MODES``), each with its own reference.
+MODES = ("accelerated", "pure Python")
 
 
 def _timed(name: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -49,6 +57,7 @@ def _timed(name: str, args: argparse.Namespace) -> dict[str, Any]:
 
         import deltap.evaluation.trec_fast  # noqa: F401
         from deltap.evaluation import evaluate
+        from deltap.evaluation.accel import accelerator_mode
 
         def once() -> dict[str, float]:
             source = (qrels, run) if name == "deltap-dict" else (Path(args.qrels), Path(args.run))
@@ -73,11 +82,12 @@ def _timed(name: str, args: argparse.Namespace) -> dict[str, Any]:
         t = time.perf_counter()
         means = once()
         best = min(best, time.perf_counter() - t)
-    return {"seconds": best, "means": means}
+    return {"seconds": best, "means": means, "mode": accelerator_mode() if name.startswith("deltap") else None}
 
 
-def measure(args: argparse.Namespace, folder: Path) -> dict[str, float]:
-    """``{input: pytrec_eval's best time / deltap's best time}``; exits naming the benchmark on a disagreement."""
+def measure(args: argparse.Namespace, folder: Path, mode: str) -> dict[str, float]:
+    """``{input: pytrec_eval's best time / deltap's best time}``, deltap on the path ``mode``; exits naming the
+    benchmark on a disagreement, or when a deltap worker ran another path."""
     qrels_path, run_path = bench.data_files(folder, args.queries, args.depth, args.seed)
     pickled = folder / "dicts.pickle"
     with pickled.open("wb") as fh:
@@ -96,6 +106,8 @@ def measure(args: argparse.Namespace, folder: Path) -> dict[str, float]:
                     tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
                     raise SystemExit(f"{NAME} (metric speed guard): the {name} worker failed: {tail}")
                 out = json.loads(proc.stdout.strip().splitlines()[-1])
+                if tool == "deltap" and out["mode"] != mode:
+                    raise SystemExit(f"{NAME} (metric speed guard): the {name} worker ran {out['mode']}, not {mode}")
                 if name not in best or out["seconds"] < best[name]["seconds"]:
                     best[name] = out
     ratios = {}
@@ -108,7 +120,7 @@ def measure(args: argparse.Namespace, folder: Path) -> dict[str, float]:
             )
         ratios[source] = pytrec["seconds"] / deltap["seconds"]
         print(
-            f"metric speed guard, {args.queries:,} queries × {args.depth} {INPUTS[source]}: deltap "
+            f"metric speed guard ({mode}), {args.queries:,} queries × {args.depth} {INPUTS[source]}: deltap "
             f"{deltap['seconds']:.3f} s, pytrec_eval {pytrec['seconds']:.3f} s: {ratios[source]:.2f}× "
             f"(agreement {diff:.0e})"
         )
@@ -133,34 +145,68 @@ def main() -> None:
     if args.worker:
         print(json.dumps(_timed(args.worker, args)))
         return
+    from deltap.evaluation.accel import accelerator_mode, accelerator_status
+
+    mode = accelerator_mode()
+    print(f"metric speed guard: deltap runs {accelerator_status()}")
     stored: dict[str, Any] = json.loads(args.reference.read_text()) if args.reference.is_file() else {}
-    if not stored and not args.update:
-        raise SystemExit(f"{NAME} (metric speed guard): no reference at {args.reference}; run with --update")
+    reference = reference_for(stored, mode)
+    if reference is None and not args.update:
+        raise SystemExit(
+            f"{NAME} (metric speed guard): no {mode} reference in {_shown(args.reference)}; run with --update"
+        )
     size = stored.get("size", {})
     for key, default in (("queries", 20_000), ("depth", 100), ("rounds", 2), ("inner", 3)):
         if getattr(args, key) is None:
             setattr(args, key, int(size.get(key, default)))
     with tempfile.TemporaryDirectory(prefix="deltap-guard-metrics-") as tmp:
-        ratios = measure(args, Path(tmp))
+        ratios = measure(args, Path(tmp), mode)
     if args.update:
-        record = {
-            "benchmark": NAME,
-            "size": {k: getattr(args, k) for k in ("queries", "depth", "rounds", "inner")},
-            "ratio": {k: round(v, 2) for k, v in ratios.items()},
-            "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "note": "pytrec_eval's best time / deltap's best time; the guard fails below (1 - tolerance) × these",
-        }
-        args.reference.parent.mkdir(parents=True, exist_ok=True)
-        args.reference.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
-        print(f"stored in {args.reference}")
+        store(args, stored, mode, ratios)
         return
     if {k: getattr(args, k) for k in ("queries", "depth")} != {k: size.get(k) for k in ("queries", "depth")}:
         print("note: not the reference's size; the ratios are not compared")
         return
-    failure = verdict(ratios, stored["ratio"], args.tolerance, _shown(args.reference))
+    assert reference is not None
+    failure = verdict(ratios, reference, args.tolerance, f"{_shown(args.reference)}, {mode}")
     if failure:
         raise SystemExit(failure)
-    print(f"metric speed guard passed: no ratio below {1 - args.tolerance:.0%} of {args.reference.name}'s")
+    print(
+        f"metric speed guard passed ({mode}): no ratio below {1 - args.tolerance:.0%} of "
+        f"{args.reference.name}'s {mode} reference"
+    )
+
+
+def reference_for(stored: dict[str, Any], mode: str) -> dict[str, float] | None:
+    """The stored ratios of path ``mode`` (``{input: ratio}``), or ``None``. A reference written before the
+    accelerator (one ratio per input, no path) is the pure-Python one."""
+    ratios = stored.get("ratio", {})
+    if ratios and all(isinstance(v, int | float) for v in ratios.values()):
+        return {k: float(v) for k, v in ratios.items()} if mode == "pure Python" else None
+    found = ratios.get(mode)
+    return {k: float(v) for k, v in found.items()} if found else None
+
+
+def store(args: argparse.Namespace, stored: dict[str, Any], mode: str, ratios: dict[str, float]) -> None:
+    """Write ``ratios`` as path ``mode``'s reference, keeping the other path's when it was measured at this size."""
+    size = {k: getattr(args, k) for k in ("queries", "depth", "rounds", "inner")}
+    same_size = stored.get("size") == size
+    per_mode = {m: r for m in MODES if same_size and (r := reference_for(stored, m)) is not None}
+    measured = stored.get("measured") if same_size and isinstance(stored.get("measured"), dict) else {}
+    per_mode[mode] = {k: round(v, 2) for k, v in ratios.items()}
+    measured[mode] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    record = {
+        "benchmark": NAME,
+        "size": size,
+        "ratio": per_mode,
+        "measured": measured,
+        "note": "pytrec_eval's best time / deltap's best time, per path deltap runs (accelerated: the compiled "
+        "accelerator; pure Python: not built, or DELTAP_ACCEL=0); the guard fails below (1 - tolerance) x the "
+        "reference of the path in use",
+    }
+    args.reference.parent.mkdir(parents=True, exist_ok=True)
+    args.reference.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    print(f"stored in {args.reference} ({mode})")
 
 
 def _shown(path: Path) -> str:

@@ -34,4 +34,7 @@ fi
 # Say which one, or why none works here (then the fallback runs: `deltap sandbox` lists what it does not enforce).
 .venv/bin/python -c "from deltap.checkers.sandbox import describe; print(*[ln for ln in describe().splitlines() if ln[:1] != ' '], sep=chr(10))" \
   || echo "note: could not ask the sandbox which backend it uses here"
+# The metrics accelerator (hatch_build.py compiles it during the editable install; pip shows its notice only with -v):
+# say whether deltap runs it, or why it runs pure Python here.
+.venv/bin/deltap --version | tail -n 1 || echo "note: could not ask deltap which metric path it runs"
 echo "deltap installed in $(pwd)/.venv"

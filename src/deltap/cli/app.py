@@ -29,14 +29,21 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
+        from deltap.evaluation.accel import accelerator_status
+
         typer.echo(f"deltap {__version__}")
+        typer.echo(f"metric evaluation: {accelerator_status()}")
         raise typer.Exit()
 
 
 @app.callback()
 def _root(
     version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        False,
+        "--version",
+        callback=_version,
+        is_eager=True,
+        help="Print the version, and whether metrics run compiled or pure Python, and exit.",
     ),
 ) -> None:
     """deltap: retrieval ground truth proven by task success."""

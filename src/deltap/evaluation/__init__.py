@@ -8,6 +8,8 @@
 * :func:`load_judgements` — qrels with their side information (:mod:`deltap.judgements`); :func:`retrieve_runs` —
   runs built by retrievers (:mod:`.sources`).
 * :func:`parse_metric` — ``"ndcg@10"`` → :class:`Measure`.
+* :func:`accelerator_status` — whether :func:`evaluate` runs its compiled inner loops or pure Python
+  (:mod:`.accel`).
 * :func:`audit_qrels` — the benchmark's gold documents against the mined verdicts, and the relevant documents the
   gold misses (:mod:`.audit`).
 
@@ -44,11 +46,13 @@ _LAZY: dict[str, str] = {
     "QrelsAudit": "deltap.evaluation.audit",
     "audit_qrels": "deltap.evaluation.audit",
     "SignedGains": "deltap.judgements",
+    "accelerator_status": "deltap.evaluation.accel",
 }
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _LAZY)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from deltap.evaluation.accel import accelerator_status
     from deltap.evaluation.audit import QrelsAudit, audit_qrels
     from deltap.evaluation.comparison import Comparison, compare, score_runs
     from deltap.evaluation.failures import Failure, FailureAnalysis, analyze_failures

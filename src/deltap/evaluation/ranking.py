@@ -21,6 +21,11 @@ Query alignment (documented rules; see :func:`deltap.evaluation.evaluate` for th
   trec_eval does, with a warning naming it; ``on_empty="skip"`` drops it, ``"error"`` refuses;
 * if no run query matches a qrels query at all, that is an error naming examples from both sides (the ranx #27
   trap: ``1`` vs ``"1"``, ``q1`` vs ``1``), never a table of zeros.
+
+The two per-value loops of the dict path — packing the run's scores, looking the judged documents up — also exist in
+C (:mod:`deltap.evaluation.accel`, built at install when a compiler is there). The Python code here is the reference:
+it runs whenever the C loops are absent, switched off (``DELTAP_ACCEL=0``) or decline an input, and gives the same
+numbers bit for bit.
 """
 
 from __future__ import annotations
@@ -40,9 +45,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from deltap.errors import DeltapError
+from deltap.evaluation.accel import accelerator
 from deltap.evaluation.settings import MissingPolicy
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from deltap.judgements import SignedGains
 
 #: The rule for qrels queries without a relevant document, in the words every output (CLI notes, demo, report)
@@ -256,8 +264,9 @@ class QrelsColumns:
     @cached_property
     def int_grades(self) -> np.ndarray | None:
         """``grades`` as int64 when every one is an exact ``int`` of 32 bits (no bool), else ``None``: one C pass
-        (:func:`_exact_ints`) that both checks and packs them."""
-        return _exact_ints(self.grades)
+        (:func:`_marshalled`) that both checks and packs them."""
+        packed = _marshalled(self.grades, "i")
+        return None if packed is None else packed.astype(np.int64)
 
     @cached_property
     def grade_array(self) -> np.ndarray:
@@ -579,55 +588,39 @@ def _is_number_type(t: type) -> bool:
 _ROW_BLOCK = 256
 
 
-#: marshal's record of an exact ``float`` (format 2): the type byte ``g`` then the 8 bytes of the IEEE double,
-#: little-endian.
-_MARSHAL_FLOAT = np.dtype([("code", "u1"), ("value", "<f8")])
+#: marshal's records (format 2) deltap reads, by type byte: ``g``, an exact ``float`` (then the 8 bytes of the IEEE
+#: double), and ``i``, an exact ``int`` that fits 32 bits (then 4 bytes); little-endian.
+_MARSHAL_RECORDS = {
+    "g": np.dtype([("code", "u1"), ("value", "<f8")]),
+    "i": np.dtype([("code", "u1"), ("value", "<i4")]),
+}
 
 
-def _exact_floats(values: list[Any], out: np.ndarray) -> bool:
-    """Write ``values`` into ``out`` as float64 when every one is an exact Python ``float``; whether they were.
+def _marshalled(values: list[Any], code: str) -> np.ndarray | None:
+    """``values`` packed (float64 for ``g``, int32 for ``i``) when marshal writes every one as a ``code`` record, i.e.
+    every one is an exact ``float`` (``g``) or an exact ``int`` of 32 bits (``i``); else ``None``.
 
     One C call checks every value's type and packs it: ``marshal.dumps(values, 2)`` writes a list as ``[``, its
-    length (4 bytes), then each item; an exact float as ``g`` and its 8 IEEE bytes, every other type with another
-    code (``T``/``F`` for booleans, ``i``/``l`` for ints, ``u`` for strings, ...) or not at all (numpy scalars and
-    float subclasses raise ``ValueError``). Items before the first non-float are 9 bytes each, so the first
-    non-float's code sits at ``5 + 9i``: the values are all floats exactly when the bytes are ``5 + 9n`` and every
-    ``5 + 9i`` holds ``g``. (Format 2 has no back-references; measured ~2× faster than counting ``type``s then
-    ``np.fromiter``.)
+    length (4 bytes), then each item; every type other than the one asked for gets another code (``T``/``F`` for
+    booleans, ``l`` for larger ints, ``i`` or ``g`` for the other number type, ``u`` for strings, ...) or is not
+    written at all (numpy scalars and subclasses of float and int raise ``ValueError``). Records before the first
+    other item are ``size`` bytes each (9 for ``g``, 5 for ``i``), so the first other item's code sits at
+    ``5 + size·i``: the values are all of the asked kind exactly when the bytes are ``5 + size·n`` and every
+    ``5 + size·i`` holds ``code``. (Format 2 has no back-references; measured ~2× faster than counting ``type``s then
+    ``np.fromiter``.) The packed array is a read-only view of marshal's bytes.
     """
-    try:
-        data = marshal.dumps(values, 2)
-    except ValueError:
-        return False
-    n = len(values)
-    if len(data) != 5 + 9 * n:
-        return False
-    records = np.frombuffer(data, dtype=_MARSHAL_FLOAT, count=n, offset=5)
-    if not bool((records["code"] == ord("g")).all()):
-        return False
-    out[:] = records["value"]
-    return True
-
-
-#: marshal's record of an ``int`` that fits 32 bits (format 2): the type byte ``i`` then 4 bytes, little-endian.
-_MARSHAL_INT = np.dtype([("code", "u1"), ("value", "<i4")])
-
-
-def _exact_ints(values: list[Any]) -> np.ndarray | None:
-    """``values`` as int64 when every one is an exact Python ``int`` of 32 bits, else ``None``; the check of
-    :func:`_exact_floats` for ints (``marshal`` writes booleans as ``T``/``F``, larger ints as ``l``, numpy
-    integers not at all): one C call instead of counting types, taking the min and converting."""
+    record = _MARSHAL_RECORDS[code]
     try:
         data = marshal.dumps(values, 2)
     except ValueError:
         return None
     n = len(values)
-    if len(data) != 5 + 5 * n:
+    if len(data) != 5 + record.itemsize * n:
         return None
-    records = np.frombuffer(data, dtype=_MARSHAL_INT, count=n, offset=5)
-    if not bool((records["code"] == ord("i")).all()):
+    records = np.frombuffer(data, dtype=record, count=n, offset=5)
+    if not bool((records["code"] == ord(code)).all()):
         return None
-    return records["value"].astype(np.int64)
+    return records["value"]
 
 
 def _block_scores(
@@ -635,17 +628,25 @@ def _block_scores(
     values_of: Callable[[Any], Iterable[Any]],
     out: np.ndarray,
     refuse: Callable[[], None],
+    accel: ModuleType | None = None,
 ) -> None:
     """Write the scores of a block of run rows into ``out`` (as many), as float64, in row order.
+
+    ``accel`` (the compiled accelerator, :mod:`deltap.evaluation.accel`) packs a block of plain dicts of exact floats
+    in one C loop; it declines anything else, which then takes the Python path below.
 
     Raises:
         DeltapError: a score that is not a number (``"1.5"`` and ``True`` included): ``refuse()`` raises it, naming
             the bad entries of the whole run.
     """
     if values_of is _DICT_VALUES:
+        if accel is not None and accel.pack(block, out) == len(out):
+            return
         values: list[Any] = []  # grown a row at a time (extend knows each row's size): ~20 % faster than chain
         deque(map(values.extend, map(values_of, block)), maxlen=0)
-        if _exact_floats(values, out):
+        packed = _marshalled(values, "g")
+        if packed is not None:
+            out[:] = packed
             return
     # the value types first: fromiter alone would silently turn "1.5" and True into numbers; counting exact
     # floats (identity compares) is the cheap check, any other type gets the set of types
@@ -653,6 +654,29 @@ def _block_scores(
         if not all(map(_is_number_type, set(map(type, chain.from_iterable(map(values_of, block)))))):
             refuse()
     out[:] = np.fromiter(chain.from_iterable(map(values_of, block)), dtype=np.float64, count=len(out))
+
+
+def _block_lookups(
+    block: Sequence[Mapping[str, float]],
+    counts: np.ndarray,
+    docs: Sequence[str],
+    start: int,
+    out: np.ndarray,
+    get: Callable[[Any, str, float], Any],
+    accel: ModuleType | None = None,
+) -> None:
+    """The judged look-ups of a block of run rows: row ``r`` of ``block`` answers the next ``counts[r]`` doc ids of
+    ``docs`` from ``docs[start]``; their scores go to ``out`` (NaN where the row lacks the document).
+
+    ``accel`` does it in one C loop when every row is a plain dict and every score found an exact float (the block's
+    scores were packed by it: they are); otherwise ``get`` (``dict.get``, or ``.get`` for other mappings) through
+    ``map``.
+    """
+    if accel is not None and accel.lookup(block, counts, docs, start, out) == len(out):
+        return
+    holders = chain.from_iterable(map(repeat, block, counts.tolist()))
+    found = map(get, holders, docs[start : start + len(out)], repeat(math.nan))
+    out[:] = np.fromiter(found, dtype=np.float64, count=len(out))
 
 
 def _run_scores(
@@ -678,15 +702,14 @@ def _run_scores(
     np.cumsum(per_query, out=t_start[1:])
     scores = np.empty(int(offsets[-1]), dtype=np.float64)
     t_score = np.empty(len(t_doc), dtype=np.float64)
-    nan = math.nan
     refuse = partial(_refuse_non_numbers, rows, query_ids, run_name)
+    accel = accelerator()
     for a in range(0, len(rows), _ROW_BLOCK):
         b = min(len(rows), a + _ROW_BLOCK)
         block, lo, hi = rows[a:b], int(offsets[a]), int(offsets[b])
-        _block_scores(block, values_of, scores[lo:hi], refuse)
+        _block_scores(block, values_of, scores[lo:hi], refuse, accel)
         ta, tb = int(t_start[a]), int(t_start[b])
-        holders = chain.from_iterable(map(repeat, block, per_query[a:b].tolist()))
-        t_score[ta:tb] = np.fromiter(map(get, holders, t_doc[ta:tb], repeat(nan)), dtype=np.float64, count=tb - ta)
+        _block_lookups(block, per_query[a:b], t_doc, ta, t_score[ta:tb], get, accel)
     if not np.isfinite(scores).all():
         _refuse_non_finite(scores, offsets, rows, query_ids, run_name)
     return offsets, scores, t_score
@@ -744,8 +767,8 @@ def _ranks_by_block(
     cuts = np.append(np.arange(0, n, _ROW_BLOCK * _RANK_BLOCKS), n)
     buffer = np.empty(_FIRST_BUFFER, dtype=np.float64)  # grown (doubling) when a pass holds more scores
     t_buffer = np.empty(int(np.diff(t_start[cuts]).max(initial=0)), dtype=np.float64)
-    nan = math.nan
     refuse = partial(_refuse_run, run, query_ids, run_name)
+    accel = accelerator()
     for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
         ta, tb, filled = int(t_start[a]), int(t_start[b]), 0
         for c in range(a, b, _ROW_BLOCK):
@@ -759,13 +782,11 @@ def _ranks_by_block(
             size = int(lens[c:d].sum())
             if filled + size > len(buffer):
                 buffer = _grown(buffer, filled, filled + size)
-            _block_scores(block, values_of, buffer[filled : filled + size], refuse)
+            _block_scores(block, values_of, buffer[filled : filled + size], refuse, accel)
             filled += size
             docs = p_doc[int(p_start[c]) : int(p_start[d])]
             t_doc += docs if picks is None else compress(docs, picks[int(p_start[c]) : int(p_start[d])])
-            holders = chain.from_iterable(map(repeat, block, per_query[c:d].tolist()))
-            found = map(get, holders, t_doc[tc:td], repeat(nan))
-            t_buffer[tc - ta : td - ta] = np.fromiter(found, dtype=np.float64, count=td - tc)
+            _block_lookups(block, per_query[c:d], t_doc, tc, t_buffer[tc - ta : td - ta], get, accel)
         scores = buffer[:filled]
         if not bool(np.isfinite(scores).all()):
             all_rows = list(map(run.get, query_ids, repeat(empty)))

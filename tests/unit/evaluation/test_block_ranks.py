@@ -118,8 +118,7 @@ def test_empty_runs_and_queries_without_targets() -> None:
     [[1.0, 1], [True, 1.0], [1.0, None], ["1.5"], [np.float64(1.0)], [1.0, 2**70], [1j], [0.5, np.float32(1)]],
 )
 def test_exact_floats_refuses_every_other_type(values: list) -> None:
-    out = np.zeros(len(values))
-    assert not rk._exact_floats(values, out)
+    assert rk._marshalled(values, "g") is None
 
 
 def test_exact_floats_packs_every_float_bit_for_bit() -> None:
@@ -127,11 +126,11 @@ def test_exact_floats_packs_every_float_bit_for_bit() -> None:
         pass
 
     values = [0.0, -0.0, 1.0, float("inf"), -float("inf"), 5e-324, 1.7976931348623157e308, 0.1, float("nan")]
-    out = np.zeros(len(values))
-    assert rk._exact_floats(values, out)
-    assert out.tobytes() == np.array(values, dtype="<f8").tobytes()
-    assert not rk._exact_floats([1.0, Sub(2.0)], np.zeros(2))  # a float subclass takes the exact type check
-    assert rk._exact_floats([], np.zeros(0))
+    packed = rk._marshalled(values, "g")
+    assert packed is not None and packed.tobytes() == np.array(values, dtype="<f8").tobytes()
+    assert rk._marshalled([1.0, Sub(2.0)], "g") is None  # a float subclass takes the exact type check
+    packed = rk._marshalled([], "g")
+    assert packed is not None and packed.size == 0
 
 
 @pytest.mark.parametrize("block", [1, 2, 256])

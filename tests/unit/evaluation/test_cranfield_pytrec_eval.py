@@ -55,6 +55,7 @@ def assert_agrees(qrels: dict, run: dict, measures: list[str], rel: int = 1) -> 
     return n
 
 
+@pytest.mark.usefixtures("dict_path")  # the accelerated and the pure-Python path (conftest.py)
 @pytest.mark.parametrize("kind", ["bm25", "random"])
 def test_cranfield_runs_agree_with_pytrec_eval(cranfield: tuple, kind: str) -> None:
     qrels, _, runs = cranfield
@@ -62,6 +63,7 @@ def test_cranfield_runs_agree_with_pytrec_eval(cranfield: tuple, kind: str) -> N
     assert n == 225 * len(MEASURES)
 
 
+@pytest.mark.usefixtures("dict_path")  # the accelerated and the pure-Python path (conftest.py)
 @pytest.mark.parametrize("rel", [2, 3])
 def test_cranfield_relevance_levels_agree(cranfield: tuple, rel: int) -> None:
     qrels, _, runs = cranfield

@@ -71,12 +71,20 @@ def test_group_position_and_starts_against_searchsorted(n: int) -> None:
 
 def test_exact_ints_packs_only_32_bit_ints() -> None:
     values = [0, 1, 3, 2**31 - 1, -(2**31), -1]
-    packed = rk._exact_ints(values)
-    assert packed is not None and packed.dtype == np.int64 and packed.tolist() == values
-    assert rk._exact_ints([]) is not None
+    packed = rk._marshalled(values, "i")
+    assert packed is not None and packed.tolist() == values
+    assert rk._marshalled([], "i") is not None
     for bad in (True, False, 2**31, -(2**31) - 1, 10**30, np.int64(1), 1.0, "1", None):
-        assert rk._exact_ints([1, 2, bad, 3]) is None, repr(bad)
-        assert rk._exact_ints([bad]) is None, repr(bad)
+        assert rk._marshalled([1, 2, bad, 3], "i") is None, repr(bad)
+        assert rk._marshalled([bad], "i") is None, repr(bad)
+    # a float and a one-byte item fill as many bytes as two ints: the codes still refuse them
+    assert rk._marshalled([1.0, True], "i") is None and rk._marshalled([1, True, 2.0], "g") is None
+
+
+def test_int_grades_are_int64() -> None:
+    cols = rk.QrelsColumns.of({"q": {"a": 1, "b": 0}, "r": {"c": 3}})
+    assert cols is not None and cols.int_grades is not None
+    assert cols.int_grades.dtype == np.int64 and cols.int_grades.tolist() == [1, 0, 3]
 
 
 @pytest.mark.filterwarnings("ignore::deltap.evaluation.ranking.EvaluationWarning")

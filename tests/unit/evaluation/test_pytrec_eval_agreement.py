@@ -2,7 +2,8 @@
 
 The runs are generated with hypothesis: ties in scores (few distinct values), doc ids whose string order differs
 from their numeric order ("10" < "9"), graded qrels (0-3), queries without relevant documents, queries with an empty
-result list, run queries without judgements and qrels queries missing from the run.
+result list, run queries without judgements and qrels queries missing from the run. The comparisons from dicts run
+twice: on the compiled accelerator's path and on the pure-Python one (``dict_path``, conftest.py).
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ def _check(qrels: dict, run: dict, measures: list[str], rel: int = 1) -> None:
                 assert got == 0.0
 
 
+@pytest.mark.usefixtures("dict_path")  # the accelerated and the pure-Python path (conftest.py)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(qrels_and_run())
 def test_binary_and_graded_metrics_match_pytrec_eval(data: tuple[dict, dict]) -> None:
@@ -89,6 +91,7 @@ def test_binary_and_graded_metrics_match_pytrec_eval(data: tuple[dict, dict]) ->
     _check(qrels, run, BINARY + GRADED)
 
 
+@pytest.mark.usefixtures("dict_path")  # the accelerated and the pure-Python path (conftest.py)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(qrels_and_run())
 def test_relevance_level_2_matches_pytrec_eval(data: tuple[dict, dict]) -> None:
@@ -98,6 +101,7 @@ def test_relevance_level_2_matches_pytrec_eval(data: tuple[dict, dict]) -> None:
     _check(qrels, run, BINARY, rel=2)
 
 
+@pytest.mark.usefixtures("dict_path")  # the accelerated and the pure-Python path (conftest.py)
 def test_tie_order_is_trec_eval_doc_id_descending() -> None:
     # All four docs tie; trec_eval orders them d, c, b, a (doc id descending): c is at rank 2, a at rank 4.
     qrels = {"q": {"a": 1, "b": 0, "c": 2}}
@@ -111,6 +115,7 @@ def test_tie_order_is_trec_eval_doc_id_descending() -> None:
     assert result.mean("MRR") == 0.5
 
 
+@pytest.mark.usefixtures("dict_path")  # the accelerated and the pure-Python path (conftest.py)
 @settings(
     max_examples=60,
     deadline=None,
