@@ -249,9 +249,10 @@ _THE_ONE = re.compile(
     r"[\s*_`(\[\"']*$",
     re.I,
 )
-#: what may follow a concluded name in its sentence (an end, an aside, a reason), not a predicate (``X gives …``)
+#: what may follow a concluded name in its sentence (an end, an aside, a reason, the end of a LaTeX formula ``$$`` /
+#: ``\]``), not a predicate (``X gives …``)
 _CLAUSE_END = re.compile(
-    r"^[`*_'\")\]]*\s*(?:$|[.!?,;:)\]\u2014\u2013(-]|(?:since|because|as|which|for|here|instead|if|then)\b)", re.I
+    r"^[`*_'\")\]]*\s*(?:$|[.!?,;:)\]\u2014\u2013(-]|\$|\\\]|(?:since|because|as|which|for|here|instead|if|then)\b)", re.I
 )
 _LIST_GAP = re.compile(r"^[\s,/|*`'\"()\[\]]*(?:(?:and|or|nor|and/or|as\s+well\s+as)\b[\s*`'\"(\[]*)?$", re.I)
 _BARE_LIST = re.compile(
@@ -719,32 +720,107 @@ def _mentions(text: str, ctx: Context) -> list[Mention]:
 _UNITS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen".split()
 _UNITS += ["seventeen", "eighteen", "nineteen"]
 _TENS = {w: 10 * (i + 2) for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())}
-_NUMBER_WORD = re.compile(
-    r"(?<![\w-])(?:(?P<tens>" + "|".join(_TENS) + r")(?:[-\s](?P<unit>" + "|".join(_UNITS[1:10]) + r"))?|"
-    r"(?P<alone>" + "|".join(_UNITS) + r"))(?![\w-])",
-    re.I,
-)
+_SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9}
+_NUMBER_WORD = re.compile(r"(?<![\w-])[A-Za-z]+(?:-[A-Za-z]+)?(?![\w-])")
+#: between two words of one number: a space or hyphen, ``and`` or a comma after ``hundred`` or a scale word (``one
+#: hundred and five``, ``two million, five hundred …``)
+_NUMBER_GAP = re.compile(r"[ \t-]+(?:and[ \t]+)?|,[ \t]+")
+#: ``times ten to the minus nine`` / ``ten to the power of minus nine``: a power of ten spoken
+_TIMES_TEN = re.compile(r"[ \t]+times[ \t]+(?=ten\b)", re.I)
+_TO_THE = re.compile(r"[ \t]+to[ \t]+the[ \t]+(?:power[ \t]+(?:of[ \t]+)?)?(?P<sign>(?:minus|negative)[ \t]+)?", re.I)
+
+
+#: which number word may follow which in one number (``ninety-eight thousand``, ``five hundred sixty``)
+_FOLLOWS = {
+    "unit": ("hundred", "scale"),
+    "tens": ("unit", "hundred", "scale"),
+    "hundred": ("unit", "tens", "scale"),
+    "scale": ("unit", "tens"),
+}
+
+
+def _word_value(word: str) -> tuple[str, int] | None:
+    """``("unit", 7)``, ``("tens", 90)``, ``("hundred", 100)``, ``("scale", 1000)`` or ``None`` (not a number word)."""
+    w = word.lower()
+    if w in _UNITS:
+        return "unit", _UNITS.index(w)
+    if w in _TENS:
+        return "tens", _TENS[w]
+    if "-" in w and w.split("-")[0] in _TENS and w.split("-")[1] in _UNITS[1:10]:
+        return "tens", _TENS[w.split("-")[0]] + _UNITS.index(w.split("-")[1])
+    if w == "hundred":
+        return "hundred", 100
+    if w in _SCALES:
+        return "scale", _SCALES[w]
+    return None
+
+
+def _spoken_number(text: str, at: int) -> tuple[int, int, int] | None:
+    """The number spelled out from ``at`` (``two million, five hundred ninety-eight thousand, nine hundred sixty``):
+    ``(value, words, end)``, or ``None``."""
+    total = current = words = 0
+    last = ""
+    end = at
+    pos = at
+    while True:
+        hit = _NUMBER_WORD.match(text, pos)
+        kind_value = _word_value(hit.group(0)) if hit else None
+        if hit is None or kind_value is None:
+            break
+        kind, value = kind_value
+        if words and kind not in _FOLLOWS[last]:  # ``two three``, ``ninety twenty``: two numbers, not one
+            break
+        last = kind
+        if kind in ("unit", "tens"):
+            current += value
+        elif kind == "hundred":
+            current = (current or 1) * 100
+        else:
+            total += (current or 1) * value
+            current = 0
+        words += 1
+        end = hit.end()
+        gap = _NUMBER_GAP.match(text, end)
+        if gap is None or (("," in gap.group(0) or "and" in gap.group(0)) and kind not in ("hundred", "scale")):
+            break
+        pos = gap.end()
+    return (total + current, words, end) if words else None
 
 
 def _number_words(text: str, found: list[Mention]) -> list[Mention]:
-    """A number written as a word (``Seventy characters.``), for a reply that writes no number in digits; ``one`` alone
-    is left out (``the one you want``)."""
+    """A number written in words (``Seventy characters.``, ``one thousand``, ``two million, five hundred ninety-eight
+    thousand, nine hundred sixty``, ``one times ten to the minus nine``), for a reply that writes no number in digits;
+    ``one`` alone is left out (``the one you want``)."""
     if any(m.value is not None for m in found):
         return []
     out = []
     spans = _Spans(found)
-    for hit in _NUMBER_WORD.finditer(text):
-        if hit.group("alone"):
-            if hit.group("alone").lower() == "one":
-                continue
-            value = _UNITS.index(hit.group("alone").lower())
-        else:
-            unit = hit.group("unit")
-            value = _TENS[hit.group("tens").lower()] + (_UNITS.index(unit.lower()) if unit else 0)
-        if spans.overlaps(hit.start(), hit.end()):
+    pos = 0
+    while True:
+        hit = _NUMBER_WORD.search(text, pos)
+        if hit is None:
+            break
+        spoken = _spoken_number(text, hit.start())
+        if spoken is None:
+            pos = hit.end()
+            continue
+        value: float = spoken[0]
+        words, end = spoken[1], spoken[2]
+        times = _TIMES_TEN.match(text, end)
+        if times or hit.group(0).lower() == "ten":
+            ten_end = _NUMBER_WORD.match(text, times.end()).end() if times else hit.start() + 3  # type: ignore[union-attr]
+            to_the = _TO_THE.match(text, ten_end)
+            power = _spoken_number(text, to_the.end()) if to_the else None
+            if to_the and power:
+                exponent = -power[0] if to_the.group("sign") else power[0]
+                value = (value if times else 1) * 10.0**exponent
+                words, end = words + 2, power[2]
+        pos = end
+        if (words == 1 and hit.group(0).lower() == "one") or spans.overlaps(hit.start(), end):
             continue
         sent = sentence_of(text, hit.start(), default=0)
-        out.append(Mention(str(value), hit.start(), hit.end(), sent, "number", None, float(value)))
+        shown = str(int(value)) if float(value).is_integer() else repr(float(value))
+        out.append(Mention(shown, hit.start(), end, sent, "number", None, float(value)))
     return out
 
 

@@ -205,6 +205,15 @@ def declared_answer(text: str) -> str | None:
 # -- numbers -------------------------------------------------------------------------------------------------------
 
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+_SUPERSCRIPT = str.maketrans("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207b\u207a", "0123456789-+")
+#: a power of ten as written in prose (``10⁻⁹``, ``1 × 10⁻⁹``, ``10^-9``, ``10**-9``)
+_POWER = (
+    r"(?:\d+(?:\.\d+)?\s*[\u00d7x\u00b7*]\s*)?10(?:[\u207b\u207a]?[\u2070\u00b9\u00b2\u00b3\u2074-\u2079]+|"
+    r"(?:\^|\*\*)[-+]?\d+)(?![\w.]*\w)"
+)
+_POWER_PARTS = re.compile(r"(?:(?P<m>\d+(?:\.\d+)?)\s*[\u00d7x\u00b7*]\s*)?10(?:\^|\*\*)?(?P<e>[-+]?\d+)")
+#: a decimal comma (``0,6``: one or two digits after the comma; three group thousands)
+_DECIMAL_COMMA = re.compile(r"[-+]?\d+,\d{1,2}")
 _GROUPED = re.compile(
     r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[-+]?\d{1,3}(?:[ \u00a0\u202f\u2009]\d{3})+(?:\.\d+)?|[-+]?\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?"
 )
@@ -212,8 +221,13 @@ _GROUPED = re.compile(
 
 def number_value(text: str) -> float | None:
     """``text`` as a number (``0.60``, ``1e-9``, ``2,598,960``, ``2 598 960``, ``2.598.960``: dots grouping digits
-    twice or more, as in German), else ``None``."""
+    twice or more, as in German; a decimal comma ``0,6``; a power of ten ``10⁻⁹``, ``1 × 10^-9``), else ``None``."""
     s = text.strip().strip("`*'\"").rstrip(".,;:!?")
+    power = _POWER_PARTS.fullmatch(s.translate(_SUPERSCRIPT))
+    if power and re.fullmatch(_POWER, s):
+        return float(power.group("m") or 1) * 10.0 ** int(power.group("e"))
+    if _DECIMAL_COMMA.fullmatch(s):
+        return float(s.replace(",", "."))
     if _GROUPED.fullmatch(s):
         if s.count(".") >= 2:  # ``2.598.960`` / ``1.234.567,5``: dots group, a comma marks the decimals
             s = s.replace(".", "").replace(",", ".")
@@ -520,7 +534,7 @@ _TOKEN = re.compile(
     r"|\*\*`(?P<boldcode>[^`\n]+)`\*\*"
     r"|`(?P<bt>[^`\n]+)(?:`|$)"
     r"|\*\*(?P<bold>[^*\n]+?)\*\*"
-    r"|(?P<num>(?<![\w.])[-+]?(?:\d{1,3}(?:\.\d{3}){2,}(?![\d.]*\d)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:[\u00a0\u202f\u2009 ]\d{3})+(?![\d.])|"
+    r"|(?P<num>(?<![\w.])[-+]?(?:" + _POWER + r"|\d+,\d{1,2}(?![\d,])|\d{1,3}(?:\.\d{3}){2,}(?![\d.]*\d)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:[\u00a0\u202f\u2009 ]\d{3})+(?![\d.])|"
     r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)(?![\w.]*\w))"
     r"|(?P<ident>@?[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*(?:\([^()\n]*\))?)",
     re.S,
