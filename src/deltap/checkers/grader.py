@@ -224,7 +224,8 @@ def _cues(text: str, live: Sequence[tuple[int, str]], same: Callable[[str, str],
 
 #: a correction that may be of a detail, not of the answer: it retracts only when an answer follows it
 _WEAK_RETRACT = re.compile(
-    r"correction|sorry|rather|on\s+(?:second\s+thought|reflection)|oops|whoops|let\s+me\s+correct|"
+    r"correction|sorry|rather|on\s+(?:second\s+thoughts?|reflection)|oops|whoops|let\s+me\s+correct|"
+    r"thinking|having\s+thought|come\s+to\s+think|"
     r"(?:\.\.\.|\u2026)\s*(?:hmm|wait|oh)",
     re.I,
 )
@@ -946,6 +947,8 @@ _FAILS_THE_JOB = re.compile(
     r"(?:help|work|save|scale|solve|fix|avoid|do\s+(?:that|this|it))\b",
     re.I,
 )
+#: another way recommended, named or not (``A better approach is to read them chunk by chunk``)
+_BETTER_WAY = re.compile(r"\b(?:better|simpler|safer|cleaner)\s+(?:approach|way|option|bet|idea|solution)\b", re.I)
 #: the ``but`` clause goes on to recommend something else
 _RECOMMEND = re.compile(
     r"\b(?:(?:wouldn'?t|would\s+not|don'?t|do\s+not|needn'?t)\s+bother|go\s+with|stick\s+(?:with|to)|use|prefer|"
@@ -957,7 +960,8 @@ _RECOMMEND = re.compile(
 def _flag_appraised(text: str, found: list[Mention], judge: _Judge) -> None:
     """A name offered and weighed with ``but`` (``You could use X, but …``, ``X looks tempting but …``, ``X would work,
     but …``, ``X exists, but …``) is turned down (``rejected``) when the ``but`` clause says it won't do the job (``it
-    won't save memory``; not scoped: ``if …``), or when that clause, or the sentence after it, recommends another
+    won't save memory``; not scoped: ``if …``) and it or the next sentence recommends another way (``A better
+    approach is …``, ``use …``), or when that clause, or the sentence after it, recommends another
     name that is not itself negated (``… I wouldn't bother — sorted(xs)[:10] is simpler. Go with sorted.``, ``…
     Use `string.capwords(s)` instead``); a ``but`` that only adds a note (``but note that it returns a list``) or
     confirms it (``but it is the right call``) leaves it."""
@@ -981,8 +985,10 @@ def _flag_appraised(text: str, found: list[Mention], judge: _Judge) -> None:
             continue
         if re.search(r"\b(?:if|when|unless|only\s+for)\b", window, re.I):
             continue  # another for another situation (``but use `sorted` if the lists are small``)
-        if _FAILS_THE_JOB.search(text, but, max(sentence_end(text, m.sentence), but)):
-            m.flags.add("rejected")  # ``X exists, but … it won't save memory``
+        if _FAILS_THE_JOB.search(text, but, max(sentence_end(text, m.sentence), but)) and (
+            _BETTER_WAY.search(window) or _RECOMMEND.search(window)
+        ):
+            m.flags.add("rejected")  # ``X exists, but … it won't save memory. A better approach is …``
             continue
         for rec in _RECOMMEND.finditer(window):
             at, to = but + rec.start(), but + rec.end()
@@ -1302,12 +1308,12 @@ _SETS_VALUE = re.compile(r"\b(?:set|raise|increase|lower|decrease|change|adjust|
 
 def _other_value(text: str, window: str, m: Mention) -> bool:
     """For a number question: ``m``, a later number than the answer, is given as the value again (``usually 1000, but
-    on some systems it can be 10000``, ``… is now 3000``), in a clause that does not set it (``raise it to …``)."""
+    on some systems it can be 10000``, ``… is now 3000``), in a sentence that does not set it (``raise it to …``,
+    ``… if you set it``)."""
     if not _VALUE_AGAIN.search(window):
         return False
     sent = _sentence(text, m.sentence)
-    head = text[sent.start : m.start] if sent is not None else window
-    return not _SETS_VALUE.search(head)
+    return not _SETS_VALUE.search(sent.text if sent is not None else window)
 
 
 def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> Reading | None:

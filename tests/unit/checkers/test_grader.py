@@ -974,6 +974,19 @@ GRADER8_IDENTIFIER_KINDS = [
     ("unfamiliar-named-again", CTX_Q, "InvocationContext", "I'm not familiar with an `InvocationContext` object. Where did you see `InvocationContext`?", "fail"),
     ("could-not-find-about", CTX_Q, "InvocationContext", "I couldn't find any article about `InvocationContext` in the knowledge base.", "fail"),
 ]
+# written after the rules, against over-reach (counted apart: by the rules' author; the first two failed on the first
+# draft, which was narrowed: a `but` clause that says X won't do the job rejects X only beside another way
+# recommended, and thinking again retracts only when another answer follows)
+GRADER8_AFTER_RULES = [
+    ("exists-but-caveat", MERGE_Q, "merge", "`heapq.merge()` exists for this, but it doesn't work on unsorted input.", "pass"),
+    ("come-to-think-note", MERGE_Q, "merge", "Use `heapq.merge()`. Come to think of it, it needs sorted inputs, which you have.", "pass"),
+    ("thinking-again-other", MERGE_Q, "merge", "Use `heapq.merge()`. Thinking about it again, `sorted()` is simpler.", "fail"),
+    ("value-of-another-parameter", TOL_Q, "1e-09", "rel_tol is 1e-09 by default; abs_tol could be 0.0 or larger.", "pass"),
+    ("value-set-later", TOL_Q, "1e-09", "The default rel_tol is 1e-09, though it can be 1e-06 after you change it.", "pass"),
+    ("words-beside-digits", TOL_Q, "1e-09", "rel_tol defaults to 1e-09, which is ten to the minus nine.", "pass"),
+    ("json-config-field", SEQ_Q, "SequentialAgent", '{"agent_class": "LoopAgent", "name": "p"}', "fail"),
+    ("class-named-by-question", Case("dm", "Where is the data model for a `Session` defined?", ("x.Session",)), "Session", "The data model for a Session is in the BaseSessionService class.", "fail"),
+]
 GRADER8_OPTION_KINDS = [
     # ``thinking about it again`` takes the choice back
     ("thinking-again-take-back", CASE, FILL, "B", "I'd go with **B) fill** — although, thinking about it again, wrap is what you want. Final answer: **A) wrap**.", "fail"),
@@ -1000,6 +1013,7 @@ IDENTIFIER_RULES = {
     "grader7-after": GRADER7_AFTER_RULES,
     "grader7-fallback": GRADER7_FALLBACK,
     "grader8": GRADER8_IDENTIFIER_KINDS,
+    "grader8-after": GRADER8_AFTER_RULES,
 }
 OPTION_RULES = {
     "s10": OPTION_RULES_S10,
