@@ -47,6 +47,13 @@ reply answers) and one file per set of replies, each reply with the verdict a pe
 * ``fresh13.yaml`` (session 12) — a thirteenth set (165 replies), written blind, measured once by the lead on the
   rules after fresh12's kinds at 5.8 %/1.3 % (5/86 right failed, 1/79 wrong passed) before it was used for rules;
   the lead then read three of its kinds, so it is a training set since;
+* ``fresh14.yaml``, ``fresh15.yaml``, ``fresh16.yaml`` (session 13) — three sets written blind in one session
+  (171, 168 and 171 replies: hosted frontier chat models with DeepSeek-R1 ``<think>`` blocks; small local models with
+  loops, cut-offs and template residue; products wrapping a model — IDE and terminal assistants, retrieval bots, agent
+  traces, voice assistants, JSON output, other languages), measured once by the lead on session 12's final rules at
+  6/95, 4/76; 5/85, 1/83; 9/92, 2/79 (right failed, wrong passed) and on grader7's rules at 6/95, 4/76; 4/85, 1/83;
+  8/92, 2/79, before they were used for rules; session 13 (helper "grader8") read their kinds, so they are training
+  sets since;
 * ``classes.yaml`` (session 11) — replies of those four kinds (equal alternatives, retractions, Markdown tables,
   conclusions), labelled before their rules were written; a training set;
 * ``attacks.yaml`` (session 11) — replies that look like those kinds but should go the other way, labelled before
@@ -109,6 +116,9 @@ SETS = (
     "fresh11",
     "fresh12",
     "fresh13",
+    "fresh14",
+    "fresh15",
+    "fresh16",
     "classes",
     "attacks",
     "attacks2",

@@ -31,6 +31,7 @@ __all__ = [
     "REFUSAL",
     "REJECT_AFTER",
     "RETRACT",
+    "UNKNOWING_BEFORE",
     "WORD",
     "after",
     "before",
@@ -74,15 +75,25 @@ DISCLAIM = cue(
 )
 #: a refusal to answer (``I can't find it in the documentation``)
 REFUSAL = cue(
-    r"\b(?:(?:can'?t|cannot|unable\s+to)\s+(?:find|answer|determine|verify|confirm|look\s+up)|does\s+not\s+(?:say|"
+    r"\b(?:(?:can'?t|cannot|unable\s+to|couldn'?t|could\s+not)\s+(?:find|answer|determine|verify|confirm|look\s+up)|"
+    r"does\s+not\s+(?:say|"
     r"mention|specify)|doesn'?t\s+(?:say|mention|specify)|no\s+(?:such|information))\b"
 )
+#: the reply does not know the name it is asked about (``I'm not familiar with X``, ``never heard of X``, ``I couldn't
+#: find any article about X``)
+_UNKNOWING = (
+    r"\b(?:(?:un|not\s+)familiar\s+with|never\s+(?:heard|seen)\s+of|not\s+aware\s+of|"
+    r"(?:couldn'?t|could\s+not|can'?t|cannot|unable\s+to|didn'?t|did\s+not|failed\s+to)\s+(?:find|locate)\s+"
+    r"(?:[\w'-]+\s+){0,3}?(?:about|on|regarding|called|named|mentioning|for))\b"
+)
+#: a name the reply says it does not know, up to two words before it (``not familiar with an `X` ``)
+UNKNOWING_BEFORE = cue(before(_UNKNOWING, words=2))
 #: a negation before a name, up to two words before it (``not X``, ``avoid the `X` call``, ``instead of X``,
 #: ``there's no X``, ``I'm not familiar with X``, ``I don't have any information about X``)
 NEG_BEFORE = cue(
     before(
         r"(?:\b(?:not|never|neither|nor|avoid|avoiding|without|instead\s+of|rather\s+than|other\s+than|unlike|except|"
-        r"besides|apart\s+from|(?:un|not\s+)familiar\s+with|never\s+(?:heard|seen)\s+of|not\s+aware\s+of)\b|"
+        r"besides|apart\s+from)\b|" + _UNKNOWING + "|"
         r"n't(?:\s+(?:use|call|need|want|pick|choose|recommend))?|\bdo\s+not\s+(?:use|call|need|want|recommend)\b|"
         r"\bthere(?:'s|\s+is)\s+no\b|"
         # a reply that says it knows nothing of the name (``I don't have any information about `X` ``)
@@ -125,18 +136,28 @@ REJECT_AFTER = cue(
 EXAMPLE_BEFORE = cue(
     before(r"\b(?:such\s+as|e\.\s?g\.,?|for\s+(?:example|instance),?|like|including)", end=r"\s*[`*(\[\"']*")
 )
-#: either / both of the names work (``either one will work``, ``both are fine``)
+#: either / both of the names work (``either one will work``, ``both are fine``; Spanish, French, German, Italian,
+#: Portuguese: ``cualquiera te sirve``, ``les deux fonctionnent``)
 EITHER = cue(
     r"\b(?:either\s+(?:one|of\s+(?:them|these|those|the\s+two)\s+)?\s*(?:will|would|works?|is|does|should)\b|"
     r"both\s+(?:will|would|work|do|are\s+(?:fine|ok|okay|valid|correct|good|right)|of\s+them\s+(?:work|will|are))\b|"
-    r"any\s+of\s+(?:them|these)\s+(?:works?|will)\b)"
+    r"any\s+of\s+(?:them|these)\s+(?:works?|will)\b|"
+    # the same in the other languages replies come in (``cualquiera te sirve``, ``les deux fonctionnent``)
+    r"cualquiera\s+(?:de\s+(?:las|los)\s+dos\s+)?(?:te\s+|le\s+)?(?:sirve|funciona|vale)|"
+    r"(?:las|los)\s+dos\s+(?:sirven|funcionan|valen)|ambas\s+(?:sirven|funcionan|valen)|"
+    r"les\s+deux\s+(?:marchent|fonctionnent|conviennent)|l'une\s+ou\s+l'autre|"
+    r"beide\s+(?:funktionieren|gehen)|entrambe\s+(?:funzionano|vanno)|qualsiasi\s+delle\s+due|"
+    r"qualquer\s+uma\s+(?:das\s+duas\s+)?(?:serve|funciona)|as\s+duas\s+(?:servem|funcionam))"
 )
-#: the reply takes back what it just said (``hmm, actually no``, ``wait, that's wrong``, ``sorry, I mean``; a bare
+#: the reply takes back what it just said (``hmm, actually no``, ``wait, that's wrong``, ``sorry, I mean``,
+#: ``thinking about it again``, ``come to think of it``; a bare
 #: ``wait`` / ``hold on``, not ``wait for`` or ``asyncio.wait``, only where the grader's ``_cues`` says)
 RETRACT = cue(
     r"\b(?:actually|hmm+|wait|oh|um+|uh+|er+|hold\s+on)\b[\s,.!\u2014\u2013-]*(?:actually[\s,]*)?(?:no|nope|not\s+quite)"
     r"(?=\s*(?:[,.;:!\u2014\u2013-]|$))|\bno[\s,]+wait\b|\bscratch\s+that\b|\bstrike\s+that\b|"
-    r"\bI\s+take\s+(?:that|it)\s+back\b|\bon\s+(?:second\s+thought|reflection)\b|\bcorrection\s*:|"
+    r"\bI\s+take\s+(?:that|it)\s+back\b|\bon\s+(?:second\s+thoughts?|reflection)\b|\bcorrection\s*:|"
+    r"\b(?:thinking|having\s+thought)\s+(?:about\s+(?:it|this|that)\s+)?(?:again|more|twice|further)\b|"
+    r"\bcome\s+to\s+think\s+of\s+it\b|"
     r"\b(?:sorry|rather)\s*,?\s+I\s+mean(?:t)?\b|\bthat(?:'s|\s+is|\s+was)\s+(?:wrong|incorrect|a\s+mistake|"
     r"not\s+(?:right|correct|it|the\s+(?:right|correct)\s+one))\b|\bI(?:'m|\s+am|\s+was)\s+(?:wrong|mistaken)\b|"
     r"\bI\s+(?:mixed|got)\s+(?:them|those|it|that|these)\s+(?:up|wrong|backwards)\b|\b(?:oops|whoops)\b|"

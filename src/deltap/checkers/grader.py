@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import bisect
 import functools
+import importlib
+import importlib.util
 import re
 import sys
 from collections import Counter
@@ -49,6 +51,7 @@ from deltap.checkers.cues import (
     REFUSAL,
     REJECT_AFTER,
     RETRACT,
+    UNKNOWING_BEFORE,
     after,
     before,
     cue,
@@ -117,7 +120,9 @@ _ALT_CUE = cue(
         r"(?:\bor\b(?!\s+with\b)|\beither\b|\bmaybe\b|\bperhaps\b|\bpossibly\b|\balternatively\b|\botherwise\b|"
         r"\b(?:could|might|may)\s+(?:also\s+)?be\b|\bor\s+else\b)",
         words=2,
-    )
+    ),
+    # ``or`` in a reply in another language, right between two names (```X` o `Y` ``, ``X ou Y``, ``X oder Y``)
+    r"^[`*'\")\]]*\s+(?:o|ou|oppure|oder)\s+[`*'\"(\[]*$",
 )
 _OWN = cue(before(r"\b(?:your|my|our)\s+(?:own\s+)?(?:[\w-]+\s+){0,2}", end=r"[`*'\"]*"))
 #: a builtin type named as a method's owner in prose (``the string's split method``, ``the list's sum``, ``the split
@@ -179,7 +184,11 @@ _SAME_THING = re.compile(
     re.I,
 )
 #: a sentence scoped to another situation (``For numpy arrays, …``, ``If you write to a file, …``)
-_SCOPED = re.compile(r"^\W*(?:for|if|when|with|in|on|on\s+a|under)\s+[^,.;\n]{2,60},", re.I)
+_SCOPED = re.compile(
+    r"^\W*(?:(?:and|but|so|or|also|though)\s+)?(?:for|if|when|with|in|on|on\s+a|under)\s+[^,.;\n]{2,60},", re.I
+)
+#: the clause after a name refers back to another situation (``… so `list()` may be simpler in that case``)
+_IN_THAT_CASE = re.compile(r"^[^.;!?\n]{0,60}?\bin\s+(?:that|this|such\s+an?|those|these|such)\s+cases?\b", re.I)
 _BARE_WAIT = re.compile(r"(?:wait|hold\s+on)", re.I)
 _CLAUSE_STOP = re.compile(r"[.!?](?=\s|$)|\n")
 
@@ -215,7 +224,8 @@ def _cues(text: str, live: Sequence[tuple[int, str]], same: Callable[[str, str],
 
 #: a correction that may be of a detail, not of the answer: it retracts only when an answer follows it
 _WEAK_RETRACT = re.compile(
-    r"correction|sorry|rather|on\s+(?:second\s+thought|reflection)|oops|whoops|let\s+me\s+correct|"
+    r"correction|sorry|rather|on\s+(?:second\s+thoughts?|reflection)|oops|whoops|let\s+me\s+correct|"
+    r"thinking|having\s+thought|come\s+to\s+think|"
     r"(?:\.\.\.|\u2026)\s*(?:hmm|wait|oh)",
     re.I,
 )
@@ -249,9 +259,11 @@ _THE_ONE = re.compile(
     r"[\s*_`(\[\"']*$",
     re.I,
 )
-#: what may follow a concluded name in its sentence (an end, an aside, a reason), not a predicate (``X gives …``)
+#: what may follow a concluded name in its sentence (an end, an aside, a reason, the end of a LaTeX formula ``$$`` /
+#: ``\]``), not a predicate (``X gives …``)
 _CLAUSE_END = re.compile(
-    r"^[`*_'\")\]]*\s*(?:$|[.!?,;:)\]\u2014\u2013(-]|(?:since|because|as|which|for|here|instead|if|then)\b)", re.I
+    r"^[`*_'\")\]]*\s*(?:$|[.!?,;:)\]\u2014\u2013(-]|\$|\\\]|(?:since|because|as|which|for|here|instead|if|then)\b)",
+    re.I,
 )
 _LIST_GAP = re.compile(r"^[\s,/|*`'\"()\[\]]*(?:(?:and|or|nor|and/or|as\s+well\s+as)\b[\s*`'\"(\[]*)?$", re.I)
 _BARE_LIST = re.compile(
@@ -364,6 +376,21 @@ def _related(qualifier: str, path: str) -> bool:
     return any(p[i : i + len(q)] == q for i in range(len(p) - len(q) + 1)) or q[-1] in p
 
 
+@functools.lru_cache(maxsize=256)
+def _submodule_defines(qualifier: str, owner: str, name: str) -> bool:
+    """``qualifier`` is a standard-library submodule of the gold's owner that defines ``name`` itself
+    (``json.decoder.JSONDecodeError`` for ``json.JSONDecodeError``): the same object through its real module. Only a
+    submodule of a standard-library package the gold names is imported, never a module the reply alone names."""
+    if not qualifier.startswith(owner + ".") or owner.split(".", 1)[0] not in _MODULES:
+        return False
+    try:
+        if importlib.util.find_spec(owner) is None or importlib.util.find_spec(qualifier) is None:
+            return False
+        return getattr(getattr(importlib.import_module(qualifier), name, None), "__module__", None) == qualifier
+    except (ImportError, ValueError, AttributeError):
+        return False
+
+
 def qualifier_agrees(qualifier: str, name: str, ctx: Context) -> bool:
     """A qualifier (``json`` of ``json.dumps``) agrees with the question: it is the owner the gold documents give the
     name (``json.dumps`` -> ``json``), one the question names, or an instance (``agent.run_async``) where the owner is a
@@ -376,7 +403,7 @@ def qualifier_agrees(qualifier: str, name: str, ctx: Context) -> bool:
     owners = [g[: -len(bare) - 1] for g in ctx.gold if g.lower().endswith("." + bare.lower())]
     first = q.split(".", 1)[0]
     if owners:
-        if any(_related(q, o) for o in owners):
+        if any(_related(q, o) or _submodule_defines(q, o, name.rsplit(".", 1)[-1]) for o in owners):
             return True
         module_owner = all(o.rsplit(".", 1)[-1][:1].islower() for o in owners)
         return not module_owner and first not in _MODULES and first not in _TYPES
@@ -442,7 +469,7 @@ def _claims(m: Mention) -> list[Claim]:
             name, qual = _split(m.text.strip().strip("`*"))
             return [Claim(name, qual, "asserted")]
         return []
-    out: list[Claim] = []
+    out: list[Claim] = [Claim(name, "", "defined") for name in cn.overrides]
     for d in cn.decorators:
         out.append(Claim(*_split(d), "asserted"))
     for func, kwargs in cn.calls:
@@ -563,6 +590,10 @@ class _Judge:
                     continue
             if c.role == "value" or (c.role == "caught" and not self.asks_exception):
                 continue  # an ``except`` clause answers only a question about an exception
+            if c.role == "defined" and not (
+                self.asks_method and self.hit(c) and sum(x.role == "defined" for x in cl) == 1
+            ):
+                continue  # the one method the code overrides answers a question about a method, when it is the answer
             if self.hit(c):
                 bare = not any("." in self.ctx.norm(a) for a in self.ctx.accepted)
                 return not (bare and c.qualifier and not qualifier_agrees(c.qualifier, c.name, self.ctx))
@@ -681,6 +712,11 @@ def _mentions(text: str, ctx: Context) -> list[Mention]:
     """The reply's mentions, with the accepted answers' own words (``ans-a``, ``Barack Obama``) added where they
     stand, and plain English uses of an accepted word (``to split``, ``join them``) left out."""
     spotted = {ctx.norm(a) for a in ctx.accepted}
+    classes = {  # a class's name as written, that the question does not name itself
+        a.strip()
+        for a in ctx.accepted
+        if a.strip()[:1].isupper() and not re.search(r"\b" + re.escape(a.strip()) + r"\b", ctx.question)
+    }
     asks_parameter = bool(_ASKS_PARAMETER.search(ctx.question))
     found = [
         m
@@ -690,6 +726,7 @@ def _mentions(text: str, ctx: Context) -> list[Mention]:
         and not (
             m.kind == "spot"
             and not (asks_parameter and _PARAMETER_AFTER.match(text[m.end : m.end + 24]))
+            and m.text not in classes  # ``That's the Session.``: a class's name as written, capital and all
             and (
                 _VERB_USE.search(text, max(0, m.start - 64), m.start)
                 or _VERB_OBJECT.match(text[m.end : m.end + 12])
@@ -713,38 +750,138 @@ def _mentions(text: str, ctx: Context) -> list[Mention]:
         found.sort(key=lambda m: m.start)
         found += _number_words(text, found)
     found.sort(key=lambda m: m.start)
-    return found
+    return _drop_titles(text, found, ctx)
+
+
+#: what joins a description to the code it describes (``**URL-safe Base64 encoding** via `urlsafe_b64encode()` ``)
+_VIA = re.compile(
+    r"^[`*'\")]*\s*(?:via|using|with|through|by\s+calling|,?\s*i\.\s?e\.,?|:|\u2014|\u2013|-)\s*[`*(]*$", re.I
+)
+#: a cited source before its title (``According to **shlex — Simple lexical analysis**``)
+_CITED = re.compile(
+    r"\b(?:according\s+to|as\s+(?:stated|described|documented|explained)\s+in|per|source:?|see)\s*[*`\"']*$", re.I
+)
+
+
+def _drop_titles(text: str, found: list[Mention], ctx: Context) -> list[Mention]:
+    """Phrases of several words set in bold that are not accepted answers are not candidates where they describe the
+    code after them (``**URL-safe Base64 encoding** via `base64.urlsafe_b64encode()` ``) or name a cited document
+    (``According to **shlex — Simple lexical analysis** (Python docs)``)."""
+    out = []
+    for i, m in enumerate(found):
+        if m.kind == "bold" and " " in m.text.strip() and not ctx.is_accepted(m.text) and m.value is None:
+            nxt = found[i + 1] if i + 1 < len(found) else None
+            described = nxt is not None and nxt.kind == "code" and _VIA.match(text[m.end : nxt.start])
+            if described or _CITED.search(text, max(0, m.start - 24), m.start):
+                continue
+        out.append(m)
+    return out
 
 
 _UNITS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen".split()
 _UNITS += ["seventeen", "eighteen", "nineteen"]
 _TENS = {w: 10 * (i + 2) for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())}
-_NUMBER_WORD = re.compile(
-    r"(?<![\w-])(?:(?P<tens>" + "|".join(_TENS) + r")(?:[-\s](?P<unit>" + "|".join(_UNITS[1:10]) + r"))?|"
-    r"(?P<alone>" + "|".join(_UNITS) + r"))(?![\w-])",
-    re.I,
-)
+_SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9}
+_NUMBER_WORD = re.compile(r"(?<![\w-])[A-Za-z]+(?:-[A-Za-z]+)?(?![\w-])")
+#: between two words of one number: a space or hyphen, ``and`` or a comma after ``hundred`` or a scale word (``one
+#: hundred and five``, ``two million, five hundred …``)
+_NUMBER_GAP = re.compile(r"[ \t-]+(?:and[ \t]+)?|,[ \t]+")
+#: ``times ten to the minus nine`` / ``ten to the power of minus nine``: a power of ten spoken
+_TIMES_TEN = re.compile(r"[ \t]+times[ \t]+(?=ten\b)", re.I)
+_TO_THE = re.compile(r"[ \t]+to[ \t]+the[ \t]+(?:power[ \t]+(?:of[ \t]+)?)?(?P<sign>(?:minus|negative)[ \t]+)?", re.I)
+
+
+#: which number word may follow which in one number (``ninety-eight thousand``, ``five hundred sixty``)
+_FOLLOWS = {
+    "unit": ("hundred", "scale"),
+    "tens": ("unit", "hundred", "scale"),
+    "hundred": ("unit", "tens", "scale"),
+    "scale": ("unit", "tens"),
+}
+
+
+def _word_value(word: str) -> tuple[str, int] | None:
+    """``("unit", 7)``, ``("tens", 90)``, ``("hundred", 100)``, ``("scale", 1000)`` or ``None`` (not a number word)."""
+    w = word.lower()
+    if w in _UNITS:
+        return "unit", _UNITS.index(w)
+    if w in _TENS:
+        return "tens", _TENS[w]
+    if "-" in w and w.split("-")[0] in _TENS and w.split("-")[1] in _UNITS[1:10]:
+        return "tens", _TENS[w.split("-")[0]] + _UNITS.index(w.split("-")[1])
+    if w == "hundred":
+        return "hundred", 100
+    if w in _SCALES:
+        return "scale", _SCALES[w]
+    return None
+
+
+def _spoken_number(text: str, at: int) -> tuple[int, int, int] | None:
+    """The number spelled out from ``at`` (``two million, five hundred ninety-eight thousand, nine hundred sixty``):
+    ``(value, words, end)``, or ``None``."""
+    total = current = words = 0
+    last = ""
+    end = at
+    pos = at
+    while True:
+        hit = _NUMBER_WORD.match(text, pos)
+        kind_value = _word_value(hit.group(0)) if hit else None
+        if hit is None or kind_value is None:
+            break
+        kind, value = kind_value
+        if words and kind not in _FOLLOWS[last]:  # ``two three``, ``ninety twenty``: two numbers, not one
+            break
+        last = kind
+        if kind in ("unit", "tens"):
+            current += value
+        elif kind == "hundred":
+            current = (current or 1) * 100
+        else:
+            total += (current or 1) * value
+            current = 0
+        words += 1
+        end = hit.end()
+        gap = _NUMBER_GAP.match(text, end)
+        if gap is None or (("," in gap.group(0) or "and" in gap.group(0)) and kind not in ("hundred", "scale")):
+            break
+        pos = gap.end()
+    return (total + current, words, end) if words else None
 
 
 def _number_words(text: str, found: list[Mention]) -> list[Mention]:
-    """A number written as a word (``Seventy characters.``), for a reply that writes no number in digits; ``one`` alone
-    is left out (``the one you want``)."""
+    """A number written in words (``Seventy characters.``, ``one thousand``, ``two million, five hundred ninety-eight
+    thousand, nine hundred sixty``, ``one times ten to the minus nine``), for a reply that writes no number in digits;
+    ``one`` alone is left out (``the one you want``)."""
     if any(m.value is not None for m in found):
         return []
     out = []
     spans = _Spans(found)
-    for hit in _NUMBER_WORD.finditer(text):
-        if hit.group("alone"):
-            if hit.group("alone").lower() == "one":
-                continue
-            value = _UNITS.index(hit.group("alone").lower())
-        else:
-            unit = hit.group("unit")
-            value = _TENS[hit.group("tens").lower()] + (_UNITS.index(unit.lower()) if unit else 0)
-        if spans.overlaps(hit.start(), hit.end()):
+    pos = 0
+    while True:
+        hit = _NUMBER_WORD.search(text, pos)
+        if hit is None:
+            break
+        spoken = _spoken_number(text, hit.start())
+        if spoken is None:
+            pos = hit.end()
+            continue
+        value: float = spoken[0]
+        words, end = spoken[1], spoken[2]
+        times = _TIMES_TEN.match(text, end)
+        if times or hit.group(0).lower() == "ten":
+            ten_end = _NUMBER_WORD.match(text, times.end()).end() if times else hit.start() + 3  # type: ignore[union-attr]
+            to_the = _TO_THE.match(text, ten_end)
+            power = _spoken_number(text, to_the.end()) if to_the else None
+            if to_the and power:
+                exponent = -power[0] if to_the.group("sign") else power[0]
+                value = (value if times else 1) * 10.0**exponent
+                words, end = words + 2, power[2]
+        pos = end
+        if (words == 1 and hit.group(0).lower() == "one") or spans.overlaps(hit.start(), end):
             continue
         sent = sentence_of(text, hit.start(), default=0)
-        out.append(Mention(str(value), hit.start(), hit.end(), sent, "number", None, float(value)))
+        shown = str(int(value)) if float(value).is_integer() else repr(float(value))
+        out.append(Mention(shown, hit.start(), end, sent, "number", None, float(value)))
     return out
 
 
@@ -757,6 +894,7 @@ def _flag(text: str, found: list[Mention], judge: _Judge | None = None) -> None:
     negation covers the names coordinated with the negated one: ``don't put `tools` or `system_instruction` in``),
     and, for a number question, ``other`` (:func:`_flag_subjects`)."""
     sents = {s.index: s for s in sentences(text)}
+    unknown: set[str] = set()  # names the reply says it does not know: named again, still the unknown subject
     for i, m in enumerate(found):
         sent = sents.get(m.sentence)
         s_start, s_end = (sent.start, sent.end) if sent else (0, len(text))
@@ -764,6 +902,10 @@ def _flag(text: str, found: list[Mention], judge: _Judge | None = None) -> None:
         nxt = found[i + 1].start if i + 1 < len(found) and found[i + 1].sentence == m.sentence else s_end
         before, after = text[max(prev, s_start) : m.start], text[m.end : max(nxt, m.end)]
         if NEG_BEFORE.search(before) and not _DOUBLE_NEG.search(before):
+            m.flags.add("negated")
+            if UNKNOWING_BEFORE.search(before):
+                unknown.add(m.text.lower())
+        elif m.text.lower() in unknown:
             m.flags.add("negated")
         elif (
             i and "negated" in found[i - 1].flags and found[i - 1].sentence == m.sentence and _COORDINATED.match(before)
@@ -793,11 +935,20 @@ _MAY_USE = cue(
 )
 _APPRAISED = cue(
     after(
-        r"\s+(?:(?:looks|seems|sounds|feels|appears)\b|would\s+(?:work|do)\b|could\s+work\b|is\s+tempting\b)"
+        r"\s+(?:(?:looks|seems|sounds|feels|appears)\b|would\s+(?:work|do)\b|could\s+work\b|is\s+tempting\b|"
+        r"(?:does\s+)?exists?\b)"
         r"[^.;!?\n]{0,40}?\bbut\b",
         aside=True,
     )
 )
+#: the ``but`` clause says the name will not do the job (``but … it won't save memory``, ``but it doesn't help``)
+_FAILS_THE_JOB = re.compile(
+    r"\b(?:it|that|this)\s+(?:still\s+)?(?:won'?t|will\s+not|doesn'?t|does\s+not|can'?t|cannot)\s+(?:really\s+)?"
+    r"(?:help|work|save|scale|solve|fix|avoid|do\s+(?:that|this|it))\b",
+    re.I,
+)
+#: another way recommended, named or not (``A better approach is to read them chunk by chunk``)
+_BETTER_WAY = re.compile(r"\b(?:better|simpler|safer|cleaner)\s+(?:approach|way|option|bet|idea|solution)\b", re.I)
 #: the ``but`` clause goes on to recommend something else
 _RECOMMEND = re.compile(
     r"\b(?:(?:wouldn'?t|would\s+not|don'?t|do\s+not|needn'?t)\s+bother|go\s+with|stick\s+(?:with|to)|use|prefer|"
@@ -808,7 +959,9 @@ _RECOMMEND = re.compile(
 
 def _flag_appraised(text: str, found: list[Mention], judge: _Judge) -> None:
     """A name offered and weighed with ``but`` (``You could use X, but …``, ``X looks tempting but …``, ``X would work,
-    but …``) is turned down (``rejected``) when the ``but`` clause, or the sentence after it, recommends another
+    but …``, ``X exists, but …``) is turned down (``rejected``) when the ``but`` clause says it won't do the job (``it
+    won't save memory``; not scoped: ``if …``) and it or the next sentence recommends another way (``A better
+    approach is …``, ``use …``), or when that clause, or the sentence after it, recommends another
     name that is not itself negated (``… I wouldn't bother — sorted(xs)[:10] is simpler. Go with sorted.``, ``…
     Use `string.capwords(s)` instead``); a ``but`` that only adds a note (``but note that it returns a list``) or
     confirms it (``but it is the right call``) leaves it."""
@@ -832,6 +985,11 @@ def _flag_appraised(text: str, found: list[Mention], judge: _Judge) -> None:
             continue
         if re.search(r"\b(?:if|when|unless|only\s+for)\b", window, re.I):
             continue  # another for another situation (``but use `sorted` if the lists are small``)
+        if _FAILS_THE_JOB.search(text, but, max(sentence_end(text, m.sentence), but)) and (
+            _BETTER_WAY.search(window) or _RECOMMEND.search(window)
+        ):
+            m.flags.add("rejected")  # ``X exists, but … it won't save memory. A better approach is …``
+            continue
         for rec in _RECOMMEND.finditer(window):
             at, to = but + rec.start(), but + rec.end()
             if re.search(r"\b(?:not|n't|never)\b", text[max(0, at - 12) : at], re.I):
@@ -1033,13 +1191,15 @@ _TYPED_AFTER = cue(after(r"\s+(?:instances?|objects?|subclass(?:es)?|wrappers?)\
 
 
 def _typed_value(text: str, m: Mention, judge: _Judge) -> bool:
-    """``a `BaseLlm` instance`` (of a question that asks for no class): the kind of value the answer takes or holds,
-    not another answer."""
+    """``a `BaseLlm` instance``, ```BaseToolset` instances`` (of a question that asks for no class): the kind of value
+    the answer takes or holds, not another answer."""
     if _ASKS_CLASS.search(judge.ctx.question):
         return False
-    return bool(
-        _TYPED_BEFORE.search(text[max(0, m.start - 12) : m.start]) and _TYPED_AFTER.match(text[m.end : m.end + 20])
-    )
+    typed = _TYPED_AFTER.match(text[m.end : m.end + 20])
+    if typed is None:
+        return False
+    plural = re.search(r"(?:instances|objects|subclasses|wrappers)$", typed.group(0))  # ```BaseTool` instances``
+    return bool(plural or _TYPED_BEFORE.search(text[max(0, m.start - 12) : m.start]))
 
 
 _REPL = re.compile(r"^\s*(?:>>>|\.\.\.|In \[\d+\]:|\$ )")
@@ -1061,7 +1221,7 @@ def _code_line(text: str, pos: int) -> bool:
     return False
 
 
-_JOINED = re.compile(r"[`*'\")\]]*\s*(?:,|,?\s*(?:or|and))\s*[`*'\"(\[]*")
+_JOINED = re.compile(r"[`*'\")\]]*\s*(?:,|,?\s*(?:or|and|ou|o|oder|et|y|und))\s*[`*'\"(\[]*")
 
 
 def _call_arguments(code: str) -> set[str]:
@@ -1088,21 +1248,23 @@ def _examples(text: str, answer: Mention, found: list[Mention]) -> set[int]:
 #: a name the reply tells the user to adjust (``tune `rel_tol` or `abs_tol` ``): a setting of the answer
 _SETTING_BEFORE = cue(
     before(
-        r"\b(?:adjust|tweak|tune|set|change|raise|lower|increase|decrease|override|configure)\s+(?:the\s+)?",
+        r"\b(?:adjust|tweak|tune|set|change|raise|lower|increase|decrease|override|configure|ajuster|r\u00e9gler|"
+        r"modifier|ajustar|cambiar|anpassen|optionally(?:\s+(?:with|pass(?:ing)?|set(?:ting)?))?)\s+(?:the\s+)?",
         end=r"[`*'\"]*",
     )
 )
 
 
 def _settings(text: str, found: list[Mention]) -> set[str]:
-    """The names the reply presents as settings to adjust (``adjust `rel_tol` or `abs_tol` if …``), with the names
+    """The names the reply presents as settings to adjust (``adjust `rel_tol` or `abs_tol` if …``, ``optionally with
+    `rel_tol` or `abs_tol` ``, ``ajuster `rel_tol` ou `abs_tol` ``), with the names
     joined to them: parameters of the answer wherever they come again (``use `abs_tol` near zero``)."""
     out: set[str] = set()
     prev: Mention | None = None
     for m in found:
         gap = text[prev.end if prev is not None else 0 : m.start]
         joined = prev is not None and prev.text in out and prev.sentence == m.sentence and _JOINED.fullmatch(gap)
-        if m.code is not None and not m.code.calls and (_SETTING_BEFORE.search(gap) or joined):
+        if m.code is not None and not m.code.calls and "." not in m.text and (_SETTING_BEFORE.search(gap) or joined):
             out.add(m.text)
         prev = m
     return out
@@ -1130,6 +1292,28 @@ def _another_job(text: str, m: Mention, judge: _Judge) -> bool:
     task = purpose.string[purpose.start("verb") : purpose.end("task")]
     words = re.sub(r"`[^`]*`|[\w.]*[._][\w.]*|\b[a-z]+[A-Z]\w*", " ", judge.ctx.question)  # the question's names aside
     return not set(_stems(task)) & set(_stems(words))
+
+
+#: a second value stated for the same thing: superseding it (``is now 3000``, ``you'll see 3000``) or hedged
+#: (``it can be 10000``)
+_VALUE_AGAIN = re.compile(
+    r"\b(?:(?:is|are|it'?s|becomes?)\s+now|now\s+(?:is|are)|(?:can|could|may|might)\s+(?:also\s+|even\s+)?be|"
+    r"you(?:'ll|\s+will|\s+would|'d)\s+(?:see|get)|(?:is|are)\s+(?:actually|really|instead))"
+    r"(?:\s+(?:about|around|roughly|up\s+to))?[\s*`_]*$",
+    re.I,
+)
+#: a clause about setting the value, where a number is what the user sets (``you can raise it so it can be 10000``)
+_SETS_VALUE = re.compile(r"\b(?:set|raise|increase|lower|decrease|change|adjust|bump|override|pass)\w*\b", re.I)
+
+
+def _other_value(text: str, window: str, m: Mention) -> bool:
+    """For a number question: ``m``, a later number than the answer, is given as the value again (``usually 1000, but
+    on some systems it can be 10000``, ``… is now 3000``), in a sentence that does not set it (``raise it to …``,
+    ``… if you set it``)."""
+    if not _VALUE_AGAIN.search(window):
+        return False
+    sent = _sentence(text, m.sentence)
+    return not _SETS_VALUE.search(sent.text if sent is not None else window)
 
 
 def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> Reading | None:
@@ -1184,6 +1368,7 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
             and m.kind == "code"
             and not judge.ctx.numeric
             and not _DUNDER.fullmatch(m.text)
+            and m.text.strip("`*()") not in _CONSTANTS  # ``returns the agent or `None` ``: a value, not an API name
         ):
             prev = spans.prev_end(m.start)
             if _ALT_CUE.search(text[max(prev, answer.end) : m.start]):  # ``X, or maybe just `a + b` ``
@@ -1199,7 +1384,14 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
             alone = sent is not None and sent.text.strip(" .?!") == m.text
             if alone and _code_line(text, m.start):
                 continue  # ``    out.write(line)`` in an indented block, a REPL's printed result: a use of the answer
+            if judge.ctx.numeric and _other_value(text, window, m):
+                names = [judge.label(answer), judge.label(m)]
+                return Reading(
+                    None, "alternatives", f"alternatives: after {names[0]!r} the reply gives {names[1]!r} as the value"
+                )
             offered = _ALT_AFTER.match(text[m.end : m.end + 80])  # ``though `fill` might also be what you mean``
+            if offered and sent is not None and _IN_THAT_CASE.match(text[m.end : sent.end]):
+                continue  # ``and if one copy runs far ahead, `list()` may be simpler in that case``: another situation
             if _ALT_CUE.search(window) or offered or (alone and m.sentence != answer.sentence):
                 names = [judge.label(answer), judge.label(m)]
                 return Reading(None, "alternatives", f"alternatives: after {names[0]!r} the reply offers {names[1]!r}")

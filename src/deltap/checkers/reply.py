@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import collections
 import functools
 import json
 import re
@@ -64,7 +65,8 @@ BUILTINS = frozenset(
 
 
 def clean_reply(reply: str | None) -> str:
-    """The reply without chat-template residue and reasoning blocks, cut at the first end-of-turn token."""
+    """The reply without chat-template residue and reasoning blocks, cut at the first end-of-turn token, without the
+    unfinished repeat a repetition loop was cut off in."""
     text = reply or ""
     text = _THINK.sub("", text)
     text = _START_TOKENS.sub("", text)
@@ -72,7 +74,26 @@ def clean_reply(reply: str | None) -> str:
     if end:
         text = text[: end.start()]
     text = _ROLE.sub("", text, count=1)
-    return text.strip()
+    return _drop_cut_repeat(text.strip())
+
+
+#: a sentence's end (the last one before an unfinished tail)
+_SENTENCE_END = re.compile(r"[.!?][ \t\n]+")
+
+
+def _drop_cut_repeat(text: str) -> str:
+    """A repetition loop cut off by the token limit (``The answer is X. The answer is X. The answer is it``): an
+    unfinished last sentence that begins an earlier sentence again word for word is the loop, not something new."""
+    if text[-1:] in ".!?`)]\"'*":
+        return text
+    end = collections.deque(_SENTENCE_END.finditer(text), maxlen=1).pop() if _SENTENCE_END.search(text) else None
+    if end is None or "\n" in text[end.end() :]:
+        return text
+    tail = text[end.end() :]
+    head = text[: end.start() + 1]
+    if len(tail) >= 8 and re.search(r"(?:\A|[.!?\n]\s*)" + re.escape(tail), head):
+        return head
+    return text
 
 
 #: the tools an agent ends its turn with (``final_answer``, ReAct's ``Final Answer``, ``submit_answer``, ``finish``)
@@ -147,8 +168,27 @@ def _json_answer(text: str) -> str | None:
         for key in _JSON_KEYS:
             if _scalar(obj.get(key)) is not None:
                 return _scalar(obj.get(key))
-        return _tool_answer(obj)
+        return _tool_answer(obj) or _role_value(obj)
     return None
+
+
+#: a JSON key that names the answer's role: a role word alone or after a word that singles the answer out
+#: (``required_parameter``, ``method``, ``correct_function``, ``default_value``, ``result``; not a configuration
+#: field such as ``agent_class``)
+_ROLE_KEY = re.compile(
+    r"^(?:(?:required|mandatory|correct|right|recommended|expected|best|answer|default|final)[_\s-]?)?"
+    r"(?:answer|result|parameter|param|argument|arg|kwarg|method|function|func|class|decorator|exception|"
+    r"default|value)s?$",
+    re.I,
+)
+
+
+def _role_value(obj: dict[str, object]) -> str | None:
+    """Structured output with a key that names the answer's role (``{"required_parameter": "name", "type": "str"}``):
+    the first such key's value; not a tool call (an object with arguments)."""
+    if any(k in obj for k in _TOOL_ARGS_KEYS) or not obj:
+        return None
+    return next((_scalar(v) for k, v in obj.items() if _ROLE_KEY.search(k) and _scalar(v) is not None), None)
 
 
 #: an agent's final answer written as a tool call in code or markup: ``final_answer("X")`` (smolagents),
@@ -205,6 +245,15 @@ def declared_answer(text: str) -> str | None:
 # -- numbers -------------------------------------------------------------------------------------------------------
 
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+_SUPERSCRIPT = str.maketrans("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207b\u207a", "0123456789-+")
+#: a power of ten as written in prose (``10⁻⁹``, ``1 × 10⁻⁹``, ``10^-9``, ``10**-9``)
+_POWER = (
+    r"(?:\d+(?:\.\d+)?\s*[\u00d7x\u00b7*]\s*)?10(?:[\u207b\u207a]?[\u2070\u00b9\u00b2\u00b3\u2074-\u2079]+|"
+    r"(?:\^|\*\*)[-+]?\d+)(?![\w.]*\w)"
+)
+_POWER_PARTS = re.compile(r"(?:(?P<m>\d+(?:\.\d+)?)\s*[\u00d7x\u00b7*]\s*)?10(?:\^|\*\*)?(?P<e>[-+]?\d+)")
+#: a decimal comma (``0,6``: one or two digits after the comma; three group thousands)
+_DECIMAL_COMMA = re.compile(r"[-+]?\d+,\d{1,2}")
 _GROUPED = re.compile(
     r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[-+]?\d{1,3}(?:[ \u00a0\u202f\u2009]\d{3})+(?:\.\d+)?|[-+]?\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?"
 )
@@ -212,8 +261,13 @@ _GROUPED = re.compile(
 
 def number_value(text: str) -> float | None:
     """``text`` as a number (``0.60``, ``1e-9``, ``2,598,960``, ``2 598 960``, ``2.598.960``: dots grouping digits
-    twice or more, as in German), else ``None``."""
+    twice or more, as in German; a decimal comma ``0,6``; a power of ten ``10⁻⁹``, ``1 × 10^-9``), else ``None``."""
     s = text.strip().strip("`*'\"").rstrip(".,;:!?")
+    power = _POWER_PARTS.fullmatch(s.translate(_SUPERSCRIPT))
+    if power and re.fullmatch(_POWER, s):
+        return float(power.group("m") or 1) * 10.0 ** int(power.group("e"))
+    if _DECIMAL_COMMA.fullmatch(s):
+        return float(s.replace(",", "."))
     if _GROUPED.fullmatch(s):
         if s.count(".") >= 2:  # ``2.598.960`` / ``1.234.567,5``: dots group, a comma marks the decimals
             s = s.replace(".", "").replace(",", ".")
@@ -246,6 +300,8 @@ class CodeNames:
         caught: The exception classes ``except`` clauses catch.
         commented: ``(keyword, comment)`` of a keyword argument on a line of its own that carries a comment
             (``    after_agent_callback=log,  # runs after run_async``).
+        overrides: Methods defined in the body of a class that has a base class (``class P(BasePlugin): async def
+            before_agent_callback(…)``): the methods the code overrides.
     """
 
     calls: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
@@ -257,6 +313,7 @@ class CodeNames:
     annotations: list[str] = field(default_factory=list)
     caught: list[str] = field(default_factory=list)
     commented: list[tuple[str, str]] = field(default_factory=list)
+    overrides: list[str] = field(default_factory=list)
 
     def empty(self) -> bool:
         return not (self.calls or self.decorators or self.imports or self.assigned or self.names or self.annotations)
@@ -313,6 +370,12 @@ class _Visitor(ast.NodeVisitor):
                 self.out.kwarg_values += [(k.arg, _literal(k.value)) for k in d.keywords if k.arg]
                 for a in [*d.args, *(k.value for k in d.keywords)]:
                     self.visit(a)
+        if isinstance(node, ast.ClassDef) and node.bases:
+            self.out.overrides += [
+                f.name
+                for f in node.body
+                if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef) and not f.name.startswith("_")
+            ]
         for stmt in node.body:
             self.visit(stmt)
 
@@ -520,7 +583,9 @@ _TOKEN = re.compile(
     r"|\*\*`(?P<boldcode>[^`\n]+)`\*\*"
     r"|`(?P<bt>[^`\n]+)(?:`|$)"
     r"|\*\*(?P<bold>[^*\n]+?)\*\*"
-    r"|(?P<num>(?<![\w.])[-+]?(?:\d{1,3}(?:\.\d{3}){2,}(?![\d.]*\d)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:[\u00a0\u202f\u2009 ]\d{3})+(?![\d.])|"
+    r"|(?P<num>(?<![\w.])[-+]?(?:"
+    + _POWER
+    + r"|\d+,\d{1,2}(?![\d,])|\d{1,3}(?:\.\d{3}){2,}(?![\d.]*\d)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:[\u00a0\u202f\u2009 ]\d{3})+(?![\d.])|"
     r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)(?![\w.]*\w))"
     r"|(?P<ident>@?[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*(?:\([^()\n]*\))?)",
     re.S,

@@ -82,6 +82,9 @@ SETS = (
     "fresh11",
     "fresh12",
     "fresh13",
+    "fresh14",
+    "fresh15",
+    "fresh16",
     "classes",
     "attacks",
     "attacks2",
@@ -136,6 +139,15 @@ CORPUS = [
     # fresh13: blind, 5/86, 1/79; the lead read three kinds (3 left: a number before its derivation, a commented
     # keyword argument, "→ A" after code), session 13 (grader7) the other three: 0
     pytest.param("fresh13", 86, 79, 0, id="fresh13"),
+    # fresh14 (session 13): hosted frontier chat models, R1 <think> blocks; blind, 6/95, 4/76 on session 12's final
+    # rules, 6/95, 4/76 on grader7's; session 13 (grader8) read its kinds: 0
+    pytest.param("fresh14", 95, 76, 0, id="fresh14"),
+    # fresh15 (session 13): small local models (loops, cut-offs, template residue); blind, 5/85, 1/83 on session 12's
+    # final rules, 4/85, 1/83 on grader7's; session 13 (grader8) read its kinds: 0
+    pytest.param("fresh15", 85, 83, 0, id="fresh15"),
+    # fresh16 (session 13): products wrapping a model (IDE, terminal, RAG, agents, voice, JSON, other languages);
+    # blind, 9/92, 2/79 on session 12's final rules, 8/92, 2/79 on grader7's; session 13 (grader8) read its kinds: 0
+    pytest.param("fresh16", 92, 79, 0, id="fresh16"),
     # classes (session 11): the four kinds of fresh3's misses, labelled before their rules
     pytest.param("classes", 29, 36, 0, id="classes"),
     # attacks (session 11): replies that look like those kinds but go the other way, labelled before the rules;
