@@ -380,8 +380,11 @@ def _related(qualifier: str, path: str) -> bool:
 def _submodule_defines(qualifier: str, owner: str, name: str) -> bool:
     """``qualifier`` is a standard-library submodule of the gold's owner that defines ``name`` itself
     (``json.decoder.JSONDecodeError`` for ``json.JSONDecodeError``): the same object through its real module. Only a
-    submodule of a standard-library package the gold names is imported, never a module the reply alone names."""
+    submodule of a standard-library package the gold names is imported, never a module the reply alone names, and
+    never a private one (``unittest.__main__`` would run the tests and exit)."""
     if not qualifier.startswith(owner + ".") or owner.split(".", 1)[0] not in _MODULES:
+        return False
+    if any(part.startswith("_") for part in qualifier.split(".")):
         return False
     try:
         if importlib.util.find_spec(owner) is None or importlib.util.find_spec(qualifier) is None:

@@ -1053,3 +1053,13 @@ def test_the_rule_tables_keep_every_example() -> None:
     assert len(ids) >= 99 + 35 + 44 + 25 + 13 + 12 + 7 + 8 + 8 + 18 and len(option_ids) >= 25 + 8 + 6 + 10 + 4
     assert len(ids) >= 290 + 46 and len(option_ids) >= 58 + 3  # the tables at session 13 (grader7), + grader8's rows
     assert len(set(ids)) == len(ids) and len(set(option_ids)) == len(option_ids)
+
+
+def test_a_private_submodule_is_never_imported_to_check_a_qualifier() -> None:
+    """``unittest.__main__`` would run the test runner and exit the process: a private or dunder submodule is never
+    imported, so it never counts as the gold's real module (the lead, session 13)."""
+    from deltap.checkers.grader import _submodule_defines
+
+    assert not _submodule_defines("unittest.__main__", "unittest", "main")
+    assert not _submodule_defines("json._private", "json", "JSONDecodeError")
+    assert _submodule_defines("json.decoder", "json", "JSONDecodeError")
