@@ -104,6 +104,8 @@ _DOUBLE_NEG = cue(
 _TEMPTED = cue(
     before(
         r"\b(?:(?:might|may|could|would)\s+(?:be\s+tempted\s+to\s+(?:use|call|reach\s+for)|reach\s+for|think\s+of|"
+        # ``You might think it's `X`, but …`` (session 13, grader9)
+        r"(?:think|expect|assume|guess)\s+(?:that\s+)?(?:it's|it\s+is|it\s+would\s+be|it'd\s+be|the\s+answer\s+is)|"
         r"want\s+to\s+(?:use|call))|(?:it's|it\s+is)\s+tempting\s+to\s+(?:use|call|reach\s+for))",
         words=2,
     )
@@ -140,7 +142,7 @@ _ANSWER_CUE = cue(
     before(
         r"\b(?:(?:the\s+)?(?:right|correct|best|proper|real)\s+(?:choice|answer|one|function|method|class|option|tool|"
         r"parameter|argument)\s+(?:here\s+)?(?:is|would\s+be)|(?:the\s+)?answer\s+is|you\s+(?:want|need)|what\s+you\s+"
-        r"(?:want|need)\s+is|(?:one|function|method|class|parameter)\s+you\s+want\s+(?:here\s+)?is|"
+        r"(?:want|need)(?:\s+(?:in|here|for|to|with|now)\b[^.;:\n`*]{0,40}?)?\s+is|(?:one|function|method|class|parameter)\s+you\s+want\s+(?:here\s+)?is|"
         # ``The model parameter is called `llm```: the name it is called by (session 13)
         r"\b(?:is|are)\s+(?:called|named))",
         end=r"\W*",
@@ -265,7 +267,9 @@ _CLAUSE_END = re.compile(
     r"^[`*_'\")\]]*\s*(?:$|[.!?,;:)\]\u2014\u2013(-]|\$|\\\]|(?:since|because|as|which|for|here|instead|if|then)\b)",
     re.I,
 )
-_LIST_GAP = re.compile(r"^[\s,/|*`'\"()\[\]]*(?:(?:and|or|nor|and/or|as\s+well\s+as)\b[\s*`'\"(\[]*)?$", re.I)
+_LIST_GAP = re.compile(
+    r"^[\s,/|*`'\"()\[\]]*(?:(?:(?:and|or|nor|and/or|as\s+well\s+as)\b|(?<=\s)[&+](?=\s))[\s*`'\"(\[]*)?$", re.I
+)
 _BARE_LIST = re.compile(
     r"[`*'\"]*[\w.-]+[`*'\"]*(?:\s*(?:,|/|\bor\b|\band\b|\bnor\b)\s*[`*'\"]*[\w.-]+[`*'\"]*)+[.!?]?"
 )
@@ -898,6 +902,7 @@ def _flag(text: str, found: list[Mention], judge: _Judge | None = None) -> None:
     and, for a number question, ``other`` (:func:`_flag_subjects`)."""
     sents = {s.index: s for s in sentences(text)}
     unknown: set[str] = set()  # names the reply says it does not know: named again, still the unknown subject
+    turned_down: dict[str, int] = {}  # names turned down, with their sentence: named again there, still turned down
     for i, m in enumerate(found):
         sent = sents.get(m.sentence)
         s_start, s_end = (sent.start, sent.end) if sent else (0, len(text))
@@ -925,6 +930,9 @@ def _flag(text: str, found: list[Mention], judge: _Judge | None = None) -> None:
             m.flags.add("contrasted")
         if REJECT_AFTER.match(after) or (_TEMPTED.search(before) and _BUT_AFTER.match(after)):
             m.flags.add("rejected")
+            turned_down[m.text.strip("`*()").lower()] = m.sentence
+        elif turned_down.get(m.text.strip("`*()").lower()) == m.sentence and not _ANSWER_CUE.search(before):
+            m.flags.add("rejected")  # ``You might think it's `X`, but X is really about …``: the reason, not an answer
     if judge is not None:
         _flag_appraised(text, found, judge)
     if judge is not None and judge.ctx.numeric:
@@ -1319,6 +1327,25 @@ def _other_value(text: str, window: str, m: Mention) -> bool:
     return not _SETS_VALUE.search(sent.text if sent is not None else window)
 
 
+#: ``either … or call `X` `` / ``X, or … yourself``: the answer is one side of an ``or``
+_OR_BEFORE = re.compile(r"\bor\s+(?:(?:just|simply|else)\s+)?(?:[\w-]+\s+){0,2}[`*'\"]*$", re.I)
+_OR_AFTER = re.compile(r"^[^.;!?\n]{0,40}?(?:,\s*|\s+)or\b", re.I)
+
+
+def _one_of_two_ways(text: str, sent: Sentence, answer: Mention, found: list[Mention], judge: _Judge) -> bool:
+    """The answer is one side of an ``or`` whose other side names no answer, and the reply then says the two are
+    equal (``You can either wrap it in double quotes yourself, or call `shlex.quote(name)`; both give you …, so use
+    whichever you prefer``): a way offered beside another, not the answer (session 13, grader9)."""
+    joined = _OR_BEFORE.search(text[sent.start : answer.start]) or _OR_AFTER.match(text[answer.end : sent.end])
+    if not joined:
+        return False
+    if any(m is not answer and m.sentence == answer.sentence and judge.matches(m) is not None for m in found):
+        return False  # the other side names a candidate: weighed as a name (:func:`_equal_alternative`)
+    rest = text[answer.end : sentence_end(text, answer.sentence, 1)]
+    equal = EITHER.search(rest)
+    return bool(equal) and not _DOWNGRADE.search(rest[equal.end() :])  # ``both work, but X is safer``: a pick
+
+
 def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> Reading | None:
     """``several`` / ``alternatives`` when another answer is joined to the answer or offered after it (names given as
     examples of it, and the settings the reply tells the user to adjust, aside)."""
@@ -1333,6 +1360,12 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
         if len(names) >= 2:
             return Reading(None, "several", f"several: a list of {len(names)} candidates {names[:6]}", tuple(names))
     sent = _sentence(text, answer.sentence)
+    if sent is not None and _one_of_two_ways(text, sent, answer, found, judge):
+        return Reading(
+            None,
+            "alternatives",
+            f"alternatives: the reply offers {judge.label(answer)!r} as one of two ways, either equally good",
+        )
     if sent is not None and _BARE_LIST.fullmatch(sent.text.strip()) and number_value(sent.text) is None:
         items = [w for w in re.split(r"\s*(?:,|/|\bor\b|\band\b|\bnor\b)\s*", sent.text.strip(" .!?")) if w]
         if len({judge.ctx.norm(w) for w in items}) >= 2:
@@ -1362,7 +1395,9 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
             continue  # ``it takes a name string or a `BaseLlm` instance``: what the answer takes, not another answer
         a, b = (answer, m) if answer.start < m.start else (m, answer)
         second = verdict is not None or (m.code is not None and not judge.ctx.numeric)
-        if m.sentence == answer.sentence and _LIST_GAP.match(text[a.end : b.start]) and second:
+        gap = text[a.end : b.start]
+        joined = _LIST_GAP.match(gap) and not (judge.ctx.numeric and "+" in gap)  # ``name + description``, not a sum
+        if m.sentence == answer.sentence and joined and second:
             names = [judge.label(answer), m.text]  # a restated name in a list is still a second answer
             return Reading(None, "several", f"several: the reply names {names} together", tuple(names))
         if (

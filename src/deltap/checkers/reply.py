@@ -74,7 +74,29 @@ def clean_reply(reply: str | None) -> str:
     if end:
         text = text[: end.start()]
     text = _ROLE.sub("", text, count=1)
-    return _drop_cut_repeat(text.strip())
+    return _drop_letter_frame(_drop_cut_repeat(text.strip()))
+
+
+#: a letter's greeting line (``Hi Priya,``, ``Hello,``, ``Dear team,``) at the start of a reply
+_GREETING = re.compile(r"\A(?:hi|hello|hey|dear|good\s+(?:morning|afternoon|evening))\b[^\n`()=:]{0,40}[,!]?[ \t]*\n", re.I)
+#: a letter's sign-off at the end of a reply: a closing line (``Best regards,``, ``Cheers,``, ``Thanks,``) and up to
+#: three short lines of names (``Marcus``, ``R.``, ``Python Support Team``) with no code in them
+_SIGN_OFF = re.compile(
+    r"\n[ \t]*(?i:(?:best|kind|warm|warmest|many)\s+(?:regards|wishes|thanks)|regards|cheers|thanks(?:\s+again)?|"
+    r"thank\s+you|best|sincerely|yours(?:\s+(?:truly|sincerely))?|all\s+the\s+best|take\s+care)[ \t]*[,!.]?[ \t]*"
+    r"(?:\n[ \t]*[A-Z][a-z'-]*\.?(?:[ \t]+[A-Z][a-z'-]*\.?){0,3}[ \t]*){1,3}\Z"
+)
+
+
+def _drop_letter_frame(text: str) -> str:
+    """An e-mail's frame is not part of its answer: the greeting (``Hi Priya,``) and the sign-off with the sender's
+    name (``Cheers,\\nR.``, ``Best regards,\\nMarcus\\nPython Support Team``) name people, not alternatives."""
+    signed = _SIGN_OFF.search(text)
+    if signed is None:
+        return text
+    body = text[: signed.start()]
+    greeting = _GREETING.match(body)
+    return body[greeting.end() :].strip() if greeting else body.strip()
 
 
 #: a sentence's end (the last one before an unfinished tail)
