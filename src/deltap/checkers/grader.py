@@ -1343,7 +1343,9 @@ def _one_of_two_ways(text: str, sent: Sentence, answer: Mention, found: list[Men
         return False  # the other side names a candidate: weighed as a name (:func:`_equal_alternative`)
     rest = text[answer.end : sentence_end(text, answer.sentence, 1)]
     equal = EITHER.search(rest)
-    return bool(equal) and not _DOWNGRADE.search(rest[equal.end() :])  # ``both work, but X is safer``: a pick
+    if equal is None:
+        return False
+    return not _DOWNGRADE.search(rest[equal.end() :])  # ``both work, but X is safer``: a pick
 
 
 def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> Reading | None:

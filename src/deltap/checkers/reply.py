@@ -74,11 +74,18 @@ def clean_reply(reply: str | None) -> str:
     if end:
         text = text[: end.start()]
     text = _ROLE.sub("", text, count=1)
+    text = _OUT_PROMPT.sub(r"\1Out:", text)  # Jupyter's ``Out[3]:`` counts cells, it is no value
     return _drop_letter_frame(_drop_cut_repeat(text.strip()))
 
 
+#: a Jupyter output prompt (``Out[3]:``)
+_OUT_PROMPT = re.compile(r"^([ \t]*)Out\[\d+\]:", re.M)
+
+
 #: a letter's greeting line (``Hi Priya,``, ``Hello,``, ``Dear team,``) at the start of a reply
-_GREETING = re.compile(r"\A(?:hi|hello|hey|dear|good\s+(?:morning|afternoon|evening))\b[^\n`()=:]{0,40}[,!]?[ \t]*\n", re.I)
+_GREETING = re.compile(
+    r"\A(?:hi|hello|hey|dear|good\s+(?:morning|afternoon|evening))\b[^\n`()=:]{0,40}[,!]?[ \t]*\n", re.I
+)
 #: a letter's sign-off at the end of a reply: a closing line (``Best regards,``, ``Cheers,``, ``Thanks,``) and up to
 #: three short lines of names (``Marcus``, ``R.``, ``Python Support Team``) with no code in them
 _SIGN_OFF = re.compile(

@@ -993,6 +993,35 @@ GRADER8_OPTION_KINDS = [
     ("thinking-again-same", CASE, FILL, "B", "I'd go with B. Thinking about it again: yes, B.", "pass"),
     ("thinking-again-to-key", CASE, FILL, "B", "I'd go with A — although, thinking about it again, the string is wanted. Final answer: B.", "pass"),
 ]
+GROUP_Q = Case("gb", "Which itertools class returns consecutive keys and groups from an iterable?", ("itertools.groupby",))
+LRU_Q = Case("lr", "What is the default maxsize of functools.lru_cache?", ("functools.lru_cache",))
+# session 13 (grader9): the kinds of fresh17-19's misses, written with the rules by their author (counted apart)
+GRADER9_IDENTIFIER_KINDS = [
+    # an e-mail's greeting and sign-off name people, not alternatives
+    ("sign-off-name", RUN_Q, "Runner", "Hi team,\n\nThe entry point is the Runner class.\n\nThanks,\nMei", "pass"),
+    ("sign-off-initial", TEE_Q, "tee", "Hello,\n\nitertools.tee(it, 2) does it.\n\nCheers,\nR.", "pass"),
+    ("sign-off-two-lines", MERGE_Q, "merge", "Hi Priya,\n\nUse heapq.merge.\n\nBest regards,\nMarcus\nPython Support Team", "pass"),
+    ("sign-off-wrong", MERGE_Q, "merge", "Hi Priya,\n\nUse sorted().\n\nBest regards,\nMarcus", "fail"),
+    ("sign-off-code-line-kept", MERGE_Q, "merge", "Use heapq.merge.\n\nThanks,\nheapq.nsmallest", "fail"),
+    # names joined by ``+`` / ``&`` are a list
+    ("plus-joined", AGENT_Q, "name", "`name` + `description` are both required", "fail"),
+    ("amp-joined", AGENT_Q, "name", "`name` & `description`", "fail"),
+    ("plus-english", AGENT_Q, "name", "Pass `name` + an instruction string.", "pass"),
+    # a name you might think of, turned down with ``but``, and named again in the same sentence: still turned down
+    ("might-think-but-again", GROUP_Q, "groupby", "You might think it's `groupby`, but groupby needs sorted input. What you want here is `itertools.batched`.", "fail"),
+    ("might-think-no-but", GROUP_Q, "groupby", "You'd think it's something fancy, but it is just `groupby`.", "pass"),
+    # ``Actually wait`` takes the answer back
+    ("actually-wait", LRU_Q, "128", "128. Actually wait — the default changed, so it is effectively None. Yeah, None.", "fail"),
+    ("wait-note", LRU_Q, "128", "128. Wait — only when you call it with parentheses.", "pass"),
+    # ``either one``, ``whichever you prefer``, ``both give …`` make two ways equal; ``not 100% sure`` disclaims
+    ("either-one-dash", TEE_Q, "tee", "Probably `itertools.tee`, though you could also just do `copy.copy(it)`, so either one — I'm not sure.", "fail"),
+    ("one-of-two-ways", QUOTE_Q, "quote", "Either wrap it in double quotes yourself, or call `shlex.quote(name)`; both give you one argument, so use whichever you prefer.", "fail"),
+    ("one-of-two-ways-picked", QUOTE_Q, "quote", "Use `shlex.quote(name)` or do it by hand; both work, but quote is safer.", "pass"),
+    ("not-100-sure", TEE_Q, "tee", "I'm not 100% sure, but `itertools.tee`.", "fail"),
+    # Jupyter's ``Out[3]:`` counts cells
+    ("jupyter-out", HANDS_Q, "2598960", "```python\ncomb(52, 5)\n```\nOut[3]: `2598960`", "pass"),
+    ("jupyter-out-wrong", HANDS_Q, "2598960", "Out[3]: `2598961`", "fail"),
+]
 # fmt: on
 
 
@@ -1014,6 +1043,7 @@ IDENTIFIER_RULES = {
     "grader7-fallback": GRADER7_FALLBACK,
     "grader8": GRADER8_IDENTIFIER_KINDS,
     "grader8-after": GRADER8_AFTER_RULES,
+    "grader9": GRADER9_IDENTIFIER_KINDS,
 }
 OPTION_RULES = {
     "s10": OPTION_RULES_S10,
