@@ -855,11 +855,21 @@ def _spoken_number(text: str, at: int) -> tuple[int, int, int] | None:
     return (total + current, words, end) if words else None
 
 
+#: a number in digits that a reply sets aside at once (``not 72``, ``not the 80 of …``) or that completes a name
+#: (``PEP 8``): beside it, a number in words is still read (``It's seventy characters … not 72 like PEP 8 …``)
+_NOT_THIS_NUMBER = re.compile(r"\bnot\s+(?:the\s+|an?\s+)?[`*]*$", re.I)
+
+
+def _aside_number(text: str, m: Mention) -> bool:
+    before = text[max(0, m.start - 20) : m.start]
+    return bool(_NOT_THIS_NUMBER.search(before) or _NUMBERED_NAME.search(before))
+
+
 def _number_words(text: str, found: list[Mention]) -> list[Mention]:
     """A number written in words (``Seventy characters.``, ``one thousand``, ``two million, five hundred ninety-eight
     thousand, nine hundred sixty``, ``one times ten to the minus nine``), for a reply that writes no number in digits;
     ``one`` alone is left out (``the one you want``)."""
-    if any(m.value is not None for m in found):
+    if any(m.value is not None and not _aside_number(text, m) for m in found):
         return []
     out = []
     spans = _Spans(found)
@@ -896,6 +906,31 @@ def _number_words(text: str, found: list[Mention]) -> list[Mention]:
 _COORDINATED = cue(after(r"\s*,?\s*(?:or|nor|and|and/or)\s+[`*'\"(\[]*$"))
 
 
+#: ``without actually inserting: `X` ``: the negation qualifies the task, the colon then gives the name
+_NEG_THEN_COLON = re.compile(r"\b(?:without|instead\s+of|rather\s+than)\s+(?:[\w-]+\s+){0,3}[\w-]+\s*:\s*[`*'\"]*$", re.I)
+
+
+#: a name that a number completes (``PEP 8``, ``Python 3.9``, ``RFC 2822``, ``version 3``, ``UTF-8``)
+_NUMBERED_NAME = re.compile(
+    r"(?:\b(?:PEP|RFC|ISO|UTF|IPv|HTTP|ES|Py)|(?i:\b(?:python|version|release|issue|chapter|section|step)))[ \t-]?$"
+)
+
+
+_KEYWORD_VALUE = re.compile(r"[`*]*([A-Za-z_]\w*)\s*=\s*[^=\s`*]+[`*]*")
+
+
+def _flag_other_settings(found: list[Mention], judge: _Judge) -> None:
+    """A number question: beside a value given with the keyword the question names (``cutoff=0.6``), a value given
+    with another keyword (``(and `n=3`)``) is another setting's, not a second answer (session 13, grader9)."""
+    asked = set(re.findall(r"\w+", judge.ctx.question.lower()))
+    keyed = [(m, k.group(1).lower()) for m in found if judge.matches(m) is not None and (k := _KEYWORD_VALUE.fullmatch(m.text))]
+    if not any(kw in asked for _, kw in keyed):
+        return
+    for m, kw in keyed:
+        if kw not in asked:
+            m.flags.add("other")
+
+
 def _flag(text: str, found: list[Mention], judge: _Judge | None = None) -> None:
     """Mark each mention ``negated`` / ``contrasted`` / ``rejected`` from the words around it in its sentence (a
     negation covers the names coordinated with the negated one: ``don't put `tools` or `system_instruction` in``),
@@ -909,7 +944,7 @@ def _flag(text: str, found: list[Mention], judge: _Judge | None = None) -> None:
         prev = found[i - 1].end if i and found[i - 1].sentence == m.sentence else s_start
         nxt = found[i + 1].start if i + 1 < len(found) and found[i + 1].sentence == m.sentence else s_end
         before, after = text[max(prev, s_start) : m.start], text[m.end : max(nxt, m.end)]
-        if NEG_BEFORE.search(before) and not _DOUBLE_NEG.search(before):
+        if NEG_BEFORE.search(before) and not _DOUBLE_NEG.search(before) and not _NEG_THEN_COLON.search(before):
             m.flags.add("negated")
             if UNKNOWING_BEFORE.search(before):
                 unknown.add(m.text.lower())
@@ -923,6 +958,8 @@ def _flag(text: str, found: list[Mention], judge: _Judge | None = None) -> None:
             m.flags.add("own")
         if m.value is not None and judge is not None and judge.ctx.numeric and EXAMPLE_BEFORE.search(before):
             m.flags.add("other")  # ``you can pass a bound such as 128``: an example value, not the one asked for
+        if m.value is not None and judge is not None and judge.ctx.numeric and _NUMBERED_NAME.search(before):
+            m.flags.add("other")  # ``PEP 8``, ``Python 3.9``, ``RFC 2822``: part of a name, not a value
         owner = _TYPE_OWNER_BEFORE.search(before) or _TYPE_OWNER_AFTER.match(after)
         if owner and m.kind != "code":  # ``the string's split method``: a method of ``str``, written as a plain word
             m.flags.add("owner:" + owner.group("type").lower())
@@ -933,6 +970,8 @@ def _flag(text: str, found: list[Mention], judge: _Judge | None = None) -> None:
             turned_down[m.text.strip("`*()").lower()] = m.sentence
         elif turned_down.get(m.text.strip("`*()").lower()) == m.sentence and not _ANSWER_CUE.search(before):
             m.flags.add("rejected")  # ``You might think it's `X`, but X is really about …``: the reason, not an answer
+    if judge is not None and judge.ctx.numeric:
+        _flag_other_settings(found, judge)
     if judge is not None:
         _flag_appraised(text, found, judge)
     if judge is not None and judge.ctx.numeric:
@@ -1124,6 +1163,34 @@ def _picked(text: str, listed: list[Mention], found: list[Mention], judge: _Judg
         ):
             return m
     return None
+
+
+#: a closing pick: a sentence that opens (after a reason) with a verb of choosing (``Go with X.``, ``Since …, call X.``)
+_CLOSING_PICK = re.compile(
+    r"^[\s*_]*(?:(?:since|because|as|given\s+that)\b[^.;:!?\n]{2,100},\s*)?(?:so\s+|just\s+|then\s+)?"
+    r"(?:use|pick|choose|go\s+with|call|reach\s+for|I'd\s+(?:use|pick|go\s+with|call))\s*[`*'\"]*$",
+    re.I,
+)
+
+
+def _closing_pick(text: str, found: list[Mention], judge: _Judge) -> Mention | None:
+    """After weighing candidates (pros and cons, options in headings), a last paragraph of one sentence that picks
+    one of them (``Go with `string.capwords(sentence)`.``, ``Since you don't want to sort the whole list, call
+    `heapq.nsmallest(10, nums)`.``) concludes (session 13, grader9)."""
+    live = [m for m in found if judge.matches(m) is not None and not _set_aside(m)]
+    if len(live) < 2:
+        return None
+    m = live[-1]
+    if any(x.sentence == m.sentence for x in live[:-1]) or not {judge.label(x) for x in live} - {judge.label(m)}:
+        return None  # not alone in its sentence, or nothing else was weighed
+    sent = _sentence(text, m.sentence)
+    if sent is None or not re.search(r"\n[ \t]*\n[ \t]*$", text[: sent.start]) or text[m.end : sent.end].count("\n"):
+        return None  # not a paragraph of its own
+    if not _CLOSING_PICK.match(text[sent.start : m.start]) or not _CLAUSE_END.match(text[m.end : sent.end] or "."):
+        return None
+    if text[sent.end :].strip():
+        return None  # the reply goes on
+    return m
 
 
 def _distinct(ms: Sequence[Mention], judge: _Judge) -> list[str]:
@@ -1475,6 +1542,14 @@ _RESULT = re.compile(r"(?<![=!<>])=\s*[*`]*$")
 _EXPRESSION_GOES_ON = re.compile(r"^[*`]*\s*!?\s*[-+*/^%(\u00d7\u00b7\u22c5\u00f7]")
 
 
+#: a derivation's result announced in words (``… / 120, which gives **2 598 960** different hands``)
+_GIVES = re.compile(
+    r"\b(?:which|that|this|it)\s+(?:gives|yields|comes\s+(?:out\s+)?to|equals|makes)(?:\s+(?:us|you))?[\s*_`]*$", re.I
+)
+#: a result followed only by what it counts (``= 2,598,960 different hands.``)
+_RESULT_TAIL = re.compile(r"^[`*_]*\s+(?:[a-z][a-z-]*\s+){0,3}[a-z][a-z-]*[`*_]*\s*(?:[.!]|$)")
+
+
 def _concluded(text: str, found: list[Mention], judge: _Judge) -> Mention | None:
     """The name a conclusion introduces (``So the function is X.``, ``Therefore X.``, ``That makes it X``, ``which
     leaves X``, ``In short: X``, ``→ X``, ``…, and the one taking … is X``): the last such name that ends its clause
@@ -1490,12 +1565,13 @@ def _concluded(text: str, found: list[Mention], judge: _Judge) -> Mention | None
         result = (
             judge.ctx.numeric
             and m.value is not None
-            and _RESULT.search(before)
+            and (_RESULT.search(before) or _GIVES.search(before))
             and not _EXPRESSION_GOES_ON.match(text[m.end :])
         )
         if not (_CONCLUDE.search(before) or result or _the_one(text, _sentence(text, m.sentence), m, spans, judge)):
             continue
-        if _CLAUSE_END.match(text[m.end : sentence_end(text, m.sentence)]):
+        rest = text[m.end : sentence_end(text, m.sentence)]
+        if _CLAUSE_END.match(rest) or (result and _RESULT_TAIL.match(rest)):
             return m
     return None
 
@@ -1523,6 +1599,7 @@ def _decide(text: str, found: list[Mention], judge: _Judge, where: str) -> Readi
         _concluded(text, found, judge)
         or (ticked[0] if len(ticked) == 1 else None)
         or _picked(text, listed, found, judge)
+        or _closing_pick(text, found, judge)
     )
     order = [concluded, *(x for x in found if x is not concluded)] if concluded else _cued_first(text, found, judge)
     for m in order:
