@@ -907,7 +907,9 @@ _COORDINATED = cue(after(r"\s*,?\s*(?:or|nor|and|and/or)\s+[`*'\"(\[]*$"))
 
 
 #: ``without actually inserting: `X` ``: the negation qualifies the task, the colon then gives the name
-_NEG_THEN_COLON = re.compile(r"\b(?:without|instead\s+of|rather\s+than)\s+(?:[\w-]+\s+){0,3}[\w-]+\s*:\s*[`*'\"]*$", re.I)
+_NEG_THEN_COLON = re.compile(
+    r"\b(?:without|instead\s+of|rather\s+than)\s+(?:[\w-]+\s+){0,3}[\w-]+\s*:\s*[`*'\"]*$", re.I
+)
 
 
 #: a name that a number completes (``PEP 8``, ``Python 3.9``, ``RFC 2822``, ``version 3``, ``UTF-8``)
@@ -923,7 +925,11 @@ def _flag_other_settings(found: list[Mention], judge: _Judge) -> None:
     """A number question: beside a value given with the keyword the question names (``cutoff=0.6``), a value given
     with another keyword (``(and `n=3`)``) is another setting's, not a second answer (session 13, grader9)."""
     asked = set(re.findall(r"\w+", judge.ctx.question.lower()))
-    keyed = [(m, k.group(1).lower()) for m in found if judge.matches(m) is not None and (k := _KEYWORD_VALUE.fullmatch(m.text))]
+    keyed = [
+        (m, k.group(1).lower())
+        for m in found
+        if judge.matches(m) is not None and (k := _KEYWORD_VALUE.fullmatch(m.text))
+    ]
     if not any(kw in asked for _, kw in keyed):
         return
     for m, kw in keyed:
@@ -2021,6 +2027,21 @@ class _Choices(dict[str, str]):
         self.restated = restated if len(restated) < len(self) else frozenset()  # a question that lists its options
 
 
+#: ``Option 3`` / ``choice #2``: an option by its place in the list
+_OPTION_NUMBER = re.compile(r"\b(?:option|choice)\s*#?\s*([1-9])(?![\w.])", re.I)
+#: an answer cue before a name in code (``The parameter is `model` ``)
+_CODE_ANSWER_BEFORE = re.compile(
+    r"\b(?:(?:parameter|argument|answer|one|class|method|function)\s+(?:is|would\s+be|you\s+want\s+is)|"
+    r"(?:is|are)\s+(?:called|named)|use|set)\s*[*_]*$",
+    re.I,
+)
+#: the options a sentence names are all ruled out (``…, so none of them describe …``)
+_NONE_OF = re.compile(
+    r"\b(?:none|neither)\s+of\s+(?:them|these|those|the\s+(?:three|others?))\b|\bthey(?:'re|\s+are)\s+all\s+wrong\b",
+    re.I,
+)
+
+
 def _option_mentions(text: str, options: Mapping[str, str]) -> list[_Option]:
     keys = {k.upper(): k for k in options}
     out: list[_Option] = []
@@ -2056,10 +2077,22 @@ def _option_mentions(text: str, options: Mapping[str, str]) -> list[_Option]:
             if not _own_text(text[s:], options[key]):
                 continue
         out.append(_Option(key, s, e, "letter"))
+    order = list(options)
+    for m in _OPTION_NUMBER.finditer(text):  # ``Option 3``: the third option
+        n = int(m.group(1))
+        if 1 <= n <= len(order) and not any(o.start <= m.start(1) < o.end for o in out):
+            out.append(_Option(order[n - 1], m.start(1), m.end(1), "letter"))
     restated: frozenset[str] = getattr(options, "restated", frozenset())
     for key, value in options.items():
         t = _norm_text(str(value))
-        if not t or (key in restated and _norm_text(text) != t):
+        if key in restated and t and _norm_text(text) != t:
+            # a word of the question names no option, unless the reply gives it as the answer in code
+            # (``The parameter is `model` ``; session 13, grader9)
+            for m in re.finditer(r"`" + re.escape(t) + r"`", text, re.I):
+                if _CODE_ANSWER_BEFORE.search(text[max(0, m.start() - 60) : m.start()]):
+                    out.append(_Option(key, m.start() + 1, m.end() - 1, "text"))
+            continue
+        if not t:
             continue
         pattern = r"(?<![\w-])(?:[A-Za-z_][\w]*\.)*" + re.escape(t) + r"(?![\w-])"
         for m in re.finditer(pattern, text, re.I):
@@ -2073,8 +2106,14 @@ def _option_mentions(text: str, options: Mapping[str, str]) -> list[_Option]:
         prev = ends[i - 1] if i else 0  # the last end at or before the option
         before = text[max(sent_start, prev) : o.start]
         after = text[o.end : o.end + 40]
-        o.negated = bool(NEG_BEFORE.search(before) and not _DOUBLE_NEG.search(before)) or bool(
-            re.match(r"^[)\].:*`'\"]*\s*(?:is|was|would\s+be|seems)\s+(?:wrong|incorrect|false|not\b)", after, re.I)
+        sent_end = min((i for i in (text.find(c, o.end) for c in ".;!?\n") if i >= 0), default=len(text))
+        o.negated = (
+            bool(NEG_BEFORE.search(before) and not _DOUBLE_NEG.search(before))
+            or bool(
+                re.match(r"^[)\].:*`'\"]*\s*(?:is|was|would\s+be|seems)\s+(?:wrong|incorrect|false|not\b)", after, re.I)
+            )
+            # ``A is a runner, C is the agent base class and D is a tool, so none of them …``: ruled out
+            or bool(o.form == "letter" and _NONE_OF.search(text[o.end : sent_end]))
         )
     return out
 

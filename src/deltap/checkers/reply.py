@@ -712,6 +712,10 @@ def _line_spans(text: str) -> tuple[list[int], list[int]]:
     return starts, ends
 
 
+#: a Markdown heading's opening (``### ``)
+_HEADING = re.compile(r"[ \t]*#{1,6}[ \t]")
+
+
 def _one_token_line(text: str, lines: tuple[list[int], list[int]], s: int, e: int) -> bool:
     """The token at ``s:e`` is the only thing on its line (decorations and end punctuation aside) and not a label
     word (:data:`LABELS`). ``lines``: :func:`_line_spans` of ``text`` (a binary search finds the token's line, and
@@ -720,4 +724,6 @@ def _one_token_line(text: str, lines: tuple[list[int], list[int]], s: int, e: in
         return False
     starts, ends = lines
     i = bisect.bisect_right(starts, s) - 1
+    if _HEADING.match(text, starts[i]) and text[s:e].isalpha() and "`" not in text[starts[i] : ends[i]]:
+        return False  # ``### Changed``: a plain word heading a section is its title, not an answer
     return bool(_DECORATION.fullmatch(text, starts[i], s) and _DECORATION.fullmatch(text, e, max(e, ends[i])))

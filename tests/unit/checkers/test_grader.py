@@ -1021,6 +1021,36 @@ GRADER9_IDENTIFIER_KINDS = [
     # Jupyter's ``Out[3]:`` counts cells
     ("jupyter-out", HANDS_Q, "2598960", "```python\ncomb(52, 5)\n```\nOut[3]: `2598960`", "pass"),
     ("jupyter-out-wrong", HANDS_Q, "2598960", "Out[3]: `2598961`", "fail"),
+    # a last paragraph that picks one of the candidates weighed above it concludes
+    ("closing-pick", LOWEST_Q, "nsmallest", "**Option 1: `sorted(nums)[:10]`**\n- Pro: obvious\n\n**Option 2: `heapq.nsmallest(10, nums)`**\n- Pro: O(n log 10)\n\nSince you don't want to sort the whole list, call `heapq.nsmallest(10, nums)`.", "pass"),
+    ("closing-pick-go-with", CAPS_Q, "capwords", "`str.title()`:\n- + built in\n\n`string.capwords()`:\n- + splits on whitespace\n\nGo with `string.capwords(sentence)`.", "pass"),
+    ("closing-pick-wrong", CAPS_Q, "capwords", "`str.title()`:\n- + built in\n\n`string.capwords()`:\n- + splits on whitespace\n\nGo with `str.title()`.", "fail"),
+    # ``without <task>:`` qualifies the task; the colon then gives the name
+    ("without-task-colon", Case("bl", "Which bisect function gives the insertion point before equal values?", ("bisect.bisect_left",)), "bisect_left", "You want the insertion point before any equal values, without actually inserting: `bisect.bisect_left(a, x)`.", "pass"),
+    ("not-recommended-colon", Case("bl", "Which bisect function gives the insertion point before equal values?", ("bisect.bisect_left",)), "bisect_left", "Not recommended: `bisect.bisect_left(a, x)`.", "fail"),
+    # numbers that complete a name (``PEP 8``) or that the reply sets aside at once (``not 72``) leave words read
+    ("numbered-name-and-words", LIMIT_Q, "70", "It's seventy characters — not 72 like PEP 8 docstrings, not the 80 of old terminals.", "pass"),
+    ("numbered-name-python", LIMIT_Q, "70", "Since Python 3.9 it is 70.", "pass"),
+    ("words-beside-other-digits", LIMIT_Q, "70", "It's eighty, not 70.", "fail"),
+    # a derivation's result announced in words, or followed by what it counts
+    ("which-gives-result", HANDS_Q, "2598960", "C(52, 5) = 311,875,200 / 120\n\nwhich gives **2 598 960** different hands.", "pass"),
+    ("result-then-noun", HANDS_Q, "2598960", "C(52, 5) = 52! / (5! · 47!) = 2,598,960 different hands.", "pass"),
+    ("result-then-noun-wrong", HANDS_Q, "2598960", "C(52, 5) = 52! / (5! · 47!) = 2,598,961 different hands.", "fail"),
+    # beside the value given with the question's keyword, another keyword's value is another setting
+    ("other-keyword-value", CUTOFF_Q, "0.6", "`cutoff=0.6` (and `n=3`).", "pass"),
+    ("same-keyword-two-values", CUTOFF_Q, "0.6", "`cutoff=0.6` or `cutoff=0.7`.", "fail"),
+    ("other-keyword-only", CUTOFF_Q, "0.6", "`n=3` (and `cutoff=0.8`).", "fail"),
+    # a plain word heading a section is its title
+    ("changelog-heading", PREFIX_Q, "indent", "### Changed\n- Quoted excerpts now use `textwrap.indent(text, \"> \")`.", "pass"),
+    ("changelog-heading-wrong", PREFIX_Q, "indent", "### Changed\n- Quoted excerpts now use `textwrap.dedent(text)`.", "fail"),
+]
+GRADER9_OPTION_KINDS = [
+    ("option-number", CASE, FILL, "B", "Option 2", "pass"),
+    ("option-number-wrong", CASE, FILL, "B", "Option 3", "fail"),
+    ("option-number-alternative", CASE, FILL, "B", "Option 2, or maybe option 4", "fail"),
+    ("none-of-them", CASE, FILL, "B", "A returns a list, C cuts the text and D adds a prefix, so none of them gives one string: **B**.", "pass"),
+    ("code-answer-restated", Case("m", "Which parameter specifies the model?"), {"A": "output_key", "B": "model"}, "B", "The parameter is `model`, e.g. `model=\"gemini\"`.", "pass"),
+    ("restated-word-plain", Case("m", "Which parameter specifies the model?"), {"A": "output_key", "B": "model"}, "B", "It specifies the model.", "fail"),
 ]
 # fmt: on
 
@@ -1053,6 +1083,7 @@ OPTION_RULES = {
     "fresh7": FRESH7_OPTION_KINDS,
     "grader7": GRADER7_OPTION_KINDS,
     "grader8": GRADER8_OPTION_KINDS,
+    "grader9": GRADER9_OPTION_KINDS,
 }
 
 
