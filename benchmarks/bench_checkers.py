@@ -54,6 +54,12 @@ reply answers) and one file per set of replies, each reply with the verdict a pe
   6/95, 4/76; 5/85, 1/83; 9/92, 2/79 (right failed, wrong passed) and on grader7's rules at 6/95, 4/76; 4/85, 1/83;
   8/92, 2/79, before they were used for rules; session 13 (helper "grader8") read their kinds, so they are training
   sets since;
+* ``fresh17.yaml``, ``fresh18.yaml``, ``fresh19.yaml`` (session 13) — three more sets written blind in the same
+  session (prompts and sampling settings, few-shot base models; developer tools and community styles — Stack
+  Overflow, Copilot Chat, Jupyter, code review, e-mail, Slack bots, changelogs; exams and quizzes, 40 % multiple
+  choice), measured once by the lead on grader8's rules at 6/83, 4/82; 9/87, 1/85; 4/84, 0/83 (right failed, wrong
+  passed) before they were used for rules; session 13 (helper "grader9") read their kinds, so they are training
+  sets since;
 * ``classes.yaml`` (session 11) — replies of those four kinds (equal alternatives, retractions, Markdown tables,
   conclusions), labelled before their rules were written; a training set;
 * ``attacks.yaml`` (session 11) — replies that look like those kinds but should go the other way, labelled before
@@ -119,6 +125,9 @@ SETS = (
     "fresh14",
     "fresh15",
     "fresh16",
+    "fresh17",
+    "fresh18",
+    "fresh19",
     "classes",
     "attacks",
     "attacks2",

@@ -68,7 +68,8 @@ def cue(*alternatives: str, flags: int = re.I) -> re.Pattern[str]:
 
 #: a disclaimer of knowing the answer (``I'm not sure``, ``no idea``, ``it depends``)
 DISCLAIM = cue(
-    r"\b(?:i(?:'m|\s+am)\s+not\s+(?:sure|certain)|not\s+(?:sure|certain)|unsure|uncertain|"
+    r"\b(?:i(?:'m|\s+am)\s+not\s+(?:100\s*%\s+|completely\s+|entirely\s+|totally\s+)?(?:sure|certain)|"
+    r"not\s+(?:sure|certain)|unsure|uncertain|"
     r"(?:i\s+)?(?:do\s+not|don'?t|dont)\s+(?:know|have\s+enough)|no\s+idea|(?:can'?t|cannot|can\s+not)\s+"
     r"(?:tell|say|be\s+sure|determine|check|recall|remember)|(?:don'?t|do\s+not)\s+(?:recall|remember)|"
     r"not\s+enough\s+information|hard\s+to\s+say|(?:i'?m|i\s+am)\s+guessing|(?:it|that)\s+depends)\b"
@@ -142,6 +143,9 @@ EITHER = cue(
     r"\b(?:either\s+(?:one|of\s+(?:them|these|those|the\s+two)\s+)?\s*(?:will|would|works?|is|does|should)\b|"
     r"both\s+(?:will|would|work|do|are\s+(?:fine|ok|okay|valid|correct|good|right)|of\s+them\s+(?:work|will|are))\b|"
     r"any\s+of\s+(?:them|these)\s+(?:works?|will)\b|"
+    # ``so either one —``, ``use whichever you prefer``, ``both give you …`` (session 13, grader9)
+    r"\beither\s+one(?=\s*(?:[.;!,\u2014\u2013]|\s-|$))|\bwhichever\s+(?:one\s+)?you\s+(?:prefer|like|want)\b|"
+    r"\bboth\s+(?:give|get|produce|return|yield)\s+(?:you\s+)?(?:the\s+same|something|an?\s|what)|"
     # the same in the other languages replies come in (``cualquiera te sirve``, ``les deux fonctionnent``)
     r"cualquiera\s+(?:de\s+(?:las|los)\s+dos\s+)?(?:te\s+|le\s+)?(?:sirve|funciona|vale)|"
     r"(?:las|los)\s+dos\s+(?:sirven|funcionan|valen)|ambas\s+(?:sirven|funcionan|valen)|"
@@ -164,5 +168,7 @@ RETRACT = cue(
     r"\blet\s+me\s+correct\s+(?:that|myself)\b|"
     r"(?:\.\.\.|\u2026)\s*(?:no|nope)(?=\s*[,.;:!\u2014\u2013-])|(?:\.\.\.|\u2026)\s*(?:hmm+|wait|oh)[\s,]+actually\b"
     r"(?![\s,]*(?:no|nope|not)\b)|"
+    # ``Actually wait —`` / ``Hmm, wait``: a wait that says it is taking something back
+    r"\b(?:actually|hmm+)[\s,]+(?:wait|hold\s+on)\b|"
     r"(?<![\w.`])(?:wait|hold\s+on)\b(?![\w(`])(?!\s+(?:for|until|till|on)\b)"
 )

@@ -104,6 +104,8 @@ _DOUBLE_NEG = cue(
 _TEMPTED = cue(
     before(
         r"\b(?:(?:might|may|could|would)\s+(?:be\s+tempted\s+to\s+(?:use|call|reach\s+for)|reach\s+for|think\s+of|"
+        # ``You might think it's `X`, but …`` (session 13, grader9)
+        r"(?:think|expect|assume|guess)\s+(?:that\s+)?(?:it's|it\s+is|it\s+would\s+be|it'd\s+be|the\s+answer\s+is)|"
         r"want\s+to\s+(?:use|call))|(?:it's|it\s+is)\s+tempting\s+to\s+(?:use|call|reach\s+for))",
         words=2,
     )
@@ -140,7 +142,7 @@ _ANSWER_CUE = cue(
     before(
         r"\b(?:(?:the\s+)?(?:right|correct|best|proper|real)\s+(?:choice|answer|one|function|method|class|option|tool|"
         r"parameter|argument)\s+(?:here\s+)?(?:is|would\s+be)|(?:the\s+)?answer\s+is|you\s+(?:want|need)|what\s+you\s+"
-        r"(?:want|need)\s+is|(?:one|function|method|class|parameter)\s+you\s+want\s+(?:here\s+)?is|"
+        r"(?:want|need)(?:\s+(?:in|here|for|to|with|now)\b[^.;:\n`*]{0,40}?)?\s+is|(?:one|function|method|class|parameter)\s+you\s+want\s+(?:here\s+)?is|"
         # ``The model parameter is called `llm```: the name it is called by (session 13)
         r"\b(?:is|are)\s+(?:called|named))",
         end=r"\W*",
@@ -265,7 +267,9 @@ _CLAUSE_END = re.compile(
     r"^[`*_'\")\]]*\s*(?:$|[.!?,;:)\]\u2014\u2013(-]|\$|\\\]|(?:since|because|as|which|for|here|instead|if|then)\b)",
     re.I,
 )
-_LIST_GAP = re.compile(r"^[\s,/|*`'\"()\[\]]*(?:(?:and|or|nor|and/or|as\s+well\s+as)\b[\s*`'\"(\[]*)?$", re.I)
+_LIST_GAP = re.compile(
+    r"^[\s,/|*`'\"()\[\]]*(?:(?:(?:and|or|nor|and/or|as\s+well\s+as)\b|(?<=\s)[&+](?=\s))[\s*`'\"(\[]*)?$", re.I
+)
 _BARE_LIST = re.compile(
     r"[`*'\"]*[\w.-]+[`*'\"]*(?:\s*(?:,|/|\bor\b|\band\b|\bnor\b)\s*[`*'\"]*[\w.-]+[`*'\"]*)+[.!?]?"
 )
@@ -851,11 +855,21 @@ def _spoken_number(text: str, at: int) -> tuple[int, int, int] | None:
     return (total + current, words, end) if words else None
 
 
+#: a number in digits that a reply sets aside at once (``not 72``, ``not the 80 of …``) or that completes a name
+#: (``PEP 8``): beside it, a number in words is still read (``It's seventy characters … not 72 like PEP 8 …``)
+_NOT_THIS_NUMBER = re.compile(r"\bnot\s+(?:the\s+|an?\s+)?[`*]*$", re.I)
+
+
+def _aside_number(text: str, m: Mention) -> bool:
+    before = text[max(0, m.start - 20) : m.start]
+    return bool(_NOT_THIS_NUMBER.search(before) or _NUMBERED_NAME.search(before))
+
+
 def _number_words(text: str, found: list[Mention]) -> list[Mention]:
     """A number written in words (``Seventy characters.``, ``one thousand``, ``two million, five hundred ninety-eight
     thousand, nine hundred sixty``, ``one times ten to the minus nine``), for a reply that writes no number in digits;
     ``one`` alone is left out (``the one you want``)."""
-    if any(m.value is not None for m in found):
+    if any(m.value is not None and not _aside_number(text, m) for m in found):
         return []
     out = []
     spans = _Spans(found)
@@ -892,19 +906,51 @@ def _number_words(text: str, found: list[Mention]) -> list[Mention]:
 _COORDINATED = cue(after(r"\s*,?\s*(?:or|nor|and|and/or)\s+[`*'\"(\[]*$"))
 
 
+#: ``without actually inserting: `X` ``: the negation qualifies the task, the colon then gives the name
+_NEG_THEN_COLON = re.compile(
+    r"\b(?:without|instead\s+of|rather\s+than)\s+(?:[\w-]+\s+){0,3}[\w-]+\s*:\s*[`*'\"]*$", re.I
+)
+
+
+#: a name that a number completes (``PEP 8``, ``Python 3.9``, ``RFC 2822``, ``version 3``, ``UTF-8``)
+_NUMBERED_NAME = re.compile(
+    r"(?:\b(?:PEP|RFC|ISO|UTF|IPv|HTTP|ES|Py)|(?i:\b(?:python|version|release|issue|chapter|section|step)))[ \t-]?$"
+)
+
+
+_KEYWORD_VALUE = re.compile(r"[`*]*([A-Za-z_]\w*)\s*=\s*[^=\s`*]+[`*]*")
+
+
+def _flag_other_settings(found: list[Mention], judge: _Judge) -> None:
+    """A number question: beside a value given with the keyword the question names (``cutoff=0.6``), a value given
+    with another keyword (``(and `n=3`)``) is another setting's, not a second answer (session 13, grader9)."""
+    asked = set(re.findall(r"\w+", judge.ctx.question.lower()))
+    keyed = [
+        (m, k.group(1).lower())
+        for m in found
+        if judge.matches(m) is not None and (k := _KEYWORD_VALUE.fullmatch(m.text))
+    ]
+    if not any(kw in asked for _, kw in keyed):
+        return
+    for m, kw in keyed:
+        if kw not in asked:
+            m.flags.add("other")
+
+
 def _flag(text: str, found: list[Mention], judge: _Judge | None = None) -> None:
     """Mark each mention ``negated`` / ``contrasted`` / ``rejected`` from the words around it in its sentence (a
     negation covers the names coordinated with the negated one: ``don't put `tools` or `system_instruction` in``),
     and, for a number question, ``other`` (:func:`_flag_subjects`)."""
     sents = {s.index: s for s in sentences(text)}
     unknown: set[str] = set()  # names the reply says it does not know: named again, still the unknown subject
+    turned_down: dict[str, int] = {}  # names turned down, with their sentence: named again there, still turned down
     for i, m in enumerate(found):
         sent = sents.get(m.sentence)
         s_start, s_end = (sent.start, sent.end) if sent else (0, len(text))
         prev = found[i - 1].end if i and found[i - 1].sentence == m.sentence else s_start
         nxt = found[i + 1].start if i + 1 < len(found) and found[i + 1].sentence == m.sentence else s_end
         before, after = text[max(prev, s_start) : m.start], text[m.end : max(nxt, m.end)]
-        if NEG_BEFORE.search(before) and not _DOUBLE_NEG.search(before):
+        if NEG_BEFORE.search(before) and not _DOUBLE_NEG.search(before) and not _NEG_THEN_COLON.search(before):
             m.flags.add("negated")
             if UNKNOWING_BEFORE.search(before):
                 unknown.add(m.text.lower())
@@ -918,6 +964,8 @@ def _flag(text: str, found: list[Mention], judge: _Judge | None = None) -> None:
             m.flags.add("own")
         if m.value is not None and judge is not None and judge.ctx.numeric and EXAMPLE_BEFORE.search(before):
             m.flags.add("other")  # ``you can pass a bound such as 128``: an example value, not the one asked for
+        if m.value is not None and judge is not None and judge.ctx.numeric and _NUMBERED_NAME.search(before):
+            m.flags.add("other")  # ``PEP 8``, ``Python 3.9``, ``RFC 2822``: part of a name, not a value
         owner = _TYPE_OWNER_BEFORE.search(before) or _TYPE_OWNER_AFTER.match(after)
         if owner and m.kind != "code":  # ``the string's split method``: a method of ``str``, written as a plain word
             m.flags.add("owner:" + owner.group("type").lower())
@@ -925,6 +973,11 @@ def _flag(text: str, found: list[Mention], judge: _Judge | None = None) -> None:
             m.flags.add("contrasted")
         if REJECT_AFTER.match(after) or (_TEMPTED.search(before) and _BUT_AFTER.match(after)):
             m.flags.add("rejected")
+            turned_down[m.text.strip("`*()").lower()] = m.sentence
+        elif turned_down.get(m.text.strip("`*()").lower()) == m.sentence and not _ANSWER_CUE.search(before):
+            m.flags.add("rejected")  # ``You might think it's `X`, but X is really about …``: the reason, not an answer
+    if judge is not None and judge.ctx.numeric:
+        _flag_other_settings(found, judge)
     if judge is not None:
         _flag_appraised(text, found, judge)
     if judge is not None and judge.ctx.numeric:
@@ -1116,6 +1169,34 @@ def _picked(text: str, listed: list[Mention], found: list[Mention], judge: _Judg
         ):
             return m
     return None
+
+
+#: a closing pick: a sentence that opens (after a reason) with a verb of choosing (``Go with X.``, ``Since …, call X.``)
+_CLOSING_PICK = re.compile(
+    r"^[\s*_]*(?:(?:since|because|as|given\s+that)\b[^.;:!?\n]{2,100},\s*)?(?:so\s+|just\s+|then\s+)?"
+    r"(?:use|pick|choose|go\s+with|call|reach\s+for|I'd\s+(?:use|pick|go\s+with|call))\s*[`*'\"]*$",
+    re.I,
+)
+
+
+def _closing_pick(text: str, found: list[Mention], judge: _Judge) -> Mention | None:
+    """After weighing candidates (pros and cons, options in headings), a last paragraph of one sentence that picks
+    one of them (``Go with `string.capwords(sentence)`.``, ``Since you don't want to sort the whole list, call
+    `heapq.nsmallest(10, nums)`.``) concludes (session 13, grader9)."""
+    live = [m for m in found if judge.matches(m) is not None and not _set_aside(m)]
+    if len(live) < 2:
+        return None
+    m = live[-1]
+    if any(x.sentence == m.sentence for x in live[:-1]) or not {judge.label(x) for x in live} - {judge.label(m)}:
+        return None  # not alone in its sentence, or nothing else was weighed
+    sent = _sentence(text, m.sentence)
+    if sent is None or not re.search(r"\n[ \t]*\n[ \t]*$", text[: sent.start]) or text[m.end : sent.end].count("\n"):
+        return None  # not a paragraph of its own
+    if not _CLOSING_PICK.match(text[sent.start : m.start]) or not _CLAUSE_END.match(text[m.end : sent.end] or "."):
+        return None
+    if text[sent.end :].strip():
+        return None  # the reply goes on
+    return m
 
 
 def _distinct(ms: Sequence[Mention], judge: _Judge) -> list[str]:
@@ -1319,6 +1400,27 @@ def _other_value(text: str, window: str, m: Mention) -> bool:
     return not _SETS_VALUE.search(sent.text if sent is not None else window)
 
 
+#: ``either … or call `X` `` / ``X, or … yourself``: the answer is one side of an ``or``
+_OR_BEFORE = re.compile(r"\bor\s+(?:(?:just|simply|else)\s+)?(?:[\w-]+\s+){0,2}[`*'\"]*$", re.I)
+_OR_AFTER = re.compile(r"^[^.;!?\n]{0,40}?(?:,\s*|\s+)or\b", re.I)
+
+
+def _one_of_two_ways(text: str, sent: Sentence, answer: Mention, found: list[Mention], judge: _Judge) -> bool:
+    """The answer is one side of an ``or`` whose other side names no answer, and the reply then says the two are
+    equal (``You can either wrap it in double quotes yourself, or call `shlex.quote(name)`; both give you …, so use
+    whichever you prefer``): a way offered beside another, not the answer (session 13, grader9)."""
+    joined = _OR_BEFORE.search(text[sent.start : answer.start]) or _OR_AFTER.match(text[answer.end : sent.end])
+    if not joined:
+        return False
+    if any(m is not answer and m.sentence == answer.sentence and judge.matches(m) is not None for m in found):
+        return False  # the other side names a candidate: weighed as a name (:func:`_equal_alternative`)
+    rest = text[answer.end : sentence_end(text, answer.sentence, 1)]
+    equal = EITHER.search(rest)
+    if equal is None:
+        return False
+    return not _DOWNGRADE.search(rest[equal.end() :])  # ``both work, but X is safer``: a pick
+
+
 def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> Reading | None:
     """``several`` / ``alternatives`` when another answer is joined to the answer or offered after it (names given as
     examples of it, and the settings the reply tells the user to adjust, aside)."""
@@ -1333,6 +1435,12 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
         if len(names) >= 2:
             return Reading(None, "several", f"several: a list of {len(names)} candidates {names[:6]}", tuple(names))
     sent = _sentence(text, answer.sentence)
+    if sent is not None and _one_of_two_ways(text, sent, answer, found, judge):
+        return Reading(
+            None,
+            "alternatives",
+            f"alternatives: the reply offers {judge.label(answer)!r} as one of two ways, either equally good",
+        )
     if sent is not None and _BARE_LIST.fullmatch(sent.text.strip()) and number_value(sent.text) is None:
         items = [w for w in re.split(r"\s*(?:,|/|\bor\b|\band\b|\bnor\b)\s*", sent.text.strip(" .!?")) if w]
         if len({judge.ctx.norm(w) for w in items}) >= 2:
@@ -1362,7 +1470,9 @@ def _others(text: str, answer: Mention, found: list[Mention], judge: _Judge) -> 
             continue  # ``it takes a name string or a `BaseLlm` instance``: what the answer takes, not another answer
         a, b = (answer, m) if answer.start < m.start else (m, answer)
         second = verdict is not None or (m.code is not None and not judge.ctx.numeric)
-        if m.sentence == answer.sentence and _LIST_GAP.match(text[a.end : b.start]) and second:
+        gap = text[a.end : b.start]
+        joined = _LIST_GAP.match(gap) and not (judge.ctx.numeric and "+" in gap)  # ``name + description``, not a sum
+        if m.sentence == answer.sentence and joined and second:
             names = [judge.label(answer), m.text]  # a restated name in a list is still a second answer
             return Reading(None, "several", f"several: the reply names {names} together", tuple(names))
         if (
@@ -1438,6 +1548,14 @@ _RESULT = re.compile(r"(?<![=!<>])=\s*[*`]*$")
 _EXPRESSION_GOES_ON = re.compile(r"^[*`]*\s*!?\s*[-+*/^%(\u00d7\u00b7\u22c5\u00f7]")
 
 
+#: a derivation's result announced in words (``… / 120, which gives **2 598 960** different hands``)
+_GIVES = re.compile(
+    r"\b(?:which|that|this|it)\s+(?:gives|yields|comes\s+(?:out\s+)?to|equals|makes)(?:\s+(?:us|you))?[\s*_`]*$", re.I
+)
+#: a result followed only by what it counts (``= 2,598,960 different hands.``)
+_RESULT_TAIL = re.compile(r"^[`*_]*\s+(?:[a-z][a-z-]*\s+){0,3}[a-z][a-z-]*[`*_]*\s*(?:[.!]|$)")
+
+
 def _concluded(text: str, found: list[Mention], judge: _Judge) -> Mention | None:
     """The name a conclusion introduces (``So the function is X.``, ``Therefore X.``, ``That makes it X``, ``which
     leaves X``, ``In short: X``, ``→ X``, ``…, and the one taking … is X``): the last such name that ends its clause
@@ -1453,12 +1571,13 @@ def _concluded(text: str, found: list[Mention], judge: _Judge) -> Mention | None
         result = (
             judge.ctx.numeric
             and m.value is not None
-            and _RESULT.search(before)
+            and (_RESULT.search(before) or _GIVES.search(before))
             and not _EXPRESSION_GOES_ON.match(text[m.end :])
         )
         if not (_CONCLUDE.search(before) or result or _the_one(text, _sentence(text, m.sentence), m, spans, judge)):
             continue
-        if _CLAUSE_END.match(text[m.end : sentence_end(text, m.sentence)]):
+        rest = text[m.end : sentence_end(text, m.sentence)]
+        if _CLAUSE_END.match(rest) or (result and _RESULT_TAIL.match(rest)):
             return m
     return None
 
@@ -1486,6 +1605,7 @@ def _decide(text: str, found: list[Mention], judge: _Judge, where: str) -> Readi
         _concluded(text, found, judge)
         or (ticked[0] if len(ticked) == 1 else None)
         or _picked(text, listed, found, judge)
+        or _closing_pick(text, found, judge)
     )
     order = [concluded, *(x for x in found if x is not concluded)] if concluded else _cued_first(text, found, judge)
     for m in order:
@@ -1907,6 +2027,21 @@ class _Choices(dict[str, str]):
         self.restated = restated if len(restated) < len(self) else frozenset()  # a question that lists its options
 
 
+#: ``Option 3`` / ``choice #2``: an option by its place in the list
+_OPTION_NUMBER = re.compile(r"\b(?:option|choice)\s*#?\s*([1-9])(?![\w.])", re.I)
+#: an answer cue before a name in code (``The parameter is `model` ``)
+_CODE_ANSWER_BEFORE = re.compile(
+    r"\b(?:(?:parameter|argument|answer|one|class|method|function)\s+(?:is|would\s+be|you\s+want\s+is)|"
+    r"(?:is|are)\s+(?:called|named)|use|set)\s*[*_]*$",
+    re.I,
+)
+#: the options a sentence names are all ruled out (``…, so none of them describe …``)
+_NONE_OF = re.compile(
+    r"\b(?:none|neither)\s+of\s+(?:them|these|those|the\s+(?:three|others?))\b|\bthey(?:'re|\s+are)\s+all\s+wrong\b",
+    re.I,
+)
+
+
 def _option_mentions(text: str, options: Mapping[str, str]) -> list[_Option]:
     keys = {k.upper(): k for k in options}
     out: list[_Option] = []
@@ -1942,10 +2077,22 @@ def _option_mentions(text: str, options: Mapping[str, str]) -> list[_Option]:
             if not _own_text(text[s:], options[key]):
                 continue
         out.append(_Option(key, s, e, "letter"))
+    order = list(options)
+    for m in _OPTION_NUMBER.finditer(text):  # ``Option 3``: the third option
+        n = int(m.group(1))
+        if 1 <= n <= len(order) and not any(o.start <= m.start(1) < o.end for o in out):
+            out.append(_Option(order[n - 1], m.start(1), m.end(1), "letter"))
     restated: frozenset[str] = getattr(options, "restated", frozenset())
     for key, value in options.items():
         t = _norm_text(str(value))
-        if not t or (key in restated and _norm_text(text) != t):
+        if key in restated and t and _norm_text(text) != t:
+            # a word of the question names no option, unless the reply gives it as the answer in code
+            # (``The parameter is `model` ``; session 13, grader9)
+            for m in re.finditer(r"`" + re.escape(t) + r"`", text, re.I):
+                if _CODE_ANSWER_BEFORE.search(text[max(0, m.start() - 60) : m.start()]):
+                    out.append(_Option(key, m.start() + 1, m.end() - 1, "text"))
+            continue
+        if not t:
             continue
         pattern = r"(?<![\w-])(?:[A-Za-z_][\w]*\.)*" + re.escape(t) + r"(?![\w-])"
         for m in re.finditer(pattern, text, re.I):
@@ -1959,8 +2106,14 @@ def _option_mentions(text: str, options: Mapping[str, str]) -> list[_Option]:
         prev = ends[i - 1] if i else 0  # the last end at or before the option
         before = text[max(sent_start, prev) : o.start]
         after = text[o.end : o.end + 40]
-        o.negated = bool(NEG_BEFORE.search(before) and not _DOUBLE_NEG.search(before)) or bool(
-            re.match(r"^[)\].:*`'\"]*\s*(?:is|was|would\s+be|seems)\s+(?:wrong|incorrect|false|not\b)", after, re.I)
+        sent_end = min((i for i in (text.find(c, o.end) for c in ".;!?\n") if i >= 0), default=len(text))
+        o.negated = (
+            bool(NEG_BEFORE.search(before) and not _DOUBLE_NEG.search(before))
+            or bool(
+                re.match(r"^[)\].:*`'\"]*\s*(?:is|was|would\s+be|seems)\s+(?:wrong|incorrect|false|not\b)", after, re.I)
+            )
+            # ``A is a runner, C is the agent base class and D is a tool, so none of them …``: ruled out
+            or bool(o.form == "letter" and _NONE_OF.search(text[o.end : sent_end]))
         )
     return out
 

@@ -74,7 +74,36 @@ def clean_reply(reply: str | None) -> str:
     if end:
         text = text[: end.start()]
     text = _ROLE.sub("", text, count=1)
-    return _drop_cut_repeat(text.strip())
+    text = _OUT_PROMPT.sub(r"\1Out:", text)  # Jupyter's ``Out[3]:`` counts cells, it is no value
+    return _drop_letter_frame(_drop_cut_repeat(text.strip()))
+
+
+#: a Jupyter output prompt (``Out[3]:``)
+_OUT_PROMPT = re.compile(r"^([ \t]*)Out\[\d+\]:", re.M)
+
+
+#: a letter's greeting line (``Hi Priya,``, ``Hello,``, ``Dear team,``) at the start of a reply
+_GREETING = re.compile(
+    r"\A(?:hi|hello|hey|dear|good\s+(?:morning|afternoon|evening))\b[^\n`()=:]{0,40}[,!]?[ \t]*\n", re.I
+)
+#: a letter's sign-off at the end of a reply: a closing line (``Best regards,``, ``Cheers,``, ``Thanks,``) and up to
+#: three short lines of names (``Marcus``, ``R.``, ``Python Support Team``) with no code in them
+_SIGN_OFF = re.compile(
+    r"\n[ \t]*(?i:(?:best|kind|warm|warmest|many)\s+(?:regards|wishes|thanks)|regards|cheers|thanks(?:\s+again)?|"
+    r"thank\s+you|best|sincerely|yours(?:\s+(?:truly|sincerely))?|all\s+the\s+best|take\s+care)[ \t]*[,!.]?[ \t]*"
+    r"(?:\n[ \t]*[A-Z][a-z'-]*\.?(?:[ \t]+[A-Z][a-z'-]*\.?){0,3}[ \t]*){1,3}\Z"
+)
+
+
+def _drop_letter_frame(text: str) -> str:
+    """An e-mail's frame is not part of its answer: the greeting (``Hi Priya,``) and the sign-off with the sender's
+    name (``Cheers,\\nR.``, ``Best regards,\\nMarcus\\nPython Support Team``) name people, not alternatives."""
+    signed = _SIGN_OFF.search(text)
+    if signed is None:
+        return text
+    body = text[: signed.start()]
+    greeting = _GREETING.match(body)
+    return body[greeting.end() :].strip() if greeting else body.strip()
 
 
 #: a sentence's end (the last one before an unfinished tail)
@@ -683,6 +712,10 @@ def _line_spans(text: str) -> tuple[list[int], list[int]]:
     return starts, ends
 
 
+#: a Markdown heading's opening (``### ``)
+_HEADING = re.compile(r"[ \t]*#{1,6}[ \t]")
+
+
 def _one_token_line(text: str, lines: tuple[list[int], list[int]], s: int, e: int) -> bool:
     """The token at ``s:e`` is the only thing on its line (decorations and end punctuation aside) and not a label
     word (:data:`LABELS`). ``lines``: :func:`_line_spans` of ``text`` (a binary search finds the token's line, and
@@ -691,4 +724,6 @@ def _one_token_line(text: str, lines: tuple[list[int], list[int]], s: int, e: in
         return False
     starts, ends = lines
     i = bisect.bisect_right(starts, s) - 1
+    if _HEADING.match(text, starts[i]) and text[s:e].isalpha() and "`" not in text[starts[i] : ends[i]]:
+        return False  # ``### Changed``: a plain word heading a section is its title, not an answer
     return bool(_DECORATION.fullmatch(text, starts[i], s) and _DECORATION.fullmatch(text, e, max(e, ends[i])))

@@ -993,6 +993,65 @@ GRADER8_OPTION_KINDS = [
     ("thinking-again-same", CASE, FILL, "B", "I'd go with B. Thinking about it again: yes, B.", "pass"),
     ("thinking-again-to-key", CASE, FILL, "B", "I'd go with A — although, thinking about it again, the string is wanted. Final answer: B.", "pass"),
 ]
+GROUP_Q = Case("gb", "Which itertools class returns consecutive keys and groups from an iterable?", ("itertools.groupby",))
+LRU_Q = Case("lr", "What is the default maxsize of functools.lru_cache?", ("functools.lru_cache",))
+# session 13 (grader9): the kinds of fresh17-19's misses, written with the rules by their author (counted apart)
+GRADER9_IDENTIFIER_KINDS = [
+    # an e-mail's greeting and sign-off name people, not alternatives
+    ("sign-off-name", RUN_Q, "Runner", "Hi team,\n\nThe entry point is the Runner class.\n\nThanks,\nMei", "pass"),
+    ("sign-off-initial", TEE_Q, "tee", "Hello,\n\nitertools.tee(it, 2) does it.\n\nCheers,\nR.", "pass"),
+    ("sign-off-two-lines", MERGE_Q, "merge", "Hi Priya,\n\nUse heapq.merge.\n\nBest regards,\nMarcus\nPython Support Team", "pass"),
+    ("sign-off-wrong", MERGE_Q, "merge", "Hi Priya,\n\nUse sorted().\n\nBest regards,\nMarcus", "fail"),
+    ("sign-off-code-line-kept", MERGE_Q, "merge", "Use heapq.merge.\n\nThanks,\nheapq.nsmallest", "fail"),
+    # names joined by ``+`` / ``&`` are a list
+    ("plus-joined", AGENT_Q, "name", "`name` + `description` are both required", "fail"),
+    ("amp-joined", AGENT_Q, "name", "`name` & `description`", "fail"),
+    ("plus-english", AGENT_Q, "name", "Pass `name` + an instruction string.", "pass"),
+    # a name you might think of, turned down with ``but``, and named again in the same sentence: still turned down
+    ("might-think-but-again", GROUP_Q, "groupby", "You might think it's `groupby`, but groupby needs sorted input. What you want here is `itertools.batched`.", "fail"),
+    ("might-think-no-but", GROUP_Q, "groupby", "You'd think it's something fancy, but it is just `groupby`.", "pass"),
+    # ``Actually wait`` takes the answer back
+    ("actually-wait", LRU_Q, "128", "128. Actually wait — the default changed, so it is effectively None. Yeah, None.", "fail"),
+    ("wait-note", LRU_Q, "128", "128. Wait — only when you call it with parentheses.", "pass"),
+    # ``either one``, ``whichever you prefer``, ``both give …`` make two ways equal; ``not 100% sure`` disclaims
+    ("either-one-dash", TEE_Q, "tee", "Probably `itertools.tee`, though you could also just do `copy.copy(it)`, so either one — I'm not sure.", "fail"),
+    ("one-of-two-ways", QUOTE_Q, "quote", "Either wrap it in double quotes yourself, or call `shlex.quote(name)`; both give you one argument, so use whichever you prefer.", "fail"),
+    ("one-of-two-ways-picked", QUOTE_Q, "quote", "Use `shlex.quote(name)` or do it by hand; both work, but quote is safer.", "pass"),
+    ("not-100-sure", TEE_Q, "tee", "I'm not 100% sure, but `itertools.tee`.", "fail"),
+    # Jupyter's ``Out[3]:`` counts cells
+    ("jupyter-out", HANDS_Q, "2598960", "```python\ncomb(52, 5)\n```\nOut[3]: `2598960`", "pass"),
+    ("jupyter-out-wrong", HANDS_Q, "2598960", "Out[3]: `2598961`", "fail"),
+    # a last paragraph that picks one of the candidates weighed above it concludes
+    ("closing-pick", LOWEST_Q, "nsmallest", "**Option 1: `sorted(nums)[:10]`**\n- Pro: obvious\n\n**Option 2: `heapq.nsmallest(10, nums)`**\n- Pro: O(n log 10)\n\nSince you don't want to sort the whole list, call `heapq.nsmallest(10, nums)`.", "pass"),
+    ("closing-pick-go-with", CAPS_Q, "capwords", "`str.title()`:\n- + built in\n\n`string.capwords()`:\n- + splits on whitespace\n\nGo with `string.capwords(sentence)`.", "pass"),
+    ("closing-pick-wrong", CAPS_Q, "capwords", "`str.title()`:\n- + built in\n\n`string.capwords()`:\n- + splits on whitespace\n\nGo with `str.title()`.", "fail"),
+    # ``without <task>:`` qualifies the task; the colon then gives the name
+    ("without-task-colon", Case("bl", "Which bisect function gives the insertion point before equal values?", ("bisect.bisect_left",)), "bisect_left", "You want the insertion point before any equal values, without actually inserting: `bisect.bisect_left(a, x)`.", "pass"),
+    ("not-recommended-colon", Case("bl", "Which bisect function gives the insertion point before equal values?", ("bisect.bisect_left",)), "bisect_left", "Not recommended: `bisect.bisect_left(a, x)`.", "fail"),
+    # numbers that complete a name (``PEP 8``) or that the reply sets aside at once (``not 72``) leave words read
+    ("numbered-name-and-words", LIMIT_Q, "70", "It's seventy characters — not 72 like PEP 8 docstrings, not the 80 of old terminals.", "pass"),
+    ("numbered-name-python", LIMIT_Q, "70", "Since Python 3.9 it is 70.", "pass"),
+    ("words-beside-other-digits", LIMIT_Q, "70", "It's eighty, not 70.", "fail"),
+    # a derivation's result announced in words, or followed by what it counts
+    ("which-gives-result", HANDS_Q, "2598960", "C(52, 5) = 311,875,200 / 120\n\nwhich gives **2 598 960** different hands.", "pass"),
+    ("result-then-noun", HANDS_Q, "2598960", "C(52, 5) = 52! / (5! · 47!) = 2,598,960 different hands.", "pass"),
+    ("result-then-noun-wrong", HANDS_Q, "2598960", "C(52, 5) = 52! / (5! · 47!) = 2,598,961 different hands.", "fail"),
+    # beside the value given with the question's keyword, another keyword's value is another setting
+    ("other-keyword-value", CUTOFF_Q, "0.6", "`cutoff=0.6` (and `n=3`).", "pass"),
+    ("same-keyword-two-values", CUTOFF_Q, "0.6", "`cutoff=0.6` or `cutoff=0.7`.", "fail"),
+    ("other-keyword-only", CUTOFF_Q, "0.6", "`n=3` (and `cutoff=0.8`).", "fail"),
+    # a plain word heading a section is its title
+    ("changelog-heading", PREFIX_Q, "indent", "### Changed\n- Quoted excerpts now use `textwrap.indent(text, \"> \")`.", "pass"),
+    ("changelog-heading-wrong", PREFIX_Q, "indent", "### Changed\n- Quoted excerpts now use `textwrap.dedent(text)`.", "fail"),
+]
+GRADER9_OPTION_KINDS = [
+    ("option-number", CASE, FILL, "B", "Option 2", "pass"),
+    ("option-number-wrong", CASE, FILL, "B", "Option 3", "fail"),
+    ("option-number-alternative", CASE, FILL, "B", "Option 2, or maybe option 4", "fail"),
+    ("none-of-them", CASE, FILL, "B", "A returns a list, C cuts the text and D adds a prefix, so none of them gives one string: **B**.", "pass"),
+    ("code-answer-restated", Case("m", "Which parameter specifies the model?"), {"A": "output_key", "B": "model"}, "B", "The parameter is `model`, e.g. `model=\"gemini\"`.", "pass"),
+    ("restated-word-plain", Case("m", "Which parameter specifies the model?"), {"A": "output_key", "B": "model"}, "B", "It specifies the model.", "fail"),
+]
 # fmt: on
 
 
@@ -1014,6 +1073,7 @@ IDENTIFIER_RULES = {
     "grader7-fallback": GRADER7_FALLBACK,
     "grader8": GRADER8_IDENTIFIER_KINDS,
     "grader8-after": GRADER8_AFTER_RULES,
+    "grader9": GRADER9_IDENTIFIER_KINDS,
 }
 OPTION_RULES = {
     "s10": OPTION_RULES_S10,
@@ -1023,6 +1083,7 @@ OPTION_RULES = {
     "fresh7": FRESH7_OPTION_KINDS,
     "grader7": GRADER7_OPTION_KINDS,
     "grader8": GRADER8_OPTION_KINDS,
+    "grader9": GRADER9_OPTION_KINDS,
 }
 
 

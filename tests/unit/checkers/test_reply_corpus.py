@@ -85,6 +85,9 @@ SETS = (
     "fresh14",
     "fresh15",
     "fresh16",
+    "fresh17",
+    "fresh18",
+    "fresh19",
     "classes",
     "attacks",
     "attacks2",
@@ -148,6 +151,15 @@ CORPUS = [
     # fresh16 (session 13): products wrapping a model (IDE, terminal, RAG, agents, voice, JSON, other languages);
     # blind, 9/92, 2/79 on session 12's final rules, 8/92, 2/79 on grader7's; session 13 (grader8) read its kinds: 0
     pytest.param("fresh16", 92, 79, 0, id="fresh16"),
+    # fresh17 (session 13): prompts and sampling settings (terse, teacher, high temperature, few-shot base models,
+    # pros and cons); blind, 6/83, 4/82 on grader8's rules; session 13 (grader9) read its kinds: 0
+    pytest.param("fresh17", 83, 82, 0, id="fresh17"),
+    # fresh18 (session 13): developer tools and community styles (Stack Overflow, Copilot Chat, Jupyter, e-mail,
+    # Slack bots, changelogs); blind, 9/87, 1/85 on grader8's rules; session 13 (grader9) read its kinds: 0
+    pytest.param("fresh18", 87, 85, 0, id="fresh18"),
+    # fresh19 (session 13): exams and quizzes, 40 % multiple choice; blind, 4/84, 0/83 on grader8's rules; session 13
+    # (grader9) read its kinds: 0
+    pytest.param("fresh19", 84, 83, 0, id="fresh19"),
     # classes (session 11): the four kinds of fresh3's misses, labelled before their rules
     pytest.param("classes", 29, 36, 0, id="classes"),
     # attacks (session 11): replies that look like those kinds but go the other way, labelled before the rules;
