@@ -259,15 +259,15 @@ BAD_DOC_IDS = {"int": 7, "float": 2.5, "None": None, "tuple": ("d", 1)}
 
 
 def _bad_doc_id_run(value: Any, tie: bool) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, Any]], str, str]:
-    """``_data(2)`` with the doc id ``value`` added to q5 and to q90 (a later block): tied with a relevant document's
-    score of that row (``tie``), or with a score no other document has."""
+    """``_data(2)`` with the doc id ``value`` added to q6 and to q90 (a later block), two queries whose run rows hold
+    a relevant document: tied with that document's score (``tie``), or with a score no other document has."""
     qrels, run = _data(2)
     changed: dict[str, dict[str, Any]] = {k: dict(v) for k, v in run.items()}
-    for q in ("q5", "q90"):
+    for q in ("q6", "q90"):
         relevant = [d for d, g in qrels[q].items() if g > 0 and d in run[q]]
         assert relevant, q  # the data has one to tie with
         changed[q][value] = run[q][relevant[0]] if tie else 123.25
-    return qrels, changed, "q5", "q90"
+    return qrels, changed, "q6", "q90"
 
 
 @pytest.mark.parametrize("block", [1, 256])
@@ -283,7 +283,7 @@ def test_a_run_doc_id_that_is_not_a_string_is_refused_on_both_paths(
         f"run: doc ids must be strings; bad entries: ({first!r}, {value!r}); ({second!r}, {value!r}); "
         "convert them with str() (int and str ids never match each other)"
     )
-    for kw in ({}, {"metrics": ["set_recall@5", "ndcg@10"], "coalitions": {"q5": [{"d1", "d2"}]}}):
+    for kw in ({}, {"metrics": ["set_recall@5", "ndcg@10"], "coalitions": {"q6": [{"d1", "d2"}]}}):
         fast, pure, counted = both(qrels, run, **kw)  # the block-by-block pass, then the whole-run one
         assert pure == expected
         _same(fast, pure)
@@ -303,10 +303,10 @@ def test_the_briefs_two_examples_are_refused() -> None:
 def test_more_than_ten_bad_doc_ids_are_counted(both: Any) -> None:
     qrels, run = _data(2)
     bad = {k: dict(v) for k, v in run.items()}
-    bad["q5"].update({i: 0.5 for i in range(12)})
+    bad["q6"].update({i: 0.5 for i in range(12)})
     fast, pure, _ = both(qrels, bad)
-    assert pure.startswith("run: doc ids must be strings; bad entries: ('q5', 0); ('q5', 1); ")
-    assert pure.endswith("('q5', 9); ... (12 in all); convert them with str() (int and str ids never match each other)")
+    assert pure.startswith("run: doc ids must be strings; bad entries: ('q6', 0); ('q6', 1); ")
+    assert pure.endswith("('q6', 9); ... (12 in all); convert them with str() (int and str ids never match each other)")
     _same(fast, pure)
 
 
@@ -323,7 +323,8 @@ def test_str_subclass_doc_ids_in_the_run_are_accepted(both: Any, monkeypatch: py
     """pytrec_eval accepts str subclasses as ids (the qrels' rule too): they match the equal strings."""
     monkeypatch.setattr(rk, "_ROW_BLOCK", 16)
     qrels, run = _data(2)
-    changed = {**run, "q5": {StrSub(d): s for d, s in run["q5"].items()}}
+    assert run["q6"]  # a row with ids to subclass
+    changed = {**run, "q6": {StrSub(d): s for d, s in run["q6"].items()}}
     fast, pure, counted = both(qrels, changed)
     assert not isinstance(pure, str), pure
     _same(fast, pure)
