@@ -46,8 +46,9 @@ get_buffer(PyObject *obj, Py_buffer *view, int writable, char kind)
 PyDoc_STRVAR(pack_doc,
 "pack(rows: list, out) -> int\n\n"
 "Write every score of ``rows`` (run rows, in row order, each row in its dict's order) into the float64 buffer\n"
-"``out``; the number written, or -1 when ``rows`` is not a list, a row not an exact dict, a score not an exact float, or ``out`` too\n"
-"small. NaN and infinities are copied as they are (the caller's finiteness check names them).");
+"``out``; the number written, or -1 when ``rows`` is not a list, a row not an exact dict, a doc id (key) not an exact\n"
+"str, a score not an exact float, or ``out`` too small. NaN and infinities are copied as they are (the caller's\n"
+"finiteness check names them); a doc id of another type is the Python path's to name.");
 
 static PyObject *
 pack(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
@@ -74,9 +75,11 @@ pack(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         }
         Py_ssize_t pos = 0;
         PyObject *key, *value;
-        /* PyDict_Next runs no Python code: the borrowed key and value stay valid for the iteration */
+        /* PyDict_Next runs no Python code: the borrowed key and value stay valid for the iteration. Every key is
+           checked here (the dict path reads no other doc id but in ties), so a run of exact str ids costs no other
+           pass; an int id would never match the qrels' '1', and in a tie its comparison would raise. */
         while (written >= 0 && PyDict_Next(row, &pos, &key, &value)) {
-            if (!PyFloat_CheckExact(value) || written == capacity) {
+            if (!PyFloat_CheckExact(value) || !PyUnicode_CheckExact(key) || written == capacity) {
                 written = -1;
             }
             else {

@@ -630,18 +630,20 @@ def _block_scores(
     refuse: Callable[[], None],
     accel: ModuleType | None = None,
 ) -> None:
-    """Write the scores of a block of run rows into ``out`` (as many), as float64, in row order.
+    """Write the scores of a block of run rows into ``out`` (as many), as float64, in row order, after checking that
+    every doc id (key) is a string.
 
-    ``accel`` (the compiled accelerator, :mod:`deltap.evaluation.accel`) packs a block of plain dicts of exact floats
-    in one C loop; it declines anything else, which then takes the Python path below.
+    ``accel`` (the compiled accelerator, :mod:`deltap.evaluation.accel`) packs a block of plain dicts of exact str
+    ids and exact float scores in one C loop; it declines anything else, which then takes the Python path below.
 
     Raises:
-        DeltapError: a score that is not a number (``"1.5"`` and ``True`` included): ``refuse()`` raises it, naming
-            the bad entries of the whole run.
+        DeltapError: a doc id that is not a string, or a score that is not a number (``"1.5"`` and ``True``
+            included): ``refuse()`` raises it, naming the bad entries of the whole run (:func:`_refuse_entries`).
     """
+    if values_of is _DICT_VALUES and accel is not None and accel.pack(block, out) == len(out):
+        return
+    _check_doc_ids(block, refuse)
     if values_of is _DICT_VALUES:
-        if accel is not None and accel.pack(block, out) == len(out):
-            return
         values: list[Any] = []  # grown a row at a time (extend knows each row's size): ~20 % faster than chain
         deque(map(values.extend, map(values_of, block)), maxlen=0)
         packed = _marshalled(values, "g")
@@ -654,6 +656,20 @@ def _block_scores(
         if not all(map(_is_number_type, set(map(type, chain.from_iterable(map(values_of, block)))))):
             refuse()
     out[:] = np.fromiter(chain.from_iterable(map(values_of, block)), dtype=np.float64, count=len(out))
+
+
+def _check_doc_ids(block: Sequence[Mapping[str, float]], refuse: Callable[[], None]) -> None:
+    """``refuse()`` (which names them) unless every doc id of the block's rows is a string (a subclass too, as
+    pytrec_eval and the qrels' rule accept).
+
+    The dict path reads no other run doc id but in ties, so this is the one pass over them: ``"".join`` of each row
+    type-checks its keys in C and raises ``TypeError`` at the first that is not a ``str`` (measured ~11 ns a key,
+    against ~16 for counting ``type``s and ~17 for one join per block, whose string outgrows the cache).
+    """
+    try:
+        deque(map("".join, block), maxlen=0)
+    except TypeError:
+        refuse()
 
 
 def _block_lookups(
@@ -702,7 +718,7 @@ def _run_scores(
     np.cumsum(per_query, out=t_start[1:])
     scores = np.empty(int(offsets[-1]), dtype=np.float64)
     t_score = np.empty(len(t_doc), dtype=np.float64)
-    refuse = partial(_refuse_non_numbers, rows, query_ids, run_name)
+    refuse = partial(_refuse_entries, rows, query_ids, run_name)
     accel = accelerator()
     for a in range(0, len(rows), _ROW_BLOCK):
         b = min(len(rows), a + _ROW_BLOCK)
@@ -809,10 +825,21 @@ def _row_names(rows: Sequence[Mapping[str, float]], offsets: np.ndarray, positio
 
 def _refuse_run(run: Mapping[str, Mapping[str, float]], query_ids: Sequence[str], run_name: str) -> None:
     empty: Mapping[str, float] = {}
-    _refuse_non_numbers(list(map(run.get, query_ids, repeat(empty))), query_ids, run_name)
+    _refuse_entries(list(map(run.get, query_ids, repeat(empty))), query_ids, run_name)
 
 
-def _refuse_non_numbers(rows: Sequence[Mapping[str, float]], query_ids: Sequence[str], run_name: str) -> None:
+def _refuse_entries(rows: Sequence[Mapping[str, float]], query_ids: Sequence[str], run_name: str) -> None:
+    """Raise the :class:`DeltapError` naming the run's bad entries: its doc ids that are not strings, if any (an int
+    ``1`` never matches the qrels' ``'1'``, so its metrics would be silently wrong), else its scores that are not
+    numbers. Both paths call it on the whole run, so the message does not depend on where a block was declined."""
+    bad_ids = [(q, d) for q, r in zip(query_ids, rows, strict=True) for d in r if not isinstance(d, str)]
+    if bad_ids:
+        raise DeltapError(
+            f"{run_name}: doc ids must be strings; bad entries: "
+            + "; ".join(f"({q!r}, {d!r})" for q, d in bad_ids[:10])
+            + (f"; ... ({len(bad_ids)} in all)" if len(bad_ids) > 10 else "")
+            + "; convert them with str() (int and str ids never match each other)"
+        )
     bad = [
         f"({q!r}, {d!r}) = {s!r}"
         for q, r in zip(query_ids, rows, strict=True)

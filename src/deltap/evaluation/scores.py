@@ -352,8 +352,9 @@ def evaluate(
         An :class:`EvalResult`.
 
     Raises:
-        DeltapError: bad grades or scores (naming the entries), unknown metrics, no query id in common, a policy
-            set to ``error`` that applies, or a settings object given together with one of its keywords.
+        DeltapError: ids that are not strings, bad grades or scores (naming the entries), unknown metrics, no query
+            id in common, a policy set to ``error`` that applies, or a settings object given together with one of
+            its keywords.
     """
     settings = merge_settings(
         settings, EvaluationSettings, "evaluate", metrics=metrics, on_missing=on_missing, on_empty=on_empty,

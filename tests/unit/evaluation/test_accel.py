@@ -255,6 +255,94 @@ def test_int_ids_are_refused_with_the_same_message(both: Any) -> None:
     _same(fast, pure)
 
 
+BAD_DOC_IDS = {"int": 7, "float": 2.5, "None": None, "tuple": ("d", 1)}
+
+
+def _bad_doc_id_run(value: Any, tie: bool) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, Any]], str, str]:
+    """``_data(2)`` with the doc id ``value`` added to q6 and to q90 (a later block), two queries whose run rows hold
+    a relevant document: tied with that document's score (``tie``), or with a score no other document has."""
+    qrels, run = _data(2)
+    changed: dict[str, dict[str, Any]] = {k: dict(v) for k, v in run.items()}
+    for q in ("q6", "q90"):
+        relevant = [d for d, g in qrels[q].items() if g > 0 and d in run[q]]
+        assert relevant, q  # the data has one to tie with
+        changed[q][value] = run[q][relevant[0]] if tie else 123.25
+    return qrels, changed, "q6", "q90"
+
+
+@pytest.mark.parametrize("block", [1, 256])
+@pytest.mark.parametrize("tie", [True, False], ids=["tied", "not-tied"])
+@pytest.mark.parametrize("kind", list(BAD_DOC_IDS))
+def test_a_run_doc_id_that_is_not_a_string_is_refused_on_both_paths(
+    kind: str, tie: bool, block: int, both: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rk, "_ROW_BLOCK", block)
+    value = BAD_DOC_IDS[kind]
+    qrels, run, first, second = _bad_doc_id_run(value, tie)
+    expected = (
+        f"run: doc ids must be strings; bad entries: ({first!r}, {value!r}); ({second!r}, {value!r}); "
+        "convert them with str() (int and str ids never match each other)"
+    )
+    for kw in ({}, {"metrics": ["set_recall@5", "ndcg@10"], "coalitions": {"q6": [{"d1", "d2"}]}}):
+        fast, pure, counted = both(qrels, run, **kw)  # the block-by-block pass, then the whole-run one
+        assert pure == expected
+        _same(fast, pure)
+        assert counted.declined("pack")  # C saw the key and said "not handled"; Python named it
+
+
+def test_the_briefs_two_examples_are_refused() -> None:
+    """The tie that raised a raw ``TypeError`` from the tie-break, and the int id that silently never matched."""
+    for qrels, run in (
+        ({"q1": {"d1": 1, "d2": 0}}, {"q1": {1: 0.5, "d1": 0.5}}),
+        ({"q1": {"d1": 1, "1": 1}}, {"q1": {1: 0.5, "d1": 0.4}}),
+    ):
+        with pytest.raises(DeltapError, match=r"^run: doc ids must be strings; bad entries: \('q1', 1\); convert"):
+            evaluate(qrels, run, ["ndcg@10"], n_resamples=0)
+
+
+def test_more_than_ten_bad_doc_ids_are_counted(both: Any) -> None:
+    qrels, run = _data(2)
+    bad = {k: dict(v) for k, v in run.items()}
+    bad["q6"].update({i: 0.5 for i in range(12)})
+    fast, pure, _ = both(qrels, bad)
+    assert pure.startswith("run: doc ids must be strings; bad entries: ('q6', 0); ('q6', 1); ")
+    assert pure.endswith("('q6', 9); ... (12 in all); convert them with str() (int and str ids never match each other)")
+    _same(fast, pure)
+
+
+def test_doc_ids_are_named_before_scores(both: Any) -> None:
+    """A run with a bad score in an early block and a bad doc id in a later one: the ids first, on both paths."""
+    qrels, run = _data(2)
+    bad = _with(_with(run, "q5", "d1", "1.5"), "q90", 3, 1.0)  # type: ignore[arg-type]
+    fast, pure, _ = both(qrels, bad)
+    assert pure.startswith("run: doc ids must be strings; bad entries: ('q90', 3);"), pure
+    _same(fast, pure)
+
+
+def test_str_subclass_doc_ids_in_the_run_are_accepted(both: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytrec_eval accepts str subclasses as ids (the qrels' rule too): they match the equal strings."""
+    monkeypatch.setattr(rk, "_ROW_BLOCK", 16)
+    qrels, run = _data(2)
+    assert run["q6"]  # a row with ids to subclass
+    changed = {**run, "q6": {StrSub(d): s for d, s in run["q6"].items()}}
+    fast, pure, counted = both(qrels, changed)
+    assert not isinstance(pure, str), pure
+    _same(fast, pure)
+    reference = evaluate(qrels, run, METRICS, n_resamples=0)
+    assert pure.values.tobytes() == reference.values.tobytes()
+    assert counted.declined("pack") and counted.handled("pack")  # C declines the subclass, Python takes it
+
+
+def test_a_dataframe_run_with_int_doc_ids_is_read_as_strings() -> None:
+    """DataFrames (and TREC files) are read with str(): int columns match the qrels' strings, as pytrec_eval's users
+    convert them; only dicts can carry non-str ids."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"query_id": [1, 1, 1], "doc_id": [1, 2, 3], "score": [0.9, 0.5, 0.1]})
+    as_dicts = evaluate({"1": {"2": 1, "3": 0}}, {"1": {"1": 0.9, "2": 0.5, "3": 0.1}}, ["ndcg@10"], n_resamples=0)
+    from_frame = evaluate({"1": {"2": 1, "3": 0}}, frame, ["ndcg@10"], n_resamples=0)
+    assert from_frame.values.tobytes() == as_dicts.values.tobytes()
+
+
 # ------------------------------------------------------------------------------------------------ the C functions
 
 
@@ -278,6 +366,11 @@ def test_pack_copies_exact_floats_bit_for_bit(c: types.ModuleType) -> None:
         [{"a": "1.0"}],
         [{"a": 1.0}, types.MappingProxyType({"b": 1.0})],
         [OrderedDict(a=1.0)],
+        [{"a": 1.0}, {1: 1.0}],  # doc ids that are not exact str: an int, None, a float, a tuple, a str subclass
+        [{None: 1.0}],
+        [{2.5: 1.0}],
+        [{("d", 1): 1.0}],
+        [{StrSub("a"): 1.0}],
         [None],
         ({"a": 1.0},),  # not a list
     ],
@@ -346,24 +439,29 @@ def test_no_reference_or_buffer_is_left_behind(c: types.ModuleType) -> None:
     # objects of this test alone (no interned constant another test's garbage could hold), the collector paused
     doc, score = "".join(["doc-", str(random.random())]), random.random() + 2.0
     row, other = {doc: score}, {"b": 1}
+    key = (doc, random.random())  # a doc id that is not a str (a tuple of this test alone)
+    keyed = {key: score}
     out, counts = np.zeros(2), np.array([1, 1], dtype=np.int64)
-    objects = [score, doc, row, other, out, counts]
+    objects = [score, doc, row, other, out, counts, key, keyed]
     gc.collect()
     gc.disable()
     try:
         before = [sys.getrefcount(o) for o in objects]
-        _calls(c, doc, row, other, out, counts)
+        _calls(c, doc, row, other, keyed, out, counts)
         after = [sys.getrefcount(o) for o in objects]
     finally:
         gc.enable()
     assert after == before  # a buffer not released would hold a reference to its array
 
 
-def _calls(c: types.ModuleType, doc: str, row: dict, other: dict, out: np.ndarray, counts: np.ndarray) -> None:
+def _calls(
+    c: types.ModuleType, doc: str, row: dict, other: dict, keyed: dict, out: np.ndarray, counts: np.ndarray
+) -> None:
     for _ in range(1000):  # each way out of each function
         assert c.pack([row], out) == 1
         assert c.pack([row, other], out) == -1  # an int score
         assert c.pack([row, None], out) == -1  # not a dict
+        assert c.pack([row, keyed], out) == -1  # a doc id that is not a str
         assert c.pack([row, row, row], out) == -1  # too small
         assert c.lookup([row, row], counts, [doc, doc], 0, out) == 2
         assert c.lookup([row, other], counts, [doc, "b"], 0, out) == -1  # an int score
