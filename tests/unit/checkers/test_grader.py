@@ -1066,6 +1066,16 @@ GRADER10_IDENTIFIER_KINDS = [
     # ``call split on the string``: the string's own method
     ("split-on-the-string", SHLEX_Q, "split", "Just call split on the string:\n\n```python\nargs = command_line.split()\n```", "fail"),
     ("shlex-split-on-the-string", SHLEX_Q, "split", "Call shlex.split on the string.", "pass"),
+    # a closing list of cited sources offers no alternatives
+    ("references-list", LOWEST_Q, "nsmallest", "Use `heapq.nsmallest(10, nums)` [1].\n\nReferences\n[1] heapq.nlargest, Python 3 documentation", "pass"),
+    ("sources-list", ISCLOSE_Q, "isclose", "Use **`math.isclose(a, b)`** [1].\n\n**Sources**\n1. docs.python.org — math\n2. peps.python.org — PEP 485", "pass"),
+    ("sources-list-wrong", ISCLOSE_Q, "isclose", "Compare with `==` [1].\n\nSources\n1. math.isclose, docs.python.org", "fail"),
+    ("sources-word-in-prose", LOWEST_Q, "nsmallest", "Use heapq.nsmallest or sorted(nums)[:10].\nSources differ on which is faster.", "fail"),
+    # a bot's name in a sign-off
+    ("sign-off-bot", STATE_Q, "CallbackContext", "CallbackContext is what your callbacks receive.\n\nCheers,\nDevBot", "pass"),
+    # a ticket's or scratchpad's label line
+    ("label-resolution", QUOTE_Q, "quote", "Resolution:\nPlease use shlex.quote() on the name.", "pass"),
+    ("label-scratchpad", HANDS_Q, "2598960", "Scratchpad:\nC(52,5) = 311,875,200 / 120\n        = 2,598,960", "pass"),
 ]
 GRADER10_OPTION_KINDS = [
     ("not-listed", CASE, FILL, "B", "Strictly speaking you want `textwrap.dedent`, which isn't listed. The closest option is B.", "fail"),
