@@ -113,7 +113,9 @@ _TEMPTED = cue(
 _BUT = re.compile(r"\b(?:but|however)\b", re.I)
 #: a name the reader will come across, then set aside in the same sentence (``You'll see `X` on `Base`, but that's
 #: really an internal hook``; session 13, grader10)
-_SEEN = cue(before(r"\b(?:you'll|you\s+will|you\s+may|you\s+might)\s+(?:also\s+)?(?:see|notice|come\s+across)", words=2))
+_SEEN = cue(
+    before(r"\b(?:you'll|you\s+will|you\s+may|you\s+might)\s+(?:also\s+)?(?:see|notice|come\s+across)", words=2)
+)
 _SET_ASIDE_BUT = re.compile(
     r"\bbut\s+(?:that|it|this)(?:'s|\s+is)\s+(?:really|actually|only|just)\b",
     re.I,
