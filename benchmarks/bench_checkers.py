@@ -60,6 +60,12 @@ reply answers) and one file per set of replies, each reply with the verdict a pe
   choice), measured once by the lead on grader8's rules at 6/83, 4/82; 9/87, 1/85; 4/84, 0/83 (right failed, wrong
   passed) before they were used for rules; session 13 (helper "grader9") read their kinds, so they are training
   sets since;
+* ``fresh20.yaml``, ``fresh21.yaml``, ``fresh22.yaml`` (session 13) — three more blind sets (enterprise
+  assistants — Copilot/Perplexity references and Sources lists, helpdesk tickets, style-guide headings,
+  translations; reasoning-heavy replies — step by step, scratchpads, Socratic, weighing each option, mind changes;
+  minimal and messy replies — log lines, CSV, YAML/TOML, diff hunks, commit messages, signatures), measured once by
+  the lead on grader9's rules at 8/84, 2/78; 8/86, 2/81; 7/87, 2/88 (right failed, wrong passed) before they were
+  used for rules; session 13 (helper "grader10") reads their kinds, so they are training sets since;
 * ``classes.yaml`` (session 11) — replies of those four kinds (equal alternatives, retractions, Markdown tables,
   conclusions), labelled before their rules were written; a training set;
 * ``attacks.yaml`` (session 11) — replies that look like those kinds but should go the other way, labelled before
@@ -128,6 +134,9 @@ SETS = (
     "fresh17",
     "fresh18",
     "fresh19",
+    "fresh20",
+    "fresh21",
+    "fresh22",
     "classes",
     "attacks",
     "attacks2",

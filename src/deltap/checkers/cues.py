@@ -170,5 +170,8 @@ RETRACT = cue(
     r"(?![\s,]*(?:no|nope|not)\b)|"
     # ``Actually wait —`` / ``Hmm, wait``: a wait that says it is taking something back
     r"\b(?:actually|hmm+)[\s,]+(?:wait|hold\s+on)\b|"
+    # ``2,598,960... actually that undercounts``: the value just given is said to be off (session 13, grader10)
+    r"\bactually[\s,]+(?:that|this|it)\s+(?:(?:under|over)(?:counts?|estimates?)|(?:is|'s)\s+(?:too\s+(?:low|high|"
+    r"small|big)|off|wrong))\b|"
     r"(?<![\w.`])(?:wait|hold\s+on)\b(?![\w(`])(?!\s+(?:for|until|till|on)\b)"
 )

@@ -106,11 +106,20 @@ _TEMPTED = cue(
         r"\b(?:(?:might|may|could|would)\s+(?:be\s+tempted\s+to\s+(?:use|call|reach\s+for)|reach\s+for|think\s+of|"
         # ``You might think it's `X`, but …`` (session 13, grader9)
         r"(?:think|expect|assume|guess)\s+(?:that\s+)?(?:it's|it\s+is|it\s+would\s+be|it'd\s+be|the\s+answer\s+is)|"
-        r"want\s+to\s+(?:use|call))|(?:it's|it\s+is)\s+tempting\s+to\s+(?:use|call|reach\s+for))",
+        r"want\s+to\s+(?:use|call))|(?:it's|it\s+is)\s+tempting\s+to\s+(?:use|call|reach\s+for|say|pick|answer|go\s+with))",
         words=2,
     )
 )
 _BUT = re.compile(r"\b(?:but|however)\b", re.I)
+#: a name the reader will come across, then set aside in the same sentence (``You'll see `X` on `Base`, but that's
+#: really an internal hook``; session 13, grader10)
+_SEEN = cue(
+    before(r"\b(?:you'll|you\s+will|you\s+may|you\s+might)\s+(?:also\s+)?(?:see|notice|come\s+across)", words=2)
+)
+_SET_ASIDE_BUT = re.compile(
+    r"\bbut\s+(?:that|it|this)(?:'s|\s+is)\s+(?:really|actually|only|just)\b",
+    re.I,
+)
 _BUT_AFTER = cue(after(r"(?:\([^)]*\))?\s*(?:,\s*|\s+|\s*[\u2014\u2013-]\s*)(?:but|however)\b"))
 _CONTRAST_OPEN = re.compile(
     r"^\W*(?:while|whereas|although|though|unlike|instead\s+of|rather\s+than|besides|apart\s+from|except\s+for)\b"
@@ -128,12 +137,13 @@ _ALT_CUE = cue(
 )
 _OWN = cue(before(r"\b(?:your|my|our)\s+(?:own\s+)?(?:[\w-]+\s+){0,2}", end=r"[`*'\"]*"))
 #: a builtin type named as a method's owner in prose (``the string's split method``, ``the list's sum``, ``the split
-#: method of str``): the qualifier of a name the reply writes without one
+#: method of str``, ``call split on the string``): the qualifier of a name the reply writes without one
 _TYPE_WORDS = r"(?P<type>str|string|list|dict|dictionary|bytes|bytearray|set|tuple|int|float)"
 _TYPE_OWNER_BEFORE = cue(before(r"\b" + _TYPE_WORDS + r"(?:'s|\s+object's|\s+type's)", end=r"\s+[`*'\"]*"))
 _TYPE_OWNER_AFTER = cue(
     after(
-        r"(?:\(\))?[`*'\"]*\s+method\s+of\s+(?:the\s+|a\s+|an\s+|your\s+)?[`*]*" + _TYPE_WORDS + r"\b",
+        # ``call split on the string`` (session 13, grader10)
+        r"(?:\(\))?[`*'\"]*\s+(?:method\s+of|on)\s+(?:the\s+|a\s+|an\s+|your\s+)?[`*]*" + _TYPE_WORDS + r"\b",
         start=r"[`*'\"]*",
     )
 )
@@ -971,7 +981,8 @@ def _flag(text: str, found: list[Mention], judge: _Judge | None = None) -> None:
             m.flags.add("owner:" + owner.group("type").lower())
         if _CONTRAST_OPEN.match(text[s_start : m.start]):
             m.flags.add("contrasted")
-        if REJECT_AFTER.match(after) or (_TEMPTED.search(before) and _BUT_AFTER.match(after)):
+        seen = _SEEN.search(before) and _SET_ASIDE_BUT.search(text, m.end, sentence_end(text, m.sentence))
+        if REJECT_AFTER.match(after) or (_TEMPTED.search(before) and _BUT_AFTER.match(after)) or seen:
             m.flags.add("rejected")
             turned_down[m.text.strip("`*()").lower()] = m.sentence
         elif turned_down.get(m.text.strip("`*()").lower()) == m.sentence and not _ANSWER_CUE.search(before):
@@ -2042,6 +2053,17 @@ _NONE_OF = re.compile(
 )
 
 
+#: the reply says the right answer is not among the options (``the method you want is X, which isn't listed``,
+#: ``None of these is quite right``, ``I'd not pick any of A–D``; session 13, grader10): no option is chosen, whatever
+#: it then calls closest
+_OFF_LIST = re.compile(
+    r"\b(?:which|that|it)\s+(?:isn'?t|is\s+not)\s+(?:listed|(?:one\s+)?(?:of|among)\s+the\s+(?:options|choices))\b|"
+    r"\bnone\s+of\s+(?:these|them|the\s+(?:options|choices))\s+(?:is|are)\s+(?:quite\s+|really\s+|exactly\s+)?"
+    r"(?:right|correct)\b|\bI(?:'d|\s+would)\s+(?:not|n't)\s+pick\s+any\b|\bI\s+wouldn'?t\s+pick\s+any\b",
+    re.I,
+)
+
+
 def _option_mentions(text: str, options: Mapping[str, str]) -> list[_Option]:
     keys = {k.upper(): k for k in options}
     out: list[_Option] = []
@@ -2190,6 +2212,8 @@ def read_option(reply: str | None, options: Mapping[str, str], protocol: bool = 
         return _declared_option(declared, options)
     if protocol:
         return Reading(None, "no declared answer", "no declared answer: the reply has no 'Answer: ...' line")
+    if _OFF_LIST.search(text):
+        return Reading(None, "declined", "declined: the reply says the answer is not among the options")
     return _option_table(text, options) or _read_options_prose(text, options)
 
 

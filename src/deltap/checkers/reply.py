@@ -75,7 +75,7 @@ def clean_reply(reply: str | None) -> str:
         text = text[: end.start()]
     text = _ROLE.sub("", text, count=1)
     text = _OUT_PROMPT.sub(r"\1Out:", text)  # Jupyter's ``Out[3]:`` counts cells, it is no value
-    return _drop_letter_frame(_drop_cut_repeat(text.strip()))
+    return _drop_letter_frame(_drop_sources(_drop_cut_repeat(text.strip())))
 
 
 #: a Jupyter output prompt (``Out[3]:``)
@@ -91,8 +91,24 @@ _GREETING = re.compile(
 _SIGN_OFF = re.compile(
     r"\n[ \t]*(?i:(?:best|kind|warm|warmest|many)\s+(?:regards|wishes|thanks)|regards|cheers|thanks(?:\s+again)?|"
     r"thank\s+you|best|sincerely|yours(?:\s+(?:truly|sincerely))?|all\s+the\s+best|take\s+care)[ \t]*[,!.]?[ \t]*"
-    r"(?:\n[ \t]*[A-Z][a-z'-]*\.?(?:[ \t]+[A-Z][a-z'-]*\.?){0,3}[ \t]*){1,3}\Z"
+    r"(?:\n[ \t]*(?:[A-Z][a-z'-]*\.?(?:[ \t]+[A-Z][a-z'-]*\.?){0,3}|"
+    # a bot's name (``DevBot``, ``HelpdeskAI``; session 13, grader10)
+    r"[A-Z][A-Za-z]*(?:Bot|AI|GPT|Assistant|Desk))[ \t]*){1,3}\Z"
 )
+
+
+#: a closing list of the sources a retrieval assistant cites (Copilot's ``References``, Perplexity's ``Sources``): a
+#: heading line, then only numbered or bulleted entries to the end of the reply (session 13, grader10)
+_SOURCES = re.compile(
+    r"\n[ \t]*(?:#{1,6}[ \t]*)?[*_]*(?i:references|sources|citations|learn\s+more)[*_]*[ \t]*:?[*_]*[ \t]*"
+    r"(?:\n[ \t]*(?:\[\d+\]|\d+[.)]|[-*\u2022])[ \t]+[^\n]*)+\s*\Z"
+)
+
+
+def _drop_sources(text: str) -> str:
+    """A closing list of cited sources says where the answer comes from; it offers no alternatives."""
+    listed = _SOURCES.search(text)
+    return text[: listed.start()].rstrip() if listed and listed.start() > 0 else text
 
 
 def _drop_letter_frame(text: str) -> str:
@@ -697,7 +713,9 @@ def _printed_numbers(body: str, at: int, sentence: int) -> Iterator[Mention]:
 LABELS = frozenset(
     "answer answers function functions class method parameter argument solution explanation options option details "
     "why note summary code example response result output sure certainly yes no ok okay absolutely hello hi thanks "
-    "question reasoning analysis conclusion correct final short reply here well hmm great".split()
+    "question reasoning analysis conclusion correct final short reply here well hmm great "
+    # a ticket's and a scratchpad's section labels (``Resolution:``, ``Scratchpad:``; session 13, grader10)
+    "resolution scratchpad workaround diagnosis cause steps notes draft thoughts thinking".split()
 )
 
 

@@ -1052,6 +1052,36 @@ GRADER9_OPTION_KINDS = [
     ("code-answer-restated", Case("m", "Which parameter specifies the model?"), {"A": "output_key", "B": "model"}, "B", "The parameter is `model`, e.g. `model=\"gemini\"`.", "pass"),
     ("restated-word-plain", Case("m", "Which parameter specifies the model?"), {"A": "output_key", "B": "model"}, "B", "It specifies the model.", "fail"),
 ]
+# session 13 (grader10), from fresh20-22: written with the rules by their author (counted apart)
+GRADER10_IDENTIFIER_KINDS = [
+    # ``It's tempting to say X, but …`` turns X down
+    ("tempting-to-say", HEAPQ_Q, "heapreplace", "It's tempting to say heapreplace, but that one is the legacy helper; what you actually want here is heappushpop.", "fail"),
+    ("tempting-to-say-other", PUSHPOP_Q, "heappushpop", "It's tempting to say heapreplace, but that one is the legacy helper; what you actually want here is heappushpop.", "pass"),
+    # ``You'll see X …, but that's really …`` sets X aside
+    ("seen-set-aside", HEAPQ_Q, "heapreplace", "You'll see `heapreplace` in the docs, but that's really the pop-first one; use heappushpop.", "fail"),
+    ("seen-with-a-note", PUSHPOP_Q, "heappushpop", "You'll see `heappushpop` does exactly this, but note it returns the item.", "pass"),
+    # ``… actually that undercounts`` takes the value back
+    ("actually-undercounts", HANDS_Q, "2598960", "2,598,960... actually that undercounts, since order matters: 311,875,200.", "fail"),
+    ("actually-confirms", HANDS_Q, "2598960", "There are 2,598,960 hands, and that is actually the count.", "pass"),
+    # ``call split on the string``: the string's own method
+    ("split-on-the-string", SHLEX_Q, "split", "Just call split on the string:\n\n```python\nargs = command_line.split()\n```", "fail"),
+    ("shlex-split-on-the-string", SHLEX_Q, "split", "Call shlex.split on the string.", "pass"),
+    # a closing list of cited sources offers no alternatives
+    ("references-list", LOWEST_Q, "nsmallest", "Use `heapq.nsmallest(10, nums)` [1].\n\nReferences\n[1] heapq.nlargest, Python 3 documentation", "pass"),
+    ("sources-list", ISCLOSE_Q, "isclose", "Use **`math.isclose(a, b)`** [1].\n\n**Sources**\n1. docs.python.org — math\n2. peps.python.org — PEP 485", "pass"),
+    ("sources-list-wrong", ISCLOSE_Q, "isclose", "Compare with `==` [1].\n\nSources\n1. math.isclose, docs.python.org", "fail"),
+    ("sources-word-in-prose", LOWEST_Q, "nsmallest", "Use heapq.nsmallest or sorted(nums)[:10].\nSources differ on which is faster.", "fail"),
+    # a bot's name in a sign-off
+    ("sign-off-bot", STATE_Q, "CallbackContext", "CallbackContext is what your callbacks receive.\n\nCheers,\nDevBot", "pass"),
+    # a ticket's or scratchpad's label line
+    ("label-resolution", QUOTE_Q, "quote", "Resolution:\nPlease use shlex.quote() on the name.", "pass"),
+    ("label-scratchpad", HANDS_Q, "2598960", "Scratchpad:\nC(52,5) = 311,875,200 / 120\n        = 2,598,960", "pass"),
+]
+GRADER10_OPTION_KINDS = [
+    ("not-listed", CASE, FILL, "B", "Strictly speaking you want `textwrap.dedent`, which isn't listed. The closest option is B.", "fail"),
+    ("none-quite-right", CASE, FILL, "B", "None of these is quite right. I'd not pick any of A-D.", "fail"),
+    ("none-of-them-then-choice", CASE, FILL, "B", "A returns a list and C cuts the text, so none of them gives one string: **B**.", "pass"),
+]
 # fmt: on
 
 
@@ -1074,6 +1104,7 @@ IDENTIFIER_RULES = {
     "grader8": GRADER8_IDENTIFIER_KINDS,
     "grader8-after": GRADER8_AFTER_RULES,
     "grader9": GRADER9_IDENTIFIER_KINDS,
+    "grader10": GRADER10_IDENTIFIER_KINDS,
 }
 OPTION_RULES = {
     "s10": OPTION_RULES_S10,
@@ -1084,6 +1115,7 @@ OPTION_RULES = {
     "grader7": GRADER7_OPTION_KINDS,
     "grader8": GRADER8_OPTION_KINDS,
     "grader9": GRADER9_OPTION_KINDS,
+    "grader10": GRADER10_OPTION_KINDS,
 }
 
 

@@ -88,6 +88,9 @@ SETS = (
     "fresh17",
     "fresh18",
     "fresh19",
+    "fresh20",
+    "fresh21",
+    "fresh22",
     "classes",
     "attacks",
     "attacks2",
@@ -160,6 +163,18 @@ CORPUS = [
     # fresh19 (session 13): exams and quizzes, 40 % multiple choice; blind, 4/84, 0/83 on grader8's rules; session 13
     # (grader9) read its kinds: 0
     pytest.param("fresh19", 84, 83, 0, id="fresh19"),
+    # fresh20 (session 13): enterprise assistants (Copilot/Perplexity references and Sources lists, helpdesk tickets,
+    # style-guide headings, translations); blind, 8/84, 2/78 on grader9's rules; session 13 (grader10) read its kinds:
+    # 4/84, 0/78 (kinds left: a table row, style-guide headings, a translated derivation, option text alone)
+    pytest.param("fresh20", 84, 78, 4, id="fresh20"),
+    # fresh21 (session 13): reasoning-heavy (step by step, scratchpads, Socratic, weighing each option, mind changes);
+    # blind, 8/86, 2/81 on grader9's rules; session 13 (grader10) read its kinds: 7/86, 0/81 (kinds left:
+    # two siblings weighed, the user's own name, a demonstration, step-by-step, bullets, weighing each option, Socratic)
+    pytest.param("fresh21", 86, 81, 7, id="fresh21"),
+    # fresh22 (session 13): minimal and messy (log lines, CSV, YAML/TOML, diff hunks, commit messages, all-caps,
+    # signatures); blind, 7/87, 2/88 on grader9's rules; session 13 (grader10) read its kinds: 6/87, 0/88 (kinds left: a
+    # commit message, CSV, YAML, a plural in code, a log line, a diff hunk)
+    pytest.param("fresh22", 87, 88, 6, id="fresh22"),
     # classes (session 11): the four kinds of fresh3's misses, labelled before their rules
     pytest.param("classes", 29, 36, 0, id="classes"),
     # attacks (session 11): replies that look like those kinds but go the other way, labelled before the rules;
