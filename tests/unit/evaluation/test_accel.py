@@ -27,6 +27,7 @@ from deltap.errors import DeltapError
 from deltap.evaluation import accel, evaluate
 from deltap.evaluation import ranking as rk
 from deltap.judgements import SignedGains
+from tests.unit.evaluation._tied_runs import tied_data
 
 BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
 METRICS = ["ndcg@10", "P@5", "recall@100", "MRR", "MAP", "R-prec", "judged@10"]
@@ -105,19 +106,9 @@ def _same(fast: Any, pure: Any) -> None:
 
 
 def _data(seed: int, n: int = 120) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
-    """Ties (few distinct scores), empty rows, qrels queries missing from the run, a run query without qrels."""
-    rng = random.Random(seed)
-    qrels: dict[str, dict[str, int]] = {}
-    run: dict[str, dict[str, float]] = {}
-    for q in range(n):
-        pool = [f"d{i}" for i in rng.sample(range(60), 30)]
-        qrels[f"q{q}"] = {d: rng.randint(0, 3) for d in pool[:5]}
-        if q % 7 != 3:
-            run[f"q{q}"] = {
-                d: rng.choice([0.25, 0.5, 1.0, 2.0, -0.0, 0.0]) for d in rng.sample(pool, rng.randint(0, 30))
-            }
-    run["only-in-run"] = {"d1": 1.0}
-    return qrels, run
+    """Ties (few distinct scores, signed zeros among them), empty rows, qrels queries missing from the run, a run
+    query without qrels."""
+    return tied_data(seed, n, scores=(0.25, 0.5, 1.0, 2.0, -0.0, 0.0))
 
 
 def _bench(n: int = 600, depth: int = 100) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:

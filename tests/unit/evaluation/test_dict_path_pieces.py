@@ -5,7 +5,6 @@ form: tie cells gathered in chunks, row counts summed as bytes, linear group pos
 
 from __future__ import annotations
 
-import random
 import types
 from pathlib import Path
 
@@ -16,21 +15,13 @@ from deltap.errors import DeltapError
 from deltap.evaluation import evaluate
 from deltap.evaluation import ranking as rk
 from deltap.evaluation.metrics.base import group_position, group_starts
+from tests.unit.evaluation._tied_runs import tied_data
 
 METRICS = ["ndcg@10", "P@5", "recall@100", "MRR", "MAP", "judged@10"]
 
 
 def _data(seed: int, n: int = 120) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
-    rng = random.Random(seed)
-    qrels: dict[str, dict[str, int]] = {}
-    run: dict[str, dict[str, float]] = {}
-    for q in range(n):
-        pool = [f"d{i}" for i in rng.sample(range(60), 30)]
-        qrels[f"q{q}"] = {d: rng.randint(0, 3) for d in pool[:5]}
-        if q % 7 != 3:  # some qrels queries missing from the run
-            run[f"q{q}"] = {d: rng.choice([0.25, 0.5, 1.0, 2.0]) for d in rng.sample(pool, rng.randint(0, 30))}
-    run["only-in-run"] = {"d1": 1.0}
-    return qrels, run
+    return tied_data(seed, n)
 
 
 @pytest.mark.parametrize("cells", [1, 7, 1 << 18])
