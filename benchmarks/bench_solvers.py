@@ -264,6 +264,7 @@ def bench_server(requests_per_level: int) -> None:
     from deltap.solvers.base import Answer, SolveRequest
     from deltap.solvers.llama_cpp import default_model_path
     from deltap.solvers.openai_compat import OpenAISolver
+    from deltap.solvers.prompts import PromptTemplate
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -293,7 +294,13 @@ def bench_server(requests_per_level: int) -> None:
                 break
             except OSError:
                 time.sleep(0.3)
-        solver = OpenAISolver(model="smollm2", base_url=url, max_tokens={"beir": 8}, extra_body={"repeat_penalty": 1.0})
+        solver = OpenAISolver(
+            model="smollm2",
+            base_url=url,
+            max_tokens={"beir": 8},
+            extra_body={"repeat_penalty": 1.0},
+            template=PromptTemplate(answer_protocol="off"),  # the in-process solver's prompt
+        )
         print("\n| concurrency | requests | wall s | requests/s | errors |")
         print("|---|---|---|---|---|")
         for conc in (1, 4, 16):

@@ -53,7 +53,9 @@ class GeminiSolver(HostedChatSolver):
         retry: Retry policy.
         seed: Sent with every request.
         max_tokens: Per benchmark type overrides.
-        template: Prompt template overrides.
+        template: Prompt template overrides; ``answer_protocol="auto"`` becomes ``on`` (the final ``Answer: ...``
+            line, :func:`~deltap.solvers.prompts.for_hosted`); pass ``answer_protocol="off"`` for a model that does
+            not write it.
         client: A preconfigured ``google.genai.Client``.
         requests_per_minute: The model's request limit: calls are paced to it by a limiter shared by every solver of
             the run for this model (:mod:`deltap.solvers.ratelimit`; not part of the id).

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 from deltap.solvers.answer_tokens import answer_tokens, default_max_tokens
 from deltap.solvers.base import Answer, SolveRequest
-from deltap.solvers.prompts import PromptTemplate, render_prompt
+from deltap.solvers.prompts import PromptTemplate, for_hosted, render_prompt
 from deltap.solvers.ratelimit import Limiter, RateLimits, estimate_tokens, paced, shared_limiter, sharing_retry_after
 from deltap.solvers.retry import RetryPolicy, parse_retry_after
 
@@ -93,7 +93,8 @@ class HostedChatSolver(ABC):
         seed: Sent with every request.
         retry: Retry policy (default :class:`~deltap.solvers.retry.RetryPolicy`).
         max_tokens: Per benchmark type overrides of the provider's column of the answer-token table.
-        template: Prompt template overrides.
+        template: Prompt template overrides; its ``answer_protocol="auto"`` becomes ``on`` for a hosted solver
+            (:func:`~deltap.solvers.prompts.for_hosted`).
         limits: The endpoint's request and token limits (pacing is off when neither is set).
         limiter: A limiter to use instead (tests, or one shared by hand).
 
@@ -125,7 +126,7 @@ class HostedChatSolver(ABC):
         self.retry = retry or RetryPolicy()
         self.seed = seed
         self.max_tokens = {**default_max_tokens(self.provider), **dict(max_tokens or {})}
-        self.template = template
+        self.template = for_hosted(template)  # answer_protocol "auto" -> on (deltap.solvers.prompts.HOSTED_PROTOCOL)
         self.attempts = 0
         limits = limits or RateLimits()
         self.limiter: Any = (

@@ -101,7 +101,9 @@ class OpenAISolver(HostedChatSolver):
         retry: Retry policy.
         seed: Sent with every request (servers that honour it are deterministic at temperature 0).
         max_tokens: Per benchmark type overrides.
-        template: Prompt template overrides.
+        template: Prompt template overrides; ``answer_protocol="auto"`` becomes ``on`` (the final ``Answer: ...``
+            line, :func:`~deltap.solvers.prompts.for_hosted`); pass ``answer_protocol="off"`` for a model that does
+            not write it.
         score_method: ``echo`` (completions ``echo`` + ``logprobs``) or ``prompt_logprobs`` (vLLM).
         prompt_format: Chat messages -> completion prompt for scoring (default :func:`chatml`).
         self_check: Run the scoring self-check before the first :meth:`score` (strongly recommended).

@@ -25,9 +25,10 @@ answer instruction of the benchmark type: a bare identifier (``api_understanding
 answer on a final line of a fixed form, ``Answer: <identifier>`` / ``Answer: <letter>`` (:data:`PROTOCOL_INSTRUCTIONS`),
 the way the standard evaluation harnesses do; the checkers read such a declared answer first, strictly, and fall back
 to the answer grammar for a reply without one (``docs/answer-grammar.md``). :attr:`PromptTemplate.answer_protocol`
-chooses: ``on``, ``off``, or ``auto`` (the default), which is :data:`PROTOCOL_DEFAULTS` per benchmark type — the
-setting measured not to cost the local model its pass rate or its log-probability signal
-(``benchmarks/bench_protocol.py``, table in ``benchmarks/README.md``). The protocol changes the prompt, so its hash:
+chooses: ``on``, ``off``, or ``auto`` (the default). ``auto`` depends on the solver: for the local model it is
+:data:`PROTOCOL_DEFAULTS` per benchmark type — off, the setting measured not to cost the small model its pass rate or
+its log-probability signal (``benchmarks/bench_protocol.py``, table in ``benchmarks/README.md``); a hosted chat solver
+resolves it to :data:`HOSTED_PROTOCOL` (on, :func:`for_hosted`), where the checker alone decides every trial. The protocol changes the prompt, so its hash:
 a run directory resumed with the other setting is refused with a message that says so (the run's manifest records
 the prompt).
 
@@ -55,10 +56,12 @@ __all__ = [
     "ANSWER_PROTOCOLS",
     "DEFAULT_INSTRUCTIONS",
     "DEFAULT_TEMPLATE",
+    "HOSTED_PROTOCOL",
     "Message",
     "PROTOCOL_DEFAULTS",
     "PROTOCOL_INSTRUCTIONS",
     "PromptTemplate",
+    "for_hosted",
     "messages_to_text",
     "prompt_hash",
     "render_context",
@@ -103,15 +106,25 @@ PROTOCOL_INSTRUCTIONS: dict[str, str] = {
 #: the values of :attr:`PromptTemplate.answer_protocol`
 ANSWER_PROTOCOLS = ("auto", "on", "off")
 
-#: whether ``answer_protocol="auto"`` asks for the protocol line, per benchmark type. Measured with the local model
-#: (``benchmarks/bench_protocol.py``, table in ``benchmarks/README.md``): SmolLM2-135M never writes the line, and the
-#: instruction lowers its string-match pass lift by one reply and its log-probability lift by 2.5 %, its
-#: multiple-choice pass rate by one question of five — off everywhere; turn it on for hosted models.
+#: whether ``answer_protocol="auto"`` asks for the protocol line, per benchmark type, for a solver that runs the model
+#: in process (the local model). Measured with the local model (``benchmarks/bench_protocol.py``, table in
+#: ``benchmarks/README.md``): SmolLM2-135M never writes the line, and the instruction lowers its string-match pass
+#: lift by one reply and its log-probability lift by 2.5 %, its multiple-choice pass rate by one question of five —
+#: off everywhere. A hosted chat solver resolves ``auto`` to :data:`HOSTED_PROTOCOL` instead (:func:`for_hosted`).
 PROTOCOL_DEFAULTS: dict[str, bool] = {
     "api_understanding": False,
     "multiple_choice": False,
     "qa": False,
 }
+
+#: what ``answer_protocol="auto"`` becomes for a hosted chat solver (``openai``, ``gemini``): ``on``. A hosted model
+#: has no log-probability outcome in a run, so the checker alone decides every trial, and chat models follow a final
+#: answer line instruction (the setting of OpenAI's simple-evals and lm-evaluation-harness); the checker then reads
+#: the declared line first, strictly, and the grammar only reads replies without one. Measured on blind reply sets
+#: written in that setting (``benchmarks/bench_checkers.py``, "protocol setting" in ``benchmarks/README.md``). A
+#: small model behind an OpenAI-compatible server that does not write the line (SmolLM2) is better served with
+#: ``--solver-option answer_protocol=off``.
+HOSTED_PROTOCOL = "on"
 
 
 @dataclass(frozen=True)
@@ -215,6 +228,14 @@ class PromptTemplate:
 
 
 DEFAULT_TEMPLATE = PromptTemplate()
+
+
+def for_hosted(template: PromptTemplate | None) -> PromptTemplate:
+    """The template a hosted chat solver renders: ``template`` (default :data:`DEFAULT_TEMPLATE`) with
+    ``answer_protocol="auto"`` resolved to :data:`HOSTED_PROTOCOL`; an explicit ``on`` / ``off`` is kept. The
+    resolved setting is what the run's manifest records (its template digest and prompt hash)."""
+    template = template or DEFAULT_TEMPLATE
+    return replace(template, answer_protocol=HOSTED_PROTOCOL) if template.answer_protocol == "auto" else template
 
 
 def template_fingerprint(template: PromptTemplate) -> dict[str, Any]:

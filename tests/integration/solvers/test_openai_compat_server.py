@@ -29,6 +29,7 @@ from deltap.solvers import make_solver, solve_many  # noqa: E402
 from deltap.solvers.base import Answer, SolveRequest  # noqa: E402
 from deltap.solvers.llama_cpp import LlamaCppSolver, default_model_path  # noqa: E402
 from deltap.solvers.openai_compat import OpenAISolver  # noqa: E402
+from deltap.solvers.prompts import PromptTemplate  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -91,7 +92,10 @@ def local() -> LlamaCppSolver:
 
 def test_chat_answers_agree_with_in_process(llama_server: str, local: LlamaCppSolver) -> None:
     # llama.cpp's server defaults to repeat_penalty=1.1, which is not greedy decoding: ask for the plain argmax
-    remote = make_solver("openai", model="smollm2", base_url=llama_server, extra_body={"repeat_penalty": 1.0})
+    # the in-process solver's prompt: a hosted solver asks for the answer protocol line unless told not to
+    remote = make_solver(
+        "openai", model="smollm2", base_url=llama_server, extra_body={"repeat_penalty": 1.0}, answer_protocol="off"
+    )
     out = solve_many(remote, [REQ, REQ], concurrency=2)
     assert all(isinstance(a, Answer) for a in out)
     texts = {a.text for a in out if isinstance(a, Answer)}
@@ -159,7 +163,9 @@ def correct_echo_server(local: LlamaCppSolver) -> Iterator[str]:
 
 
 def test_score_over_http_agrees_with_in_process(correct_echo_server: str, local: LlamaCppSolver) -> None:
-    remote = OpenAISolver(model="smollm2", base_url=correct_echo_server, verify_with=local)
+    remote = OpenAISolver(
+        model="smollm2", base_url=correct_echo_server, verify_with=local, template=PromptTemplate(answer_protocol="off")
+    )
     report = remote.verify_scoring()
     assert report["near_certain_logprob"] > -2.0
     assert report["probe_server"] == pytest.approx(report["probe_in_process"], abs=0.05)

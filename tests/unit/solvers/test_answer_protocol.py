@@ -15,9 +15,11 @@ from deltap.solvers.base import SolveRequest
 from deltap.solvers.prompts import (
     DEFAULT_INSTRUCTIONS,
     DEFAULT_TEMPLATE,
+    HOSTED_PROTOCOL,
     PROTOCOL_DEFAULTS,
     PROTOCOL_INSTRUCTIONS,
     PromptTemplate,
+    for_hosted,
     render_prompt,
     template_fingerprint,
 )
@@ -44,6 +46,30 @@ def test_auto_follows_the_measured_defaults() -> None:
     for btype in PROTOCOL_INSTRUCTIONS:
         expected = PROTOCOL_INSTRUCTIONS[btype] if PROTOCOL_DEFAULTS[btype] else DEFAULT_INSTRUCTIONS[btype]
         assert DEFAULT_TEMPLATE.instruction(btype) == expected
+
+
+def test_a_hosted_solver_asks_for_the_line_unless_told_not_to() -> None:
+    assert HOSTED_PROTOCOL == "on"
+    for kind in ("openai", "gemini"):
+        options = {"base_url": "http://127.0.0.1:9/v1"} if kind == "openai" else {"api_key": "k"}
+        try:
+            solver = make_solver(kind, model="m", **options)
+        except DeltapError as exc:  # the backend's optional SDK is not installed
+            assert kind == "gemini" and "install" in str(exc)
+            continue
+        template = solver.template  # type: ignore[attr-defined]
+        assert template.answer_protocol == "on"
+        assert _user(template).endswith("Answer: <identifier>")
+        assert "Answer: <letter>" in _user(template, "multiple_choice")
+        assert _user(template, "fix_error").endswith(DEFAULT_INSTRUCTIONS["fix_error"])
+        told = make_solver(kind, model="m", answer_protocol="off", **options)
+        assert told.template.answer_protocol == "off"  # type: ignore[attr-defined]
+        assert "Answer:" not in _user(told.template)  # type: ignore[attr-defined]
+    # a template the user gives keeps its own fields; only "auto" is resolved
+    mine_ = PromptTemplate(system="Be brief.")
+    assert for_hosted(mine_) == PromptTemplate(system="Be brief.", answer_protocol="on")
+    assert for_hosted(PromptTemplate(answer_protocol="off")).answer_protocol == "off"
+    assert for_hosted(None) == PromptTemplate(answer_protocol="on")
 
 
 def test_a_user_instruction_wins_over_the_protocol() -> None:
