@@ -41,7 +41,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from deltap.checkers.cues import (
     DISCLAIM,
@@ -80,12 +80,14 @@ UNREADABLE_RULES = frozenset({"empty", "no answer", "echo", "no declared answer"
 @dataclass(frozen=True)
 class Reading:
     """What the grader read of a reply: ``answer`` (the one answer, or ``None``), the ``rule`` (``ok`` or why it
-    failed), a human-readable ``detail`` and the ``candidates`` it weighed."""
+    failed), a human-readable ``detail``, the ``candidates`` it weighed, and whether it was read from the reply's
+    ``declared`` answer (the answer protocol's line, a JSON ``answer`` field) rather than by the grammar."""
 
     answer: str | None
     rule: str
     detail: str
     candidates: tuple[str, ...] = ()
+    declared: bool = False
 
     @property
     def unreadable(self) -> bool:
@@ -1703,14 +1705,18 @@ def read_identifier(reply: str | None, ctx: Context, protocol: bool = False) -> 
     if declared is not None:
         head = text[: text.rfind(declared)] if declared in text else ""
         if DISCLAIM.search(head):
-            return Reading(None, "hedge", "hedge: the reply disclaims knowing the answer before declaring it")
+            return Reading(
+                None, "hedge", "hedge: the reply disclaims knowing the answer before declaring it", declared=True
+            )
         value = _declared_clause(declared)
         found = _mentions(value, ctx)
         _flag(value, found, judge)
         reading = _decide(value, found, judge, " (declared)")
         if reading.rule == "no answer":
-            return Reading(None, "no answer", f"no answer: the declared answer {declared[:80]!r} names nothing")
-        return reading
+            return Reading(
+                None, "no answer", f"no answer: the declared answer {declared[:80]!r} names nothing", declared=True
+            )
+        return replace(reading, declared=True)
     if protocol:
         return Reading(None, "no declared answer", "no declared answer: the reply has no 'Answer: ...' line")
     judge.learn_owners(_mentions(text, ctx))
@@ -2208,8 +2214,10 @@ def read_option(reply: str | None, options: Mapping[str, str], protocol: bool = 
     if declared is not None:
         head = text[: text.rfind(declared)] if declared in text else ""
         if DISCLAIM.search(head):
-            return Reading(None, "hedge", "hedge: the reply disclaims knowing the answer before declaring it")
-        return _declared_option(declared, options)
+            return Reading(
+                None, "hedge", "hedge: the reply disclaims knowing the answer before declaring it", declared=True
+            )
+        return replace(_declared_option(declared, options), declared=True)
     if protocol:
         return Reading(None, "no declared answer", "no declared answer: the reply has no 'Answer: ...' line")
     if _OFF_LIST.search(text):
