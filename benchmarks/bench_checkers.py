@@ -66,6 +66,12 @@ reply answers) and one file per set of replies, each reply with the verdict a pe
   minimal and messy replies — log lines, CSV, YAML/TOML, diff hunks, commit messages, signatures), measured once by
   the lead on grader9's rules at 8/84, 2/78; 8/86, 2/81; 7/87, 2/88 (right failed, wrong passed) before they were
   used for rules; session 13 (helper "grader10") reads their kinds, so they are training sets since;
+* ``fresh23.yaml``, ``fresh24.yaml``, ``fresh25.yaml`` (session 14) — three blind sets in the answer protocol's
+  setting: replies to prompts that end with the protocol instruction (a final ``Answer: …`` line), as hosted chat
+  models, open-weight models and agents/JSON modes/other languages write them (93-95 % carry the line in some form);
+  measured once by the lead on grader10's rules (the default grammar, which reads the declared line first) at 1/96,
+  2/75; 0/86, 2/83; 1/87, 1/80 (right failed, wrong passed) before they were used for rules; session 14 (lead) read
+  their kinds, so they are training sets since;
 * ``classes.yaml`` (session 11) — replies of those four kinds (equal alternatives, retractions, Markdown tables,
   conclusions), labelled before their rules were written; a training set;
 * ``attacks.yaml`` (session 11) — replies that look like those kinds but should go the other way, labelled before
@@ -137,6 +143,9 @@ SETS = (
     "fresh20",
     "fresh21",
     "fresh22",
+    "fresh23",
+    "fresh24",
+    "fresh25",
     "classes",
     "attacks",
     "attacks2",

@@ -72,7 +72,10 @@ DISCLAIM = cue(
     r"not\s+(?:sure|certain)|unsure|uncertain|"
     r"(?:i\s+)?(?:do\s+not|don'?t|dont)\s+(?:know|have\s+enough)|no\s+idea|(?:can'?t|cannot|can\s+not)\s+"
     r"(?:tell|say|be\s+sure|determine|check|recall|remember)|(?:don'?t|do\s+not)\s+(?:recall|remember)|"
-    r"not\s+enough\s+information|hard\s+to\s+say|(?:i'?m|i\s+am)\s+guessing|(?:it|that)\s+depends)\b"
+    r"not\s+enough\s+information|hard\s+to\s+say|(?:i'?m|i\s+am)\s+guessing|(?:it|that)\s+depends|"
+    # ``I can't give a definite number`` (session 14)
+    r"(?:can'?t|cannot|can\s+not)\s+(?:give|provide|state|offer)\s+(?:you\s+)?(?:an?\s+|the\s+)?"
+    r"(?:definite|definitive|exact|precise|certain|confident))\b"
 )
 #: a refusal to answer (``I can't find it in the documentation``)
 REFUSAL = cue(

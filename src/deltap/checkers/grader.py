@@ -374,13 +374,17 @@ def _case_agrees(name: str, expected: str) -> bool:
     """Two names equal but for case are one identifier when they differ only in the first letter (``Dedent.`` at the
     start of a sentence) or the reply writes the name all in lower case or all in capitals (lower-case chat and
     shouting carry no case); otherwise
-    (``BaseLLM`` for ``BaseLlm``, ``Basetool`` for ``BaseTool``) they are two identifiers, as they are to Python."""
+    (``BaseLLM`` for ``BaseLlm``, ``Basetool`` for ``BaseTool``) they are two identifiers, as they are to Python. A
+    qualified name whose last part is in lower case where the expected one is capitalised names a module, not the
+    class (``google.adk.sessions.session`` for ``Session``; session 14)."""
 
     def tail(s: str) -> str:
         s = re.sub(r"\(.*\)$", "", s.strip().strip("`*'\"").lstrip("@")).rstrip(".,;:!?")
         return s.rsplit(".", 1)[-1]
 
     a, b = tail(name), tail(expected)
+    if a[:1].islower() and b[:1].isupper() and "." in name.strip().strip("`*'\"").rstrip(".,;:!?"):
+        return False  # ``google.adk.sessions.session`` for ``Session``: a dotted path ending in lower case is a module
     return a[1:] == b[1:] or a in (a.lower(), a.upper())
 
 
@@ -579,7 +583,11 @@ class _Judge:
                     return True
                 if self.ctx.qualified == "either" and self.ctx.same(full, a):
                     return True
-            elif self.ctx.same(c.name, a) and (self.ctx.qualified == "either" or not c.qualifier):
+            elif (
+                self.ctx.same(c.name, a)
+                and (self.ctx.qualified == "either" or not c.qualifier)
+                and (self.ctx.case_sensitive or not c.qualifier or _case_agrees(full, a))
+            ):
                 return True
         return False
 
@@ -684,7 +692,9 @@ _NOUN_MODIFIER = cue(
     before(
         r"\b(?:double|single|inner|outer|escaped|matching|closing|opening|straight|curly|smart|back|each|every|any)",
         end=r"\s+",
-    )
+    ),
+    # an indefinite article and one adjective (``a literal quote``; session 14)
+    before(r"\b(?:a|an)\s+[a-z]+", end=r"\s+"),
 )
 _NOUN_AFTER = re.compile(r"^\s+(?:around|inside|marks?|characters?|chars?|signs?)\b", re.I)
 #: an accepted word named with the kind of thing it is, for a question that asks for a parameter (``it is the model
@@ -1693,6 +1703,34 @@ def _declared_clause(value: str) -> str:
     return value.strip()
 
 
+#: a second answer offered inside a declared answer, in any of the languages the protocol line is read in:
+#: ``X or Y``, ``X (or Y)``, ``X, or maybe Y``, ``X / Y``, ``X oder Y``, ``X ou Y``, ``X 或 Y`` (session 14)
+_DECLARED_OR = re.compile(
+    r"(?:\s*,\s*|\s*\(\s*|\s+|\s*/\s*)(?:or|oder|ou|o|oppure|или|或者|或)(?:\s+|(?<=[或者])\s*)"
+    r"(?:(?:maybe|perhaps|possibly|alternatively|even|vielleicht|auch|peut-être|bien|quizás|tal\s+vez)\s+)?"
+    r"(?P<alt>[`*'\"]*(?P<name>[A-Za-z_][\w.]*)(?:\(\))?[`*'\"]*)(?P<rest>\s*\)?\s*[.!]?\s*$|.*)",
+    re.I,
+)
+
+
+def _declared_alternative(declared: str, answer: str | None) -> str | None:
+    """The second answer a declared answer offers besides ``answer`` (the protocol asks for one answer), or
+    ``None``: a name after ``or`` (or a translation of it, or ``/``) that ends the declared answer, or is written as
+    code (backticks, a dotted or ``snake_case`` name, a call), and is not ``answer`` itself or its qualified form."""
+    if not answer:
+        return None
+    for m in _DECLARED_OR.finditer(declared):
+        name, alt = m.group("name"), m.group("alt")
+        alone = not m.group("rest").strip(" \t).!")
+        code_like = "`" in alt or "_" in name or "." in name.strip(".") or alt.rstrip("`*'\"").endswith("()")
+        if not (alone or code_like) or name.lower() in ("not", "none", "nothing", "something", "similar"):
+            continue
+        first, second = answer.rsplit(".", 1)[-1].lower(), name.strip(".").rsplit(".", 1)[-1].lower()
+        if first != second:
+            return name.strip(".")
+    return None
+
+
 def read_identifier(reply: str | None, ctx: Context, protocol: bool = False) -> Reading:
     """Read the one answer a reply gives to an identifier question (the module docstring; ``protocol``: only a
     declared answer counts)."""
@@ -1712,6 +1750,15 @@ def read_identifier(reply: str | None, ctx: Context, protocol: bool = False) -> 
         found = _mentions(value, ctx)
         _flag(value, found, judge)
         reading = _decide(value, found, judge, " (declared)")
+        alternative = _declared_alternative(declared, reading.answer)
+        if alternative is not None:
+            return Reading(
+                None,
+                "several",
+                f"several: the declared answer offers {alternative!r} besides {reading.answer!r}",
+                (str(reading.answer), alternative),
+                declared=True,
+            )
         if reading.rule == "no answer":
             return Reading(
                 None, "no answer", f"no answer: the declared answer {declared[:80]!r} names nothing", declared=True

@@ -49,10 +49,19 @@ _START_TOKENS = re.compile(
 )
 _ROLE = re.compile(r"^\s*(?:assistant|model|ai)\s*:\s*", re.I)
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.S | re.I)
+#: the protocol line's label, and its translations a model answering in another language writes (session 14):
+#: German, French, Spanish, Portuguese, Italian, Dutch, Polish, Russian, Chinese, Japanese, Korean
+_ANSWER_LABEL = (
+    r"(?:(?:the|my|final|correct|endgültige|richtige|la|finale?|bonne|correcta|correta|corretta|definitiva)\s+){0,2}"
+    r"(?:answer|antwort|r[ée]ponse|respuesta|resposta|risposta|antwoord|odpowied[źz]|ответ|最终答案|答案|回答|答え|정답|답)"
+    r"(?:\s+(?:finale?|final|correcte|correcta|definitiva|finale))?"
+)
 _DECLARED = re.compile(
-    r"^[ \t>#*_`-]*(?:the\s+)?(?:final\s+|correct\s+)?answer[ \t*_`]*[:\uff1a][ \t*_]*(?P<value>[^\n]*)$",
+    r"^[ \t>#*_`-]*" + _ANSWER_LABEL + r"[ \t*_`]*[:\uff1a][ \t*_]*(?P<value>[^\n]*)$",
     re.I | re.M,
 )
+#: a LaTeX box, the final-answer convention of math-tuned models (``$\boxed{2598960}$``)
+_BOXED = re.compile(r"\\(?:boxed|fbox)\{(?P<inner>(?:[^{}]|\{[^{}]*\})*)\}")
 _FENCE = re.compile(r"```[ \t]*[\w+.-]*[ \t]*\n(.*?)(?:\n[ \t]*```|\Z)", re.S)
 _JSON_KEYS = ("answer", "final_answer", "identifier", "option", "choice", "letter")
 
@@ -278,13 +287,30 @@ def declared_answer(text: str) -> str | None:
         return js
     found = list(_DECLARED.finditer(text))
     if not found:
-        return _wrapped_answer(text)
+        wrapped = _wrapped_answer(text)
+        if wrapped is None:
+            boxes = list(_BOXED.finditer(text))
+            return _unlatex(boxes[-1].group(0)) or None if boxes else None
+        return wrapped
     last = found[-1]
     value = last.group("value").strip()
     if value.strip("*_` "):
-        return value
+        return _unlatex(value)
     rest = [line for line in text[last.end() :].split("\n") if line.strip()]
-    return rest[0].strip() if rest else None
+    return _unlatex(rest[0].strip()) if rest else None
+
+
+def _unlatex(value: str) -> str:
+    r"""A declared answer written in LaTeX as plain text: a box's content, math delimiters dropped, ``{,}`` and ``\,``
+    as the separators they print (``$\boxed{2{,}598{,}960}$`` -> ``2,598,960``); other text unchanged."""
+    if "\\" not in value and "$" not in value:
+        return value
+    box = _BOXED.search(value)
+    if box:
+        value = value[: box.start()] + box.group("inner") + value[box.end() :]
+    value = re.sub(r"\\text(?:tt|bf|rm)?\{([^{}]*)\}", r"\1", value)
+    value = value.replace("{,}", ",").replace("\\,", " ").replace("\\ ", " ").replace("\\(", "").replace("\\)", "")
+    return value.replace("$", "").strip()
 
 
 # -- numbers -------------------------------------------------------------------------------------------------------

@@ -1082,6 +1082,40 @@ GRADER10_OPTION_KINDS = [
     ("none-quite-right", CASE, FILL, "B", "None of these is quite right. I'd not pick any of A-D.", "fail"),
     ("none-of-them-then-choice", CASE, FILL, "B", "A returns a list and C cuts the text, so none of them gives one string: **B**.", "pass"),
 ]
+# session 14 (lead), from fresh23-25 (replies to prompts that ask for the protocol line): written with the rules by
+# their author (counted apart)
+SESSION_Q = Case("se", "Where does the ADK define the data model for a `Session`?", ("google.adk.sessions.session.Session",))
+LIMIT_N_Q = Case("rl", "What is the default recursion limit of CPython?", ())
+LRU_Q = Case("lr", "Which functools decorator caches a function's results?", ("functools.lru_cache",))
+DEDENT_Q = Case("dd", "Which textwrap function removes common leading whitespace?", ("textwrap.dedent",))
+PROTOCOL_IDENTIFIER_KINDS = [
+    # a declared answer offers one answer: a second one after "or" (in parentheses, translated, after "/") is a hedge
+    ("declared-or-in-parentheses", LRU_Q, "lru_cache", "**Answer:** `lru_cache` (or `cache`)", "fail"),
+    ("declared-or-maybe", DEDENT_Q, "dedent", "Answer: dedent, or maybe indent", "fail"),
+    ("declared-oder", DEDENT_Q, "dedent", "Antwort: dedent oder indent", "fail"),
+    ("declared-ou", DEDENT_Q, "dedent", "Réponse : dedent ou indent", "fail"),
+    ("declared-or-its-qualified-form", DEDENT_Q, "dedent", "Answer: dedent (or textwrap.dedent)", "pass"),
+    ("declared-or-a-clause", DEDENT_Q, "dedent", "Answer: dedent (or use indent to add a prefix instead)", "pass"),
+    ("declared-alias-of", DEDENT_Q, "dedent", "Answer: `dedent` (an alias of nothing else).", "pass"),
+    # the protocol line's label translated
+    ("declared-antwort", DEDENT_Q, "dedent", "Die Funktion entfernt gemeinsame Einrückung.\n\nAntwort: dedent", "pass"),
+    ("declared-respuesta-wrong", DEDENT_Q, "dedent", "La función es indent... no.\n\nRespuesta final: indent", "fail"),
+    ("declared-chinese", DEDENT_Q, "dedent", "答案：dedent", "pass"),
+    # a LaTeX box is a declared answer, its separators as printed
+    ("boxed-grouped", HANDS_Q, "2598960", "Final Answer: $\\boxed{2{,}598{,}960}$", "pass"),
+    ("boxed-alone", HANDS_Q, "2598960", "$\\binom{52}{5} = \\boxed{2598960}$", "pass"),
+    ("boxed-wrong", HANDS_Q, "2598960", "$52 \\cdot 51 \\cdot 50 \\cdot 49 \\cdot 48 = \\boxed{311875200}$", "fail"),
+    # a dotted path ending in lower case names the module, not the class
+    ("module-path-for-class", SESSION_Q, "Session", "Answer: google.adk.sessions.session", "fail"),
+    ("class-path-for-class", SESSION_Q, "Session", "Answer: google.adk.sessions.session.Session", "pass"),
+    ("class-lower-case-bare", SESSION_Q, "Session", "Answer: session", "pass"),
+    # a trailing "I can't give a definite number" disclaims the number
+    ("cannot-give-definite", LIMIT_N_Q, "1000", "It is typically around 1000, but I can't give a definite number.", "fail"),
+    ("definite-number", LIMIT_N_Q, "1000", "It is 1000 by default; sys.setrecursionlimit changes it.", "pass"),
+    # an English word after an indefinite article and an adjective is the noun
+    ("a-literal-quote", QUOTE_Q, "quote", "Wrap it in single quotes and write each inner one as a literal quote.", "fail"),
+    ("the-quote-function", QUOTE_Q, "quote", "Use the shlex quote function: quote(name).", "pass"),
+]
 # fmt: on
 
 
@@ -1105,6 +1139,7 @@ IDENTIFIER_RULES = {
     "grader8-after": GRADER8_AFTER_RULES,
     "grader9": GRADER9_IDENTIFIER_KINDS,
     "grader10": GRADER10_IDENTIFIER_KINDS,
+    "protocol14": PROTOCOL_IDENTIFIER_KINDS,
 }
 OPTION_RULES = {
     "s10": OPTION_RULES_S10,

@@ -143,6 +143,15 @@ CORPUS = [
     # signatures); blind, 7/87, 2/88 on grader9's rules; session 13 (grader10) read its kinds: 6/87, 0/88 (kinds left: a
     # commit message, CSV, YAML, a plural in code, a log line, a diff hunk)
     pytest.param("fresh22", 87, 88, 6, id="fresh22"),
+    # fresh23 (session 14): frontier chat and reasoning models asked for a final "Answer: ..." line (the protocol
+    # setting); blind, 1/96, 2/75 on grader10's rules; session 14 (lead) read its kinds: 0
+    pytest.param("fresh23", 96, 75, 0, id="fresh23"),
+    # fresh24 (session 14): open-weight 7-70B models in the protocol setting (imperfect compliance); blind, 0/86, 2/83 on
+    # grader10's rules; session 14 (lead) read its kinds: 0
+    pytest.param("fresh24", 86, 83, 0, id="fresh24"),
+    # fresh25 (session 14): agents, JSON mode, IDE assistants, other languages in the protocol setting; blind, 1/87,
+    # 1/80 on grader10's rules; session 14 (lead) read its kinds: 0
+    pytest.param("fresh25", 87, 80, 0, id="fresh25"),
     # classes (session 11): the four kinds of fresh3's misses, labelled before their rules
     pytest.param("classes", 29, 36, 0, id="classes"),
     # attacks (session 11): replies that look like those kinds but go the other way, labelled before the rules;
