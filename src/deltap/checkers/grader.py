@@ -1715,13 +1715,18 @@ _DECLARED_OR = re.compile(
 
 def _declared_alternative(declared: str, answer: str | None) -> str | None:
     """The second answer a declared answer offers besides ``answer`` (the protocol asks for one answer), or
-    ``None``: a name after ``or`` (or a translation of it, or ``/``) that ends the declared answer, or is written as
-    code (backticks, a dotted or ``snake_case`` name, a call), and is not ``answer`` itself or its qualified form."""
+    ``None``: a name after ``or`` (or a translation of it, or ``/``) that ends the declared answer (or is followed by
+    the condition it holds under), or is written as code (backticks, a dotted or ``snake_case`` name, a call), and is
+    not ``answer`` itself or its qualified form."""
     if not answer:
         return None
     for m in _DECLARED_OR.finditer(declared):
         name, alt = m.group("name"), m.group("alt")
-        alone = not m.group("rest").strip(" \t).!")
+        rest = m.group("rest")
+        # the name alone, or with the condition it holds under (``(or cache on Python 3.9+)``; session 14, fresh27)
+        alone = not rest.strip(" \t).!") or bool(
+            re.match(r"\s+(?:on|in|for|since|from|with|if|when|under|before|after|as\s+of)\b", rest, re.I)
+        )
         code_like = "`" in alt or "_" in name or "." in name.strip(".") or alt.rstrip("`*'\"").endswith("()")
         if not (alone or code_like) or name.lower() in ("not", "none", "nothing", "something", "similar"):
             continue

@@ -302,7 +302,8 @@ def declared_answer(text: str) -> str | None:
 
 def _unlatex(value: str) -> str:
     r"""A declared answer written in LaTeX as plain text: a box's content, math delimiters dropped, ``{,}`` and ``\,``
-    as the separators they print (``$\boxed{2{,}598{,}960}$`` -> ``2,598,960``); other text unchanged."""
+    as the separators they print (``$\boxed{2{,}598{,}960}$`` -> ``2,598,960``), escaped characters as themselves
+    (``output\_schema``); other text unchanged."""
     if "\\" not in value and "$" not in value:
         return value
     box = _BOXED.search(value)
@@ -310,6 +311,7 @@ def _unlatex(value: str) -> str:
         value = value[: box.start()] + box.group("inner") + value[box.end() :]
     value = re.sub(r"\\text(?:tt|bf|rm)?\{([^{}]*)\}", r"\1", value)
     value = value.replace("{,}", ",").replace("\\,", " ").replace("\\ ", " ").replace("\\(", "").replace("\\)", "")
+    value = re.sub(r"\\([_{}%#&$])", r"\1", value)  # escaped characters (``output\_schema``; session 14, fresh28)
     return value.replace("$", "").strip()
 
 
