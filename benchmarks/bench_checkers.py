@@ -72,6 +72,11 @@ reply answers) and one file per set of replies, each reply with the verdict a pe
   measured once by the lead on grader10's rules (the default grammar, which reads the declared line first) at 1/96,
   2/75; 0/86, 2/83; 1/87, 1/80 (right failed, wrong passed) before they were used for rules; session 14 (lead) read
   their kinds, so they are training sets since;
+* ``fresh26.yaml``, ``fresh27.yaml``, ``fresh28.yaml`` (session 14) — three more blind sets in the protocol setting
+  (production RAG assistants and cheaper API tiers; long step-by-step reasoning; small or quantized models that
+  follow the format imperfectly; 89-91 % carry the line), measured once by the lead on the rules after fresh23-25's
+  kinds at 0/86, 0/75; 0/86, 1/79; 1/85, 0/89 (right failed, wrong passed) before their two misses were read, so
+  they are training sets since;
 * ``classes.yaml`` (session 11) — replies of those four kinds (equal alternatives, retractions, Markdown tables,
   conclusions), labelled before their rules were written; a training set;
 * ``attacks.yaml`` (session 11) — replies that look like those kinds but should go the other way, labelled before
@@ -146,6 +151,9 @@ SETS = (
     "fresh23",
     "fresh24",
     "fresh25",
+    "fresh26",
+    "fresh27",
+    "fresh28",
     "classes",
     "attacks",
     "attacks2",

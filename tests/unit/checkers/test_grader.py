@@ -1097,6 +1097,8 @@ PROTOCOL_IDENTIFIER_KINDS = [
     ("declared-or-its-qualified-form", DEDENT_Q, "dedent", "Answer: dedent (or textwrap.dedent)", "pass"),
     ("declared-or-a-clause", DEDENT_Q, "dedent", "Answer: dedent (or use indent to add a prefix instead)", "pass"),
     ("declared-alias-of", DEDENT_Q, "dedent", "Answer: `dedent` (an alias of nothing else).", "pass"),
+    ("declared-or-under-a-condition", LRU_Q, "lru_cache", "Answer: lru_cache (or cache on Python 3.9+)", "fail"),
+    ("declared-or-in-a-clause", LRU_Q, "lru_cache", "Answer: lru_cache (or wrap it by hand)", "pass"),
     # the protocol line's label translated
     ("declared-antwort", DEDENT_Q, "dedent", "Die Funktion entfernt gemeinsame Einrückung.\n\nAntwort: dedent", "pass"),
     ("declared-respuesta-wrong", DEDENT_Q, "dedent", "La función es indent... no.\n\nRespuesta final: indent", "fail"),
@@ -1104,6 +1106,7 @@ PROTOCOL_IDENTIFIER_KINDS = [
     # a LaTeX box is a declared answer, its separators as printed
     ("boxed-grouped", HANDS_Q, "2598960", "Final Answer: $\\boxed{2{,}598{,}960}$", "pass"),
     ("boxed-alone", HANDS_Q, "2598960", "$\\binom{52}{5} = \\boxed{2598960}$", "pass"),
+    ("boxed-escaped-underscore", Case("os", "Which parameter makes an LlmAgent return structured output?", ("x.LlmAgent",)), "output_schema", "Set a Pydantic model as the schema.\n\n$\\boxed{output\\_schema}$", "pass"),
     ("boxed-wrong", HANDS_Q, "2598960", "$52 \\cdot 51 \\cdot 50 \\cdot 49 \\cdot 48 = \\boxed{311875200}$", "fail"),
     # a dotted path ending in lower case names the module, not the class
     ("module-path-for-class", SESSION_Q, "Session", "Answer: google.adk.sessions.session", "fail"),

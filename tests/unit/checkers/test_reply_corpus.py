@@ -152,6 +152,14 @@ CORPUS = [
     # fresh25 (session 14): agents, JSON mode, IDE assistants, other languages in the protocol setting; blind, 1/87,
     # 1/80 on grader10's rules; session 14 (lead) read its kinds: 0
     pytest.param("fresh25", 87, 80, 0, id="fresh25"),
+    # fresh26 (session 14): production RAG assistants and cheaper API tiers in the protocol setting; blind, 0/86, 0/75
+    pytest.param("fresh26", 86, 75, 0, id="fresh26"),
+    # fresh27 (session 14): long step-by-step reasoning in the protocol setting; blind, 0/86, 1/79 on the rules after
+    # fresh23-25; session 14 (lead) read its miss: 0
+    pytest.param("fresh27", 86, 79, 0, id="fresh27"),
+    # fresh28 (session 14): small or quantized models, imperfect compliance; blind, 1/85, 0/89 on the rules after
+    # fresh23-25; session 14 (lead) read its miss: 0
+    pytest.param("fresh28", 85, 89, 0, id="fresh28"),
     # classes (session 11): the four kinds of fresh3's misses, labelled before their rules
     pytest.param("classes", 29, 36, 0, id="classes"),
     # attacks (session 11): replies that look like those kinds but go the other way, labelled before the rules;
