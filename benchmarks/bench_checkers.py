@@ -266,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(header)
     print("-" * len(header))
+    totals: dict[str, dict[str, int]] = {}
     for name in args.set or SETS:
         replies = load_replies(name)
         if not replies:
@@ -276,15 +277,25 @@ def main(argv: list[str] | None = None) -> int:
                 row = rows.get(kind)
                 if row is None:
                     continue
-                print(
-                    f"{name:<7} {reading:<9} {kind:<16} {row['replies']:>7} "
-                    f"{_pct(row['right_failed'], row['right']):>20} {_pct(row['wrong_passed'], row['wrong']):>20} "
-                    f"{row['unreadable']:>10}"
-                )
+                print(_row(name, reading, kind, row))
+            total = totals.setdefault(reading, {})
+            for key in ("replies", "right", "right_failed", "wrong", "wrong_passed", "unreadable"):
+                total[key] = total.get(key, 0) + int(rows["all"][key])
             if args.show == reading:
                 for r, status, detail in rows["all"]["bad"]:
                     print(f"    [{r.style}] person {r.verdict}, checker {status} ({detail}): {r.case_id}: {r.reply!r}")
+    print("-" * len(header))
+    for reading, total in totals.items():  # every set printed above, together
+        print(_row("sets", reading, "all", total))
     return 0
+
+
+def _row(name: str, reading: str, kind: str, row: dict[str, Any]) -> str:
+    return (
+        f"{name:<7} {reading:<9} {kind:<16} {row['replies']:>7} "
+        f"{_pct(row['right_failed'], row['right']):>20} {_pct(row['wrong_passed'], row['wrong']):>20} "
+        f"{row['unreadable']:>10}"
+    )
 
 
 if __name__ == "__main__":
