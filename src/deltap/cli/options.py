@@ -55,7 +55,15 @@ PRICE_IN_HELP = (
 SolverKind = Annotated[str, typer.Option("--solver", help=SOLVER_HELP)]
 Model = Annotated[str | None, typer.Option("--model", help="Model name (or GGUF path for local) of the solver.")]
 SolverOptions = Annotated[
-    list[str], typer.Option("--solver-option", help="An option of the solver, key=value (repeatable).")
+    list[str],
+    typer.Option(
+        "--solver-option",
+        help=(
+            "An option of the solver, key=value (repeatable): base_url=..., template=FILE (a prompt template), "
+            "answer_protocol=auto|on|off (the final 'Answer: ...' line; auto: on for hosted solvers, off for the local "
+            "model)."
+        ),
+    ),
 ]
 OUTCOME_HELP = (
     "pass (the case's checker judges the answer) or logprob (log-probability of the reference answer; needs a solver "
