@@ -77,6 +77,10 @@ reply answers) and one file per set of replies, each reply with the verdict a pe
   follow the format imperfectly; 89-91 % carry the line), measured once by the lead on the rules after fresh23-25's
   kinds at 0/86, 0/75; 0/86, 1/79; 1/85, 0/89 (right failed, wrong passed) before their two misses were read, so
   they are training sets since;
+* ``fresh29.yaml``, ``fresh30.yaml``, ``fresh31.yaml`` (session 14) — a third blind round in the protocol setting
+  (exam-style multiple choice and numbers; other vendors' and code models; retrieval-augmented replies that cite
+  documents and get distracted by placebos; 90-93 % carry the line), measured once by the lead on the rules after
+  round two at 0/89, 0/77; 0/88, 0/80; 0/87, 0/83 (right failed, wrong passed); no rule was written from them;
 * ``classes.yaml`` (session 11) — replies of those four kinds (equal alternatives, retractions, Markdown tables,
   conclusions), labelled before their rules were written; a training set;
 * ``attacks.yaml`` (session 11) — replies that look like those kinds but should go the other way, labelled before
@@ -154,6 +158,9 @@ SETS = (
     "fresh26",
     "fresh27",
     "fresh28",
+    "fresh29",
+    "fresh30",
+    "fresh31",
     "classes",
     "attacks",
     "attacks2",

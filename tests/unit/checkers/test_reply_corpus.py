@@ -160,6 +160,12 @@ CORPUS = [
     # fresh28 (session 14): small or quantized models, imperfect compliance; blind, 1/85, 0/89 on the rules after
     # fresh23-25; session 14 (lead) read its miss: 0
     pytest.param("fresh28", 85, 89, 0, id="fresh28"),
+    # fresh29-31 (session 14): the third blind round in the protocol setting (exam-style multiple choice and numbers;
+    # other vendors' and code models; retrieval-augmented replies citing documents), measured once on the rules after
+    # round two: 0/89, 0/77; 0/88, 0/80; 0/87, 0/83 — no rule written from them
+    pytest.param("fresh29", 89, 77, 0, id="fresh29"),
+    pytest.param("fresh30", 88, 80, 0, id="fresh30"),
+    pytest.param("fresh31", 87, 83, 0, id="fresh31"),
     # classes (session 11): the four kinds of fresh3's misses, labelled before their rules
     pytest.param("classes", 29, 36, 0, id="classes"),
     # attacks (session 11): replies that look like those kinds but go the other way, labelled before the rules;
