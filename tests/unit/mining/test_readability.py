@@ -375,3 +375,28 @@ def test_the_log_keeps_the_marker_of_a_long_detail(tmp_path: Path) -> None:
     records = _logged(tmp_path)
     assert records and all(len(r.detail) == 500 and is_declared(r.detail) for r in records)
     assert result.run["checker"]["declared"] == len(records)
+
+
+@pytest.mark.parametrize(("protocol", "warns"), [("auto", True), ("off", False)])
+def test_deltap_mine_with_a_hosted_model_that_ignores_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, protocol: str, warns: bool
+) -> None:
+    """``deltap mine --solver openai`` against a fake server whose model never writes the line: the hosted default
+    asks for it, the summary line and a ``warning:`` line say so (exit 0); with ``answer_protocol=off`` neither."""
+    from tests.fake_openai import FakeOpenAIServer
+    from tests.helpers import mine_files, run_cli
+
+    monkeypatch.setenv("OPENAI_API_KEY", "fake")
+    corpus, bench = mine_files(tmp_path)
+    out = tmp_path / "run"
+    with FakeOpenAIServer(lambda body: "Runner" if "pkg.D0" in json.dumps(body) else "I do not know.") as srv:
+        code, _, err = run_cli(capsys, "mine", bench, "--corpus", corpus, "--retriever", "none", "--solver", "openai",
+                               "--model", "gpt-4o-mini", "--solver-option", f"base_url={srv.url}", "--solver-option",
+                               f"answer_protocol={protocol}", "--budget", "8", "--placebo", "1", "--no-coalitions",
+                               "--pilot", "0", "--skip-missing", "--out", out)  # fmt: skip
+    assert code == 0, err
+    block = json.loads((out / "run.json").read_text())["checker"]
+    assert block["protocol_asked"] is warns and block["declared"] == 0 and block["protocol_warning"] is warns
+    err = " ".join(err.split())
+    assert ("warning: answers read from the declared 'Answer:' line: 0 of" in err) is warns
+    assert ("replies the checker could not read: 0 of" in err) is not warns
