@@ -493,6 +493,7 @@ def _mine(
 ) -> None:
     """Mine ``cases`` into ``run_dir``, set up by :func:`deltap.mining.setup.prepare_run` as ``deltap mine`` is
     (resumes an existing trial log)."""
+    from deltap.mining.readability import AnswerLineIgnoredWarning, UnreadableRepliesWarning
     from deltap.mining.results import PlaceboCalibrationWarning
     from deltap.mining.setup import CaseSelection, RetrieverSettings, prepare_run
     from deltap.mining.tilt import TiltWarning
@@ -507,8 +508,9 @@ def _mine(
         warnings.catch_warnings(record=True) as caught,
         MiningProgress(len(cases), config.progress, config=run.config, deterministic=det) as bar,
     ):
-        warnings.simplefilter("always", PlaceboCalibrationWarning)
-        warnings.simplefilter("always", TiltWarning)
+        shown = (PlaceboCalibrationWarning, TiltWarning, UnreadableRepliesWarning, AnswerLineIgnoredWarning)
+        for category in shown:
+            warnings.simplefilter("always", category)
 
         def progress(event: dict[str, Any]) -> None:
             if event.get("phase") == "plan" and not config.progress:  # the display shows it; without one, say it
@@ -521,7 +523,7 @@ def _mine(
 
         run.mine(progress=progress)
     for w in caught:  # shown after the progress bars, as one readable line each
-        if issubclass(w.category, PlaceboCalibrationWarning | TiltWarning):
+        if issubclass(w.category, shown):
             say(f"  warning: {w.message}")
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

@@ -24,18 +24,31 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from deltap.checker_kinds import checker_kind
-from deltap.checkers.base import UNREADABLE, Checker, CheckResult, Outcome, Status, Verdict, is_unreadable, unreadable
+from deltap.checkers.base import (
+    DECLARED,
+    UNREADABLE,
+    Checker,
+    CheckResult,
+    Outcome,
+    Status,
+    Verdict,
+    is_declared,
+    is_unreadable,
+    unreadable,
+)
 
 if TYPE_CHECKING:
     from deltap.cases import CheckerSpec
 
 __all__ = [
+    "DECLARED",
     "UNREADABLE",
     "CheckResult",
     "Checker",
     "Outcome",
     "Status",
     "Verdict",
+    "is_declared",
     "is_unreadable",
     "make_checker",
     "unreadable",

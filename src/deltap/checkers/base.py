@@ -13,6 +13,13 @@ no candidate), as opposed to a reply that gave a wrong answer. It is a failure a
 but runs count such replies apart: when many replies are unreadable, the checker rather than the documents decides
 the labels.
 
+A verdict whose answer was read from the reply's *declared* answer — the answer protocol's final ``Answer: …`` line or
+a JSON ``answer`` field, rather than found by the answer grammar — ends its detail with `` (declared)``
+(:data:`DECLARED`, :func:`declared`, :func:`is_declared`): ``matched 'nsmallest' (declared)``, ``chose B, correct is
+A (declared)``. Passes and wrong answers both; an unreadable verdict is never marked (it counts as unreadable). Runs
+count such replies too (run.json's ``checker`` block, :mod:`deltap.mining.readability`): when the prompt asked for the
+answer line and few replies declare one, the grammar, not the line, is reading the replies.
+
 The ``pass`` *outcome* of a trial (:mod:`deltap.outcomes`) is built from verdicts: 1 for ``pass``, 0 for ``fail``,
 no value for ``error``. ``CheckResult`` and ``Outcome`` are the former names of :class:`Verdict` and
 :data:`Status`, kept as aliases for code written against them.
@@ -26,7 +33,20 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from deltap.cases import Case
 
-__all__ = ["UNREADABLE", "CheckResult", "Checker", "Outcome", "Status", "Verdict", "is_unreadable", "unreadable"]
+__all__ = [
+    "DECLARED",
+    "UNREADABLE",
+    "CheckResult",
+    "Checker",
+    "Outcome",
+    "Status",
+    "Verdict",
+    "clip_detail",
+    "declared",
+    "is_declared",
+    "is_unreadable",
+    "unreadable",
+]
 
 #: what a checker decided of one answer
 Status = Literal["pass", "fail", "error"]
@@ -79,6 +99,32 @@ def unreadable(reason: str, extracted: str | None = None, **info: Any) -> Verdic
 def is_unreadable(detail: str | None) -> bool:
     """Whether a verdict's (or a logged trial's) detail says the checker could not read the reply."""
     return bool(detail) and str(detail).startswith(f"{UNREADABLE}:")
+
+
+#: the marker that ends the detail of a verdict whose answer was read from the reply's declared answer
+DECLARED = " (declared)"
+
+
+def declared(detail: str, was_declared: bool = True) -> str:
+    """``detail`` with exactly one :data:`DECLARED` marker, at its end (``was_declared``), or none: a marker the
+    reading left inside the detail (``answer 'X' (declared) (concluded)``) is moved to the end. An unreadable
+    detail is never marked."""
+    bare = detail.replace(DECLARED, "")
+    return bare + DECLARED if was_declared and not is_unreadable(bare) else bare
+
+
+def is_declared(detail: str | None) -> bool:
+    """Whether a verdict's (or a logged trial's) detail says its answer was read from the reply's declared answer."""
+    return bool(detail) and str(detail).endswith(DECLARED) and not is_unreadable(detail)
+
+
+def clip_detail(detail: str, limit: int) -> str:
+    """``detail`` cut to ``limit`` characters (a trial log keeps that much) with its :data:`DECLARED` marker kept."""
+    if len(detail) <= limit:
+        return detail
+    if is_declared(detail):
+        return detail[: max(0, limit - len(DECLARED))] + DECLARED
+    return detail[:limit]
 
 
 #: the former name of :class:`Verdict`

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from deltap.checker_kinds import checker_id
-from deltap.checkers.base import Verdict, unreadable
+from deltap.checkers.base import Verdict, declared, unreadable
 from deltap.checkers.extract import extract_choice
 from deltap.checkers.grader import read_option
 from deltap.checkers.grammar import DEFAULT_GRAMMAR, grammar_param, read_choice
@@ -26,7 +26,9 @@ class MultipleChoiceChecker:
     first, strictly; else a conclusion (``so it's A``, ``which leaves B``, ``the answer is C``); else the option the
     reply opens with — explanations of the other options after it are explanations; a hedge between options, several
     options, a negated option and a letter carrying another option's text fail; an echo of the option list, or no
-    option at all, is ``unreadable``. ``grammar="protocol"`` reads only a declared ``Answer:`` line.
+    option at all, is ``unreadable``; a verdict read from the declared letter ends its detail with `` (declared)``
+    (``correct option (declared)``, ``chose B, correct is A (declared)``). ``grammar="protocol"`` reads only a
+    declared ``Answer:`` line.
 
     ``grammar="strict"`` (issue 24) reads exactly one option or fails, by
     :func:`~deltap.checkers.grammar.read_choice`: an echo of the option list, several letters (``A, B, C or D``,
@@ -60,12 +62,13 @@ class MultipleChoiceChecker:
         if self.grammar in ("grader", "protocol"):
             got = read_option(answer, self.options, protocol=self.grammar == "protocol", question=case.query)
             if got.unreadable:
-                return unreadable(got.detail, None, rule=got.rule)
+                return unreadable(declared(got.detail, False), None, rule=got.rule)
             if got.answer is None:
-                return Verdict("fail", None, got.detail, {"rule": got.rule})
+                return Verdict("fail", None, declared(got.detail, got.declared), {"rule": got.rule})
             if got.answer == self.correct:
-                return Verdict("pass", got.answer, "correct option")
-            return Verdict("fail", got.answer, f"chose {got.answer}, correct is {self.correct}", {"rule": "wrong"})
+                return Verdict("pass", got.answer, declared("correct option", got.declared))
+            wrong = f"chose {got.answer}, correct is {self.correct}"
+            return Verdict("fail", got.answer, declared(wrong, got.declared), {"rule": "wrong"})
         reading = read_choice(answer, self.options)
         if reading.answer is None:
             return Verdict("fail", None, reading.detail, {"rule": reading.rule})

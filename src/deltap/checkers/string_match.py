@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from deltap.checker_kinds import checker_id
-from deltap.checkers.base import Verdict, unreadable
+from deltap.checkers.base import Verdict, declared, unreadable
 from deltap.checkers.extract import clean_identifier, identifier_candidates, normalize_identifier
 from deltap.checkers.grader import Context, read_identifier
 from deltap.checkers.grammar import DEFAULT_GRAMMAR, grammar_param, read_answer, same_answer
@@ -26,8 +26,9 @@ class StringMatchChecker:
     first, strictly; else the sentence that asserts the answer, past lead-ins, headings, restated questions and chat
     residue, code read as code, rejections and hedges read as such, and a qualifier checked against the question and
     the case's gold documents (``pickle.dumps`` is not ``json.dumps``). A reply whose answer could not be located
-    fails with a detail starting ``unreadable:`` (:func:`~deltap.checkers.base.is_unreadable`). ``grammar="protocol"``
-    reads only a declared ``Answer:`` line.
+    fails with a detail starting ``unreadable:`` (:func:`~deltap.checkers.base.is_unreadable`); a verdict read from
+    the declared answer ends its detail with `` (declared)`` (:func:`~deltap.checkers.base.is_declared`: ``matched
+    'nsmallest' (declared)``). ``grammar="protocol"`` reads only a declared ``Answer:`` line.
 
     ``grammar="strict"`` (issue 24) reads the reply by the answer grammar of :mod:`deltap.checkers.grammar`:
     the answer span (JSON ``answer``, the text after ``answer is``, else the first line) must commit to exactly one
@@ -117,18 +118,18 @@ class StringMatchChecker:
             tuple(getattr(case, "gold_doc_ids", ()) or ()),
         )
         reading = read_identifier(answer, ctx, protocol=self.grammar == "protocol")
-        if reading.unreadable:
-            return unreadable(reading.detail, None, rule=reading.rule)
+        if reading.unreadable:  # never marked: it counts as unreadable
+            return unreadable(declared(reading.detail, False), None, rule=reading.rule)
         if reading.rule == "ok":
             matched = next(
                 (e for e in self.answers if same_answer(str(reading.answer), e, self.case_sensitive, self.qualified)),
                 self.answers[0],
             )
-            return Verdict("pass", reading.answer, f"matched {self._norm(matched)!r}")
-        detail = reading.detail
+            return Verdict("pass", reading.answer, declared(f"matched {self._norm(matched)!r}", reading.declared))
+        detail = declared(reading.detail, False)  # the marker goes once, at the end (deltap.checkers.base.DECLARED)
         if reading.rule == "wrong":
-            detail = f"{detail.removesuffix(' (declared)')} matches none of {list(self.answers)}"
-        return Verdict("fail", reading.answer, detail, {"rule": reading.rule})
+            detail = f"{detail} matches none of {list(self.answers)}"
+        return Verdict("fail", reading.answer, declared(detail, reading.declared), {"rule": reading.rule})
 
     def _check_lenient(self, answer: str) -> Verdict:
         candidates = identifier_candidates(answer or "")

@@ -228,6 +228,7 @@ def mine_command(
     from deltap.errors import DeltapError
     from deltap.mining import setup
     from deltap.mining.progress import MiningProgress
+    from deltap.mining.readability import AnswerLineIgnoredWarning, UnreadableRepliesWarning
     from deltap.mining.results import PlaceboCalibrationWarning
     from deltap.mining.tilt import TiltWarning
     from deltap.solvers.base import is_deterministic
@@ -262,8 +263,8 @@ def mine_command(
         warnings.catch_warnings(record=True) as caught,
         MiningProgress(len(run.cases), console=console, config=run.config, deterministic=det, prices=run.prices) as bar,
     ):
-        warnings.simplefilter("always", PlaceboCalibrationWarning)
-        warnings.simplefilter("always", TiltWarning)
+        for category in (PlaceboCalibrationWarning, TiltWarning, UnreadableRepliesWarning, AnswerLineIgnoredWarning):
+            warnings.simplefilter("always", category)  # recorded and printed below, whatever the warning filters say
         result = run.mine(progress=bar, remine_changed=remine_changed)
     _print_result(console, run, result.run, caught)
 

@@ -31,7 +31,9 @@ Run directory (``out``)::
     run.json                 summary: tool version, solver, outcome, seed, budget, q, pi, times, calls,
                              cases by status, verdict counts, placebo calibration, spend (calls, tokens
                              in/out, solver seconds, cost; per case and in total, over every session), the tilt
-                             (retrieved non-gold documents' effect spread over the placebos', :mod:`deltap.mining.tilt`)
+                             (retrieved non-gold documents' effect spread over the placebos', :mod:`deltap.mining.tilt`),
+                             the checker (replies read from a declared answer, by the grammar, unreadable;
+                             :mod:`deltap.mining.readability`)
 
 Infrastructure errors (``SolverError``, a checker's ``error`` outcome) are logged as ``error`` trials and never
 counted as failures; a case whose error rate exceeds ``max_error_rate`` stops with status ``errors``.
@@ -71,7 +73,7 @@ from deltap.mining.outputs import build_dataset, placebo_warning, run_summary, w
 from deltap.mining.plan import RunPlan, plan_calls, plan_vs_spent, trial_phase
 from deltap.mining.pool import Pool, build_pool
 from deltap.mining.procedure import case_weights, run_case
-from deltap.mining.readability import UnreadableRepliesWarning, readability, readability_line
+from deltap.mining.readability import readability, readability_warnings
 from deltap.mining.results import CaseResult, MiningResult, PlaceboCalibrationWarning, ProgressFn
 from deltap.mining.runner import TrialRunner, fit_context, logged_calls
 from deltap.mining.spend import log_spend
@@ -259,7 +261,7 @@ def mine(
         if pilot_info is not None:
             run["pilot"] = pilot_info
         run["tilt"] = tilt.to_dict()
-        run.update(_checker_block(log, results, cfg))
+        run.update(_checker_block(log, results, cfg, solver))
         run["execution"] = {**executor.describe(), "cases_in_flight": lanes.limit}
         if out_path is not None:
             write_run_directory(out_path, dataset, run)
@@ -274,20 +276,31 @@ def mine(
     return MiningResult(dataset, results, run, out_path)
 
 
-def _checker_block(log: TrialLog, results: list[CaseResult], cfg: MiningConfig) -> dict[str, Any]:
-    """run.json's ``checker`` block (replies the checker could not read, :mod:`deltap.mining.readability`) for a run
-    whose outcome a checker decides; ``{}`` otherwise."""
+def _checker_block(log: TrialLog, results: list[CaseResult], cfg: MiningConfig, solver: Solver) -> dict[str, Any]:
+    """run.json's ``checker`` block (how the checker read the replies: from a declared answer, by the grammar, or
+    not at all; :mod:`deltap.mining.readability`) for a run whose outcome a checker decides; ``{}`` otherwise."""
     if not outcome_kind(cfg.outcome).answered:
         return {}
-    return {"checker": readability(log, [r.case.case_id for r in results])}
+    asked = _protocol_cases(solver, [r.case for r in results])
+    return {"checker": readability(log, [r.case.case_id for r in results], asked)}
+
+
+def _protocol_cases(solver: Solver, cases: Sequence[Case]) -> set[str]:
+    """The cases whose prompt asks for the answer protocol's ``Answer:`` line: ``solver.template.protocol(type)``
+    (:class:`~deltap.solvers.prompts.PromptTemplate`); none for a solver without a template."""
+    protocol = getattr(getattr(solver, "template", None), "protocol", None)
+    if not callable(protocol):
+        return set()
+    return {c.case_id for c in cases if protocol(c.benchmark_type)}
 
 
 def _run_warnings(run: dict[str, Any], tilt: Tilt) -> None:
-    """The warnings of a finished run about its retrieved candidates (tilt) and its checker (unreadable replies)."""
+    """The warnings of a finished run about its retrieved candidates (tilt) and its checker (unreadable replies, an
+    ignored answer line)."""
     if tilt.large:
         warnings.warn(tilt.message, TiltWarning, stacklevel=3)
-    if (run.get("checker") or {}).get("warning"):
-        warnings.warn(str(readability_line(run["checker"])), UnreadableRepliesWarning, stacklevel=3)
+    for category, message in readability_warnings(run.get("checker") or {}):
+        warnings.warn(message, category, stacklevel=3)
 
 
 def _account_spend(results: list[CaseResult], log: TrialLog, prices: Any) -> dict[str, Any]:
@@ -409,6 +422,7 @@ class _Lanes:
                     "tokens_out": self.tally.tokens_out,
                     "replies": self.tally.replies,
                     "unreadable": self.tally.unreadable,
+                    "declared": self.tally.declared,
                 }
             )
 

@@ -333,7 +333,7 @@ def summary_lines(run: dict[str, Any]) -> list[tuple[str, str]]:
     pairs, ``style`` a Rich style (``""``: plain). The placebo check's own lines
     (:func:`deltap.mining.placebo_check.summary_lines`) come last and are not included."""
     from deltap.mining.empirical_null import describe_null, describe_topic_null
-    from deltap.mining.readability import readability_line
+    from deltap.mining.readability import readability_line, readability_warned
     from deltap.mining.spend import spend_line
 
     new_calls = run.get("calls_this_process", run["calls"])
@@ -355,7 +355,7 @@ def summary_lines(run: dict[str, Any]) -> list[tuple[str, str]]:
     out.append((f"verdicts: {run['verdicts']}", ""))
     unread = readability_line(run.get("checker") or {})
     if unread:
-        out.append((unread, "yellow" if run["checker"].get("warning") else ""))
+        out.append((unread, "yellow" if readability_warned(run["checker"]) else ""))
     from deltap.outcomes import outcome_kind
 
     graded = graded_line(run, outcome_kind(str(run.get("outcome") or "pass")).unit)

@@ -13,9 +13,12 @@ What it shows (and why each figure can be trusted):
   prices against the plan's expected cost: ``tokens 48k/~66k in · 310/≤2.0k out · $0.01/~$0.03``.
 * **rate and time left** — seconds per call measured on this run (wall time / calls), and the time the remaining
   ceiling takes at that rate: an upper bound (``≤``), because adaptive stopping usually ends cases sooner.
-* **unreadable replies** — replies a checker judged in this process and found no answer in (``3/40 unreadable``,
-  shown once there is one; :mod:`deltap.mining.readability`): not wrong answers, but replies the checker could not
-  read — a growing share means the checker, not the documents, is deciding the outcomes.
+* **how replies were read** — of the replies a checker judged in this process, those it read from the reply's
+  declared ``Answer:`` line (``38/40 declared``) and those it found no answer in (``3/40 unreadable``; with declared
+  ones: ``38/40 declared, 1 unreadable``), each shown once there is one (:mod:`deltap.mining.readability`). Unreadable
+  replies are not wrong answers but replies the checker could not read — a growing share means the checker, not the
+  documents, is deciding the outcomes; few declared answers where the prompt asks for the line mean the model is not
+  following it.
 * **the current case** — its full id (wrapped, never cut), the phase (preflight, design trials, coalition check),
   trials against the case's trial budget, and how many of its candidates are still *undecided* (no label yet;
   the case stops when none is left or its budget is spent).
@@ -142,8 +145,9 @@ class MiningProgress:
         self.calls = 0  # solver calls made by this process
         self.tokens_in = 0  # tokens those calls took in and gave out (as the solver counted them)
         self.tokens_out = 0
-        self.replies = 0  # replies a checker judged in this process, and those it could not read
+        self.replies = 0  # replies a checker judged in this process, those it could not read, those it read declared
         self.unreadable = 0
+        self.declared = 0
         self.prices = prices
         self.planned_tokens_in = planned_tokens_in
         self.run_plan: Any = None  # the RunPlan of the ``plan`` event (mine() sends it before the first call)
@@ -213,6 +217,7 @@ class MiningProgress:
         if "unreadable" in event:
             self.replies = max(self.replies, int(event.get("replies") or 0))
             self.unreadable = max(self.unreadable, int(event.get("unreadable") or 0))
+            self.declared = max(self.declared, int(event.get("declared") or 0))
         if event.get("in_flight") is not None:
             self.in_flight = max(1, int(event["in_flight"]))
         if phase == "plan":  # before the first call: show the plan first, then count against it
@@ -290,11 +295,21 @@ class MiningProgress:
                 parts.append(f"{rate:.2f} s/call")
                 if self.phase != "done":
                     parts.append(f"≤{clock_text(left or 0.0)} left")
+            if self.declared or self.unreadable:
+                parts.append(self.reading_text().removeprefix(" · "))
             if self.phase == "dataset":
                 parts.append("now: dataset-wide verdicts")
             elif self.phase == "coalition":
                 parts.append(f"now: coalition check of {self.case_id}")
             return " · ".join(parts)
+
+    def reading_text(self) -> str:
+        """How the checker read this process's replies, short: `` · 38/40 declared, 1 unreadable`` (declared answers,
+        then replies it found no answer in — not wrong answers), ``""`` while both are zero."""
+        parts = [f"{self.declared}/{self.replies} declared"] if self.declared else []
+        if self.unreadable:
+            parts.append(f"{self.unreadable} unreadable" if parts else f"{self.unreadable}/{self.replies} unreadable")
+        return f" · {', '.join(parts)}" if parts else ""
 
     def lines(self) -> list[str]:
         """The display as plain lines (each fits 80 columns except a case id longer than that, which wraps)."""
@@ -311,8 +326,7 @@ class MiningProgress:
             f"calls  {_bar(self.calls, ceiling)} {self.calls:,} of ≤{ceiling:,}",
             f"       {timing}",
         ]
-        if self.unreadable:  # replies the checker found no answer in (not wrong answers)
-            out[1] += f" · {self.unreadable}/{self.replies} unreadable"
+        out[1] += self.reading_text()
         spent = self.spent_line()
         if spent:
             out.append(spent)
@@ -320,8 +334,7 @@ class MiningProgress:
         if self.phase == "done":
             out[0] = f"calls  {_bar(1, 1)} {self.calls:,} (done)"
             out[1] = f"       {elapsed} elapsed" + (f" · {rate:.2f} s/call" if rate is not None else "")
-            if self.unreadable:
-                out[1] += f" · {self.unreadable}/{self.replies} unreadable"
+            out[1] += self.reading_text()
             out.append(f"cases  {_bar(1, 1)} {done} of {self.n_cases} mined")
             return out
         if self.phase in ("dataset", "coalition"):

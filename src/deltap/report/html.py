@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from deltap.mining.plan import plan_vs_spent_rows
-from deltap.mining.readability import readability_line
+from deltap.mining.readability import readability_line, readability_warned
 from deltap.report.audit_section import audit_html
 from deltap.report.comparison import ComparisonView, read_comparison
 from deltap.report.endtoend import endtoend_html
@@ -368,8 +368,8 @@ def _placebo(data: RunData) -> str:
             f'<p><b>Tilt</b>: <span class="{"warn" if tilt.get("large") else "ok"}">{_e(str(tilt["message"]))}</span>.</p>'
         )
     unread = readability_line(data.summary.get("checker") or {})
-    if unread:  # deltap.mining.readability: replies the checker found no answer in
-        warn = "warn" if data.summary["checker"].get("warning") else "ok"
+    if unread:  # deltap.mining.readability: replies read from a declared answer, by the grammar, or not at all
+        warn = "warn" if readability_warned(data.summary["checker"]) else "ok"
         out.append(f'<p><b>Checker</b>: <span class="{warn}">{_e(unread)}</span>.</p>')
     out.append("</section>")
     return "".join(out)

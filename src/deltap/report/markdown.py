@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from deltap.mining.plan import plan_vs_spent_rows
-from deltap.mining.readability import readability_line
+from deltap.mining.readability import readability_line, readability_warned
 from deltap.report.audit_section import audit_markdown
 from deltap.report.comparison import read_comparison
 from deltap.report.endtoend import endtoend_markdown
@@ -143,8 +143,10 @@ def _summary_lines(data: RunData) -> list[str]:
     if tilt.get("message"):  # deltap.mining.tilt
         lines.append(f"**{'Tilt (large)' if tilt.get('large') else 'Tilt'}:** {tilt['message']}")
     unread = readability_line(data.summary.get("checker") or {})
-    if unread:  # deltap.mining.readability
-        lines.append(f"**{'Checker (warning)' if data.summary['checker'].get('warning') else 'Checker'}:** {unread}")
+    if unread:  # deltap.mining.readability: how the checker read the replies (declared, by the grammar, unreadable)
+        lines.append(
+            f"**{'Checker (warning)' if readability_warned(data.summary['checker']) else 'Checker'}:** {unread}"
+        )
     lines.append("")
 
     return lines

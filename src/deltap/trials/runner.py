@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from deltap.checkers.base import is_unreadable
+from deltap.checkers.base import clip_detail, is_declared, is_unreadable
 from deltap.errors import DeltapError
 from deltap.outcomes import outcome_kind
 from deltap.solvers.base import is_deterministic, solver_id
@@ -210,11 +210,11 @@ class CaseTrials:
         if self.checker is None:
             raise DeltapError(f"case {self.case.case_id!r}: the pass outcome needs a checker")
         check = self.checker.check(self.case, res.text)
-        self.tally.add_reply(is_unreadable(check.detail))
+        self.tally.add_reply(is_unreadable(check.detail), is_declared(check.detail))
         value = check.value
         if value is None:
             self.errors += 1
-        return rec(res.text, check.outcome, value, float(res.latency), checker_id, check.detail[:500])
+        return rec(res.text, check.outcome, value, float(res.latency), checker_id, clip_detail(check.detail, 500))
 
 
 def all_in(n: int) -> Inclusion:
@@ -234,15 +234,17 @@ class CallTally:
         self.tokens_out = 0
         self.replies = 0  # replies judged by a checker
         self.unreadable = 0  # ... of which the checker could not read (deltap.checkers.is_unreadable)
+        self.declared = 0  # ... of which it read from the reply's declared answer (deltap.checkers.is_declared)
 
     def add(self, n: int) -> None:
         with self._lock:
             self.value += n
 
-    def add_reply(self, unreadable: bool) -> None:
+    def add_reply(self, unreadable: bool, declared: bool = False) -> None:
         with self._lock:
             self.replies += 1
             self.unreadable += int(unreadable)
+            self.declared += int(declared and not unreadable)
 
     def add_tokens(self, tokens_in: int | None, tokens_out: int | None) -> None:
         with self._lock:
