@@ -574,7 +574,8 @@ def _label_and_write(
     run.update(
         {"calls_this_process": 0, "spend": spend, "spend_this_process": {"calls": 0, "tokens_in": 0, "tokens_out": 0}}
     )
-    for key in ("plan", "plan_vs_spent", "resume", "pilot", "execution"):  # how the trials were made: the run's own
+    # how the trials were made and how their replies were read (a relabel replays the log's verdicts): the run's own
+    for key in ("plan", "plan_vs_spent", "resume", "pilot", "execution", "checker"):
         if key in old_run:
             run[key] = old_run[key]
     run["tilt"] = tilt.to_dict()

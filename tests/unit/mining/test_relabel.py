@@ -133,6 +133,10 @@ def test_relabel_with_the_runs_own_options_gives_back_its_files(
     assert res.run["relabel"]["trials_replayed"] == res.run["relabel"]["trials_logged"] == _trials(src)
     assert _trials(tmp_path / "same") == _trials(src)  # the copy: no trial added
     assert res.run["calls"] == json.loads((src / "run.json").read_text())["calls"]  # what the run spent, not relabel
+    # how the checker read the replies is the run's own too (a relabel replays the logged verdicts)
+    assert res.run.get("checker") == json.loads((src / "run.json").read_text()).get("checker")
+    if run != "logprob_run":
+        assert res.run["checker"]["replies"] > 0
     after = {p: _digest(p) for p in before}
     assert after == before  # the original is untouched
 
