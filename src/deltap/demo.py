@@ -587,13 +587,26 @@ def _end_to_end(
     planned = run_plan(solver, cases, corpus, systems, cfg, RunDir(run_dir).endtoend.root)
     for line in planned.brief():  # what deltap endtoend prints first (80 columns)
         say(line)
+    from deltap.mining.readability import AnswerLineIgnoredWarning, UnreadableRepliesWarning
+
     started = time.monotonic()
-    with EndToEndProgress(len(cases), ceiling, enabled=config.progress) as progress:
+    shown = (UnreadableRepliesWarning, AnswerLineIgnoredWarning)  # how the checker read the replies: said as mining's
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        EndToEndProgress(len(cases), ceiling, enabled=config.progress) as progress,
+    ):
+        for category in shown:
+            warnings.simplefilter("always", category)
         result = evaluate_end_to_end(
             run_dir, cases, corpus, solver, config=cfg, systems=systems, metrics=[f"ndcg@{k}", f"hit_rate@{k}"],
             progress=progress, timed_before=planned.timed[:2],
         )  # fmt: skip
     say(f"  {planned.spent_line(time.monotonic() - started, int(result.run['calls_this_process']) - planned.timed[0])}")
+    for w in caught:
+        if issubclass(w.category, shown):
+            say(f"  warning: {w.message}")
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return result.to_dict()
 
 

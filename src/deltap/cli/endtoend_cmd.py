@@ -105,10 +105,13 @@ def endtoend_command(
 
     Systems: retrievers, saved runs and controls (no context, the gold documents, the mined relevant documents, every
     candidate). Writes RUN_DIR/endtoend/results.json, per_case.csv, per_case.json, manifest.json and its own
-    resumable trials.sqlite (fresh seeds: mining's trials are never reused).
+    resumable trials.sqlite (fresh seeds: mining's trials are never reused). With --outcome pass it also says how the
+    checker read the replies (a declared 'Answer:' line, the answer grammar, or not at all), and warns when the
+    checker rather than the documents decided many outcomes.
     """
     import json
     import time
+    import warnings
 
     from rich.console import Console
 
@@ -117,6 +120,7 @@ def endtoend_command(
     from deltap.endtoend.single import single_doc_ceiling
     from deltap.errors import DeltapError
     from deltap.loaders import load_cases, load_corpus
+    from deltap.mining.readability import AnswerLineIgnoredWarning, UnreadableRepliesWarning
     from deltap.run_layout import RunDir
     from deltap.solvers.base import is_deterministic
     from deltap.trials.log import TrialLog
@@ -168,10 +172,20 @@ def endtoend_command(
     from deltap.endtoend.progress import EndToEndProgress
 
     started = time.monotonic()
-    with stopped(lambda: trials_line(rd.endtoend.trials)), EndToEndProgress(len(cases), ceiling, console) as progress:
+    with (
+        stopped(lambda: trials_line(rd.endtoend.trials)),
+        warnings.catch_warnings(record=True) as caught,
+        EndToEndProgress(len(cases), ceiling, console) as progress,
+    ):
+        for category in (UnreadableRepliesWarning, AnswerLineIgnoredWarning):
+            warnings.simplefilter("always", category)  # recorded and printed below, whatever the warning filters say
         result = evaluate_end_to_end(run_dir, cases, corpus, solver, metrics=measures, config=cfg, executor=executor, progress=progress,
                                      systems=systems, manifest=manifest, timed_before=planned.timed[:2])  # fmt: skip
-    _print(console, result)
+    checker_warnings = (UnreadableRepliesWarning, AnswerLineIgnoredWarning)
+    for w in caught:  # any other warning goes back to the warning machinery, as before
+        if not issubclass(w.category, checker_warnings):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    _print(console, result, [str(w.message) for w in caught if issubclass(w.category, checker_warnings)])
     after_plan = int(result.run.get("calls_this_process", 0)) - planned.timed[0]
     console.print(planned.spent_line(time.monotonic() - started, after_plan), markup=False)
     typer.echo(str(rd.endtoend.results))
@@ -207,7 +221,23 @@ def calls_line(run: dict[str, Any]) -> str:
     )
 
 
-def _print(console: Any, result: Any) -> None:
+def _print_checker(console: Any, block: dict[str, Any], warned: list[str]) -> None:
+    """How the checker read the run's replies (results.json's ``checker`` block, :mod:`deltap.mining.readability`):
+    its one line, yellow when it warns, then each warning the run gave as a ``warning:`` line, as ``deltap mine``
+    prints them. Nothing for a run without the block (``logprob``)."""
+    from rich.text import Text
+
+    from deltap.mining.readability import readability_line, readability_warned
+
+    line = readability_line(block)
+    if line is not None:
+        console.print(line, style="yellow" if readability_warned(block) else None, markup=False, highlight=False,
+                      soft_wrap=True)  # fmt: skip
+    for message in warned:
+        console.print(Text.assemble(("warning:", "red"), " " + message), highlight=False, soft_wrap=True)
+
+
+def _print(console: Any, result: Any, warned: list[str]) -> None:
     import textwrap
 
     from deltap.evaluation.headline import clause_lines
@@ -215,6 +245,7 @@ def _print(console: Any, result: Any) -> None:
 
     run = result.run
     console.print(calls_line(run), markup=False)
+    _print_checker(console, result.checker, warned)
     missing = len(result.case_ids) - len(result.complete)
     if missing:
         skipped = [c for c in result.per_case if c.get("skipped")]

@@ -15,6 +15,13 @@ Metrics and single-document trials use exactly the documents each prompt held af
 every candidate that fits, not its first ``k`` ids). With ``single_doc`` (eRAG's single-document utility,
 :mod:`deltap.endtoend.single`), every document any system's prompt held for a case is also asked alone (kind ``endtoend:single:<doc>``; for ``logprob`` also the no-document
 prompt, kind ``endtoend:single:``), in the same log, counted in the same ceiling.
+
+With the ``pass`` outcome the result says how the checker read the replies behind its figures — from a declared
+``Answer:`` line, by the answer grammar, or not at all — as ``deltap mine``'s run.json does: the ``checker`` block of
+:func:`deltap.mining.readability.readability` over this log (only the trials of this run's systems, repeats and
+single-document prompts; per system under ``by_system``), with its two warnings (``UnreadableRepliesWarning``,
+``AnswerLineIgnoredWarning``): a comparison of retrievers by task success means little when the checker, not the
+documents, decided the outcomes.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +42,7 @@ from deltap.endtoend.results import EndToEndResult, summarize
 from deltap.endtoend.single import SINGLE_KIND, single_doc_ceiling, single_doc_ids
 from deltap.endtoend.systems import System, shown_systems
 from deltap.errors import DeltapError
+from deltap.mining.readability import protocol_cases, readability, readability_warnings
 from deltap.outcomes import outcome_kind
 from deltap.run_layout import EndToEndDir
 from deltap.solvers.base import is_deterministic, solver_id
@@ -87,6 +96,7 @@ class _CaseRun:
     dropped: dict[str, int] = field(default_factory=dict)
     skipped: str | None = None
     shown: dict[str, list[str]] = field(default_factory=dict)  # system -> the documents its prompt held (after the fit)
+    used: set[tuple[str, int]] = field(default_factory=set)  # (kind, trial index) of the trials behind the figures
 
 
 def _check_inputs(
@@ -190,11 +200,13 @@ def end_to_end(
         finally:
             executor.close()
         made_now = log.count() - before
+        checker = _checker_block(log, cases, runs, systems, solver, cfg)
     finally:
         log.close()
     values = np.array([[r.values.get(n, math.nan) for n in names] for r in runs], dtype=float)
-    per_case = [{k: v for k, v in r.__dict__.items() if k != "shown"} for r in runs]  # the trials say what was shown
-    result = summarize(ids, names, values, cfg, per_case)
+    per_case = [{k: v for k, v in r.__dict__.items() if k not in ("shown", "used")} for r in runs]  # the trials say
+    result = summarize(ids, names, values, cfg, per_case)  # what was shown
+    result.checker = checker
     if cfg.single_doc:
         result.single_doc = {r.case_id: {d: _finite(v) for d, v in r.single.items()} for r in runs if not r.skipped}
         if not outcome_kind(cfg.outcome).binary:  # labels are lifts over the no-document prompt
@@ -234,10 +246,37 @@ def end_to_end(
         note_left_out(result.validity, left_out, judgements)
     if out_path is not None:
         result.write(out_path, {**(manifest or {}), "systems": result.systems_info, "cases": ids, "config": run_config})
+    for category, message in readability_warnings(checker):
+        warnings.warn(message, category, stacklevel=2)
     return result
 
 
 _REMEDY = "delete RUN_DIR/endtoend to start over"
+
+
+def _checker_block(
+    log: TrialLog, cases: Sequence[Case], runs: list[_CaseRun], systems: Sequence[System], solver: Solver,
+    cfg: EndToEndConfig
+) -> dict[str, Any]:  # fmt: skip
+    """``results.json``'s ``checker`` block for a run whose outcome a checker decides (``{}`` otherwise): how the
+    checker read the replies of the trials behind the figures (:func:`deltap.mining.readability.readability`, the
+    block of ``deltap mine``'s run.json), and under ``by_system`` each system's ``replies``, ``declared`` and
+    ``unreadable`` (its prompts only; the single-document trials count in the totals)."""
+    if not outcome_kind(cfg.outcome).answered:
+        return {}
+    used = {(r.case_id, kind, i) for r in runs for kind, i in r.used}
+    ids = [r.case_id for r in runs]
+    asked = protocol_cases(solver, cases)
+
+    def of(kind: str | None) -> Callable[[TrialRecord], bool]:
+        return lambda t: (t.case_id, t.kind, t.trial_index) in used and kind in (None, t.kind)
+
+    block = readability(log, ids, asked, of(None))
+    block["by_system"] = {}
+    for system in systems:
+        part = readability(log, ids, asked, of(KIND_PREFIX + system.name))
+        block["by_system"][system.name] = {k: part[k] for k in ("replies", "declared", "unreadable")}
+    return block
 
 
 def _run_config(cfg: EndToEndConfig, solver: Solver) -> dict[str, Any]:
@@ -331,6 +370,7 @@ class _Ask:
     def ask(self, run: _CaseRun, trials: CaseTrials, kind: str) -> list[TrialRecord]:
         """``reps`` trials of ``kind`` showing every document, counted in ``run``."""
         recs = trials.get(kind, list(range(self.reps)), all_in(len(trials.docs)))
+        run.used.update((r.kind, r.trial_index) for r in recs)
         run.calls_now += trials.calls
         cached = sum(1 for r in recs if is_cached(r))
         run.cached += cached
@@ -388,7 +428,9 @@ def _run_cases(
         with ask.lock:
             done[0] += 1
             if progress is not None:
-                progress({"case_id": case.case_id, "done": done[0], "cases": len(cases), "calls": ask.tally.value})
+                tally = ask.tally  # how this process's replies were read (the mining progress line's counts)
+                progress({"case_id": case.case_id, "done": done[0], "cases": len(cases), "calls": tally.value,
+                          "replies": tally.replies, "declared": tally.declared, "unreadable": tally.unreadable})  # fmt: skip
         return run
 
     return map_cases(one, list(cases), limit, ask.stop)

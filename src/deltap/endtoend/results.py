@@ -38,6 +38,9 @@ class EndToEndResult:
         run: Calls, cache hits, solver, ceiling, wall time.
         single_doc: With ``single_doc``: per case, each shown document's value alone (``None``: no value).
         single_baseline: With ``single_doc`` and ``logprob``: per case, the no-document value.
+        checker: With the ``pass`` outcome: how the checker read the replies behind the figures (declared ``Answer:``
+            line, answer grammar, unreadable; :func:`deltap.mining.readability.readability`, plus ``by_system``);
+            ``{}`` for ``logprob``.
     """
 
     case_ids: list[str]
@@ -55,6 +58,7 @@ class EndToEndResult:
     systems_info: list[dict[str, Any]] = field(default_factory=list)
     single_doc: dict[str, dict[str, float | None]] = field(default_factory=dict)
     single_baseline: dict[str, float | None] = field(default_factory=dict)
+    checker: dict[str, Any] = field(default_factory=dict)
 
     @property
     def unit(self) -> str:
@@ -81,7 +85,7 @@ class EndToEndResult:
             "cases": len(self.case_ids), "complete_cases": len(self.complete),
             "summary": self.summary, "pairs": self.pairs, "validity": self.validity, "run": self.run,
             "per_case": {c: {s: _num(self.values[i, j]) for j, s in enumerate(self.systems)} for i, c in enumerate(self.case_ids)},
-            **single,
+            **single, **({"checker": self.checker} if self.checker else {}),
         }  # fmt: skip
 
     def table(self) -> str:

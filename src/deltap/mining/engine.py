@@ -73,7 +73,7 @@ from deltap.mining.outputs import build_dataset, placebo_warning, run_summary, w
 from deltap.mining.plan import RunPlan, plan_calls, plan_vs_spent, trial_phase
 from deltap.mining.pool import Pool, build_pool
 from deltap.mining.procedure import case_weights, run_case
-from deltap.mining.readability import readability, readability_warnings
+from deltap.mining.readability import protocol_cases, readability, readability_warnings
 from deltap.mining.results import CaseResult, MiningResult, PlaceboCalibrationWarning, ProgressFn
 from deltap.mining.runner import TrialRunner, fit_context, logged_calls
 from deltap.mining.spend import log_spend
@@ -281,17 +281,8 @@ def _checker_block(log: TrialLog, results: list[CaseResult], cfg: MiningConfig, 
     not at all; :mod:`deltap.mining.readability`) for a run whose outcome a checker decides; ``{}`` otherwise."""
     if not outcome_kind(cfg.outcome).answered:
         return {}
-    asked = _protocol_cases(solver, [r.case for r in results])
+    asked = protocol_cases(solver, [r.case for r in results])
     return {"checker": readability(log, [r.case.case_id for r in results], asked)}
-
-
-def _protocol_cases(solver: Solver, cases: Sequence[Case]) -> set[str]:
-    """The cases whose prompt asks for the answer protocol's ``Answer:`` line: ``solver.template.protocol(type)``
-    (:class:`~deltap.solvers.prompts.PromptTemplate`); none for a solver without a template."""
-    protocol = getattr(getattr(solver, "template", None), "protocol", None)
-    if not callable(protocol):
-        return set()
-    return {c.case_id for c in cases if protocol(c.benchmark_type)}
 
 
 def _run_warnings(run: dict[str, Any], tilt: Tilt) -> None:

@@ -15,17 +15,22 @@ This module counts them over a run's trial log (every session of it, like the sp
 deterministic solver's earlier answer to the same prompt (``cached:``) counts as that answer was judged. Two
 warnings: :class:`UnreadableRepliesWarning` (many unreadable replies) and :class:`AnswerLineIgnoredWarning` (the
 prompt asked for the ``Answer:`` line and most replies do not declare one: the grammar, not the line, reads them).
+:func:`protocol_cases` says which cases' prompts asked for the line. ``deltap endtoend`` counts its own trial log the
+same way (``RUN_DIR/endtoend/results.json``'s ``checker`` block), over the trials behind its figures only
+(``counted``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from deltap.checkers.base import is_declared, is_unreadable
 
 if TYPE_CHECKING:
-    from deltap.trials.log import TrialLog
+    from deltap.cases import Case
+    from deltap.solvers.base import Solver
+    from deltap.trials.log import TrialLog, TrialRecord
 
 __all__ = [
     "DECLARED_SHARE",
@@ -33,6 +38,7 @@ __all__ = [
     "WARN_SHARE",
     "AnswerLineIgnoredWarning",
     "UnreadableRepliesWarning",
+    "protocol_cases",
     "readability",
     "readability_line",
     "readability_warned",
@@ -62,14 +68,32 @@ class AnswerLineIgnoredWarning(UserWarning):
     :func:`readability`)."""
 
 
-def readability(log: TrialLog, case_ids: Sequence[str], asked: Collection[str] = ()) -> dict[str, Any]:
+def protocol_cases(solver: Solver, cases: Sequence[Case]) -> set[str]:
+    """The cases whose prompt asks for the answer protocol's ``Answer:`` line: ``solver.template.protocol(type)``
+    (:class:`~deltap.solvers.prompts.PromptTemplate`); none for a solver without a template. The ``asked`` of
+    :func:`readability` (``deltap mine`` and ``deltap endtoend``)."""
+    protocol = getattr(getattr(solver, "template", None), "protocol", None)
+    if not callable(protocol):
+        return set()
+    return {c.case_id for c in cases if protocol(c.benchmark_type)}
+
+
+def readability(
+    log: TrialLog,
+    case_ids: Sequence[str],
+    asked: Collection[str] = (),
+    counted: Callable[[TrialRecord], bool] | None = None,
+) -> dict[str, Any]:
     """How the checker read the run's replies.
 
     Args:
         log: The run's trial log.
         case_ids: The run's cases.
         asked: The cases whose prompt asked for the answer protocol's ``Answer:`` line
-            (``solver.template.protocol(case.benchmark_type)``).
+            (:func:`protocol_cases`).
+        counted: Only the judged trials it accepts count (default: every one of the log; ``deltap endtoend``: the
+            trials behind its figures, not those of systems or repeats an earlier session asked). A ``cached:``
+            trial still counts as the reply it repeats when that reply is not counted itself.
 
     Returns:
         ``{"replies": n, "unreadable": k, "share": k / n, "warning": bool, "by_case": {case_id: k}, "declared": d,
@@ -82,6 +106,8 @@ def readability(log: TrialLog, case_ids: Sequence[str], asked: Collection[str] =
     for case_id in case_ids:
         records = [r for r in log.trials(case_id) if r.outcome in ("pass", "fail")]
         judged = {r.prompt_hash: r.detail for r in records if r.prompt_hash and not r.detail.startswith("cached:")}
+        if counted is not None:
+            records = [r for r in records if counted(r)]
         n = d = 0
         for r in records:
             detail = judged.get(r.prompt_hash or "", "") if r.detail.startswith("cached:") else r.detail

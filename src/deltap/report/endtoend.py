@@ -1,5 +1,6 @@
-"""The "End-to-end" section of a run's report: success per system with intervals beside the IR metrics, the
-metric validity table and its sentence — read from ``RUN_DIR/endtoend/results.json`` (``deltap endtoend``)."""
+"""The "End-to-end" section of a run's report: success per system with intervals beside the IR metrics, how the
+checker read the replies (one line, the ``checker`` block of a ``pass`` run), the metric validity table and its
+sentence — read from ``RUN_DIR/endtoend/results.json`` (``deltap endtoend``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from deltap.mining.readability import readability_line, readability_warned
 from deltap.run_layout import RunDir
 
 __all__ = ["VALIDITY_RULE", "endtoend_html", "endtoend_markdown", "read_endtoend"]
@@ -112,6 +114,14 @@ def _single_doc_note(data: dict[str, Any]) -> str:
     )
 
 
+def _checker(data: dict[str, Any]) -> tuple[str, bool] | None:
+    """How the checker read the run's replies (:func:`deltap.mining.readability.readability_line`) and whether that
+    warns; ``None`` without the block (a ``logprob`` run, or a results.json written before it)."""
+    block = data.get("checker")
+    line = readability_line(block) if isinstance(block, dict) else None
+    return None if line is None else (line, readability_warned(block or {}))
+
+
 def _summary_lines(v: dict[str, Any]) -> list[str]:
     """The validity sentence as short lines (:func:`deltap.evaluation.headline.clause_lines`; the words are
     :func:`deltap.endtoend.validity.summary_sentence`'s), Markdown: the lead in bold, one bullet per clause."""
@@ -156,6 +166,11 @@ def endtoend_html(run_dir: str | Path) -> str:
            table(*_rows(data)),
            f"<p>Paired randomization tests, Holm-corrected over {len(data.get('pairs', []))} pairs: {len(sig)} significant at 0.05"
            + ("".join(f"; {escape(p['a'])} − {escape(p['b'])} = {_f(p.get('diff'), 3, True)}" for p in sig[:6])) + ".</p>"]  # fmt: skip
+    checker = _checker(data)
+    if checker is not None:  # the same line as the mining section's, over the end-to-end trials
+        out.append(
+            f'<p><b>Checker</b>: <span class="{"warn" if checker[1] else "ok"}">{escape(checker[0])}</span>.</p>'
+        )
     if v.get("rows"):
         out += ["<h3>Which qrels predict success on this data</h3>", table(*_validity(data)), _summary_html(v)]
         out += [f"<p class='note'>{escape(n)}</p>" for n in [*dict.fromkeys(v.get("notes", [])), VALIDITY_RULE]]
@@ -175,6 +190,9 @@ def endtoend_markdown(run_dir: str | Path) -> list[str]:
         return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(r) + " |" for r in body)]
 
     lines = ["## End-to-end", "", *table(*_rows(data)), ""]
+    checker = _checker(data)
+    if checker is not None:
+        lines += [f"**{'Checker (warning)' if checker[1] else 'Checker'}:** {checker[0]}", ""]
     v = data.get("validity") or {}
     if v.get("rows"):
         lines += [

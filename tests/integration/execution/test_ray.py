@@ -282,6 +282,7 @@ def test_endtoend_on_ray_gives_the_in_process_result(tmp_path: Path) -> None:
     assert a.systems == b.systems and a.run["calls"] == b.run["calls"] == 4 * 4 * 3
     assert a.values.tolist() == b.values.tolist()
     assert {s: a.summary[s]["mean"] for s in a.systems} == {s: b.summary[s]["mean"] for s in b.systems}
+    assert a.checker == b.checker and a.checker["replies"] == 48  # how the checker read the replies, per system too
 
     def trials(run: Path) -> list[tuple[Any, ...]]:
         con = sqlite3.connect(run / "endtoend" / "trials.sqlite")

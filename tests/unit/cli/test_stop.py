@@ -182,6 +182,7 @@ def test_endtoend_stops_and_resumes_into_the_uninterrupted_run(tmp_path: Path) -
     whole = json.loads((tmp_path / "whole" / "endtoend" / "results.json").read_text(encoding="utf-8"))
     resumed = json.loads((parts / "endtoend" / "results.json").read_text(encoding="utf-8"))
     assert resumed["summary"] == whole["summary"] and resumed["per_case"] == whole["per_case"]
+    assert resumed["checker"] == whole["checker"] and whole["checker"]["replies"] > 0  # how the replies were read
 
 
 def test_an_interrupted_index_says_what_it_kept(

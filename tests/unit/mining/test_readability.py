@@ -13,13 +13,14 @@ import pytest
 
 from deltap.cases import Case
 from deltap.checkers import Verdict, is_declared, is_unreadable, unreadable
-from deltap.mining.engine import _protocol_cases, mine
+from deltap.mining.engine import mine
 from deltap.mining.outputs import summary_lines
 from deltap.mining.progress import MiningProgress
 from deltap.mining.readability import (
     WARN_MIN,
     AnswerLineIgnoredWarning,
     UnreadableRepliesWarning,
+    protocol_cases,
     readability,
     readability_line,
     readability_warned,
@@ -262,11 +263,11 @@ def test_the_cases_whose_prompt_asks_for_the_line() -> None:
         def __init__(self, template: object) -> None:
             self.template = template
 
-    assert _protocol_cases(_Templated(PromptTemplate(answer_protocol="on")), cases) == {"s", "m"}  # type: ignore[arg-type]
-    assert _protocol_cases(_Templated(PromptTemplate(answer_protocol="off")), cases) == set()  # type: ignore[arg-type]
-    assert _protocol_cases(_Templated(PromptTemplate()), cases) == set()  # type: ignore[arg-type]  # auto: local default
-    assert _protocol_cases(_Templated(None), cases) == set()  # type: ignore[arg-type]
-    assert _protocol_cases(object(), cases) == set()  # type: ignore[arg-type]
+    assert protocol_cases(_Templated(PromptTemplate(answer_protocol="on")), cases) == {"s", "m"}  # type: ignore[arg-type]
+    assert protocol_cases(_Templated(PromptTemplate(answer_protocol="off")), cases) == set()  # type: ignore[arg-type]
+    assert protocol_cases(_Templated(PromptTemplate()), cases) == set()  # type: ignore[arg-type]  # auto: local default
+    assert protocol_cases(_Templated(None), cases) == set()  # type: ignore[arg-type]
+    assert protocol_cases(object(), cases) == set()  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
