@@ -299,3 +299,29 @@ def test_cli_with_a_hosted_model_that_ignores_the_line(
     assert ("warning: answers read from the declared 'Answer:' line: 0 of" in err) is warns
     assert ("not following the line" in err) is warns
     assert ("replies the checker could not read: 0 of" in err) is not warns
+
+
+def test_the_demo_s_end_to_end_step_says_the_warning(tmp_path: Path) -> None:
+    """The demo's end-to-end step prints the checker's warnings as its mining step does (a ``warning:`` line, never an
+    exception under filterwarnings=error)."""
+    from collections import namedtuple
+
+    from deltap.demo import DEMO_RETRIEVERS, DemoConfig, _end_to_end
+    from deltap.mining.engine import mine
+
+    hit = namedtuple("hit", "doc_id score")
+
+    class _Fixed:
+        def search_batch(self, queries: list[str], k: int) -> list[list[Any]]:
+            return [[hit("d00", 2.0), hit("d03", 1.0)][:k] for _ in queries]
+
+    cases = _cases(3)
+    corpus = numbered_corpus(6)
+    mine(cases, corpus, _solver(cases, asking=False), out=tmp_path, budget=8, n_placebo=1, coalitions=False)
+    lines: list[str] = []
+    config = DemoConfig(out=tmp_path, outcome="pass", progress=False, retrieved_k=2)
+    data = _end_to_end(config, corpus, cases, _solver(cases), {n: _Fixed() for n in DEMO_RETRIEVERS}, tmp_path,
+                       lines.append)  # fmt: skip
+    assert data["checker"]["protocol_warning"] is True and data["checker"]["declared"] == 0
+    [warned] = [line for line in lines if line.startswith("  warning:")]
+    assert warned.startswith("  warning: answers read from the declared 'Answer:' line: 0 of ")
