@@ -51,5 +51,6 @@ class EndToEndConfig:
         if self.max_calls is not None and self.max_calls < 0:
             raise DeltapError(f"max_calls must be >= 0, got {self.max_calls}")
 
-    #: options a resumed run must share with the logged one (they change what a trial is)
-    RESULT_KEYS = ("outcome", "k", "seed", "solver")
+    #: options a resumed run must share with the logged one (they change what a trial is); ``prompt_template`` is the
+    #: digest of the solver's prompt template (the answer line a hosted solver asks for included)
+    RESULT_KEYS = ("outcome", "k", "seed", "solver", "prompt_template")

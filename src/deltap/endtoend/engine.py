@@ -26,6 +26,7 @@ documents, decided the outcomes.
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 import time
@@ -185,7 +186,7 @@ def end_to_end(
     started = time.time()
     try:
         run_config = _run_config(cfg, solver)
-        log.check_config(run_config, EndToEndConfig.RESULT_KEYS, remedy=_REMEDY)
+        _check_config(log, run_config)
         retried = log.retire_errors()  # error trials of an earlier session are asked again (as mine does)
         before = log.count()
         if executor is None:
@@ -281,7 +282,41 @@ def _checker_block(
 
 def _run_config(cfg: EndToEndConfig, solver: Solver) -> dict[str, Any]:
     """What the run's log records of its options (a resumed run must agree on :attr:`EndToEndConfig.RESULT_KEYS`)."""
-    return {"outcome": cfg.outcome, "k": cfg.k, "seed": cfg.seed, "solver": solver_id(solver), "repeats": cfg.repeats}
+    return {
+        "outcome": cfg.outcome,
+        "k": cfg.k,
+        "seed": cfg.seed,
+        "solver": solver_id(solver),
+        "repeats": cfg.repeats,
+        "prompt_template": _template_digest(getattr(solver, "template", None)),
+    }
+
+
+def _template_digest(template: Any) -> str:
+    """16 hex digits of the prompt template's fields (:func:`~deltap.solvers.prompts.template_fingerprint`; the
+    default template for a solver without one)."""
+    from deltap.solvers.prompts import DEFAULT_TEMPLATE, prompt_hash, template_fingerprint
+
+    fields = template_fingerprint(template if template is not None else DEFAULT_TEMPLATE)
+    return prompt_hash(json.dumps(fields, sort_keys=True, ensure_ascii=False))[:16]
+
+
+def _check_config(log: TrialLog, run_config: dict[str, Any]) -> None:
+    """A resumed run must agree with its log on :attr:`EndToEndConfig.RESULT_KEYS`. A log written before the
+    template was recorded was made with the default template (the answer line off for every solver then), so a hosted
+    run started before the line became its default is not silently resumed with it."""
+    try:
+        log.check_config(
+            run_config, EndToEndConfig.RESULT_KEYS, legacy={"prompt_template": _template_digest(None)}, remedy=_REMEDY
+        )
+    except DeltapError as exc:
+        if "prompt_template" not in str(exc):
+            raise
+        raise DeltapError(
+            f"{exc} (the solver's prompt template differs from the logged run's — another template, or the answer "
+            "line: a hosted solver asks for it by default; resume with --solver-option answer_protocol=off or on, "
+            "as the run was started)"
+        ) from None
 
 
 def first_trials(
@@ -321,7 +356,7 @@ def first_trials(
     log = TrialLog(EndToEndDir(Path(out)).trials)
     executor = InProcessExecutor(1)
     try:
-        log.check_config(_run_config(cfg, solver), EndToEndConfig.RESULT_KEYS, remedy=_REMEDY)
+        _check_config(log, _run_config(cfg, solver))
         executor.start(solver)
         answered: dict[str, TrialRecord] = {}
         for system in systems:

@@ -325,3 +325,32 @@ def test_the_demo_s_end_to_end_step_says_the_warning(tmp_path: Path) -> None:
     assert data["checker"]["protocol_warning"] is True and data["checker"]["declared"] == 0
     [warned] = [line for line in lines if line.startswith("  warning:")]
     assert warned.startswith("  warning: answers read from the declared 'Answer:' line: 0 of ")
+
+
+def test_a_run_resumed_with_another_answer_line_setting_is_refused(tmp_path: Path) -> None:
+    """The prompt template is part of what a trial is: an endtoend log made without the answer line is not resumed
+    with it (a hosted run started before the line was its default), with a message that says what to pass."""
+    from deltap.errors import DeltapError
+
+    cases = _cases(2)
+    _run(tmp_path, _solver(cases, asking=False), cases)
+    with pytest.raises(DeltapError, match="prompt_template") as err:
+        _run(tmp_path, _solver(cases, asking=True), cases)
+    assert "answer_protocol=off or on" in str(err.value)
+    res, _ = _run(tmp_path, _solver(cases, asking=False), cases)  # the same setting resumes
+    assert res.run["calls_this_process"] == 0
+
+
+def test_a_log_written_before_the_template_was_recorded_resumes_with_the_default_template(tmp_path: Path) -> None:
+    """A log without ``prompt_template`` was made with the default template: it resumes with it, not with another."""
+    from deltap.errors import DeltapError
+
+    cases = _cases(2)
+    _run(tmp_path, _solver(cases, asking=False), cases)
+    with TrialLog(tmp_path / "trials.sqlite", lock=False) as log:
+        log._db.execute("DELETE FROM meta WHERE key = 'prompt_template'")  # as an older version wrote it
+        log._db.commit()
+    res, _ = _run(tmp_path, _solver(cases, asking=False), cases)
+    assert res.run["calls_this_process"] == 0
+    with pytest.raises(DeltapError, match="prompt_template"):
+        _run(tmp_path, _solver(cases, asking=True), cases)
