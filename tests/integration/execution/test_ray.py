@@ -175,7 +175,9 @@ def test_one_limiter_actor_paces_every_replica() -> None:
     from tests.fake_openai import FakeOpenAIServer
 
     with FakeOpenAIServer(requests_per_minute=600) as server:
-        spec = SolverSpec("openai", {"model": "m", "base_url": server.url, "requests_per_minute": 600})
+        # the fake model writes no 'Answer:' line: the line off, as for a model that cannot follow it
+        options = {"model": "m", "base_url": server.url, "requests_per_minute": 600, "answer_protocol": "off"}
+        spec = SolverSpec("openai", options)
         executor = RayExecutor(spec, workers=2)
         cases, corpus, _ = job(4)
         result = mine(cases, corpus, spec.build(), config=CFG, executor=executor, cases_in_flight=2)
