@@ -1723,9 +1723,16 @@ def _declared_alternative(declared: str, answer: str | None) -> str | None:
     for m in _DECLARED_OR.finditer(declared):
         name, alt = m.group("name"), m.group("alt")
         rest = m.group("rest")
-        # the name alone, or with the condition it holds under (``(or cache on Python 3.9+)``; session 14, fresh27)
+        # the name alone, closed by a comma or parenthesis, or with the condition it holds under (``(or cache on
+        # Python 3.9+)``, ``or nlargest, whichever fits``, ``or nlargest depending on order``; session 14); a verb
+        # that opens a clause (``or use indent …``, ``or wrap it by hand``) is no name
         alone = not rest.strip(" \t).!") or bool(
-            re.match(r"\s+(?:on|in|for|since|from|with|if|when|under|before|after|as\s+of)\b", rest, re.I)
+            re.match(
+                r"\s*[,;)]|\s+(?:on|in|for|since|from|with|if|when|unless|depending|whichever|where|under|before|"
+                r"after|as\s+of|instead|too|also)\b",
+                rest,
+                re.I,
+            )
         )
         code_like = "`" in alt or "_" in name or "." in name.strip(".") or alt.rstrip("`*'\"").endswith("()")
         if not (alone or code_like) or name.lower() in ("not", "none", "nothing", "something", "similar"):

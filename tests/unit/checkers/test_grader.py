@@ -1119,6 +1119,18 @@ PROTOCOL_IDENTIFIER_KINDS = [
     ("a-literal-quote", QUOTE_Q, "quote", "Wrap it in single quotes and write each inner one as a literal quote.", "fail"),
     ("the-quote-function", QUOTE_Q, "quote", "Use the shlex quote function: quote(name).", "pass"),
 ]
+# session 14 (lead): an attack on the declared-alternative rule, written after it by its author (counted apart):
+# four of its wrong rows passed on the rule as first written (the alternative followed by a comma or a condition)
+NSMALL_Q = Case("ns", "Which heapq function finds the n smallest elements?", ("heapq.nsmallest",))
+PROTOCOL_ATTACKS = [
+    ("or-depending-on", NSMALL_Q, "nsmallest", "Answer: nsmallest or nlargest depending on order", "fail"),
+    ("or-comma-if", NSMALL_Q, "nsmallest", "Answer: nsmallest (or nlargest, if you negate)", "fail"),
+    ("or-whichever", NSMALL_Q, "nsmallest", "Answer: nsmallest or nlargest, whichever fits", "fail"),
+    ("or-unless", NSMALL_Q, "nsmallest", "Answer: nsmallest (or nlargest unless sorted)", "fail"),
+    ("or-the-same-called", NSMALL_Q, "nsmallest", "Answer: nsmallest (or heapq.nsmallest(n, it) to call it)", "pass"),
+    ("or-more-precisely", NSMALL_Q, "nsmallest", "Answer: nsmallest or, more precisely, heapq.nsmallest", "pass"),
+    ("or-use-a-clause", NSMALL_Q, "nsmallest", "Answer: nsmallest (or use a sort for tiny inputs)", "pass"),
+]
 # fmt: on
 
 
@@ -1143,6 +1155,7 @@ IDENTIFIER_RULES = {
     "grader9": GRADER9_IDENTIFIER_KINDS,
     "grader10": GRADER10_IDENTIFIER_KINDS,
     "protocol14": PROTOCOL_IDENTIFIER_KINDS,
+    "protocol14-attacks": PROTOCOL_ATTACKS,
 }
 OPTION_RULES = {
     "s10": OPTION_RULES_S10,
