@@ -1743,6 +1743,18 @@ def _declared_alternative(declared: str, answer: str | None) -> str | None:
     return None
 
 
+def _declared_equal(declared: str, reading: Reading, ctx: Context) -> str | None:
+    """Another name the declared answer calls just as good after the answer (``Answer: nsmallest — nlargest would
+    also work``; session 14, the lead's attack), or ``None``."""
+    if reading.answer is None:
+        return None
+    for m in _mentions(declared, ctx):
+        if not ctx.same(m.text, str(reading.answer)) and _EQUAL_AFTER.match(declared[m.end :]):
+            if not _DOWNGRADE.search(declared[m.end :]):
+                return m.text
+    return None
+
+
 def read_identifier(reply: str | None, ctx: Context, protocol: bool = False) -> Reading:
     """Read the one answer a reply gives to an identifier question (the module docstring; ``protocol``: only a
     declared answer counts)."""
@@ -1762,7 +1774,7 @@ def read_identifier(reply: str | None, ctx: Context, protocol: bool = False) -> 
         found = _mentions(value, ctx)
         _flag(value, found, judge)
         reading = _decide(value, found, judge, " (declared)")
-        alternative = _declared_alternative(declared, reading.answer)
+        alternative = _declared_alternative(declared, reading.answer) or _declared_equal(declared, reading, ctx)
         if alternative is not None:
             return Reading(
                 None,
@@ -2206,6 +2218,18 @@ def _option_mentions(text: str, options: Mapping[str, str]) -> list[_Option]:
 
 
 def _declared_option(value: str, options: Mapping[str, str]) -> Reading:
+    reading = _declared_option_read(value, options)
+    if reading.answer is not None:  # another option called just as good after it (``B — A would also work``)
+        for o in _option_mentions(value, options):
+            rest = value[o.end :]
+            if o.key != reading.answer and _EQUAL_AFTER.match(rest) and not _DOWNGRADE.search(rest):
+                return Reading(
+                    None, "several", f"several: the declared answer calls option {o.key} as good as {reading.answer}"
+                )
+    return reading
+
+
+def _declared_option_read(value: str, options: Mapping[str, str]) -> Reading:
     keys = {k.upper(): k for k in options}
     v = value.strip().strip("*_`'\" ").rstrip(".")
     m = re.match(r"^\(?(?:option\s+)?([A-Za-z])\)?(?:\s*[).:\-\u2014]\s*(?P<text>.+)|\s*)$", v, re.I)

@@ -1130,6 +1130,15 @@ PROTOCOL_ATTACKS = [
     ("or-the-same-called", NSMALL_Q, "nsmallest", "Answer: nsmallest (or heapq.nsmallest(n, it) to call it)", "pass"),
     ("or-more-precisely", NSMALL_Q, "nsmallest", "Answer: nsmallest or, more precisely, heapq.nsmallest", "pass"),
     ("or-use-a-clause", NSMALL_Q, "nsmallest", "Answer: nsmallest (or use a sort for tiny inputs)", "pass"),
+    # another name called just as good after the declared answer
+    ("works-too", NSMALL_Q, "nsmallest", "Answer: nsmallest; `sorted(x)[:n]` works too", "fail"),
+    ("also-works-but-slower", NSMALL_Q, "nsmallest", "Answer: nsmallest (`sorted()` also works, but slower)", "pass"),
+]
+PROTOCOL_OPTION_ATTACKS = [
+    ("would-also-work", CASE, FILL, "B", "Answer: B — A would also work", "fail"),
+    ("also-works-after-a-stop", CASE, FILL, "B", "Answer: B. A would also work.", "fail"),
+    ("text-also-works", CASE, FILL, "B", "Answer: B — fill; wrap also works", "fail"),
+    ("the-key-alone", CASE, FILL, "B", "Answer: B — fill", "pass"),
 ]
 # fmt: on
 
@@ -1167,6 +1176,7 @@ OPTION_RULES = {
     "grader8": GRADER8_OPTION_KINDS,
     "grader9": GRADER9_OPTION_KINDS,
     "grader10": GRADER10_OPTION_KINDS,
+    "protocol14-attacks": PROTOCOL_OPTION_ATTACKS,
 }
 
 
