@@ -191,6 +191,15 @@ _EQUAL_BEFORE = cue(
 _DOWNGRADE = re.compile(
     r"\b(?:but|though|although|except|however|slower|less\s+\w+|only\s+(?:if|when)|not\s+as|whereas)\b", re.I
 )
+
+
+def _called_equal(after: str) -> bool:
+    """The text after a name calls it an equal alternative (:data:`_EQUAL_AFTER`) and does not then downgrade it
+    (:data:`_DOWNGRADE`: ``Y also works, but it sorts everything``)."""
+    equal = _EQUAL_AFTER.match(after)
+    return equal is not None and not _DOWNGRADE.search(after[equal.end() :])
+
+
 #: the other name is the same function (``or `insort_right`, which is the same function``)
 _SAME_THING = re.compile(
     r"^[^.;!?\n]{0,30}?\b(?:which\s+is|is|being)\s+(?:just\s+)?(?:the\s+same\s+(?:function|thing|method|class|object|"
@@ -1257,8 +1266,7 @@ def _equal_alternative(text: str, answer: Mention, m: Mention, spans: _Spans, ju
     if sent is not None and _SCOPED.match(text[sent.start : m.start]):
         return False  # ``For numpy arrays, `numpy.isclose` does the same``: another situation, not another answer
     after = text[m.end : sentence_end(text, m.sentence)]
-    equal = _EQUAL_AFTER.match(after)
-    if equal and not _DOWNGRADE.search(after[equal.end() :]):
+    if _called_equal(after):
         return True
     prev = spans.prev_end(m.start, default=answer.end)
     if _EQUAL_BEFORE.search(text[max(prev, answer.end) : m.start]):
@@ -1749,9 +1757,8 @@ def _declared_equal(declared: str, reading: Reading, ctx: Context) -> str | None
     if reading.answer is None:
         return None
     for m in _mentions(declared, ctx):
-        if not ctx.same(m.text, str(reading.answer)) and _EQUAL_AFTER.match(declared[m.end :]):
-            if not _DOWNGRADE.search(declared[m.end :]):
-                return m.text
+        if not ctx.same(m.text, str(reading.answer)) and _called_equal(declared[m.end :]):
+            return m.text
     return None
 
 
@@ -2221,8 +2228,7 @@ def _declared_option(value: str, options: Mapping[str, str]) -> Reading:
     reading = _declared_option_read(value, options)
     if reading.answer is not None:  # another option called just as good after it (``B — A would also work``)
         for o in _option_mentions(value, options):
-            rest = value[o.end :]
-            if o.key != reading.answer and _EQUAL_AFTER.match(rest) and not _DOWNGRADE.search(rest):
+            if o.key != reading.answer and _called_equal(value[o.end :]):
                 return Reading(
                     None, "several", f"several: the declared answer calls option {o.key} as good as {reading.answer}"
                 )
@@ -2499,8 +2505,7 @@ def _read_options_text(text: str, options: Mapping[str, str]) -> Reading:
                 return Reading(None, "alternatives", f"alternatives: after {chosen.answer} the reply offers {o.key}")
             sent = _sentence(text, sentence_of(text, o.start, default=-1))
             after = text[o.end : sent.end if sent else len(text)]
-            equal = _EQUAL_AFTER.match(after)
-            if (equal and not _DOWNGRADE.search(after[equal.end() :])) or (
+            if _called_equal(after) or (
                 sent is not None and EITHER.search(text[o.end : sentence_end(text, sent.index, 1)])
             ):
                 return Reading(
