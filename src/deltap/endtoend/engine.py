@@ -26,7 +26,6 @@ documents, decided the outcomes.
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 import time
@@ -47,6 +46,7 @@ from deltap.mining.readability import protocol_cases, readability, readability_w
 from deltap.outcomes import outcome_kind
 from deltap.run_layout import EndToEndDir
 from deltap.solvers.base import is_deterministic, solver_id
+from deltap.solvers.prompts import template_digest
 from deltap.trials.context import fit_window
 from deltap.trials.log import TrialLog, TrialRecord
 from deltap.trials.runner import CallTally, CaseTrials, all_in, is_cached
@@ -288,17 +288,8 @@ def _run_config(cfg: EndToEndConfig, solver: Solver) -> dict[str, Any]:
         "seed": cfg.seed,
         "solver": solver_id(solver),
         "repeats": cfg.repeats,
-        "prompt_template": _template_digest(getattr(solver, "template", None)),
+        "prompt_template": template_digest(getattr(solver, "template", None)),
     }
-
-
-def _template_digest(template: Any) -> str:
-    """16 hex digits of the prompt template's fields (:func:`~deltap.solvers.prompts.template_fingerprint`; the
-    default template for a solver without one)."""
-    from deltap.solvers.prompts import DEFAULT_TEMPLATE, prompt_hash, template_fingerprint
-
-    fields = template_fingerprint(template if template is not None else DEFAULT_TEMPLATE)
-    return prompt_hash(json.dumps(fields, sort_keys=True, ensure_ascii=False))[:16]
 
 
 def _check_config(log: TrialLog, run_config: dict[str, Any]) -> None:
@@ -307,7 +298,7 @@ def _check_config(log: TrialLog, run_config: dict[str, Any]) -> None:
     run started before the line became its default is not silently resumed with it."""
     try:
         log.check_config(
-            run_config, EndToEndConfig.RESULT_KEYS, legacy={"prompt_template": _template_digest(None)}, remedy=_REMEDY
+            run_config, EndToEndConfig.RESULT_KEYS, legacy={"prompt_template": template_digest(None)}, remedy=_REMEDY
         )
     except DeltapError as exc:
         if "prompt_template" not in str(exc):

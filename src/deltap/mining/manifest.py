@@ -171,7 +171,7 @@ def case_manifest(
         ``{field: value}`` for every name in :data:`FIELDS`; ``candidates`` maps each pooled doc id to the digest of
         its text (or :data:`MISSING`).
     """
-    from deltap.solvers.prompts import DEFAULT_TEMPLATE, prompt_hash, render_prompt, template_fingerprint
+    from deltap.solvers.prompts import DEFAULT_TEMPLATE, prompt_hash, render_prompt, template_digest
     from deltap.trials.request import request_from_case
 
     template = getattr(solver, "template", None) or DEFAULT_TEMPLATE
@@ -187,7 +187,7 @@ def case_manifest(
         "checker_files": checker_files(case),
         "benchmark_type": case.benchmark_type,
         "prompt": prompt_hash(render_prompt(request_from_case(case), template))[:16],
-        "prompt_template": _digest(_canonical(template_fingerprint(template))),
+        "prompt_template": template_digest(template),
         "gold": ",".join(sorted(case.gold_doc_ids)),
         "retriever": retriever_id(retriever),
         "k": cfg.k,

@@ -67,6 +67,7 @@ __all__ = [
     "render_context",
     "render_document",
     "render_prompt",
+    "template_digest",
     "template_fingerprint",
 ]
 
@@ -247,6 +248,13 @@ def template_fingerprint(template: PromptTemplate) -> dict[str, Any]:
     if template.answer_protocol == "auto":
         del data["answer_protocol"]
     return data
+
+
+def template_digest(template: PromptTemplate | None) -> str:
+    """16 hex digits of the SHA-256 of the template's fields (:func:`template_fingerprint`, canonical JSON; the
+    default template for ``None``): what a run's manifest and an end-to-end log record of the prompt template."""
+    fields = template_fingerprint(template if template is not None else DEFAULT_TEMPLATE)
+    return prompt_hash(json.dumps(fields, sort_keys=True, ensure_ascii=False))[:16]
 
 
 def render_document(doc: Document, template: PromptTemplate = DEFAULT_TEMPLATE) -> str:
